@@ -1,0 +1,232 @@
+package fxelection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+)
+
+// Lease is one election's lease record as a backend stores it: who holds it,
+// what they advertise, the fencing term and the store's version of the record.
+//
+// A Lease returned by Acquire or Renew is the caller's proof of holding; pass
+// it back unchanged to Renew and Release. A Lease returned by Get or carried
+// in a HeldError describes the current holder as the store reported it.
+type Lease struct {
+	// Election is the election's name (Config.Name).
+	Election string
+	// Holder is the identity of the candidate holding the lease.
+	Holder string
+	// Metadata is what the holder advertises to followers (Config.Metadata).
+	// Treat it as read-only.
+	Metadata map[string]string
+	// Term is the fencing token: it strictly increases every time the lease
+	// changes hands (including after a release) and stays the same while one
+	// holder renews. Guard external writes with it: a store that rejects writes
+	// carrying a term lower than one it has seen cannot be corrupted by a
+	// deposed leader that still believes it leads.
+	Term uint64
+	// Version is the backend's opaque version of the record (an S3 ETag, an
+	// Azure lease id, a cache CAS token, …). The core never interprets it.
+	Version string
+	// Duration is the lease duration the holder asked for.
+	Duration time.Duration
+	// AcquiredAt is when the holder acquired this term, by the store's clock
+	// where the store reports it; zero if unknown.
+	AcquiredAt time.Time
+	// ExpiresAt is when the lease expires by the store's clock, where the
+	// store knows it; zero if unknown (observed-time backends). It is for
+	// display only: comparing it with a local clock is subject to clock skew,
+	// which is why the elector never does.
+	ExpiresAt time.Time
+}
+
+// Clone returns a copy of l whose Metadata map is not shared.
+func (l Lease) Clone() Lease {
+	l.Metadata = maps.Clone(l.Metadata)
+	return l
+}
+
+// IsZero reports whether l is the zero Lease (no holder).
+func (l Lease) IsZero() bool { return l.Holder == "" && l.Term == 0 }
+
+// AcquireRequest asks a backend to take an election's lease.
+type AcquireRequest struct {
+	// Election is the election's name.
+	Election string
+	// Identity is the candidate asking for the lease.
+	Identity string
+	// Metadata is stored with the lease and shown to followers.
+	Metadata map[string]string
+	// Duration is how long the lease lasts without a renewal.
+	Duration time.Duration
+}
+
+// Backend stores one lease record per election and changes it atomically.
+// It has no timers, goroutines, events, metrics or logging of its own (the
+// Elector owns all of that); an implementation is only storage operations.
+// The conformance suite in package electiontest checks every rule below.
+//
+// Errors: a refused Acquire returns a *HeldError (matching ErrLeaseHeld) that
+// carries the current holder; a refused Renew returns an error matching
+// ErrLeaseLost; Get on an election nobody holds returns ErrNoLease; a record
+// the backend cannot decode returns an error matching ErrInvalidRecord. Any
+// other error is a store failure (wrap the SDK error with %w): only those
+// drive the elector's backoff and error events. Every method honours ctx
+// and returns promptly once it is done.
+//
+// Two expiry models fit this interface unchanged:
+//
+//   - Server-authoritative: the store expires the lease by its own clock, and
+//     Acquire is one atomic operation on the store. No client clock is ever
+//     compared with another's.
+//   - Observed time: for stores with compare-and-swap but no TTL, a candidate
+//     may take over a record only after it has seen the same version
+//     unchanged for the record's full Duration on its own monotonic clock,
+//     and then writes with a compare-and-swap on that version. ExpiryTracker
+//     implements this rule once for all such backends.
+//
+// How the stores map onto it:
+//
+//   - Redis: the lease is a key with PX expiry holding holder, metadata and
+//     term; a separate per-election counter (same hash slot) outlives the
+//     lease and supplies terms. Acquire, Renew and Release are one Lua script
+//     each (SET with PX if absent, expired or ours; bump the counter on a
+//     change of holder). Server-authoritative. Release publishes a wake-up.
+//   - Postgres: one row per election with holder, metadata, term and an
+//     expires_at column compared only with the server's now(). Acquire is
+//     INSERT … ON CONFLICT DO UPDATE … WHERE expired OR ours RETURNING, which
+//     increments term on a change of holder. Server-authoritative.
+//     Release sends NOTIFY.
+//   - S3 (and MinIO): one object per election holding the encoded record
+//     (MarshalRecord). Version is the ETag. Acquire creates with
+//     If-None-Match: * or replaces with If-Match: <etag> once ExpiryTracker
+//     says the observed version expired; Renew and Release are If-Match on
+//     the holder's ETag. Observed time, so no node compares clocks.
+//   - Azure Blob: one blob per election using the service's native lease.
+//     Version is the lease id (derived from the identity so a restarted
+//     holder can re-acquire); term and holder live in blob metadata written
+//     under the lease. Azure leases last 15–60 s, so Duration must be in that
+//     range. Server-authoritative.
+//   - Cache with compare-and-swap (memcached gets/cas, add): the encoded
+//     record under one key with the server's TTL, a second key for the term
+//     counter; Version is the CAS token. Server-authoritative expiry; a cache
+//     that may evict the counter cannot promise monotonic terms.
+//
+// Backends that can tell followers about a release implement Notifier too.
+type Backend interface {
+	// Acquire takes the lease for req.Election as req.Identity if it is free,
+	// expired, or already held by req.Identity (so a candidate that crashed
+	// and restarted with the same identity gets it back at once). It is one
+	// atomic operation on the store. On a change of holder the term becomes
+	// strictly greater than any term the election had; when req.Identity
+	// already holds it the term stays the same. Held by someone else: a
+	// *HeldError with the current holder.
+	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
+
+	// Renew extends lease (as returned by Acquire or a previous Renew) by
+	// lease.Duration from now. It succeeds only while the caller still holds
+	// that term; it never resurrects a lease someone else took or one that
+	// expired and was deleted. Otherwise it returns an error matching
+	// ErrLeaseLost. The returned lease has the same Term.
+	Renew(ctx context.Context, lease Lease) (Lease, error)
+
+	// Release ends the caller's own lease so another candidate can take it
+	// at once. It never removes someone else's lease; releasing a lease that
+	// is no longer ours (expired, taken over, already released) returns nil.
+	// The election's term survives: the next holder gets a higher one.
+	Release(ctx context.Context, lease Lease) error
+
+	// Get returns the current holder without changing anything, or
+	// ErrNoLease if nobody holds the lease.
+	Get(ctx context.Context, election string) (Lease, error)
+}
+
+// Notifier is the optional push wake-up capability: a backend that can learn
+// that an election's lease was released or changed (Redis pub/sub, Postgres
+// LISTEN/NOTIFY, the in-memory backend) tells waiting candidates at once, so
+// they acquire within milliseconds instead of at their next retry.
+type Notifier interface {
+	// Subscribe calls wake whenever election's lease may have become free.
+	// wake must not block; calls may be coalesced, spurious or missed (the
+	// elector keeps polling), and may come from any goroutine. cancel stops
+	// the calls; after it returns, wake is not called again.
+	Subscribe(election string, wake func()) (cancel func())
+}
+
+// NamedBackend is optionally implemented by a backend to name its kind
+// ("redis", "postgres", …) in metrics and logs.
+type NamedBackend interface {
+	// BackendName returns a short, constant name for the kind of store.
+	BackendName() string
+}
+
+// BackendName returns b's name if it implements NamedBackend, else "custom".
+func BackendName(b Backend) string {
+	if n, ok := b.(NamedBackend); ok {
+		return n.BackendName()
+	}
+	return "custom"
+}
+
+var (
+	// ErrLeaseHeld means another candidate holds the lease. Errors matching it
+	// are *HeldError values carrying the holder.
+	ErrLeaseHeld = errors.New("fxelection: lease held by another candidate")
+	// ErrLeaseLost means a renewal found the lease no longer ours: it
+	// expired, was released, or was taken over.
+	ErrLeaseLost = errors.New("fxelection: lease lost")
+	// ErrNoLease means nobody holds the election's lease.
+	ErrNoLease = errors.New("fxelection: no lease")
+	// ErrInvalidRecord means the stored record could not be decoded (written
+	// by something else, or a format this version does not know). It counts
+	// as a store failure; the record is never taken over before it expires.
+	ErrInvalidRecord = errors.New("fxelection: invalid lease record")
+	// ErrNotRunning is returned by Elector methods that need a started,
+	// not yet stopped elector.
+	ErrNotRunning = errors.New("fxelection: elector not running")
+	// ErrStopped is returned by Start after Stop: an Elector is not restartable.
+	ErrStopped = errors.New("fxelection: elector stopped")
+)
+
+// HeldError is returned by Backend.Acquire when another candidate holds the
+// lease. errors.Is(err, ErrLeaseHeld) is true for it.
+type HeldError struct {
+	// Holder is the current lease as the store reported it.
+	Holder Lease
+}
+
+// Error implements error.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("fxelection: lease %q held by %q (term %d)", e.Holder.Election, e.Holder.Holder, e.Holder.Term)
+}
+
+// Is makes errors.Is(err, ErrLeaseHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrLeaseHeld }
+
+// OpError is a store failure during one elector operation, as delivered to
+// error callbacks and observers.
+type OpError struct {
+	// Election is the election's name.
+	Election string
+	// Op is the operation: "acquire", "renew", "release" or "get".
+	Op string
+	// Err is the backend's error.
+	Err error
+}
+
+// Error implements error.
+func (e *OpError) Error() string {
+	return fmt.Sprintf("fxelection: %s %q: %v", e.Op, e.Election, e.Err)
+}
+
+// Unwrap returns the backend's error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// isStoreFailure reports whether err is a store failure rather than one of
+// the contract's expected outcomes.
+func isStoreFailure(err error) bool {
+	return err != nil && !errors.Is(err, ErrLeaseHeld) && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNoLease)
+}

@@ -1,0 +1,194 @@
+package fxelection
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+	DefaultMaxBackoff    = 30 * time.Second
+	DefaultStopTimeout   = 10 * time.Second
+)
+
+// Limits on Config fields.
+const (
+	// MaxNameLen is the longest election name accepted, in bytes.
+	MaxNameLen = 200
+	// MaxIdentityLen is the longest identity accepted, in bytes.
+	MaxIdentityLen = 200
+	// MaxMetadataBytes bounds the total size of Metadata keys and values.
+	MaxMetadataBytes = 4096
+	// JitterFactor is how much longer than RetryPeriod a candidate may wait
+	// between attempts: waits are drawn from [RetryPeriod, JitterFactor×RetryPeriod).
+	JitterFactor = 1.2
+)
+
+// Config configures one Elector. The zero value of every field but Name means
+// its documented default.
+type Config struct {
+	// Name identifies the election: candidates with the same Name on the same
+	// backend compete for one lease. Required; at most 200 bytes of printable
+	// UTF-8.
+	Name string
+
+	// Identity names this candidate; it must be unique among the candidates.
+	// A fixed identity lets a restarted process re-acquire its own lease at
+	// once. Default: host name, pid and a short random suffix.
+	Identity string
+
+	// Metadata is advertised with the lease to followers (for example the
+	// leader's address). Small: at most 4 KiB of keys and values.
+	Metadata map[string]string
+
+	// LeaseDuration is how long a lease lasts without renewal: a leader that
+	// vanishes is replaced after at most about this long. Default: 15s.
+	LeaseDuration time.Duration
+
+	// RenewDeadline bounds how long a leader keeps believing it leads without
+	// a successful renewal, measured on its monotonic clock from the start of
+	// the last successful renewal. It must be shorter than LeaseDuration: the
+	// difference is the margin for clock-rate drift and scheduling delays
+	// that keeps two leaders from overlapping. Default: 10s.
+	RenewDeadline time.Duration
+
+	// RetryPeriod is how often the leader renews and followers try to acquire
+	// (followers wait RetryPeriod to 1.2×RetryPeriod, jittered). It must be
+	// shorter than RenewDeadline/1.2. Default: 2s.
+	RetryPeriod time.Duration
+
+	// MaxBackoff caps the exponential backoff followers use after store
+	// failures. Default: 30s.
+	MaxBackoff time.Duration
+
+	// KeepLeaseOnStop leaves the lease in the store when the elector stops,
+	// so it expires after LeaseDuration instead of passing to another
+	// candidate at once. Default (false): release on stop.
+	KeepLeaseOnStop bool
+
+	// NoRecampaign makes the elector stop campaigning after it loses or
+	// resigns leadership, instead of becoming a candidate again. Default
+	// (false): re-campaign.
+	NoRecampaign bool
+
+	// StopTimeout bounds Stop (draining leader work, then releasing) when the
+	// context given to Stop has no earlier deadline. Default: 10s.
+	StopTimeout time.Duration
+
+	// Callbacks are called on leadership changes and store failures, never on
+	// the goroutine that renews the lease.
+	Callbacks Callbacks
+
+	// Logger receives the elector's logs. Default (nil): no logs.
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with defaults filled in.
+func (c Config) withDefaults() Config {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.Identity == "" {
+		c.Identity = DefaultIdentity()
+	}
+	return c
+}
+
+// Validate fills in defaults and checks c. The error names the offending
+// field and its value.
+func (c Config) Validate() error {
+	_, err := c.normalize()
+	return err
+}
+
+func (c Config) normalize() (Config, error) {
+	c = c.withDefaults()
+	if err := checkText("Name", c.Name, MaxNameLen); err != nil {
+		return c, err
+	}
+	if err := checkText("Identity", c.Identity, MaxIdentityLen); err != nil {
+		return c, err
+	}
+	size := 0
+	for k, v := range c.Metadata {
+		if k == "" {
+			return c, fmt.Errorf("fxelection: Metadata has an empty key")
+		}
+		size += len(k) + len(v)
+	}
+	if size > MaxMetadataBytes {
+		return c, fmt.Errorf("fxelection: Metadata (%d bytes) must be at most %d bytes", size, MaxMetadataBytes)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"LeaseDuration", c.LeaseDuration}, {"RenewDeadline", c.RenewDeadline}, {"RetryPeriod", c.RetryPeriod},
+		{"MaxBackoff", c.MaxBackoff}, {"StopTimeout", c.StopTimeout},
+	} {
+		if d.v < 0 {
+			return c, fmt.Errorf("fxelection: %s (%v) must be positive", d.name, d.v)
+		}
+	}
+	if c.RenewDeadline >= c.LeaseDuration {
+		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be shorter than LeaseDuration (%v)", c.RenewDeadline, c.LeaseDuration)
+	}
+	if jittered := time.Duration(JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= jittered {
+		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be longer than 1.2 × RetryPeriod (%v)", c.RenewDeadline, jittered)
+	}
+	if c.MaxBackoff < c.RetryPeriod {
+		return c, fmt.Errorf("fxelection: MaxBackoff (%v) must not be shorter than RetryPeriod (%v)", c.MaxBackoff, c.RetryPeriod)
+	}
+	return c, nil
+}
+
+func checkText(field, s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("fxelection: %s is required", field)
+	case len(s) > max:
+		return fmt.Errorf("fxelection: %s (%d bytes) must be at most %d bytes", field, len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("fxelection: %s (%q) must be valid UTF-8", field, s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("fxelection: %s (%q) must be printable", field, s)
+		}
+	}
+	return nil
+}
+
+// DefaultIdentity returns host name, pid and a random suffix, e.g.
+// "web-1-4242-9f3a1c": unique per process even when pids repeat in containers.
+func DefaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+}

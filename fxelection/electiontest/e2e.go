@@ -1,0 +1,156 @@
+package electiontest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// candidate is one elector in an end-to-end test with its own client.
+type candidate struct {
+	e      *fxelection.Elector
+	faulty *Faulty
+}
+
+func (s *suite) candidates(t *testing.T, election string, n int, rec *Recorder) []*candidate {
+	t.Helper()
+	out := make([]*candidate, n)
+	for i := range out {
+		f := NewFaulty(s.newBackend(t))
+		e, err := fxelection.New(fxelection.Config{
+			Name:          election,
+			Identity:      fmt.Sprintf("e2e-%d", i),
+			Metadata:      map[string]string{"i": fmt.Sprint(i)},
+			LeaseDuration: s.o.Timing.LeaseDuration,
+			RenewDeadline: s.o.Timing.RenewDeadline,
+			RetryPeriod:   s.o.Timing.RetryPeriod,
+			MaxBackoff:    4 * s.o.Timing.RetryPeriod,
+		}, f)
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		e.AddObserver(rec)
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Stop(context.Background()) })
+		out[i] = &candidate{e: e, faulty: f}
+	}
+	return out
+}
+
+// waitLeader waits up to limit for exactly one candidate other than except
+// to lead, and returns it with the time it was seen.
+func waitLeader(t *testing.T, cs []*candidate, except *candidate, limit time.Duration) (*candidate, time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var leaders []*candidate
+		for _, c := range cs {
+			if c != except && c.e.IsLeader() {
+				leaders = append(leaders, c)
+			}
+		}
+		if len(leaders) > 1 {
+			t.Fatalf("%d candidates lead at once", len(leaders))
+		}
+		if len(leaders) == 1 {
+			return leaders[0], time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader within %v", limit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func checkNoOverlap(t *testing.T, rec *Recorder) {
+	t.Helper()
+	if a, b, found := rec.Overlap(); found {
+		t.Fatalf("two electors believed they led at once: %+v and %+v", a, b)
+	}
+	var last uint64
+	for _, iv := range rec.Intervals() {
+		if iv.Term <= last {
+			t.Fatalf("leadership terms not increasing: %+v", rec.Intervals())
+		}
+		last = iv.Term
+	}
+}
+
+// handOverOnStop: a leader that stops gracefully releases, and another
+// candidate leads within one retry period (at once with push wake-up).
+func (s *suite) handOverOnStop(t *testing.T) {
+	rec := &Recorder{}
+	cs := s.candidates(t, Election(t), 3, rec)
+	tm := s.o.Timing
+	leader, _ := waitLeader(t, cs, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
+	first, _ := leader.e.Lease()
+
+	// Let the followers settle into their retry wait and learn the leader.
+	time.Sleep(tm.RetryPeriod * 3 / 2)
+	for _, c := range cs {
+		if c == leader {
+			continue
+		}
+		if l, ok := c.e.Leader(); !ok || l.Holder != leader.e.Identity() || l.Term != first.Term {
+			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Identity(), l, ok, leader.e.Identity(), first.Term)
+		}
+	}
+	_, push := cs[0].faulty.inner.(fxelection.Notifier)
+
+	stopped := time.Now()
+	if err := leader.e.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	limit := time.Duration(fxelection.JitterFactor*float64(tm.RetryPeriod)) + time.Second
+	next, at := waitLeader(t, cs, leader, limit)
+	took := at.Sub(stopped)
+	second, _ := next.e.Lease()
+	if second.Term <= first.Term {
+		t.Fatalf("term after hand-over %d, want > %d", second.Term, first.Term)
+	}
+	t.Logf("hand-over took %v (push wake-up: %v, retry period %v)", took, push, tm.RetryPeriod)
+	checkNoOverlap(t, rec)
+}
+
+// vanished: a leader cut off from the store stops believing within the
+// renew deadline, and another candidate takes over only after the lease
+// expired, within LeaseDuration plus a retry period.
+func (s *suite) vanished(t *testing.T) {
+	rec := &Recorder{}
+	cs := s.candidates(t, Election(t), 3, rec)
+	tm := s.o.Timing
+	leader, _ := waitLeader(t, cs, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
+	first, _ := leader.e.Lease()
+
+	cut := time.Now()
+	leader.faulty.Partition(true)
+	next, at := waitLeader(t, cs, leader, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
+	if took := at.Sub(cut); took > tm.LeaseDuration+time.Duration(fxelection.JitterFactor*float64(tm.RetryPeriod))+3*time.Second {
+		t.Errorf("takeover took %v, want within lease + retry (%v + %v) and slack", took, tm.LeaseDuration, tm.RetryPeriod)
+	}
+	if leader.e.IsLeader() {
+		t.Fatal("partitioned leader still believes it leads after another took over")
+	}
+	second, _ := next.e.Lease()
+	if second.Term <= first.Term {
+		t.Fatalf("term after takeover %d, want > %d", second.Term, first.Term)
+	}
+	// Heal: the old leader becomes a follower that knows the new leader.
+	leader.faulty.Partition(false)
+	deadline := time.Now().Add(2*tm.LeaseDuration + 5*time.Second)
+	for {
+		if l, ok := leader.e.Leader(); ok && l.Holder == next.e.Identity() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("healed candidate never learned the new leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	checkNoOverlap(t, rec)
+}

@@ -1,0 +1,518 @@
+package electiontest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// Options tune RunBackendTests for one backend. The zero value suits a
+// backend with server-side TTLs of any length.
+type Options struct {
+	// TTL is the short lease duration used by expiry tests. Default: 500ms.
+	// Backends with a minimum lease length (Azure Blob: 15s) set it higher.
+	TTL time.Duration
+
+	// PutGarbage writes a value the backend cannot decode as election's
+	// record, expiring after ttl where the store supports it, as a foreign
+	// program might. Required: the suite fails without it, since every
+	// backend must survive foreign records.
+	PutGarbage func(t *testing.T, election string, ttl time.Duration)
+
+	// GarbageNeverExpires says the store cannot expire a foreign record
+	// (no TTL); the suite then checks only that it is never taken over.
+	GarbageNeverExpires bool
+
+	// Candidates is how many candidates race in the concurrency test.
+	// Default: 50.
+	Candidates int
+
+	// Rounds is how many rounds they race. Default: 20.
+	Rounds int
+
+	// Timing is used by the end-to-end tests with real electors. Zero
+	// fields default to LeaseDuration 3s, RenewDeadline 2s, RetryPeriod
+	// 500ms; set LeaseDuration for backends with a minimum lease length.
+	Timing Timing
+
+	// SkipEndToEnd skips the end-to-end part (for quick local runs only;
+	// every backend must pass it in CI).
+	SkipEndToEnd bool
+}
+
+// Timing is the elector timing used by the end-to-end tests.
+type Timing struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.TTL == 0 {
+		o.TTL = 500 * time.Millisecond
+	}
+	if o.Candidates == 0 {
+		o.Candidates = 50
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 20
+	}
+	if o.Timing.LeaseDuration == 0 {
+		o.Timing.LeaseDuration = 3 * time.Second
+	}
+	if o.Timing.RenewDeadline == 0 {
+		o.Timing.RenewDeadline = o.Timing.LeaseDuration * 2 / 3
+	}
+	if o.Timing.RetryPeriod == 0 {
+		o.Timing.RetryPeriod = o.Timing.LeaseDuration / 6
+	}
+	return o
+}
+
+// NewBackend returns a backend on the store under test. Each call should
+// return a separate client (as a separate process would have) on the same
+// store; the suite calls it many times.
+type NewBackend func(t *testing.T) fxelection.Backend
+
+// RunBackendTests runs the conformance suite against the backends newBackend
+// makes: the storage contract first, then an end-to-end part with real
+// electors. Each test uses its own election names, so one store serves all.
+func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
+	opts = opts.withDefaults()
+	s := &suite{newBackend: newBackend, o: opts}
+	t.Run("Contract", func(t *testing.T) {
+		t.Run("AcquireWhenFree", s.acquireWhenFree)
+		t.Run("RefusedWhileHeld", s.refusedWhileHeld)
+		t.Run("ReacquireSameIdentity", s.reacquireSameIdentity)
+		t.Run("RenewByHolder", s.renewByHolder)
+		t.Run("RenewRefusedAfterTakeover", s.renewRefusedAfterTakeover)
+		t.Run("ReleaseOnlyOwn", s.releaseOnlyOwn)
+		t.Run("ReleaseLostLease", s.releaseLost)
+		t.Run("GetShowsHolder", s.getShowsHolder)
+		t.Run("TermMonotonic", s.termMonotonic)
+		t.Run("ExpiryLetsAnotherAcquire", s.expiry)
+		t.Run("RacingCandidates", s.racing)
+		t.Run("IndependentElections", s.independent)
+		t.Run("CancelledContext", s.cancelled)
+		t.Run("GarbageRecord", s.garbage)
+	})
+	if opts.SkipEndToEnd {
+		return
+	}
+	t.Run("EndToEnd", func(t *testing.T) {
+		t.Run("HandOverOnStop", s.handOverOnStop)
+		t.Run("VanishedLeaderReplaced", s.vanished)
+	})
+}
+
+type suite struct {
+	newBackend NewBackend
+	o          Options
+}
+
+// Election returns a fresh election name for t, unique across runs.
+func Election(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("conf-%s-%s", hex.EncodeToString(b[:]), shortName(t.Name()))
+}
+
+func shortName(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s) && len(out) < 60; i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
+			out = append(out, c)
+		} else {
+			out = append(out, '-')
+		}
+	}
+	return string(out)
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (s *suite) req(election, id string, d time.Duration) fxelection.AcquireRequest {
+	if d == 0 {
+		d = time.Minute
+	}
+	return fxelection.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}
+}
+
+func mustAcquire(t *testing.T, b fxelection.Backend, r fxelection.AcquireRequest) fxelection.Lease {
+	t.Helper()
+	l, err := b.Acquire(ctxT(t), r)
+	if err != nil {
+		t.Fatalf("Acquire(%s as %s): %v", r.Election, r.Identity, err)
+	}
+	return l
+}
+
+func wantHeld(t *testing.T, err error, holder string) *fxelection.HeldError {
+	t.Helper()
+	var he *fxelection.HeldError
+	if !errors.As(err, &he) || !errors.Is(err, fxelection.ErrLeaseHeld) {
+		t.Fatalf("want *HeldError matching ErrLeaseHeld, got %v", err)
+	}
+	if he.Holder.Holder != holder {
+		t.Fatalf("HeldError holder = %q, want %q", he.Holder.Holder, holder)
+	}
+	return he
+}
+
+func (s *suite) acquireWhenFree(t *testing.T) {
+	b, e := s.newBackend(t), Election(t)
+	l := mustAcquire(t, b, s.req(e, "a", 0))
+	if l.Holder != "a" || l.Election != e || l.Term == 0 || l.Metadata["addr"] != "a:8080" || l.Duration != time.Minute {
+		t.Fatalf("lease = %+v", l)
+	}
+}
+
+func (s *suite) refusedWhileHeld(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	la := mustAcquire(t, a, s.req(e, "a", 0))
+	_, err := b.Acquire(ctxT(t), s.req(e, "b", 0))
+	he := wantHeld(t, err, "a")
+	if he.Holder.Term != la.Term || he.Holder.Metadata["addr"] != "a:8080" {
+		t.Fatalf("held error lease = %+v, want term %d with metadata", he.Holder, la.Term)
+	}
+}
+
+func (s *suite) reacquireSameIdentity(t *testing.T) {
+	e := Election(t)
+	la := mustAcquire(t, s.newBackend(t), s.req(e, "a", 0))
+	// A restarted process with the same identity and a new client.
+	la2 := mustAcquire(t, s.newBackend(t), s.req(e, "a", 0))
+	if la2.Term != la.Term || la2.Holder != "a" {
+		t.Fatalf("re-acquire: term %d holder %q, want term %d holder a", la2.Term, la2.Holder, la.Term)
+	}
+	if _, err := s.newBackend(t).Acquire(ctxT(t), s.req(e, "b", 0)); err == nil {
+		t.Fatal("b acquired a lease a re-acquired")
+	}
+}
+
+func (s *suite) renewByHolder(t *testing.T) {
+	b, e := s.newBackend(t), Election(t)
+	l := mustAcquire(t, b, s.req(e, "a", 0))
+	for range 3 {
+		l2, err := b.Renew(ctxT(t), l)
+		if err != nil {
+			t.Fatalf("Renew: %v", err)
+		}
+		if l2.Term != l.Term || l2.Holder != "a" {
+			t.Fatalf("renewed lease %+v, want term %d", l2, l.Term)
+		}
+		l = l2
+	}
+}
+
+// waitAcquire retries Acquire until it succeeds or limit passes; it fails
+// the test on store failures.
+func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r fxelection.AcquireRequest, limit time.Duration) fxelection.Lease {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		l, err := b.Acquire(ctxT(t), r)
+		if err == nil {
+			return l
+		}
+		if !errors.Is(err, fxelection.ErrLeaseHeld) {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not acquired within %v: %v", limit, err)
+		}
+		time.Sleep(s.o.TTL / 10)
+	}
+}
+
+// expiryLimit is how long a takeover after expiry may take: the TTL, twice
+// over for observed-time backends, plus slack for a busy machine.
+func (s *suite) expiryLimit() time.Duration { return 3*s.o.TTL + 5*time.Second }
+
+func (s *suite) renewRefusedAfterTakeover(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	la := mustAcquire(t, a, s.req(e, "a", s.o.TTL))
+	lb := s.waitAcquire(t, b, s.req(e, "b", time.Minute), s.expiryLimit())
+	if lb.Term <= la.Term {
+		t.Fatalf("takeover term %d not above %d", lb.Term, la.Term)
+	}
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("Renew after takeover: %v, want ErrLeaseLost", err)
+	}
+	got, err := b.Get(ctxT(t), e)
+	if err != nil || got.Holder != "b" || got.Term != lb.Term {
+		t.Fatalf("after refused renew Get = %+v, %v; want b's lease", got, err)
+	}
+}
+
+func (s *suite) releaseOnlyOwn(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	la := mustAcquire(t, a, s.req(e, "a", 0))
+	forged := la
+	forged.Holder = "b"
+	if err := b.Release(ctxT(t), forged); err != nil {
+		t.Fatalf("Release of a lease b does not hold: %v, want nil", err)
+	}
+	if got, err := a.Get(ctxT(t), e); err != nil || got.Holder != "a" {
+		t.Fatalf("b's release removed a's lease: %+v, %v", got, err)
+	}
+	stale := la
+	stale.Term = la.Term + 1000
+	if err := a.Release(ctxT(t), stale); err != nil {
+		t.Fatalf("Release with a wrong term: %v", err)
+	}
+	if got, err := a.Get(ctxT(t), e); err != nil || got.Holder != "a" {
+		t.Fatalf("release with a wrong term removed the lease: %+v, %v", got, err)
+	}
+	if err := a.Release(ctxT(t), la); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := a.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("Get after release: %v, want ErrNoLease", err)
+	}
+	lb := mustAcquire(t, b, s.req(e, "b", 0))
+	if lb.Term <= la.Term {
+		t.Fatalf("term after release %d, want > %d", lb.Term, la.Term)
+	}
+}
+
+func (s *suite) releaseLost(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	la := mustAcquire(t, a, s.req(e, "a", 0))
+	if err := a.Release(ctxT(t), la); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := a.Release(ctxT(t), la); err != nil {
+		t.Fatalf("second Release: %v, want nil", err)
+	}
+	lb := mustAcquire(t, b, s.req(e, "b", 0))
+	if err := a.Release(ctxT(t), la); err != nil {
+		t.Fatalf("Release of a lease now held by b: %v, want nil", err)
+	}
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Holder != "b" || got.Term != lb.Term {
+		t.Fatalf("a's stale release disturbed b: %+v, %v", got, err)
+	}
+}
+
+func (s *suite) getShowsHolder(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("Get of an unused election: %v, want ErrNoLease", err)
+	}
+	la := mustAcquire(t, a, s.req(e, "a", 0))
+	got, err := b.Get(ctxT(t), e)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.Holder != "a" || got.Term != la.Term || got.Metadata["addr"] != "a:8080" || got.Election != e {
+		t.Fatalf("Get = %+v, want a's lease term %d", got, la.Term)
+	}
+	// Get changes nothing.
+	if _, err := b.Get(ctxT(t), e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Renew(ctxT(t), la); err != nil {
+		t.Fatalf("Renew after Get: %v", err)
+	}
+}
+
+func (s *suite) termMonotonic(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	var terms []uint64
+	la := mustAcquire(t, a, s.req(e, "a", 0))
+	terms = append(terms, la.Term)
+	la, err := a.Renew(ctxT(t), la)
+	if err != nil || la.Term != terms[0] {
+		t.Fatalf("renew changed term: %d, %v", la.Term, err)
+	}
+	if err := a.Release(ctxT(t), la); err != nil {
+		t.Fatal(err)
+	}
+	lb := mustAcquire(t, b, s.req(e, "b", 0))
+	terms = append(terms, lb.Term)
+	if err := b.Release(ctxT(t), lb); err != nil {
+		t.Fatal(err)
+	}
+	la = mustAcquire(t, a, s.req(e, "a", s.o.TTL))
+	terms = append(terms, la.Term)
+	lb = s.waitAcquire(t, b, s.req(e, "b", 0), s.expiryLimit())
+	terms = append(terms, lb.Term)
+	for i := 1; i < len(terms); i++ {
+		if terms[i] <= terms[i-1] {
+			t.Fatalf("terms %v not strictly increasing", terms)
+		}
+	}
+}
+
+func (s *suite) expiry(t *testing.T) {
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	start := time.Now()
+	la := mustAcquire(t, a, s.req(e, "a", s.o.TTL))
+	if _, err := b.Acquire(ctxT(t), s.req(e, "b", 0)); time.Since(start) < s.o.TTL {
+		wantHeld(t, err, "a")
+	}
+	lb := s.waitAcquire(t, b, s.req(e, "b", 0), s.expiryLimit())
+	if took := time.Since(start); took < s.o.TTL {
+		t.Fatalf("taken over after %v, before the TTL %v", took, s.o.TTL)
+	}
+	if lb.Term <= la.Term {
+		t.Fatalf("term %d after expiry, want > %d", lb.Term, la.Term)
+	}
+}
+
+func (s *suite) racing(t *testing.T) {
+	n := s.o.Candidates
+	backends := make([]fxelection.Backend, n)
+	for i := range backends {
+		backends[i] = s.newBackend(t)
+	}
+	e := Election(t)
+	var last uint64
+	for round := range s.o.Rounds {
+		type out struct {
+			id  string
+			l   fxelection.Lease
+			err error
+		}
+		outs := make([]out, n)
+		var wg sync.WaitGroup
+		startGate := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-startGate
+				id := fmt.Sprintf("c%02d", i)
+				l, err := backends[i].Acquire(ctxT(t), s.req(e, id, 0))
+				outs[i] = out{id, l, err}
+			}()
+		}
+		close(startGate)
+		wg.Wait()
+		var winners []out
+		for _, o := range outs {
+			switch {
+			case o.err == nil:
+				winners = append(winners, o)
+			case !errors.Is(o.err, fxelection.ErrLeaseHeld):
+				t.Fatalf("round %d: %s: %v", round, o.id, o.err)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d winners, want exactly 1", round, len(winners))
+		}
+		w := winners[0]
+		for _, o := range outs {
+			var he *fxelection.HeldError
+			if errors.As(o.err, &he) && (he.Holder.Holder != w.id || he.Holder.Term != w.l.Term) {
+				// A loser may have read the record before the winner wrote
+				// it only if it then lost the write: it must name the winner.
+				t.Fatalf("round %d: %s told holder %q term %d, winner %s term %d", round, o.id, he.Holder.Holder, he.Holder.Term, w.id, w.l.Term)
+			}
+		}
+		if w.l.Term <= last {
+			t.Fatalf("round %d: term %d not above %d", round, w.l.Term, last)
+		}
+		last = w.l.Term
+		var wIdx int
+		fmt.Sscanf(w.id, "c%d", &wIdx)
+		if err := backends[wIdx].Release(ctxT(t), w.l); err != nil {
+			t.Fatalf("round %d: release: %v", round, err)
+		}
+	}
+}
+
+func (s *suite) independent(t *testing.T) {
+	a, b := s.newBackend(t), s.newBackend(t)
+	e1, e2 := Election(t)+"-1", Election(t)+"-2"
+	l1 := mustAcquire(t, a, s.req(e1, "a", 0))
+	l2 := mustAcquire(t, b, s.req(e2, "b", 0))
+	if err := a.Release(ctxT(t), l1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Get(ctxT(t), e2)
+	if err != nil || got.Holder != "b" || got.Term != l2.Term {
+		t.Fatalf("releasing %s disturbed %s: %+v, %v", e1, e2, got, err)
+	}
+	if _, err := a.Acquire(ctxT(t), s.req(e2, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
+		t.Fatalf("a took b's election: %v", err)
+	}
+}
+
+func (s *suite) cancelled(t *testing.T) {
+	b, e := s.newBackend(t), Election(t)
+	l := mustAcquire(t, b, s.req(e, "a", 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	check := func(op string, f func() error) {
+		start := time.Now()
+		err := f()
+		if err == nil {
+			t.Errorf("%s with a cancelled context returned nil", op)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s with a cancelled context took %v", op, took)
+		}
+	}
+	check("Acquire", func() error { _, err := b.Acquire(ctx, s.req(e, "b", 0)); return err })
+	check("Renew", func() error { _, err := b.Renew(ctx, l); return err })
+	check("Get", func() error { _, err := b.Get(ctx, e); return err })
+	check("Release", func() error { return b.Release(ctx, l) })
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Holder != "a" {
+		t.Fatalf("after cancelled calls Get = %+v, %v", got, err)
+	}
+}
+
+func (s *suite) garbage(t *testing.T) {
+	if s.o.PutGarbage == nil {
+		t.Fatal("Options.PutGarbage is required: every backend must survive foreign records")
+	}
+	b, e := s.newBackend(t), Election(t)
+	start := time.Now()
+	s.o.PutGarbage(t, e, s.o.TTL)
+	_, err := b.Acquire(ctxT(t), s.req(e, "a", 0))
+	if time.Since(start) < s.o.TTL {
+		if err == nil {
+			t.Fatal("Acquire took over a foreign record before it expired")
+		}
+		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			t.Fatalf("Acquire over a foreign record: %v, want ErrInvalidRecord", err)
+		}
+	}
+	if _, err := b.Get(ctxT(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("Get of a foreign record: %v, want ErrInvalidRecord", err)
+	}
+	forged := fxelection.Lease{Election: e, Holder: "a", Term: 1, Duration: time.Minute}
+	if _, err := b.Renew(ctxT(t), forged); err == nil {
+		t.Fatal("Renew succeeded over a foreign record")
+	}
+	_ = b.Release(ctxT(t), forged) // must not panic; may fail
+	if s.o.GarbageNeverExpires {
+		return
+	}
+	deadline := time.Now().Add(s.expiryLimit())
+	for {
+		if _, err := b.Acquire(ctxT(t), s.req(e, "a", 0)); err == nil {
+			if time.Since(start) < s.o.TTL {
+				t.Fatal("foreign record taken over before it expired")
+			}
+			return
+		} else if !errors.Is(err, fxelection.ErrInvalidRecord) && !errors.Is(err, fxelection.ErrLeaseHeld) {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a foreign record that expired still blocks the election")
+		}
+		time.Sleep(s.o.TTL / 10)
+	}
+}

@@ -1,0 +1,723 @@
+package fxelection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Elector campaigns for one election's lease on a Backend and keeps it while
+// it can. It owns all timing: the leader renews every RetryPeriod and stops
+// believing it leads once no renewal has succeeded within RenewDeadline of
+// the start of the last successful one (measured on the local monotonic
+// clock), which is before its lease can expire in the store. Followers retry
+// every RetryPeriod (jittered), back off exponentially on store failures,
+// and wake at once when the backend pushes a release.
+//
+// What it cannot promise: a process paused longer than LeaseDuration−
+// RenewDeadline at the wrong moment, or a clock running that much faster,
+// can act as leader after another took over. Use the fencing term
+// (LeaseFromContext) to make such late writes harmless.
+//
+// An Elector is safe for concurrent use. Start it once; after Stop it cannot
+// be started again.
+type Elector struct {
+	cfg      Config
+	backend  Backend
+	notifier Notifier
+	kind     string
+	log      *slog.Logger
+
+	wake   chan struct{}
+	reqs   chan request
+	disp   *dispatcher
+	work   tracker
+	obs    atomic.Pointer[[]*observerEntry]
+	lifeMu sync.Mutex // serialises Start and Stop
+
+	mu          sync.Mutex
+	started     bool
+	stopped     bool
+	cancel      context.CancelFunc
+	loopDone    chan struct{}
+	term        *leaderTerm
+	finalLease  Lease // lease to release on Stop, set by the loop on exit
+	leader      Lease
+	leaderKnown bool
+	lastContact time.Time
+	lastErr     error
+	lastErrAt   time.Time
+}
+
+// leaderTerm is one period of leadership.
+type leaderTerm struct {
+	lease     Lease
+	ctx       context.Context
+	cancel    context.CancelFunc
+	timer     *time.Timer // cancels ctx at the renew deadline
+	lastRenew time.Time   // start of the last successful acquire/renew
+	deadline  time.Time   // lastRenew + RenewDeadline
+}
+
+type observerEntry struct{ o Observer }
+
+type requestKind int
+
+const (
+	reqTryAcquire requestKind = iota
+	reqResign
+)
+
+type request struct {
+	kind  requestKind
+	ctx   context.Context
+	reply chan result
+}
+
+type result struct {
+	leading bool
+	err     error
+}
+
+// New returns an Elector for cfg on backend. It validates cfg (filling in
+// defaults) and returns an error naming the first bad field. It does no I/O.
+func New(cfg Config, backend Backend) (*Elector, error) {
+	if backend == nil {
+		return nil, errors.New("fxelection: Backend is required")
+	}
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Elector{
+		cfg:     cfg,
+		backend: backend,
+		kind:    BackendName(backend),
+		log:     log.With("election", cfg.Name, "identity", cfg.Identity),
+		wake:    make(chan struct{}, 1),
+		reqs:    make(chan request),
+	}
+	e.notifier, _ = backend.(Notifier)
+	return e, nil
+}
+
+// Name returns the election's name.
+func (e *Elector) Name() string { return e.cfg.Name }
+
+// Identity returns this candidate's identity.
+func (e *Elector) Identity() string { return e.cfg.Identity }
+
+// BackendName returns the backend's kind, as in BackendName.
+func (e *Elector) BackendName() string { return e.kind }
+
+// Config returns the configuration in effect, defaults filled in.
+func (e *Elector) Config() Config { return e.cfg }
+
+// AddObserver attaches o; it receives events until the returned function is
+// called. Observers see every backend operation, so keep them fast.
+func (e *Elector) AddObserver(o Observer) (remove func()) {
+	entry := &observerEntry{o}
+	for {
+		old := e.obs.Load()
+		var next []*observerEntry
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, entry)
+		if e.obs.CompareAndSwap(old, &next) {
+			break
+		}
+	}
+	return func() {
+		for {
+			old := e.obs.Load()
+			var next []*observerEntry
+			for _, x := range *old {
+				if x != entry {
+					next = append(next, x)
+				}
+			}
+			if e.obs.CompareAndSwap(old, &next) {
+				return
+			}
+		}
+	}
+}
+
+func (e *Elector) observe(ev Event) {
+	list := e.obs.Load()
+	if list == nil || len(*list) == 0 {
+		return
+	}
+	ev.Election, ev.Identity, ev.Backend = e.cfg.Name, e.cfg.Identity, e.kind
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	for _, x := range *list {
+		x.o.Observe(ev)
+	}
+}
+
+// Start begins campaigning in the background and returns at once. Calling it
+// again while running does nothing; after Stop it returns ErrStopped.
+func (e *Elector) Start(ctx context.Context) error {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.stopped:
+		return ErrStopped
+	case e.started:
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The loop must outlive Start's context (fx cancels OnStart contexts).
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
+	e.disp = newDispatcher()
+	go e.run(runCtx)
+	e.log.Debug("elector started")
+	return nil
+}
+
+// Stop ends campaigning. If leading, it cancels the leader context, waits for
+// leader work (OnStartedLeading, RunIfLeader) to return, then releases the
+// lease so another candidate leads at once (unless KeepLeaseOnStop). Waiting
+// is bounded by ctx and StopTimeout; the release still gets one attempt of
+// at most RetryPeriod even when that bound has passed, so Stop always
+// returns and the lease is not lost merely because shutdown was slow.
+// Callbacks already queued are delivered before Stop returns, within the
+// same bound. Stop is idempotent; it returns the release error, if any.
+func (e *Elector) Stop(ctx context.Context) error {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	e.mu.Lock()
+	if e.stopped || !e.started {
+		e.stopped = true
+		e.mu.Unlock()
+		return nil
+	}
+	e.stopped = true
+	cancel, loopDone := e.cancel, e.loopDone
+	e.mu.Unlock()
+
+	ctx, cancelTimeout := context.WithTimeout(ctx, e.cfg.StopTimeout)
+	defer cancelTimeout()
+
+	cancel()
+	<-loopDone // the loop returns promptly: every wait selects on its context
+
+	var errs []error
+	select {
+	case <-e.work.wait():
+	case <-ctx.Done():
+		e.log.Warn("leader work did not return before the stop deadline; releasing anyway")
+		errs = append(errs, fmt.Errorf("fxelection: wait for leader work: %w", ctx.Err()))
+	}
+
+	e.mu.Lock()
+	final := e.finalLease
+	e.mu.Unlock()
+	if !final.IsZero() && !e.cfg.KeepLeaseOnStop {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RetryPeriod)
+		if ctx.Err() == nil {
+			rctx, rcancel = ctx, func() {}
+		}
+		if err := e.release(rctx, final); err != nil {
+			errs = append(errs, err)
+		}
+		rcancel()
+	}
+	e.observe(Event{Kind: EventDetached})
+	if err := e.disp.close(ctx); err != nil {
+		e.log.Warn("callbacks still running at stop deadline")
+	}
+	e.log.Debug("elector stopped")
+	return errors.Join(errs...)
+}
+
+// IsLeader reports whether this candidate leads now: it holds the lease and
+// its last successful renewal started less than RenewDeadline ago.
+func (e *Elector) IsLeader() bool {
+	_, ok := e.Lease()
+	return ok
+}
+
+// Lease returns the lease this candidate holds while it is leader.
+func (e *Elector) Lease() (Lease, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.term
+	if t == nil || t.ctx.Err() != nil || !time.Now().Before(t.deadline) {
+		return Lease{}, false
+	}
+	return t.lease.Clone(), true
+}
+
+// Leader returns the current leader as last seen by this candidate — itself
+// while leading, otherwise the holder the store reported at the last attempt
+// — and false when unknown (before the first answer, or right after losing).
+func (e *Elector) Leader() (Lease, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader.Clone(), e.leaderKnown
+}
+
+// Status is a snapshot of an elector for health checks and dashboards.
+type Status struct {
+	Election string
+	Identity string
+	Backend  string
+	// Running is true between Start and Stop while the campaign loop runs.
+	Running bool
+	// Leading is true while the loop believes it leads (the lease is held and
+	// the renew deadline has not yet stepped it down).
+	Leading bool
+	// Lease is this candidate's lease while Leading.
+	Lease Lease
+	// Leader is the leader last seen; LeaderKnown says whether there is one.
+	Leader      Lease
+	LeaderKnown bool
+	// LastRenew is the start of the last successful acquire or renewal while
+	// Leading.
+	LastRenew time.Time
+	// LastContact is when the store last answered an operation (any outcome
+	// but a store failure).
+	LastContact time.Time
+	// LastError is the last store failure and LastErrorAt when it happened.
+	LastError   error
+	LastErrorAt time.Time
+	// LeaseDuration, RenewDeadline and RetryPeriod are the effective timings.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// Status returns a snapshot of the elector's state.
+func (e *Elector) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := Status{
+		Election: e.cfg.Name, Identity: e.cfg.Identity, Backend: e.kind,
+		Leader: e.leader.Clone(), LeaderKnown: e.leaderKnown,
+		LastContact: e.lastContact, LastError: e.lastErr, LastErrorAt: e.lastErrAt,
+		LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline, RetryPeriod: e.cfg.RetryPeriod,
+	}
+	if e.started && !e.stopped {
+		select {
+		case <-e.loopDone:
+		default:
+			s.Running = true
+		}
+	}
+	if t := e.term; t != nil {
+		s.Leading, s.Lease, s.LastRenew = true, t.lease.Clone(), t.lastRenew
+	}
+	return s
+}
+
+// RunIfLeader runs fn only if this candidate leads, and reports whether it
+// ran. fn's context is cancelled the moment leadership ends (or ctx is done)
+// and carries the lease for fencing (LeaseFromContext). Stop waits for fn to
+// return before releasing the lease.
+func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) error) (ran bool, err error) {
+	e.mu.Lock()
+	t := e.term
+	if t == nil || t.ctx.Err() != nil || !time.Now().Before(t.deadline) {
+		e.mu.Unlock()
+		return false, nil
+	}
+	e.work.add()
+	e.mu.Unlock()
+	defer e.work.done()
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel)
+	defer stop()
+	return true, fn(ContextWithLease(wctx, t.lease.Clone()))
+}
+
+// TryAcquire makes one attempt to acquire the lease now, without waiting for
+// the next retry, and reports whether this candidate leads afterwards. The
+// elector must be running. A lease held by someone else is not an error.
+func (e *Elector) TryAcquire(ctx context.Context) (bool, error) {
+	r, err := e.send(ctx, reqTryAcquire)
+	if err != nil {
+		return false, err
+	}
+	return r.leading, r.err
+}
+
+// Resign gives up leadership now: it cancels the leader context, waits for
+// leader work (bounded by ctx), releases the lease and sits out two retry
+// periods so another candidate can take over. It does nothing if this
+// candidate does not lead.
+func (e *Elector) Resign(ctx context.Context) error {
+	r, err := e.send(ctx, reqResign)
+	if err != nil {
+		return err
+	}
+	return r.err
+}
+
+func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
+	e.mu.Lock()
+	running := e.started && !e.stopped
+	loopDone := e.loopDone
+	e.mu.Unlock()
+	if !running {
+		return result{}, ErrNotRunning
+	}
+	req := request{kind: kind, ctx: ctx, reply: make(chan result, 1)}
+	select {
+	case e.reqs <- req:
+	case <-loopDone:
+		return result{}, ErrNotRunning
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+	select {
+	case r := <-req.reply:
+		return r, nil
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+}
+
+// poke is the Notifier's wake-up; it never blocks.
+func (e *Elector) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the campaign loop: campaign, lead, repeat.
+func (e *Elector) run(ctx context.Context) {
+	defer close(e.loopDone)
+	if e.notifier != nil {
+		cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
+		defer cancel()
+	}
+	var sitOut time.Duration
+	for {
+		lease, start, pending, ok := e.campaign(ctx, sitOut)
+		if !ok {
+			return
+		}
+		reason := e.lead(ctx, lease, start, pending)
+		if reason == ReasonStopped || e.cfg.NoRecampaign {
+			return
+		}
+		sitOut = 0
+		if reason == ReasonResigned {
+			sitOut = 2 * e.cfg.RetryPeriod
+		}
+	}
+}
+
+// campaign tries to acquire until it succeeds (ok) or ctx is done. sitOut
+// delays the first attempt and ignores wake-ups until it has passed.
+func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lease, start time.Time, pending *request, ok bool) {
+	delay, failures := sitOut, 0
+	ignoreWakeUntil := time.Now().Add(sitOut)
+	for {
+		if delay > 0 {
+			timer := time.NewTimer(delay)
+			var req *request
+			for waiting := true; waiting; {
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return Lease{}, time.Time{}, nil, false
+				case <-timer.C:
+					waiting = false
+				case <-e.wake:
+					if time.Now().After(ignoreWakeUntil) {
+						timer.Stop()
+						waiting = false
+					}
+				case r := <-e.reqs:
+					if r.kind == reqResign {
+						r.reply <- result{}
+						continue
+					}
+					timer.Stop()
+					req, waiting = &r, false
+				}
+			}
+			if req != nil {
+				l, s, err := e.attempt(ctx)
+				if err == nil {
+					return l, s, req, true
+				}
+				if isStoreFailure(err) {
+					req.reply <- result{err: err}
+				} else {
+					req.reply <- result{}
+				}
+				continue // keep the current delay schedule
+			}
+		}
+		l, s, err := e.attempt(ctx)
+		switch {
+		case err == nil:
+			return l, s, nil, true
+		case ctx.Err() != nil:
+			return Lease{}, time.Time{}, nil, false
+		case isStoreFailure(err):
+			failures++
+			delay = e.backoff(failures)
+		default:
+			failures = 0
+			delay = jitter(e.cfg.RetryPeriod)
+		}
+	}
+}
+
+// attempt makes one Acquire call and records what it learned.
+func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
+	start := time.Now()
+	l, err := e.backend.Acquire(ctx, AcquireRequest{
+		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
+	})
+	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	var held *HeldError
+	switch {
+	case err == nil:
+		e.contact()
+		return l, start, nil
+	case errors.As(err, &held):
+		e.contact()
+		e.observeLeader(held.Holder)
+		return Lease{}, start, err
+	case ctx.Err() != nil:
+		return Lease{}, start, ctx.Err()
+	default:
+		e.fail(OpAcquire, err)
+		return Lease{}, start, err
+	}
+}
+
+// lead holds the lease until it is lost, resigned or the loop is stopped,
+// and returns why it ended.
+func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pending *request) StopReason {
+	t := e.becomeLeader(ctx, lease, start)
+	if pending != nil {
+		pending.reply <- result{leading: true}
+	}
+	failures := 0
+	next := start.Add(e.cfg.RetryPeriod)
+	timer := time.NewTimer(time.Until(next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return e.stepDown(t, ReasonStopped, true)
+		case <-t.ctx.Done():
+			if ctx.Err() != nil {
+				return e.stepDown(t, ReasonStopped, true)
+			}
+			return e.stepDown(t, ReasonDeadline, false)
+		case r := <-e.reqs:
+			if r.kind == reqTryAcquire {
+				r.reply <- result{leading: true}
+				continue
+			}
+			e.stepDown(t, ReasonResigned, false)
+			select {
+			case <-e.work.wait():
+			case <-r.ctx.Done():
+			case <-ctx.Done():
+			}
+			r.reply <- result{err: e.release(r.ctx, t.lease)}
+			return ReasonResigned
+		case <-timer.C:
+		}
+
+		renewStart := time.Now()
+		rctx, cancel := context.WithDeadline(ctx, t.deadline)
+		l, err := e.backend.Renew(rctx, t.lease)
+		cancel()
+		took := time.Since(renewStart)
+		e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
+		switch {
+		case err == nil:
+			e.contact()
+			if !e.extend(t, l, renewStart) {
+				return e.stepDown(t, ReasonDeadline, false)
+			}
+			failures = 0
+			timer.Reset(time.Until(renewStart.Add(e.cfg.RetryPeriod)))
+		case errors.Is(err, ErrLeaseLost):
+			e.contact()
+			return e.stepDown(t, ReasonLost, false)
+		case ctx.Err() != nil:
+			return e.stepDown(t, ReasonStopped, true)
+		default:
+			if rctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
+				e.fail(OpRenew, err)
+			} else {
+				e.fail(OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
+			}
+			failures++
+			// Retry sooner than RetryPeriod: the deadline is running out.
+			wait := min(e.cfg.RetryPeriod, jitter(e.cfg.RetryPeriod/4<<min(failures-1, 4)))
+			timer.Reset(wait)
+		}
+	}
+}
+
+// becomeLeader records a new leadership and announces it.
+func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time) *leaderTerm {
+	tctx, cancel := context.WithCancel(ctx)
+	t := &leaderTerm{
+		lease: lease, ctx: ContextWithLease(tctx, lease.Clone()), cancel: cancel,
+		lastRenew: start, deadline: start.Add(e.cfg.RenewDeadline),
+	}
+	// The timer, not the loop, ends belief at the deadline: a backend call
+	// that ignores its context cannot stretch leadership.
+	t.timer = time.AfterFunc(time.Until(t.deadline), cancel)
+
+	e.mu.Lock()
+	e.term = t
+	e.finalLease = Lease{}
+	e.mu.Unlock()
+	e.observeLeader(lease)
+	e.log.Info("leadership acquired", "term", lease.Term)
+	e.observe(Event{Kind: EventStartedLeading, Lease: lease.Clone()})
+
+	e.work.add()
+	run := e.cfg.Callbacks.OnStartedLeading
+	e.disp.enqueue(func() {
+		if run == nil {
+			e.work.done()
+			return
+		}
+		go func() {
+			defer e.work.done()
+			run(t.ctx)
+		}()
+	}, false)
+	return t
+}
+
+// extend records a successful renewal started at start; false if the
+// deadline timer already fired (belief has ended, so leadership must too).
+func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
+	if !t.timer.Stop() {
+		return false
+	}
+	margin := e.cfg.LeaseDuration - time.Since(t.lastRenew)
+	e.mu.Lock()
+	t.lease, t.lastRenew, t.deadline = l, start, start.Add(e.cfg.RenewDeadline)
+	e.mu.Unlock()
+	t.timer.Reset(time.Until(t.deadline))
+	e.observe(Event{Kind: EventRenewed, Lease: l.Clone(), Margin: margin})
+	return true
+}
+
+// stepDown ends leadership t and announces it. keep marks the lease for
+// release by Stop.
+func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReason {
+	t.timer.Stop()
+	t.cancel()
+	e.mu.Lock()
+	e.term = nil
+	e.leader, e.leaderKnown = Lease{}, false
+	if keep {
+		e.finalLease = t.lease
+	}
+	e.mu.Unlock()
+	level := slog.LevelWarn
+	if reason == ReasonStopped || reason == ReasonResigned {
+		level = slog.LevelInfo
+	}
+	e.log.Log(context.Background(), level, "leadership lost", "term", t.lease.Term, "reason", string(reason))
+	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
+	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
+		l := t.lease.Clone()
+		e.disp.enqueue(func() { cb(l, reason) }, false)
+	}
+	return reason
+}
+
+// release gives the lease back, reporting a store failure.
+func (e *Elector) release(ctx context.Context, l Lease) error {
+	start := time.Now()
+	err := e.backend.Release(ctx, l)
+	e.observe(Event{Kind: EventOperation, Op: OpRelease, Duration: time.Since(start), Err: err})
+	if err != nil {
+		e.fail(OpRelease, err)
+		return &OpError{Election: e.cfg.Name, Op: OpRelease, Err: err}
+	}
+	e.contact()
+	e.log.Debug("lease released", "term", l.Term)
+	return nil
+}
+
+// observeLeader records the leader seen in the store and announces changes.
+func (e *Elector) observeLeader(l Lease) {
+	e.mu.Lock()
+	changed := !e.leaderKnown || e.leader.Holder != l.Holder || e.leader.Term != l.Term
+	e.leader, e.leaderKnown = l.Clone(), true
+	e.mu.Unlock()
+	if !changed {
+		return
+	}
+	e.log.Debug("leader observed", "leader", l.Holder, "term", l.Term)
+	e.observe(Event{Kind: EventNewLeader, Lease: l.Clone()})
+	if cb := e.cfg.Callbacks.OnNewLeader; cb != nil {
+		l = l.Clone()
+		e.disp.enqueue(func() { cb(l) }, true)
+	}
+}
+
+func (e *Elector) contact() {
+	e.mu.Lock()
+	e.lastContact = time.Now()
+	e.mu.Unlock()
+}
+
+// fail records and announces a store failure.
+func (e *Elector) fail(op string, err error) {
+	oe := &OpError{Election: e.cfg.Name, Op: op, Err: err}
+	e.mu.Lock()
+	e.lastErr, e.lastErrAt = oe, time.Now()
+	e.mu.Unlock()
+	e.log.Warn("election error", "op", op, "error", err)
+	if cb := e.cfg.Callbacks.OnError; cb != nil {
+		e.disp.enqueue(func() { cb(oe) }, true)
+	}
+}
+
+// backoff is the follower's wait after n consecutive store failures:
+// RetryPeriod doubling per failure, capped at MaxBackoff, jittered.
+func (e *Elector) backoff(n int) time.Duration {
+	d := e.cfg.RetryPeriod
+	for i := 1; i < n && d < e.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(jitter(d), e.cfg.MaxBackoff)
+}
+
+// jitter returns a duration in [d, 1.2·d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(int64(float64(d)*(JitterFactor-1))+1))
+}
