@@ -94,4 +94,3 @@ func newHooked(lc fx.Lifecycle, cfg Config, b Backend, log *slog.Logger) (*Elect
 	})
 	return e, nil
 }
-
