@@ -446,7 +446,7 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 				case <-timer.C:
 					waiting = false
 				case <-e.wake:
-					if time.Now().After(ignoreWakeUntil) {
+					if !time.Now().Before(ignoreWakeUntil) {
 						timer.Stop()
 						waiting = false
 					}
