@@ -1,0 +1,103 @@
+package fxelection_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// An fx application on the in-memory backend: the module starts campaigning
+// when the app starts and releases the lease when it stops.
+func Example_fx() {
+	led := make(chan fxelection.Lease, 1)
+	app := fx.New(
+		fx.NopLogger,
+		fxelection.MemoryModule, // or redislease.Module, pglease.Module, …
+		fx.Supply(fxelection.Config{
+			Name:     "nightly-report",
+			Identity: "worker-1",
+			Callbacks: fxelection.Callbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					lease, _ := fxelection.LeaseFromContext(ctx)
+					led <- lease
+					<-ctx.Done() // lead until leadership ends
+				},
+			},
+		}),
+		fxelection.Module,
+		fx.Invoke(func(e *fxelection.Elector) {
+			fmt.Println("campaigning for", e.Name())
+		}),
+	)
+	if err := app.Start(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	lease := <-led
+	fmt.Printf("%s leads with fencing term %d\n", lease.Holder, lease.Term)
+	if err := app.Stop(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("stopped; lease released")
+	// Output:
+	// campaigning for nightly-report
+	// worker-1 leads with fencing term 1
+	// stopped; lease released
+}
+
+// Without fx: build an elector, run work only while leading, and guard the
+// work's writes with the fencing term.
+func ExampleElector_RunIfLeader() {
+	backend := fxelection.NewMemoryBackend()
+	e, err := fxelection.New(fxelection.Config{Name: "billing", Identity: "node-a"}, backend)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	if err := e.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	for !e.IsLeader() { // a real program would just try again on its next tick
+		time.Sleep(time.Millisecond)
+	}
+	ran, err := e.RunIfLeader(ctx, func(ctx context.Context) error {
+		lease, _ := fxelection.LeaseFromContext(ctx)
+		fmt.Printf("charging cards as %s, term %d\n", lease.Holder, lease.Term)
+		return nil
+	})
+	fmt.Println(ran, err)
+	// Output:
+	// charging cards as node-a, term 1
+	// true <nil>
+}
+
+// Followers know who leads, with the leader's advertised metadata.
+func ExampleElector_Leader() {
+	backend := fxelection.NewMemoryBackend()
+	ctx := context.Background()
+	leader, _ := fxelection.New(fxelection.Config{Name: "api", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}}, backend)
+	_ = leader.Start(ctx)
+	defer leader.Stop(ctx)
+	for !leader.IsLeader() {
+		time.Sleep(time.Millisecond)
+	}
+	follower, _ := fxelection.New(fxelection.Config{Name: "api", Identity: "b"}, backend)
+	_ = follower.Start(ctx)
+	defer follower.Stop(ctx)
+	for {
+		if l, ok := follower.Leader(); ok {
+			fmt.Println("leader is", l.Holder, "at", l.Metadata["addr"], "term", l.Term)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Output:
+	// leader is a at 10.0.0.1:8080 term 1
+}

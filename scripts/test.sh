@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The one test command: installs what the tests need, then runs gofmt, vet and
+# every test with the race detector against real servers started by the tests
+# themselves (internal/testserver) on free loopback ports.
+#
+#   ./scripts/test.sh            # everything
+#   ./scripts/test.sh ./modules/redis/...   # some packages
+#
+# Under CI=true a test whose server binary is missing fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '==> %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=
+apt_install() {
+	if [ -z "$apt_updated" ]; then
+		as_root apt-get update -qq
+		apt_updated=1
+	fi
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# Redis: the tests start private redis-server processes.
+if ! command -v redis-server >/dev/null; then
+	log "installing redis-server"
+	apt_install redis-server
+fi
+
+# PostgreSQL: the tests run initdb + postgres in temp dirs (as the postgres
+# user when root). Debian keeps the binaries out of PATH.
+if ! command -v initdb >/dev/null; then
+	pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+	if [ -z "$pgbin" ]; then
+		log "installing postgresql"
+		apt_install postgresql
+		pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	fi
+	export PATH="$pgbin:$PATH"
+fi
+
+pkgs=("$@")
+[ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
+
+log "go $(go env GOVERSION): gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed on:"; echo "$unformatted"; exit 1
+fi
+
+log "go vet"
+go vet "${pkgs[@]}"
+
+log "go test -race"
+go test -race -count=1 -timeout 40m "${pkgs[@]}"
