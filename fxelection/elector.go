@@ -339,6 +339,7 @@ func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) 
 		e.mu.Unlock()
 		return false, nil
 	}
+	lease := t.lease.Clone()
 	e.work.add()
 	e.mu.Unlock()
 	defer e.work.done()
@@ -347,7 +348,7 @@ func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) 
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)
 	defer stop()
-	return true, fn(ContextWithLease(wctx, t.lease.Clone()))
+	return true, fn(ContextWithLease(wctx, lease))
 }
 
 // TryAcquire makes one attempt to acquire the lease now, without waiting for

@@ -1,0 +1,66 @@
+// Command example-app is the program to copy: an fx application that elects
+// a leader on the backend named by --backend, does leader-only work, and
+// serves /metrics, /healthz, /readyz and /leader. Without --backend it runs
+// a demo of three candidates on the in-memory backend, with hand-overs and
+// failovers to watch. "example-app status" prints the current leader.
+//
+// Logs (--log-format json: one object per line on stdout) follow a fixed
+// contract so scripts can follow an election: "leadership acquired",
+// "leadership lost", "leader observed", "leader work", "election error".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	o, err := parseArgs(args, getenv)
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(stdout)
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "example-app:", ue.msg)
+		return 2
+	case err != nil:
+		fmt.Fprintln(stderr, "example-app:", err)
+		return 2
+	}
+	logger := newLogger(o.logFormat, stdout)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case o.status:
+		err = runStatus(ctx, o, stdout)
+	case o.demo():
+		err = runDemo(ctx, o, logger)
+	default:
+		err = runElection(ctx, o, logger)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "example-app:", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
