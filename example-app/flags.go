@@ -191,4 +191,3 @@ func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "usage: example-app [status] [flags]\n\nWith no --backend, runs a three-candidate demo on the in-memory backend.\nEvery flag can also be set with FXELECTION_<FLAG> (e.g. FXELECTION_REDIS_ADDR).\n\n")
 	fs.PrintDefaults()
 }
-
