@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// logLine is one JSON log line of an example-app process.
+type logLine struct {
+	Msg      string `json:"msg"`
+	Election string `json:"election"`
+	Identity string `json:"identity"`
+	Leader   string `json:"leader"`
+	Term     uint64 `json:"term"`
+	Reason   string `json:"reason"`
+	Op       string `json:"op"`
+
+	proc int
+	at   time.Time
+}
+
+// procs runs example-app processes and collects their log lines in the
+// order they arrive.
+type procs struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lines []logLine
+	cmds  []*exec.Cmd
+	eof   []chan struct{} // closed when a process's stdout ends
+}
+
+func (p *procs) start(args ...string) int {
+	p.t.Helper()
+	i := len(p.cmds)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "FXELECTION_ID="+fmt.Sprintf("proc-%d", i))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	eof := make(chan struct{})
+	p.cmds, p.eof = append(p.cmds, cmd), append(p.eof, eof)
+	go func() {
+		defer close(eof)
+		p.read(i, out)
+	}()
+	p.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-eof // read everything before Wait closes the pipe
+		_ = cmd.Wait()
+	})
+	return i
+}
+
+func (p *procs) read(i int, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var l logLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			p.t.Errorf("process %d wrote a non-JSON line: %q", i, sc.Text())
+			continue
+		}
+		l.proc, l.at = i, time.Now()
+		p.mu.Lock()
+		p.lines = append(p.lines, l)
+		p.mu.Unlock()
+	}
+}
+
+// waitFor returns the first line from index from on that matches, waiting
+// up to limit.
+func (p *procs) waitFor(from int, limit time.Duration, match func(logLine) bool) (logLine, int) {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		p.mu.Lock()
+		for j := from; j < len(p.lines); j++ {
+			if match(p.lines[j]) {
+				l := p.lines[j]
+				p.mu.Unlock()
+				return l, j
+			}
+		}
+		n := len(p.lines)
+		p.mu.Unlock()
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no matching log line within %v (%d lines so far)", limit, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (p *procs) snapshot() []logLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]logLine(nil), p.lines...)
+}
+
+func TestThreeProcessesOnRedis(t *testing.T) {
+	srv := testserver.NewRedis(t, testserver.RedisOptions{})
+	const lease, retry = 3 * time.Second, 500 * time.Millisecond
+	p := &procs{t: t}
+	args := []string{"--backend", "redis", "--redis-addr", srv.Addr(), "--election", "it", "--log-format", "json",
+		"--lease", lease.String(), "--renew-deadline", "2s", "--retry", retry.String(), "--work-interval", "100ms", "--http", ""}
+	for range 3 {
+		p.start(args...)
+	}
+	acquired := func(after uint64) func(logLine) bool {
+		return func(l logLine) bool { return l.Msg == "leadership acquired" && l.Term > after }
+	}
+	first, idx := p.waitFor(0, 30*time.Second, acquired(0))
+	if first.Election != "it" || first.Identity != fmt.Sprintf("proc-%d", first.proc) {
+		t.Fatalf("acquired line %+v", first)
+	}
+	p.waitFor(idx, 10*time.Second, func(l logLine) bool { return l.Msg == "leader work" && l.proc == first.proc })
+
+	// SIGKILL: nothing is released; another process takes over once the
+	// lease expires, within lease + retry (plus slack for a busy machine).
+	killed := time.Now()
+	if err := p.cmds[first.proc].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	second, idx := p.waitFor(idx, lease+2*retry+5*time.Second, acquired(first.Term))
+	if took := second.at.Sub(killed); took > lease+time.Duration(1.2*float64(retry))+3*time.Second {
+		t.Errorf("failover after SIGKILL took %v", took)
+	} else {
+		t.Logf("failover after SIGKILL: %v (lease %v, retry %v)", took, lease, retry)
+	}
+	if second.proc == first.proc {
+		t.Fatal("the killed process led again")
+	}
+	p.waitFor(idx, 10*time.Second, func(l logLine) bool { return l.Msg == "leader work" && l.proc == second.proc })
+
+	// SIGTERM: graceful stop releases; the last process leads within a second.
+	termed := time.Now()
+	if err := p.cmds[second.proc].Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	third, _ := p.waitFor(idx, 10*time.Second, acquired(second.Term))
+	if took := third.at.Sub(termed); took > time.Second {
+		t.Errorf("hand-over after SIGTERM took %v, want within 1s", took)
+	} else {
+		t.Logf("hand-over after SIGTERM: %v", took)
+	}
+	select {
+	case <-p.eof[second.proc]:
+	case <-time.After(15 * time.Second):
+		t.Fatal("SIGTERM'd process did not exit within its stop timeout")
+	}
+	if err := p.cmds[second.proc].Wait(); err != nil {
+		t.Fatalf("SIGTERM'd process: %v, want exit 0", err)
+	}
+	lost, _ := p.waitFor(0, time.Second, func(l logLine) bool {
+		return l.Msg == "leadership lost" && l.proc == second.proc
+	})
+	if lost.Reason != "stopped" || lost.Term != second.Term {
+		t.Fatalf("lost line %+v", lost)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	// No leader work from an old term once a newer term's work appeared.
+	var newest uint64
+	for _, l := range p.snapshot() {
+		if l.Msg != "leader work" {
+			continue
+		}
+		if l.Term < newest {
+			t.Fatalf("leader work of term %d (process %d) after work of term %d", l.Term, l.proc, newest)
+		}
+		newest = l.Term
+	}
+	if newest != third.Term {
+		t.Fatalf("newest leader work term %d, want %d", newest, third.Term)
+	}
+}

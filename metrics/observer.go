@@ -1,0 +1,218 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// attachment turns one elector's events into series. Events arrive on the
+// elector's goroutines, one at a time in practice; mu also orders them
+// against Attach's snapshot and against detaching.
+type attachment struct {
+	c                           *collector
+	e                           *fxelection.Elector
+	election, identity, backend string
+	refs                        int // guarded by c.mu
+
+	mu       sync.Mutex
+	remove   func() // from AddObserver
+	detached bool
+	live     bool // base series exist
+
+	leader    string // leader_info's leader label while hasLeader
+	hasLeader bool
+	okStart   time.Time // start of the last successful acquire or renew
+	minMargin time.Duration
+	hasMargin bool
+
+	// Children of the vectors, cached once live.
+	isLeader, term, lastRenew, marginMin prometheus.Gauge
+	gained, lost                         prometheus.Counter
+	margin                               prometheus.Observer
+	errs                                 map[string]prometheus.Counter
+	ops                                  map[opResult]prometheus.Observer
+}
+
+type opResult struct{ op, result string }
+
+var _ fxelection.Observer = (*attachment)(nil)
+
+func newAttachment(c *collector, e *fxelection.Elector) *attachment {
+	return &attachment{c: c, e: e, election: e.Name(), identity: e.Identity(), backend: e.BackendName(), refs: 1}
+}
+
+// Observe implements fxelection.Observer. It never blocks on anything but
+// a short mutex and does no I/O.
+func (a *attachment) Observe(ev fxelection.Event) {
+	if ev.Kind == fxelection.EventDetached {
+		a.c.detach(a)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.detached {
+		return
+	}
+	a.ensure()
+	switch ev.Kind {
+	case fxelection.EventStartedLeading:
+		a.isLeader.Set(1)
+		a.gauge(&a.term, a.c.term).Set(float64(ev.Lease.Term))
+		a.gained.Inc()
+		a.gauge(&a.lastRenew, a.c.lastRenew).Set(unixSeconds(a.renewStart(ev.Time)))
+	case fxelection.EventStoppedLeading:
+		a.isLeader.Set(0)
+		a.lost.Inc()
+		// The elector forgets the leader when it steps down (Status.LeaderKnown
+		// is false until the store is asked again); so do we.
+		a.setLeader("", false)
+	case fxelection.EventNewLeader:
+		a.gauge(&a.term, a.c.term).Set(float64(ev.Lease.Term))
+		a.setLeader(ev.Lease.Holder, true)
+	case fxelection.EventOperation:
+		op, res := opLabel(ev.Op), resultLabel(ev.Err)
+		a.op(op, res).Observe(ev.Duration.Seconds())
+		if res == ResultError {
+			a.errCounter(op).Inc()
+		}
+		if res == ResultOK && (ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew) {
+			a.okStart = ev.Time.Add(-ev.Duration)
+		}
+	case fxelection.EventRenewed:
+		a.isLeader.Set(1)
+		a.gauge(&a.term, a.c.term).Set(float64(ev.Lease.Term))
+		a.gauge(&a.lastRenew, a.c.lastRenew).Set(unixSeconds(a.renewStart(ev.Time)))
+		if a.margin == nil {
+			a.margin = a.c.margin.WithLabelValues(a.election, a.identity)
+		}
+		a.margin.Observe(ev.Margin.Seconds())
+		if !a.hasMargin || ev.Margin < a.minMargin {
+			a.minMargin, a.hasMargin = ev.Margin, true
+			a.gauge(&a.marginMin, a.c.marginMin).Set(ev.Margin.Seconds())
+		}
+	}
+}
+
+// renewStart is the start of the acquisition or renewal that just
+// succeeded, as reported by its operation event; at, if that was missed.
+func (a *attachment) renewStart(at time.Time) time.Time {
+	if a.okStart.IsZero() || a.okStart.After(at) {
+		return at
+	}
+	return a.okStart
+}
+
+// ensure creates the series every attached elector has: is_leader 0 and
+// zeroed transition and error counters. Gauges without a meaningful value
+// yet (term, last_renew, margin) appear when first set. Called with a.mu
+// held.
+func (a *attachment) ensure() {
+	if a.live {
+		return
+	}
+	a.live = true
+	c, el, id := a.c, a.election, a.identity
+	a.isLeader = c.isLeader.WithLabelValues(el, id)
+	a.isLeader.Set(0)
+	a.gained = c.transitions.WithLabelValues(el, id, DirectionGained)
+	a.lost = c.transitions.WithLabelValues(el, id, DirectionLost)
+	a.errs = map[string]prometheus.Counter{}
+	a.ops = map[opResult]prometheus.Observer{}
+	for _, op := range []string{fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet} {
+		a.errCounter(op)
+	}
+}
+
+// gauge returns the cached child of v for this elector, creating it.
+func (a *attachment) gauge(cache *prometheus.Gauge, v *prometheus.GaugeVec) prometheus.Gauge {
+	if *cache == nil {
+		*cache = v.WithLabelValues(a.election, a.identity)
+	}
+	return *cache
+}
+
+func (a *attachment) op(op, res string) prometheus.Observer {
+	k := opResult{op, res}
+	o := a.ops[k]
+	if o == nil {
+		o = a.c.opDuration.WithLabelValues(a.election, a.identity, a.backend, op, res)
+		a.ops[k] = o
+	}
+	return o
+}
+
+func (a *attachment) errCounter(op string) prometheus.Counter {
+	c := a.errs[op]
+	if c == nil {
+		c = a.c.errors.WithLabelValues(a.election, a.identity, a.backend, op)
+		a.errs[op] = c
+	}
+	return c
+}
+
+// setLeader replaces the leader_info series. Called with a.mu held.
+func (a *attachment) setLeader(leader string, known bool) {
+	if a.hasLeader && (!known || leader != a.leader) {
+		a.c.leaderInfo.DeleteLabelValues(a.election, a.identity, a.leader)
+	}
+	if known {
+		a.c.leaderInfo.WithLabelValues(a.election, a.identity, leader).Set(1)
+	}
+	a.leader, a.hasLeader = leader, known
+}
+
+// applyStatus sets the gauges from a snapshot of a running elector.
+// Called with a.mu held.
+func (a *attachment) applyStatus(s fxelection.Status) {
+	a.ensure()
+	if s.Leading {
+		a.isLeader.Set(1)
+		a.gauge(&a.term, a.c.term).Set(float64(s.Lease.Term))
+		if !s.LastRenew.IsZero() {
+			a.gauge(&a.lastRenew, a.c.lastRenew).Set(unixSeconds(s.LastRenew))
+		}
+	} else {
+		a.isLeader.Set(0)
+	}
+	if s.LeaderKnown {
+		a.gauge(&a.term, a.c.term).Set(float64(s.Leader.Term))
+		a.setLeader(s.Leader.Holder, true)
+	}
+}
+
+// opLabel bounds the operation label to the elector's operations.
+func opLabel(op string) string {
+	switch op {
+	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet:
+		return op
+	}
+	return "other"
+}
+
+// resultLabel classifies an operation's outcome.
+func resultLabel(err error) string {
+	switch {
+	case err == nil:
+		return ResultOK
+	case errors.Is(err, fxelection.ErrLeaseHeld):
+		return ResultHeld
+	case errors.Is(err, fxelection.ErrLeaseLost):
+		return ResultLost
+	case errors.Is(err, fxelection.ErrNoLease):
+		return ResultNone
+	case errors.Is(err, context.Canceled):
+		return ResultCanceled
+	}
+	return ResultError
+}
+
+// unixSeconds is t as fractional seconds since the Unix epoch.
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+}
