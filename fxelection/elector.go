@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -706,19 +705,8 @@ func (e *Elector) fail(op string, err error) {
 }
 
 // backoff is the follower's wait after n consecutive store failures:
-// RetryPeriod doubling per failure, capped at MaxBackoff, jittered.
+// RetryPeriod doubling per failure, capped at MaxBackoff, jittered (never
+// beyond MaxBackoff).
 func (e *Elector) backoff(n int) time.Duration {
-	d := e.cfg.RetryPeriod
-	for i := 1; i < n && d < e.cfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(jitter(d), e.cfg.MaxBackoff)
-}
-
-// jitter returns a duration in [d, 1.2·d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return d + time.Duration(rand.Int64N(int64(float64(d)*(JitterFactor-1))+1))
+	return min(Backoff(n, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff)
 }

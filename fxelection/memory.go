@@ -18,8 +18,8 @@ import (
 type MemoryBackend struct {
 	mu      sync.Mutex
 	entries map[string]*memEntry
-	subs    map[string]map[*memSub]struct{}
 	version uint64
+	hub     *WakeHub
 }
 
 type memEntry struct {
@@ -28,8 +28,6 @@ type memEntry struct {
 	expires  time.Time // local monotonic clock
 	lastTerm uint64    // survives release
 }
-
-type memSub struct{ wake func() }
 
 var (
 	_ Backend      = (*MemoryBackend)(nil)
@@ -49,7 +47,7 @@ func init() {
 
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{entries: map[string]*memEntry{}, subs: map[string]map[*memSub]struct{}{}}
+	return &MemoryBackend{entries: map[string]*memEntry{}, hub: NewWakeHub(nil)}
 }
 
 // BackendName returns "memory".
@@ -141,11 +139,7 @@ func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 	}
 	m.version++
 	ent.raw, ent.version = nil, m.version
-	// wake is non-blocking by contract; calling it under the lock lets
-	// cancel promise no call after it returns.
-	for s := range m.subs[lease.Election] {
-		s.wake()
-	}
+	m.hub.Wake(lease.Election)
 	return nil
 }
 
@@ -169,21 +163,7 @@ func (m *MemoryBackend) Get(ctx context.Context, election string) (Lease, error)
 // Subscribe implements Notifier: wake is called when election's lease is
 // released.
 func (m *MemoryBackend) Subscribe(election string, wake func()) (cancel func()) {
-	s := &memSub{wake: wake}
-	m.mu.Lock()
-	if m.subs[election] == nil {
-		m.subs[election] = map[*memSub]struct{}{}
-	}
-	m.subs[election][s] = struct{}{}
-	m.mu.Unlock()
-	return func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		delete(m.subs[election], s)
-		if len(m.subs[election]) == 0 {
-			delete(m.subs, election)
-		}
-	}
+	return m.hub.Subscribe(election, wake)
 }
 
 // PutRaw stores raw as election's record for ttl, as a foreign writer

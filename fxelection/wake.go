@@ -1,0 +1,164 @@
+package fxelection
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// WakeHub is the bookkeeping behind a backend's push wake-up (Notifier),
+// written once for all backends: subscriptions per election, one listener
+// goroutine that runs only while any subscription exists, and dispatch that
+// never calls a wake function after its cancel returned.
+//
+// The backend supplies only the listener: a function that receives the
+// store's notifications (Redis pub/sub, Postgres LISTEN, …) until its
+// context is done, calling Wake(election) per release and WakeAll after it
+// (re)connects, since releases may have been missed while it was down. It
+// should reconnect with Backoff on its own errors. Create one with
+// NewWakeHub; its methods are safe for concurrent use.
+type WakeHub struct {
+	listen func(ctx context.Context, h *WakeHub)
+
+	mu     sync.Mutex // guards the fields below; wake calls run under it
+	subs   map[string]map[*wakeSub]struct{}
+	count  int
+	run    *hubRun
+	closed bool
+}
+
+type wakeSub struct{ wake func() }
+
+// hubRun is one listener goroutine.
+type hubRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewWakeHub returns a hub whose listener is listen. With a nil listen no
+// goroutine runs: the backend calls Wake itself (as the in-memory one does).
+func NewWakeHub(listen func(ctx context.Context, h *WakeHub)) *WakeHub {
+	return &WakeHub{listen: listen, subs: map[string]map[*wakeSub]struct{}{}}
+}
+
+// Subscribe implements Notifier's Subscribe for the backend. The first
+// subscription starts the listener; cancelling the last one stops it and
+// waits for it to end. wake is called with the hub's lock held, so it must
+// not block or call back into the hub.
+func (h *WakeHub) Subscribe(election string, wake func()) (cancel func()) {
+	if wake == nil {
+		return func() {}
+	}
+	s := &wakeSub{wake: wake}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return func() {}
+	}
+	if h.subs[election] == nil {
+		h.subs[election] = map[*wakeSub]struct{}{}
+	}
+	h.subs[election][s] = struct{}{}
+	h.count++
+	if h.run == nil && h.listen != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &hubRun{cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(r.done)
+			h.listen(ctx, h)
+		}()
+		h.run = r
+	}
+	h.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { h.unsubscribe(election, s) }) }
+}
+
+func (h *WakeHub) unsubscribe(election string, s *wakeSub) {
+	h.mu.Lock()
+	var stop *hubRun
+	if _, ok := h.subs[election][s]; ok {
+		delete(h.subs[election], s)
+		if len(h.subs[election]) == 0 {
+			delete(h.subs, election)
+		}
+		h.count--
+		if h.count == 0 {
+			stop, h.run = h.run, nil
+		}
+	}
+	h.mu.Unlock()
+	stop.stop()
+}
+
+// Wake calls the subscribers of election.
+func (h *WakeHub) Wake(election string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[election] {
+		s.wake()
+	}
+}
+
+// WakeAll calls every subscriber.
+func (h *WakeHub) WakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.subs {
+		for s := range set {
+			s.wake()
+		}
+	}
+}
+
+// Close stops the listener for good and waits for it; later subscriptions
+// do nothing. For a backend that owns its client and is closing it.
+func (h *WakeHub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	stop := h.run
+	h.run, h.subs, h.count = nil, map[string]map[*wakeSub]struct{}{}, 0
+	h.mu.Unlock()
+	stop.stop()
+}
+
+func (r *hubRun) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// Backoff returns the wait after n consecutive failures: base doubling per
+// failure, capped at max, plus up to 20% jitter (so at most 1.2×max). The
+// elector and backends' reconnect loops share it.
+func Backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return jitter(min(d, max))
+}
+
+// SleepContext waits for d or until ctx is done, and reports whether the
+// full d passed.
+func SleepContext(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// jitter returns a duration in [d, 1.2·d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(int64(float64(d)*(JitterFactor-1))+1))
+}
