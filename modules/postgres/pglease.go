@@ -1,0 +1,580 @@
+// Package pglease is the PostgreSQL backend for fxelection: one row per
+// election in a lease table, changed only by single autocommit statements
+// that decide expiry by the server's clock.
+//
+// Each operation is one statement: Acquire is INSERT … ON CONFLICT (name)
+// DO UPDATE … WHERE the lease is free, expired by now() or already ours;
+// Renew is an UPDATE that matches holder, term and an unexpired lease;
+// Release is an UPDATE that frees our own row and sends pg_notify in the
+// same statement; Get is a SELECT. No client clock is ever compared with
+// the server's or another client's: every expiry decision uses the
+// server's now().
+//
+// The term column is a real fencing token: it increases whenever the lease
+// starts anew (another holder, or the same holder after its lease expired
+// or was released) and stays the same while one holder renews. A released
+// row is kept with holder NULL, so the term survives release, restarts and
+// fail-overs of the database like any committed row.
+//
+// No session state: unlike a session advisory lock, leadership is not tied
+// to a connection. The backend works through PgBouncer in transaction
+// pooling mode and survives pool connection recycling (MaxConnLifetime),
+// pg_terminate_backend and reconnects; a renew succeeds on whichever
+// connection runs it. Behind a transaction-mode pooler: set DisablePush
+// (LISTEN needs a session), and unless the pooler supports protocol-level
+// prepared statements (PgBouncer 1.21+ with max_prepared_statements), add
+// default_query_exec_mode=exec to the pool's connection string.
+//
+// Push wake-up: Release notifies the channel Options.Channel with the
+// election's name; each Backend listens on one connection of its own and
+// wakes the electors waiting for that election, so they acquire within
+// milliseconds. While the listener is down it reconnects with backoff and
+// electors poll every RetryPeriod as usual.
+//
+// The table (see CreateTableStatement) is created on first use unless
+// Options.SkipCreateTable is set; creation is idempotent and safe when many
+// instances start at once.
+package pglease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultTable   = "fxelection_leases"
+	DefaultChannel = "fxelection_wake"
+)
+
+// ErrInvalidIdentifier is returned by New for a table, schema or channel
+// name that is not a plain SQL identifier: a letter or underscore followed by
+// letters, digits or underscores, at most 63 bytes. Such names are rejected
+// rather than quoted, so a configuration value can never inject SQL.
+var ErrInvalidIdentifier = errors.New("pglease: invalid identifier")
+
+// DB is what the backend needs of a connection pool. *pgxpool.Pool
+// satisfies it; wrap a pool (tracing, metrics) by embedding it. Acquire is
+// used only for the push wake-up listener, which takes one connection from
+// the pool and hijacks it (see Options.DisablePush).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+var _ DB = (*pgxpool.Pool)(nil)
+
+// Options configure a Backend. The zero value uses the defaults.
+type Options struct {
+	// Table is the lease table's name. Default: "fxelection_leases".
+	Table string
+	// Schema is the table's schema. Default: "" (the connection's
+	// search_path decides).
+	Schema string
+	// SkipCreateTable stops the backend from creating the table when it is
+	// missing; operators then create it themselves (CreateTableStatement).
+	// Default: false (created on first use).
+	SkipCreateTable bool
+	// Channel is the LISTEN/NOTIFY channel for wake-ups. Default:
+	// "fxelection_wake".
+	Channel string
+	// DisablePush turns the LISTEN wake-up off: no connection is held for
+	// it and followers notice a release at their next retry. Release still
+	// sends NOTIFY, for other processes that listen. Set it behind a
+	// transaction-mode pooler (PgBouncer), where LISTEN cannot work.
+	// Default: false (push on).
+	DisablePush bool
+	// Logger receives the push listener's connection problems (the only
+	// errors the backend does not return to a caller). Default (nil): none.
+	Logger *slog.Logger
+}
+
+// normalize fills in defaults and validates the names; label names a field
+// in errors ("Options.Table", or a registry setting).
+func (o Options) normalize(label func(field string) string) (Options, error) {
+	if o.Table == "" {
+		o.Table = DefaultTable
+	}
+	if o.Channel == "" {
+		o.Channel = DefaultChannel
+	}
+	for _, f := range []struct{ field, value string }{
+		{"Table", o.Table}, {"Channel", o.Channel}, {"Schema", o.Schema},
+	} {
+		if f.field == "Schema" && f.value == "" {
+			continue
+		}
+		if !validIdentifier(f.value) {
+			return o, fmt.Errorf("%w: %s %q: want a letter or underscore followed by letters, digits or underscores, at most 63 bytes",
+				ErrInvalidIdentifier, label(f.field), f.value)
+		}
+	}
+	return o, nil
+}
+
+func optionLabel(field string) string { return "Options." + field }
+
+// validIdentifier reports whether s matches ^[A-Za-z_][A-Za-z0-9_]{0,62}$.
+func validIdentifier(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// qualifiedTable returns the quoted, schema-qualified table name.
+func (o Options) qualifiedTable() string {
+	if o.Schema == "" {
+		return pgx.Identifier{o.Table}.Sanitize()
+	}
+	return pgx.Identifier{o.Schema, o.Table}.Sanitize()
+}
+
+// CreateTableStatement returns the CREATE TABLE statement for opts' table,
+// for operators who create it themselves (with SkipCreateTable). It returns
+// an error matching ErrInvalidIdentifier for a bad name.
+func CreateTableStatement(opts Options) (string, error) {
+	opts, err := opts.normalize(optionLabel)
+	if err != nil {
+		return "", err
+	}
+	return createTableSQL(opts.qualifiedTable()), nil
+}
+
+func createTableSQL(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
+	name        text        PRIMARY KEY,
+	holder      text,
+	metadata    jsonb       NOT NULL DEFAULT '{}',
+	term        bigint      NOT NULL DEFAULT 0,
+	duration_ms bigint      NOT NULL DEFAULT 0,
+	acquired_at timestamptz,
+	renewed_at  timestamptz,
+	expires_at  timestamptz NOT NULL DEFAULT '-infinity'
+)`
+}
+
+// Backend is the PostgreSQL lease backend. It implements fxelection.Backend,
+// fxelection.Notifier (push wake-up via LISTEN/NOTIFY) and
+// fxelection.NamedBackend. It is safe for concurrent use; create one per
+// pool and share it between the process's elections.
+type Backend struct {
+	db    DB
+	owned *pgxpool.Pool // closed by Close: the registry built it
+	opts  Options
+	table string // quoted, qualified
+	sql   statements
+
+	ensured  atomic.Bool
+	ensuring chan struct{} // a lock that honours contexts
+
+	push *pusher
+}
+
+type statements struct {
+	ensure, acquire, renew, release, get string
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.Notifier     = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+)
+
+// New returns a backend storing leases in db. It validates opts (an error
+// naming the option, matching ErrInvalidIdentifier, for a bad name) and
+// does no I/O, so it succeeds while the database is down: the table is
+// created on first use, and until the database answers every operation
+// returns a store error (which the elector reports and backs off on). Call
+// CreateTable to fail fast instead.
+//
+// The backend never closes db: the application owns its pool.
+func New(db DB, opts Options) (*Backend, error) {
+	if p, isPool := db.(*pgxpool.Pool); db == nil || (isPool && p == nil) {
+		return nil, errors.New("pglease: DB is required")
+	}
+	opts, err := opts.normalize(optionLabel)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{db: db, opts: opts, table: opts.qualifiedTable(), ensuring: make(chan struct{}, 1)}
+	b.sql = buildStatements(b.table)
+	b.push = newPusher(db, opts)
+	return b, nil
+}
+
+func buildStatements(table string) statements {
+	// The advisory lock serialises creators across processes: a plain
+	// CREATE TABLE IF NOT EXISTS can still fail with a unique violation on
+	// pg_type when two sessions run it at once. The existence check comes
+	// first so that a role without CREATE on the schema can use a table an
+	// operator created.
+	ensure := `DO $fxelection$
+BEGIN
+	IF to_regclass('` + table + `') IS NULL THEN
+		PERFORM pg_advisory_xact_lock(hashtext('fxelection create ` + table + `'));
+		` + createTableSQL(table) + `;
+	END IF;
+END
+$fxelection$`
+
+	// One statement: take the lease if the row is missing, released, expired
+	// by the server's clock, or ours; otherwise return the row as the
+	// statement's snapshot saw it (won = false). The term grows whenever a
+	// lease starts anew.
+	acquire := `WITH up AS (
+	INSERT INTO ` + table + ` AS l (name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at)
+	VALUES ($1, $2, $3::text::jsonb, 1, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond')
+	ON CONFLICT (name) DO UPDATE SET
+		holder      = excluded.holder,
+		metadata    = excluded.metadata,
+		duration_ms = excluded.duration_ms,
+		renewed_at  = excluded.renewed_at,
+		expires_at  = excluded.expires_at,
+		term        = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.term ELSE greatest(l.term, 0) + 1 END,
+		acquired_at = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.acquired_at ELSE excluded.acquired_at END
+	WHERE l.holder IS NULL OR l.expires_at <= now() OR (l.holder = excluded.holder AND l.term > 0)
+	RETURNING l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at
+)
+SELECT true, holder, metadata, term, duration_ms, acquired_at, expires_at, true FROM up
+UNION ALL
+SELECT false, holder, metadata::text, term, duration_ms, acquired_at, expires_at, coalesce(expires_at > now(), true)
+FROM ` + table + ` WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM up)`
+
+	renew := `UPDATE ` + table + `
+SET renewed_at = now(), duration_ms = $4::bigint, expires_at = now() + $4::bigint * interval '1 millisecond'
+WHERE name = $1 AND holder = $2 AND term = $3::bigint AND expires_at > now()
+RETURNING expires_at`
+
+	// NOTIFY payloads are limited to 8000 bytes; longer names go unannounced
+	// (followers then poll) rather than failing the release.
+	release := `WITH r AS (
+	UPDATE ` + table + `
+	SET holder = NULL, metadata = '{}', renewed_at = now(), expires_at = now()
+	WHERE name = $1 AND holder = $2 AND term = $3::bigint
+	RETURNING name
+)
+SELECT pg_notify($4::text, name) FROM r WHERE octet_length(name) < 8000`
+
+	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, coalesce(expires_at > now(), true)
+FROM ` + table + ` WHERE name = $1`
+
+	return statements{ensure: ensure, acquire: acquire, renew: renew, release: release, get: get}
+}
+
+// BackendName returns "postgres".
+func (b *Backend) BackendName() string { return "postgres" }
+
+// Table returns the quoted, schema-qualified name of the lease table.
+func (b *Backend) Table() string { return b.table }
+
+// CreateTable creates the lease table if it is missing, idempotently and
+// safely when many instances do it at once. Operations do this themselves
+// on first use (unless SkipCreateTable); call it at start-up to find a
+// missing privilege or an unreachable database early. It runs even with
+// SkipCreateTable set.
+func (b *Backend) CreateTable(ctx context.Context) error {
+	select {
+	case b.ensuring <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("create table %s: %w", b.table, ctx.Err())
+	}
+	defer func() { <-b.ensuring }()
+	if _, err := b.db.Exec(ctx, b.sql.ensure); err != nil {
+		return fmt.Errorf("create table %s: %w", b.table, err)
+	}
+	b.ensured.Store(true)
+	return nil
+}
+
+// ensureTable creates the table once per Backend, unless told not to.
+func (b *Backend) ensureTable(ctx context.Context) error {
+	if b.opts.SkipCreateTable || b.ensured.Load() {
+		return nil
+	}
+	return b.CreateTable(ctx)
+}
+
+// storeErr wraps a store failure for op. A missing table (dropped, or not
+// created by the operator) makes the next operation create it again.
+func (b *Backend) storeErr(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		b.ensured.Store(false)
+		if b.opts.SkipCreateTable {
+			return fmt.Errorf("%s: table %s does not exist (create it, or unset SkipCreateTable): %w", op, b.table, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// row is a lease row as scanned, NULLs allowed, so foreign rows decode
+// into ErrInvalidRecord rather than scan errors.
+type row struct {
+	holder     *string
+	metadata   *string
+	term       *int64
+	durationMS *int64
+	acquiredAt pgtype.Timestamptz
+	expiresAt  pgtype.Timestamptz
+	live       bool // expires_at > now() (or NULL)
+}
+
+func (r *row) dest() []any {
+	return []any{&r.holder, &r.metadata, &r.term, &r.durationMS, &r.acquiredAt, &r.expiresAt, &r.live}
+}
+
+// held reports whether the row is a lease somebody holds now.
+func (r *row) held() bool { return r.holder != nil && r.live }
+
+// lease decodes r; anything off gives an error matching ErrInvalidRecord.
+func (r *row) lease(election string) (fxelection.Lease, error) {
+	bad := func(what string) (fxelection.Lease, error) {
+		return fxelection.Lease{}, fmt.Errorf("%w: election %q: %s", fxelection.ErrInvalidRecord, election, what)
+	}
+	switch {
+	case r.holder == nil || *r.holder == "":
+		return bad("empty holder")
+	case r.term == nil || *r.term <= 0:
+		return bad("term not positive")
+	case r.durationMS == nil || *r.durationMS <= 0:
+		return bad("duration_ms not positive")
+	case !r.expiresAt.Valid || r.expiresAt.InfinityModifier != pgtype.Finite:
+		return bad("expires_at not a finite time")
+	case r.metadata == nil:
+		return bad("metadata is NULL")
+	}
+	var md map[string]string
+	if s := strings.TrimSpace(*r.metadata); !strings.HasPrefix(s, "{") {
+		return bad("metadata is not a JSON object")
+	}
+	if err := json.Unmarshal([]byte(*r.metadata), &md); err != nil {
+		return bad("metadata is not an object of strings: " + err.Error())
+	}
+	l := fxelection.Lease{
+		Election:  election,
+		Holder:    *r.holder,
+		Metadata:  md,
+		Term:      uint64(*r.term),
+		Duration:  time.Duration(*r.durationMS) * time.Millisecond,
+		ExpiresAt: r.expiresAt.Time,
+	}
+	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {
+		l.AcquiredAt = r.acquiredAt.Time
+	}
+	return l, nil
+}
+
+// durationMS returns d in whole milliseconds, rounded up, at least 1.
+func durationMS(d time.Duration) int64 {
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	return max(ms, 1)
+}
+
+// maxAcquireAttempts bounds how often Acquire retries when the row changes
+// hands between its statement and its re-read.
+const maxAcquireAttempts = 3
+
+// Acquire implements fxelection.Backend with one INSERT … ON CONFLICT DO
+// UPDATE statement: it takes the lease if the row is missing, released,
+// expired by the server's now(), or held by req.Identity. The term stays
+// the same only when req.Identity re-acquires its own unexpired lease;
+// otherwise it becomes one more than the row's. Concurrent candidates are
+// serialised by the row lock, so exactly one of them wins. Held by someone
+// else: a *fxelection.HeldError with the holder; a row it cannot decode: an
+// error matching fxelection.ErrInvalidRecord (the row is never taken over
+// before it expires, except by the identity it names, and then only if its
+// term is positive: that row is the caller's own, and Acquire rewrites it).
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	if req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
+	}
+	if req.Duration <= 0 {
+		return fxelection.Lease{}, errors.New("acquire lease: non-positive duration")
+	}
+	md := req.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	mdJSON, err := json.Marshal(md)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: encode metadata: %w", err)
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	for range maxAcquireAttempts {
+		var (
+			r     row
+			won   bool
+			found = true
+		)
+		err := b.db.QueryRow(ctx, b.sql.acquire, req.Election, req.Identity, string(mdJSON), durationMS(req.Duration)).
+			Scan(append([]any{&won}, r.dest()...)...)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			found = false
+		case err != nil:
+			return fxelection.Lease{}, b.storeErr("acquire lease", err)
+		}
+		if won {
+			l, err := r.lease(req.Election)
+			if err != nil {
+				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			}
+			return l, nil
+		}
+		// Refused. The row the statement returned comes from its snapshot,
+		// which predates a row a concurrent winner committed while we waited
+		// for its lock; if it does not explain the refusal, read again.
+		if !found || !r.held() || (r.holder != nil && *r.holder == req.Identity) {
+			r, found, err = b.read(ctx, req.Election)
+			if err != nil {
+				return fxelection.Lease{}, b.storeErr("acquire lease", err)
+			}
+		}
+		if !found || !r.held() {
+			continue // freed meanwhile: try again
+		}
+		cur, err := r.lease(req.Election)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		if cur.Holder != req.Identity {
+			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur}
+		}
+		// Ours and valid now, though the statement refused: changed
+		// meanwhile; try again.
+	}
+	return fxelection.Lease{}, errors.New("acquire lease: the row kept changing during the attempt")
+}
+
+// read returns election's row with a fresh snapshot.
+func (b *Backend) read(ctx context.Context, election string) (row, bool, error) {
+	var r row
+	err := b.db.QueryRow(ctx, b.sql.get, election).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row{}, false, nil
+	}
+	if err != nil {
+		return row{}, false, err
+	}
+	return r, true, nil
+}
+
+// Renew implements fxelection.Backend with one UPDATE that matches the
+// election, holder and term and an unexpired lease (by the server's now()),
+// and sets the expiry to now() + lease.Duration. No matching row: an error
+// matching fxelection.ErrLeaseLost. A row whose holder and term match is the
+// caller's, so it is extended even if a foreign writer damaged its other
+// columns.
+func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	if lease.Duration <= 0 {
+		return fxelection.Lease{}, errors.New("renew lease: non-positive duration")
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	var exp pgtype.Timestamptz
+	err := b.db.QueryRow(ctx, b.sql.renew, lease.Election, lease.Holder, int64(lease.Term), durationMS(lease.Duration)).Scan(&exp)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	case err != nil:
+		return fxelection.Lease{}, b.storeErr("renew lease", err)
+	}
+	out := lease.Clone()
+	out.ExpiresAt = exp.Time
+	return out, nil
+}
+
+// Release implements fxelection.Backend with one statement that frees the
+// row if election, holder and term match (holder NULL, expired now; the
+// term stays for the next holder to exceed) and sends pg_notify on the
+// channel with the election's name. Releasing a lease that is not ours
+// changes nothing and returns nil.
+func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
+		return nil // cannot be a lease of ours
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	if _, err := b.db.Exec(ctx, b.sql.release, lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel); err != nil {
+		return b.storeErr("release lease", err)
+	}
+	return nil
+}
+
+// Get implements fxelection.Backend with one SELECT. A missing row, a
+// released one (holder NULL) or one expired by the server's now() gives
+// fxelection.ErrNoLease; an undecodable live row gives an error matching
+// fxelection.ErrInvalidRecord.
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	r, found, err := b.read(ctx, election)
+	if err != nil {
+		return fxelection.Lease{}, b.storeErr("get lease", err)
+	}
+	if !found || !r.held() {
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	}
+	l, err := r.lease(election)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	return l, nil
+}
+
+// Close stops the push listener, if one runs, and closes the pool if the
+// backend built it (the "postgres" registry entry does). A pool passed to
+// New is never closed. After Close, Subscribe does nothing; Close is
+// idempotent and returns nil.
+func (b *Backend) Close() error {
+	b.push.close()
+	if b.owned != nil {
+		b.owned.Close()
+	}
+	return nil
+}
