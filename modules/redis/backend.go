@@ -1,0 +1,523 @@
+package redislease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
+const DefaultKeyPrefix = "fxelection:"
+
+// Options configure a Backend. The zero value means the documented defaults.
+type Options struct {
+	// KeyPrefix starts every key and the wake-up channel, so several
+	// applications can share one Redis. It should not contain '{' or '}'
+	// (Redis Cluster hash tags). Default: "fxelection:".
+	KeyPrefix string
+
+	// DisablePush turns push wake-up off for this Backend: Subscribe does
+	// nothing and followers find a released lease at their next retry.
+	// Release still publishes, so candidates on other Backends that use push
+	// keep waking at once. Default (false): push on.
+	DisablePush bool
+
+	// SequentialTerms makes terms 1, 2, 3, … instead of taking the Redis
+	// server's clock in microseconds into account. Such terms start again at
+	// 1 whenever the term counter is lost (FLUSHALL, restart without
+	// persistence, eviction, failover to a lagging replica), so they repeat;
+	// see the package documentation. Default (false): clock-based terms.
+	SequentialTerms bool
+}
+
+// Backend is the Redis implementation of fxelection.Backend and
+// fxelection.Notifier. It is safe for concurrent use and does not own its
+// client: closing the client is the caller's business (after the electors
+// using the Backend have stopped).
+type Backend struct {
+	client  redis.UniversalClient
+	prefix  string
+	channel string
+	push    bool
+	clock   string        // "1" for clock-based terms, "0" for sequential
+	health  time.Duration // pushHealthInterval; shorter in tests
+
+	acquire, renew, release, get *redis.Script
+
+	mu     sync.Mutex
+	subs   map[string]map[*subscriber]struct{}
+	pump   *pump
+	closed bool
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.Notifier     = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+)
+
+// New returns a Backend storing leases through client, which may be a
+// single-node, Sentinel failover or Cluster client. It does no I/O. Set
+// ContextTimeoutEnabled on the client so calls honour context deadlines.
+func New(client redis.UniversalClient, opts Options) *Backend {
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = DefaultKeyPrefix
+	}
+	clock := "1"
+	if opts.SequentialTerms {
+		clock = "0"
+	}
+	return &Backend{
+		client:  client,
+		prefix:  prefix,
+		channel: prefix + "wake",
+		push:    !opts.DisablePush,
+		clock:   clock,
+		health:  pushHealthInterval,
+		acquire: redis.NewScript(acquireSrc),
+		renew:   redis.NewScript(renewSrc),
+		release: redis.NewScript(releaseSrc),
+		get:     redis.NewScript(getSrc),
+		subs:    map[string]map[*subscriber]struct{}{},
+	}
+}
+
+// BackendName returns "redis".
+func (b *Backend) BackendName() string { return "redis" }
+
+// Keys returns the names of election's lease and term counter keys,
+// for operators and tests. Both are in the same Redis Cluster hash slot.
+func (b *Backend) Keys(election string) (lease, term string) {
+	tag := escapeTag(election)
+	return b.prefix + "{" + tag + "}:lease", b.prefix + "{" + tag + "}:term"
+}
+
+// leaseKey is Keys's lease key alone.
+func (b *Backend) leaseKey(election string) string {
+	return b.prefix + "{" + escapeTag(election) + "}:lease"
+}
+
+// WakeChannel returns the pub/sub channel on which Release publishes the
+// released election's name.
+func (b *Backend) WakeChannel() string { return b.channel }
+
+// escapeTag percent-escapes '%', '{' and '}' so the election name makes a
+// non-empty hash tag that ends where the name does, and distinct names stay
+// distinct. The empty name becomes "%", which no escaped name can be.
+func escapeTag(s string) string {
+	if s == "" {
+		return "%"
+	}
+	if !strings.ContainsAny(s, "%{}") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '%':
+			sb.WriteString("%25")
+		case '{':
+			sb.WriteString("%7B")
+		case '}':
+			sb.WriteString("%7D")
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	return sb.String()
+}
+
+// Acquire implements fxelection.Backend: one script that takes the lease if
+// the key is absent, refreshes it (same term, new metadata and expiry) if
+// req.Identity holds it, and otherwise returns a *fxelection.HeldError with
+// the holder. A new holder's term is above every term the counter has
+// given (see the package documentation for when the counter can be lost).
+// AcquiredAt and ExpiresAt are by the Redis server's clock.
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	if req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
+	}
+	if req.Duration < time.Millisecond {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is shorter than 1ms", req.Duration)
+	}
+	meta, err := encodeMetadata(req.Metadata)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	lease, term := b.Keys(req.Election)
+	durMS := req.Duration.Milliseconds()
+	res, err := b.acquire.Run(ctx, b.client, []string{lease, term},
+		holderPart(req.Identity), meta, durMS, b.clock).Slice()
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", storeError(err))
+	}
+	status, err := replyStatus(res)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	switch status {
+	case 1:
+		if len(res) != 4 {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", errReply)
+		}
+		t, err1 := replyUint(res[1])
+		at, err2 := replyInt(res[2])
+		now, err3 := replyInt(res[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		return fxelection.Lease{
+			Election:   req.Election,
+			Holder:     req.Identity,
+			Metadata:   maps.Clone(req.Metadata),
+			Term:       t,
+			Duration:   time.Duration(durMS) * time.Millisecond,
+			AcquiredAt: time.UnixMilli(at),
+			ExpiresAt:  time.UnixMilli(now + durMS),
+		}, nil
+	case 0:
+		holder, err := decodeReply(req.Election, res)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
+	default:
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", foreign(res))
+	}
+}
+
+// Renew implements fxelection.Backend: one script that extends the lease by
+// lease.Duration (PEXPIRE) only while lease.Holder holds lease.Term, and
+// otherwise returns an error matching fxelection.ErrLeaseLost (which also
+// matches fxelection.ErrInvalidRecord when a foreign value replaced the
+// lease). The returned lease shares lease's Metadata map (read-only); its
+// ExpiresAt is estimated on the local clock as the call's start plus
+// Duration, since Redis sets the expiry by its own clock at most one round
+// trip later.
+func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	if l.Duration < time.Millisecond {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is shorter than 1ms", l.Duration)
+	}
+	start := time.Now()
+	lease := b.leaseKey(l.Election)
+	durMS := l.Duration.Milliseconds()
+	status, err := b.renew.Run(ctx, b.client, []string{lease}, termHead(l), durMS).Int64()
+	switch {
+	case err != nil && isWrongType(err):
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, storeError(err))
+	case err != nil:
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	case status == 1:
+		l.Duration = time.Duration(durMS) * time.Millisecond
+		l.ExpiresAt = start.Add(l.Duration)
+		return l, nil
+	case status == 0:
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	default:
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w: our record is damaged",
+			fxelection.ErrLeaseLost, fxelection.ErrInvalidRecord)
+	}
+}
+
+// Release implements fxelection.Backend: one script that deletes the lease
+// only if lease.Holder still holds lease.Term, and then publishes the
+// election's name on WakeChannel. A lease that is no longer ours (or a
+// foreign value) is left alone and nil is returned. The term counter is
+// kept.
+func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	lease := b.leaseKey(l.Election)
+	err := b.release.Run(ctx, b.client, []string{lease}, termHead(l), l.Election, b.channel).Err()
+	if err != nil && !isWrongType(err) { // a foreign type is not ours: nothing to do
+		return fmt.Errorf("release lease: %w", err)
+	}
+	return nil
+}
+
+// Get implements fxelection.Backend: the current holder, read in one
+// script, or fxelection.ErrNoLease. ExpiresAt is the server's clock plus
+// the key's remaining PTTL, to the millisecond; it is for display.
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	lease := b.leaseKey(election)
+	res, err := b.get.Run(ctx, b.client, []string{lease}).Slice()
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", storeError(err))
+	}
+	status, err := replyStatus(res)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	switch status {
+	case 1:
+		l, err := decodeReply(election, res)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+		}
+		return l, nil
+	case 0:
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	default:
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", foreign(res))
+	}
+}
+
+// recordFormat starts every lease record.
+const recordFormat = "fxe1"
+
+// holderPart is "|<len>|<holder>|", the holder's part of a record.
+func holderPart(holder string) string {
+	return "|" + strconv.Itoa(len(holder)) + "|" + holder + "|"
+}
+
+// termHead is "fxe1|<term>|<len>|<holder>|", the prefix of l's record.
+func termHead(l fxelection.Lease) string {
+	return recordFormat + "|" + strconv.FormatUint(l.Term, 10) + holderPart(l.Holder)
+}
+
+// parseRecord decodes a lease record (see scripts.go for the format). It
+// never panics; anything else gives an error matching ErrInvalidRecord.
+func parseRecord(election, v string) (fxelection.Lease, error) {
+	bad := func(what string) (fxelection.Lease, error) {
+		return fxelection.Lease{}, fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, what)
+	}
+	field := func() (string, bool) {
+		i := strings.IndexByte(v, '|')
+		if i < 0 {
+			return "", false
+		}
+		f := v[:i]
+		v = v[i+1:]
+		return f, true
+	}
+	if f, ok := field(); !ok || f != recordFormat {
+		return bad("not a lease record")
+	}
+	termS, ok1 := field()
+	lenS, ok2 := field()
+	if !ok1 || !ok2 {
+		return bad("truncated record")
+	}
+	term, err := strconv.ParseUint(termS, 10, 64)
+	if err != nil || term == 0 {
+		return bad("term is not a positive integer")
+	}
+	n, err := strconv.Atoi(lenS)
+	if err != nil || n <= 0 || n >= len(v) || v[n] != '|' {
+		return bad("bad holder")
+	}
+	holder := v[:n]
+	v = v[n+1:]
+	durS, ok1 := field()
+	atS, ok2 := field()
+	if !ok1 || !ok2 {
+		return bad("truncated record")
+	}
+	durMS, err := strconv.ParseInt(durS, 10, 64)
+	if err != nil || durMS <= 0 {
+		return bad("duration is not a positive integer")
+	}
+	atMS, err := strconv.ParseInt(atS, 10, 64)
+	if err != nil || atMS < 0 {
+		return bad("acquisition time is not a Unix time")
+	}
+	md, err := decodeMetadata(v)
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	l := fxelection.Lease{
+		Election: election,
+		Holder:   holder,
+		Metadata: md,
+		Term:     term,
+		Duration: time.Duration(durMS) * time.Millisecond,
+	}
+	if atMS > 0 {
+		l.AcquiredAt = time.UnixMilli(atMS)
+	}
+	return l, nil
+}
+
+// decodeReply decodes {status, record, pttl, now ms}.
+func decodeReply(election string, res []any) (fxelection.Lease, error) {
+	if len(res) != 4 {
+		return fxelection.Lease{}, errReply
+	}
+	v, ok := res[1].(string)
+	if !ok {
+		return fxelection.Lease{}, errReply
+	}
+	l, err := parseRecord(election, v)
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	pttl, err1 := replyInt(res[2])
+	now, err2 := replyInt(res[3])
+	if err := errors.Join(err1, err2); err != nil {
+		return fxelection.Lease{}, err
+	}
+	if pttl >= 0 {
+		l.ExpiresAt = time.UnixMilli(now + pttl)
+	}
+	return l, nil
+}
+
+// errReply is a script reply of an unexpected shape (a bug, or a script of
+// another version under our SHA, which cannot happen).
+var errReply = errors.New("redislease: unexpected script reply")
+
+// storeError maps a Redis error to the contract: WRONGTYPE (a foreign value
+// under a key) matches fxelection.ErrInvalidRecord; anything else is
+// returned as is (a store failure).
+func storeError(err error) error {
+	if isWrongType(err) {
+		return fmt.Errorf("%w: a key holds another type: %w", fxelection.ErrInvalidRecord, err)
+	}
+	return err
+}
+
+// isWrongType reports whether err is Redis's WRONGTYPE error, raised by a
+// script that met a key of another type.
+func isWrongType(err error) bool {
+	return strings.Contains(err.Error(), "WRONGTYPE")
+}
+
+// foreign is the error for a {-1, reason} reply.
+func foreign(res []any) error {
+	reason := "foreign value"
+	if len(res) > 1 {
+		if s, ok := res[1].(string); ok {
+			reason = s
+		}
+	}
+	return fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, reason)
+}
+
+func replyStatus(res []any) (int64, error) {
+	if len(res) == 0 {
+		return 0, errReply
+	}
+	s, ok := res[0].(int64)
+	if !ok || s < -1 || s > 1 {
+		return 0, errReply
+	}
+	return s, nil
+}
+
+func replyInt(v any) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q is not an integer", fxelection.ErrInvalidRecord, v)
+		}
+		return n, nil
+	}
+	return 0, errReply
+}
+
+func replyUint(v any) (uint64, error) {
+	switch v := v.(type) {
+	case int64:
+		if v > 0 {
+			return uint64(v), nil
+		}
+	case string:
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err == nil && n > 0 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: term %v is not a positive integer", fxelection.ErrInvalidRecord, v)
+}
+
+func encodeMetadata(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	if s, ok := encodePlainMetadata(m); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encode metadata: %w", err)
+	}
+	return string(b), nil
+}
+
+// encodePlainMetadata writes the JSON object for m by hand when no key or
+// value needs escaping (the common case), sparing encoding/json's
+// reflection on every Acquire. Keys are sorted, as json.Marshal sorts them.
+func encodePlainMetadata(m map[string]string) (string, bool) {
+	var buf [8]string
+	keys := buf[:0]
+	size := 2
+	for k, v := range m {
+		if !plainJSON(k) || !plainJSON(v) {
+			return "", false
+		}
+		keys = append(keys, k)
+		size += len(k) + len(v) + 6
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	sb.Grow(size)
+	sb.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('"')
+		sb.WriteString(k)
+		sb.WriteString(`":"`)
+		sb.WriteString(m[k])
+		sb.WriteByte('"')
+	}
+	sb.WriteByte('}')
+	return sb.String(), true
+}
+
+// plainJSON reports whether s can go between JSON quotes as it is.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeMetadata(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("%w: metadata: %v", fxelection.ErrInvalidRecord, err)
+	}
+	return m, nil
+}

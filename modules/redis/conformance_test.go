@@ -1,0 +1,48 @@
+package redislease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// TestConformance runs the core's conformance suite, end-to-end part
+// included, against a real redis-server: with the defaults (clock-based
+// terms, push wake-up, a foreign string as garbage), and with sequential
+// terms, push off and a foreign list as garbage.
+func TestConformance(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{})
+	admin := newClient(t, srv.Addr())
+	keys := New(admin, Options{})
+
+	t.Run("Default", func(t *testing.T) {
+		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
+			return newBackend(t, srv.Addr(), Options{})
+		}, electiontest.Options{
+			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
+				lease, _ := keys.Keys(election)
+				if err := admin.Set(ctxT(t), lease, "\x00not a lease record", ttl).Err(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	})
+	t.Run("SequentialPolling", func(t *testing.T) {
+		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
+			return newBackend(t, srv.Addr(), Options{SequentialTerms: true, DisablePush: true})
+		}, electiontest.Options{
+			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
+				lease, _ := keys.Keys(election)
+				if err := admin.RPush(ctxT(t), lease, "foreign").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.PExpire(ctxT(t), lease, ttl).Err(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	})
+}

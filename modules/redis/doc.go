@@ -1,0 +1,85 @@
+// Package redislease is the Redis backend for fxelection: leases live in
+// Redis and expire by Redis's own clock (PX), so no client clock is ever
+// compared with another's. It works with a single node, a Sentinel failover
+// client and Redis Cluster through go-redis's redis.UniversalClient. It needs
+// Redis 5 or later and is tested with Redis 7.0.
+//
+// # Layout
+//
+// Each election uses two keys in the same hash slot, so every script works
+// on Redis Cluster:
+//
+//	<prefix>{<election>}:lease  the lease record, a string with PX expiry
+//	<prefix>{<election>}:term   the term counter; never deleted, no expiry
+//
+// The record reads, for example,
+//
+//	fxe1|1764512345678901|5|web-1|15000|1764512345678|{"addr":"10.0.0.1:8080"}
+//
+// that is: format, term, holder length, holder, duration (ms), acquisition
+// time (Unix ms, server clock) and metadata (JSON). The braces are Redis
+// Cluster's hash tag; '{', '}' and '%' in an election name are
+// percent-escaped inside it, so every name maps to one slot. The prefix
+// defaults to "fxelection:" and should not contain braces. Release
+// publishes the election's name on the channel <prefix>wake.
+//
+// Acquire, Renew and Release are one Lua script each (one round trip, run
+// with EVALSHA and re-sent on NOSCRIPT), and so is Get. Acquire takes the
+// lease if the key is absent (free, expired or released), refreshes it if
+// the caller already holds it (same term), and otherwise reports the holder.
+// Renew extends the lease only while the holder and the term match. Release
+// deletes only the caller's own lease and publishes a wake-up. Redis
+// expires the lease; no client clock is involved.
+//
+// # Fencing terms
+//
+// The term counter outlives the lease, so terms keep increasing across
+// releases and expiries. By default a new term is the larger of the counter
+// plus one and the Redis server's clock in microseconds (TIME), so terms look
+// like 1764512345678901 rather than 1, 2, 3. This keeps terms increasing
+// even when the counter is lost: after FLUSHALL or FLUSHDB, after a restart
+// without persistence, when a maxmemory allkeys-* policy evicts the counter,
+// or after a failover to a replica that had not yet received the last
+// increment. A term can then repeat or go backwards only if the counter was
+// lost AND the (new) server's clock reads earlier than the last term issued:
+// a clock stepped back by more than the time between the lost acquisition
+// and the next one, or a failover to a replica whose clock lags by that
+// much. Redis cannot run more than one script per microsecond, so the
+// counter never outruns the clock. With Options.SequentialTerms terms are
+// 1, 2, 3, … instead, and start again at 1 whenever the counter is lost (the
+// cases listed above). For fencing, also run Redis with appendonly yes
+// (appendfsync always if a lost second of writes matters) and never evict
+// the counter (maxmemory-policy noeviction or volatile-*).
+//
+// A lease record lost the same way (flush, restart without persistence)
+// frees the election at once: the leader learns it at its next renewal and
+// steps down, and another candidate may lead in the meantime, with a higher
+// term. That is the reason to guard writes with the term.
+//
+// # Push wake-up
+//
+// A Backend implements fxelection.Notifier with one pub/sub connection
+// shared by all its elections, started by the first Subscribe and closed
+// when the last subscription is cancelled. It reconnects by itself (pinging
+// an idle connection so a silently dead one is replaced) and wakes every
+// subscriber after each (re)subscription, since a release may have been
+// missed meanwhile; while it is down, followers still poll every
+// RetryPeriod.
+//
+// # Timeouts
+//
+// go-redis honours context deadlines only when the client's
+// ContextTimeoutEnabled option is set; without it a hung server holds a call
+// for up to the client's ReadTimeout (the elector still stops believing it
+// leads at its renew deadline). Set it on the client you pass to New; the
+// registry's client has it set.
+//
+// # Foreign values
+//
+// A lease key holding anything but a lease record (another type, or a
+// string in another format) gives an error matching
+// fxelection.ErrInvalidRecord from Acquire and Get, and the key is never
+// taken over before it expires. Renew reports fxelection.ErrLeaseLost (and
+// ErrInvalidRecord for a value of another type): the lease is no longer
+// ours. Release leaves such a key alone.
+package redislease
