@@ -112,6 +112,13 @@ func (h *WakeHub) WakeAll() {
 	}
 }
 
+// Listening reports whether the listener goroutine runs.
+func (h *WakeHub) Listening() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.run != nil
+}
+
 // Close stops the listener for good and waits for it; later subscriptions
 // do nothing. For a backend that owns its client and is closing it.
 func (h *WakeHub) Close() {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,10 +54,7 @@ type Backend struct {
 
 	acquire, renew, release, get *redis.Script
 
-	mu     sync.Mutex
-	subs   map[string]map[*subscriber]struct{}
-	pump   *pump
-	closed bool
+	hub *fxelection.WakeHub // push wake-up: subscriptions and the pub/sub listener
 }
 
 var (
@@ -79,7 +75,7 @@ func New(client redis.UniversalClient, opts Options) *Backend {
 	if opts.SequentialTerms {
 		clock = "0"
 	}
-	return &Backend{
+	b := &Backend{
 		client:  client,
 		prefix:  prefix,
 		channel: prefix + "wake",
@@ -90,8 +86,9 @@ func New(client redis.UniversalClient, opts Options) *Backend {
 		renew:   redis.NewScript(renewSrc),
 		release: redis.NewScript(releaseSrc),
 		get:     redis.NewScript(getSrc),
-		subs:    map[string]map[*subscriber]struct{}{},
 	}
+	b.hub = fxelection.NewWakeHub(b.listen)
+	return b
 }
 
 // BackendName returns "redis".

@@ -26,11 +26,7 @@ func numSub(t *testing.T, b *Backend) int64 {
 	return res[b.WakeChannel()]
 }
 
-func pumpRunning(b *Backend) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.pump != nil
-}
+func pumpRunning(b *Backend) bool { return b.hub.Listening() }
 
 // releaseNow acquires and releases election through b, which publishes.
 func releaseNow(t *testing.T, b *Backend, election string) {
