@@ -19,6 +19,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// Backends register themselves by name ("redis", "postgres") from init.
+	_ "github.com/fxelection/fxelection/modules/postgres"
+	_ "github.com/fxelection/fxelection/modules/redis"
 )
 
 func main() {

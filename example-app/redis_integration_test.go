@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -185,5 +186,20 @@ func TestThreeProcessesOnRedis(t *testing.T) {
 	}
 	if newest != third.Term {
 		t.Fatalf("newest leader work term %d, want %d", newest, third.Term)
+	}
+
+	// "status" reads the leader from the store.
+	out, err := exec.Command(binary, "status", "--backend", "redis", "--redis-addr", srv.Addr(), "--election", "it").CombinedOutput()
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	for _, want := range []string{fmt.Sprintf("leader:   proc-%d", third.proc), fmt.Sprintf("term:     %d", third.Term), "expires:", "metadata: http="} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = exec.Command(binary, "status", "--backend", "redis", "--redis-addr", srv.Addr(), "--election", "nobody").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `election "nobody" has no leader`) {
+		t.Fatalf("status of an empty election: %v\n%s", err, out)
 	}
 }
