@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,14 +32,9 @@ type PostgresOptions struct {
 // because PostgreSQL refuses to run as root. Its methods are safe for
 // concurrent use.
 type Postgres struct {
-	bin  string // the postgres binary
-	dir  string // temporary root: data/, sock/, *.log
-	cred *syscall.Credential
-
-	mu     sync.Mutex
-	port   int
-	proc   *process // nil when not running
-	closed bool
+	*server        // dir is the temporary root: data/, sock/, *.log
+	bin     string // the postgres binary
+	cred    *syscall.Credential
 }
 
 // StartPostgres creates a new cluster with initdb in a temporary directory,
@@ -53,6 +47,8 @@ func StartPostgres(opts PostgresOptions) (*Postgres, error) {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	p := &Postgres{bin: filepath.Join(binDir, "postgres")}
+	p.server = &server{name: "postgres", stopSig: syscall.SIGINT}
+	p.server.launch = p.launch
 	if os.Geteuid() == 0 {
 		if p.cred, err = postgresUser(); err != nil {
 			return nil, fmt.Errorf("start postgres: %w", err)
@@ -65,24 +61,10 @@ func StartPostgres(opts PostgresOptions) (*Postgres, error) {
 		_ = os.RemoveAll(p.dir)
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	attempts := 1
-	if opts.Port == 0 {
-		attempts = startAttempts
+	if err := p.open(opts.Port, nil); err != nil {
+		return nil, err
 	}
-	for range attempts {
-		p.port = opts.Port
-		if p.port == 0 {
-			if p.port, err = FreePort(); err != nil {
-				break
-			}
-		}
-		if err = p.start(); err == nil {
-			return p, nil
-		}
-		// Most likely the port was taken meanwhile; retry with another.
-	}
-	_ = os.RemoveAll(p.dir)
-	return nil, fmt.Errorf("start postgres: %w", err)
+	return p, nil
 }
 
 // NewPostgres starts a PostgreSQL server for the test and closes it in
@@ -107,90 +89,6 @@ func NewPostgres(t testing.TB, opts PostgresOptions) *Postgres {
 // "postgres" over TCP, without TLS and password.
 func (p *Postgres) DSN() string {
 	return "postgres://postgres@" + p.Addr() + "/postgres?sslmode=disable"
-}
-
-// Addr returns the server address, "127.0.0.1:PORT". It stays the same
-// across Restart.
-func (p *Postgres) Addr() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
-}
-
-// Stop shuts the server down with a fast shutdown (SIGINT: open
-// transactions are rolled back, clients disconnected) and waits for it to
-// exit. It does nothing if the server is not running.
-func (p *Postgres) Stop() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.proc == nil {
-		return nil
-	}
-	err := p.proc.stop(syscall.SIGINT)
-	p.proc = nil
-	if err != nil {
-		return fmt.Errorf("stop postgres: %w", err)
-	}
-	return nil
-}
-
-// Kill kills the postmaster and all its children with SIGKILL and waits
-// until they are gone, simulating a crash. The next Restart runs crash
-// recovery. It does nothing if the server is not running.
-func (p *Postgres) Kill() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.proc == nil {
-		return nil
-	}
-	err := p.proc.kill()
-	p.proc = nil
-	if err != nil {
-		return fmt.Errorf("kill postgres: %w", err)
-	}
-	return nil
-}
-
-// Restart starts the server again on the same port and data directory and
-// waits until it accepts connections. A running server is stopped first.
-func (p *Postgres) Restart() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.New("restart postgres: closed")
-	}
-	if p.proc != nil {
-		err := p.proc.stop(syscall.SIGINT)
-		p.proc = nil
-		if err != nil {
-			return fmt.Errorf("restart postgres: %w", err)
-		}
-	}
-	if err := p.start(); err != nil {
-		return fmt.Errorf("restart postgres: %w", err)
-	}
-	return nil
-}
-
-// Close kills the server if it is running and removes its directory.
-// It is safe to call more than once.
-func (p *Postgres) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	p.closed = true
-	var errs []error
-	if p.proc != nil {
-		errs = append(errs, p.proc.kill())
-		p.proc = nil
-	}
-	errs = append(errs, os.RemoveAll(p.dir))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close postgres: %w", err)
-	}
-	return nil
 }
 
 func (p *Postgres) dataDir() string { return filepath.Join(p.dir, "data") }
@@ -269,12 +167,11 @@ func (p *Postgres) initdb(initdb string) error {
 	return nil
 }
 
-// start launches postgres on p.port and waits until it accepts connections.
-// p.mu must be held (or p not yet shared) and p.proc must be nil.
-func (p *Postgres) start() error {
+// launch starts postgres on port and waits until it accepts connections.
+func (p *Postgres) launch(port int) (*process, error) {
 	cmd := exec.Command(p.bin,
 		"-D", p.dataDir(),
-		"-p", strconv.Itoa(p.port),
+		"-p", strconv.Itoa(port),
 		"-k", filepath.Join(p.dir, "sock"),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
@@ -285,9 +182,9 @@ func (p *Postgres) start() error {
 	cmd.Dir = p.dir
 	proc, err := startProcess(cmd, p.logPath(), p.cred)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	pid := cmd.Process.Pid
 	err = waitReady(proc, pgReadyTimeout, func() error {
 		if err := p.pidFileReady(pid); err != nil {
@@ -297,10 +194,9 @@ func (p *Postgres) start() error {
 	})
 	if err != nil {
 		_ = proc.kill()
-		return withLog(err, p.logPath())
+		return nil, withLog(err, p.logPath())
 	}
-	p.proc = proc
-	return nil
+	return proc, nil
 }
 
 // pidFileReady checks postmaster.pid, as pg_ctl does: it must name our

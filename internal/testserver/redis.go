@@ -2,7 +2,6 @@ package testserver
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,19 +28,18 @@ type RedisOptions struct {
 	AppendOnly bool
 	// Port is the TCP port to listen on; 0 picks a free one.
 	Port int
+	// Cluster starts the server in cluster mode (--cluster-enabled yes).
+	// The node owns no slots until a test assigns them (CLUSTER
+	// ADDSLOTSRANGE 0 16383 makes a one-node cluster).
+	Cluster bool
 }
 
 // Redis is a redis-server child process listening on 127.0.0.1.
 // Its methods are safe for concurrent use.
 type Redis struct {
+	*server
 	bin  string
-	dir  string
 	opts RedisOptions
-
-	mu     sync.Mutex
-	port   int
-	proc   *process // nil when not running
-	closed bool
 }
 
 // StartRedis starts redis-server on a free loopback port (or opts.Port) in a
@@ -58,28 +55,12 @@ func StartRedis(opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start redis: %w", err)
 	}
-	r := &Redis{bin: bin, dir: dir, opts: opts}
-	attempts := 1
-	if opts.Port == 0 {
-		attempts = startAttempts
+	r := &Redis{bin: bin, opts: opts}
+	r.server = &server{name: "redis", stopSig: syscall.SIGTERM, dir: dir, launch: r.launch}
+	if err := r.open(opts.Port, func() { _ = os.Remove(r.logPath()) }); err != nil {
+		return nil, err
 	}
-	for i := range attempts {
-		r.port = opts.Port
-		if r.port == 0 {
-			if r.port, err = FreePort(); err != nil {
-				break
-			}
-		}
-		if err = r.start(); err == nil {
-			return r, nil
-		}
-		if i < attempts-1 {
-			// Most likely the port was taken meanwhile; retry with another.
-			_ = os.Remove(r.logPath())
-		}
-	}
-	_ = os.RemoveAll(dir)
-	return nil, fmt.Errorf("start redis: %w", err)
+	return r, nil
 }
 
 // NewRedis starts a Redis server for the test and closes it in t.Cleanup.
@@ -99,118 +80,37 @@ func NewRedis(t testing.TB, opts RedisOptions) *Redis {
 	return r
 }
 
-// Addr returns the server address, "127.0.0.1:PORT". It stays the same
-// across Restart.
-func (r *Redis) Addr() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
-}
-
-// Stop shuts the server down gracefully (SIGTERM) and waits for it to exit.
-// It does nothing if the server is not running.
-func (r *Redis) Stop() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.proc == nil {
-		return nil
-	}
-	err := r.proc.stop(syscall.SIGTERM)
-	r.proc = nil
-	if err != nil {
-		return fmt.Errorf("stop redis: %w", err)
-	}
-	return nil
-}
-
-// Kill kills the server with SIGKILL and waits for it to exit.
-// It does nothing if the server is not running.
-func (r *Redis) Kill() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.proc == nil {
-		return nil
-	}
-	err := r.proc.kill()
-	r.proc = nil
-	if err != nil {
-		return fmt.Errorf("kill redis: %w", err)
-	}
-	return nil
-}
-
-// Restart starts the server again on the same port and directory and waits
-// until it answers PING. A running server is stopped gracefully first.
-func (r *Redis) Restart() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return errors.New("restart redis: closed")
-	}
-	if r.proc != nil {
-		err := r.proc.stop(syscall.SIGTERM)
-		r.proc = nil
-		if err != nil {
-			return fmt.Errorf("restart redis: %w", err)
-		}
-	}
-	if err := r.start(); err != nil {
-		return fmt.Errorf("restart redis: %w", err)
-	}
-	return nil
-}
-
-// Close kills the server if it is running and removes its directory.
-// It is safe to call more than once.
-func (r *Redis) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	var errs []error
-	if r.proc != nil {
-		errs = append(errs, r.proc.kill())
-		r.proc = nil
-	}
-	errs = append(errs, os.RemoveAll(r.dir))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close redis: %w", err)
-	}
-	return nil
-}
-
 func (r *Redis) logPath() string { return filepath.Join(r.dir, "redis.log") }
 
-// start launches redis-server on r.port and waits for PING. r.mu must be held
-// (or r not yet shared) and r.proc must be nil.
-func (r *Redis) start() error {
+// launch starts redis-server on port and waits for PING.
+func (r *Redis) launch(port int) (*process, error) {
 	appendOnly := "no"
 	if r.opts.AppendOnly {
 		appendOnly = "yes"
 	}
 	cmd := exec.Command(r.bin,
 		"--bind", "127.0.0.1",
-		"--port", strconv.Itoa(r.port),
+		"--port", strconv.Itoa(port),
 		"--dir", r.dir,
 		"--save", "",
 		"--appendonly", appendOnly,
 		"--daemonize", "no",
 		"--protected-mode", "no",
 	)
+	if r.opts.Cluster {
+		cmd.Args = append(cmd.Args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(r.dir, "nodes.conf"))
+	}
 	cmd.Dir = r.dir
 	proc, err := startProcess(cmd, r.logPath(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if err := waitReady(proc, redisReadyTimeout, func() error { return redisReady(addr, cmd.Process.Pid) }); err != nil {
 		_ = proc.kill()
-		return withLog(err, r.logPath())
+		return nil, withLog(err, r.logPath())
 	}
-	r.proc = proc
-	return nil
+	return proc, nil
 }
 
 // redisReady checks that the server at addr answers PING with +PONG and is

@@ -1,12 +1,7 @@
 package redislease
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,57 +75,20 @@ func TestKeysShareSlot(t *testing.T) {
 
 // clusterServer starts a one-node Redis Cluster (all slots on one node):
 // enough to make Redis enforce the cluster rules on scripts (keys declared,
-// one slot). internal/testserver has no cluster mode, hence this helper.
+// one slot).
 func clusterServer(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not installed (CI=true, not skipping): %v", err)
-		}
-		t.Skipf("redis-server not installed; install it with: apt-get install redis-server")
+	srv := testserver.NewRedis(t, testserver.RedisOptions{Cluster: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer c.Close()
+	if err := c.Do(ctxT(t), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	var addr string
-	for attempt := 0; ; attempt++ {
-		port, err := testserver.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
-			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		addr = "127.0.0.1:" + strconv.Itoa(port)
-		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-		deadline := time.Now().Add(10 * time.Second)
-		for c.Ping(ctxT(t)).Err() != nil && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if err := c.Ping(ctxT(t)).Err(); err != nil {
-			_ = c.Close()
-			if attempt < 3 {
-				continue // port taken meanwhile
-			}
-			t.Fatalf("cluster node on %s: %v", addr, err)
-		}
-		if err := c.Do(ctxT(t), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-			t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
-		}
-		waitUntil(t, 20*time.Second, "cluster_state:ok", func() bool {
-			info, err := c.ClusterInfo(ctxT(t)).Result()
-			return err == nil && strings.Contains(info, "cluster_state:ok")
-		})
-		_ = c.Close()
-		return addr
-	}
+	waitUntil(t, 20*time.Second, "cluster_state:ok", func() bool {
+		info, err := c.ClusterInfo(ctxT(t)).Result()
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	})
+	return srv.Addr()
 }
 
 // TestCluster runs the conformance suite on Redis Cluster through a
