@@ -469,7 +469,7 @@ func TestTryAcquireAndPushWakeUp(t *testing.T) {
 		b := start(t, slow, store)
 		synctest.Wait()
 		la, _ := a.Lease()
-		if l, ok := b.Leader(); !ok || l.Holder != "a" || l.Term != la.Term || l.Metadata != nil && len(l.Metadata) != 0 {
+		if l, ok := b.Leader(); !ok || l.Holder != "a" || l.Term != la.Term || len(l.Metadata) != 0 {
 			t.Fatalf("follower sees %+v %v", l, ok)
 		}
 		if err := a.Stop(context.Background()); err != nil {

@@ -13,8 +13,7 @@ import (
 func TestWakeHub(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var running atomic.Int32
-		var hub *fxelection.WakeHub
-		hub = fxelection.NewWakeHub(func(ctx context.Context, h *fxelection.WakeHub) {
+		hub := fxelection.NewWakeHub(func(ctx context.Context, h *fxelection.WakeHub) {
 			running.Add(1)
 			defer running.Add(-1)
 			h.WakeAll() // as after a (re)connect
