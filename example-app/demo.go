@@ -79,7 +79,14 @@ func runDemo(ctx context.Context, o options, log *slog.Logger) error {
 		if round%2 == 0 {
 			log.Info("demo: stopping the leader gracefully: it releases the lease", "identity", leader.id)
 			leader.stop()
-			if err := leader.start(o, log); err != nil { // it comes back as a follower
+			// It comes back as a follower, once another candidate has taken
+			// over (push wake-up makes that immediate).
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(2 * demoRetry):
+			}
+			if err := leader.start(o, log); err != nil {
 				return err
 			}
 			continue
