@@ -100,18 +100,25 @@ const (
 
 // Event is what an Observer receives.
 type Event struct {
-	Kind     EventKind
+	// Kind says what happened and which fields below are set.
+	Kind EventKind
+	// Election and Identity are the elector's Config.Name and Identity.
 	Election string
 	Identity string
 	// Backend is BackendName of the elector's backend.
-	Backend  string
-	Time     time.Time
-	Lease    Lease
-	Reason   StopReason
+	Backend string
+	// Time is when the event happened (for operations: when they ended).
+	Time time.Time
+	// Lease is the lease concerned (started, stopped, renewed, new leader).
+	Lease Lease
+	// Reason is why leadership ended (EventStoppedLeading).
+	Reason StopReason
+	// Op, Duration and Err describe one backend call (EventOperation).
 	Op       string
 	Duration time.Duration
 	Err      error
-	Margin   time.Duration
+	// Margin is the lease left at a renewal (EventRenewed).
+	Margin time.Duration
 }
 
 // Observer receives an elector's events synchronously, on the goroutine
