@@ -4,7 +4,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestReadmeShowsThisProgram keeps the README's quick start true: it must
 // show this file verbatim.
