@@ -72,6 +72,9 @@ func work(ctx context.Context, e *fxelection.Elector, interval time.Duration, lo
 func runElection(ctx context.Context, o options, log *slog.Logger) error {
 	cfg := o.config()
 	cfg.Callbacks = logCallbacks(log, cfg)
+	// The callbacks write the log contract; the core's own log lines would
+	// repeat them.
+	cfg.Logger = slog.New(slog.DiscardHandler)
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
 		fx.StartTimeout(o.lease+o.stopTimeout),

@@ -173,6 +173,19 @@ func TestThreeProcessesOnRedis(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 
+	// Each leadership is logged once, by the process that held it.
+	seen := map[string]bool{}
+	for _, l := range p.snapshot() {
+		if l.Msg != "leadership acquired" && l.Msg != "leadership lost" {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d/%d", l.Msg, l.proc, l.Term)
+		if seen[key] {
+			t.Fatalf("%q for term %d logged twice by process %d", l.Msg, l.Term, l.proc)
+		}
+		seen[key] = true
+	}
+
 	// No leader work from an old term once a newer term's work appeared.
 	var newest uint64
 	for _, l := range p.snapshot() {
