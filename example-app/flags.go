@@ -38,6 +38,9 @@ type options struct {
 	redisDB                             int
 	redisTLS                            bool
 	postgresDSN                         string
+	s3Endpoint, s3Bucket                string
+	s3AccessKey, s3SecretKey, s3Region  string
+	s3Insecure                          bool
 }
 
 // demo reports whether to run the in-process demo: no backend chosen.
@@ -68,6 +71,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.redisDB, "redis-db", 0, "Redis database number")
 	fs.BoolVar(&o.redisTLS, "redis-tls", false, "use TLS to Redis")
 	fs.StringVar(&o.postgresDSN, "postgres-dsn", "", "PostgreSQL connection string")
+	fs.StringVar(&o.s3Endpoint, "s3-endpoint", "", "S3 endpoint host:port")
+	fs.StringVar(&o.s3Bucket, "s3-bucket", "", "S3 bucket holding the lease objects (must exist)")
+	fs.StringVar(&o.s3AccessKey, "s3-access-key", "", "S3 access key")
+	fs.StringVar(&o.s3SecretKey, "s3-secret-key", "", "S3 secret key")
+	fs.StringVar(&o.s3Region, "s3-region", "", "S3 region")
+	fs.BoolVar(&o.s3Insecure, "s3-insecure", false, "plain HTTP to S3 (e.g. a local MinIO)")
 	return fs
 }
 
@@ -140,6 +149,13 @@ func (o options) validate() error {
 		if o.postgresDSN == "" {
 			return usagef("--postgres-dsn is required for --backend postgres")
 		}
+	case "s3":
+		if o.s3Endpoint == "" {
+			return usagef("--s3-endpoint is required for --backend s3")
+		}
+		if o.s3Bucket == "" {
+			return usagef("--s3-bucket is required for --backend s3")
+		}
 	}
 	if err := o.config().Validate(); err != nil {
 		return usageError{flagNames().Replace(strings.TrimPrefix(err.Error(), "fxelection: "))}
@@ -180,6 +196,11 @@ func (o options) settings() fxelection.Settings {
 		}
 	case "postgres":
 		return fxelection.Settings{"dsn": o.postgresDSN}
+	case "s3":
+		return fxelection.Settings{
+			"endpoint": o.s3Endpoint, "bucket": o.s3Bucket, "access_key": o.s3AccessKey,
+			"secret_key": o.s3SecretKey, "region": o.s3Region, "secure": fmt.Sprint(!o.s3Insecure),
+		}
 	}
 	return fxelection.Settings{}
 }

@@ -20,9 +20,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	// Backends register themselves by name ("redis", "postgres") from init.
+	// Backends register themselves by name ("redis", "postgres", "s3") from init.
 	_ "github.com/fxelection/fxelection/modules/postgres"
 	_ "github.com/fxelection/fxelection/modules/redis"
+	_ "github.com/fxelection/fxelection/modules/s3"
 )
 
 func main() {

@@ -40,6 +40,8 @@ func TestBadInputExitsTwoNamingTheFlag(t *testing.T) {
 		{"unknown backend", []string{"--backend", "etcd"}, nil, "--backend"},
 		{"missing redis address", []string{"--backend", "redis"}, nil, "--redis-addr"},
 		{"missing postgres dsn", []string{"--backend", "postgres"}, nil, "--postgres-dsn"},
+		{"missing s3 endpoint", []string{"--backend", "s3", "--s3-bucket", "b"}, nil, "--s3-endpoint"},
+		{"missing s3 bucket", []string{"--backend", "s3", "--s3-endpoint", "127.0.0.1:9000"}, nil, "--s3-bucket"},
 		{"deadline not shorter than lease", []string{"--backend", "memory", "--lease", "5s", "--renew-deadline", "5s"}, nil, "--renew-deadline (5s) must be shorter than --lease (5s)"},
 		{"retry too long", []string{"--backend", "memory", "--retry", "9s"}, nil, "--retry"},
 		{"malformed duration", []string{"--lease", "fifteen"}, nil, "--lease"},

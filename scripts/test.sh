@@ -7,6 +7,7 @@
 #   ./scripts/test.sh ./modules/redis/...   # some packages
 #
 # Under CI=true a test whose server binary is missing fails instead of skipping.
+# Servers: redis-server and PostgreSQL (Debian packages), MinIO (go install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,15 @@ if ! command -v initdb >/dev/null; then
 		pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 	fi
 	export PATH="$pgbin:$PATH"
+fi
+
+# MinIO: the S3 backend's tests start a real MinIO server. Built from source
+# through the Go module proxy (about 3 minutes cold), pinned for repeatable
+# runs; found on PATH or in $(go env GOPATH)/bin.
+MINIO_MODULE=github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+if ! command -v minio >/dev/null && [ ! -x "$(go env GOPATH)/bin/minio" ]; then
+	log "building minio server (go install $MINIO_MODULE)"
+	go install "$MINIO_MODULE"
 fi
 
 pkgs=("$@")

@@ -1,0 +1,370 @@
+package s3lease
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// DefaultPrefix is the object key prefix used when Options.Prefix is empty.
+const DefaultPrefix = "fxelection/"
+
+// envelopeFormat is the version of the object body this package writes.
+const envelopeFormat = 1
+
+// maxBody bounds how much of an object is read: a lease record is small,
+// anything larger is foreign.
+const maxBody = 1 << 20
+
+// acquireAttempts is how many read-decide-write rounds Acquire makes when
+// its conditional writes keep losing races.
+const acquireAttempts = 4
+
+// ErrBucketRequired is returned by New when Options.Bucket is empty.
+var ErrBucketRequired = errors.New("s3lease: Options.Bucket is required")
+
+// Options configures a Backend. The zero value is not usable: Bucket is
+// required.
+type Options struct {
+	// Bucket is the bucket holding the lease objects. It must exist.
+	// Required.
+	Bucket string
+	// Prefix is prepended to every object key.
+	// Default: "fxelection/".
+	Prefix string
+}
+
+// Backend is the S3 implementation of fxelection.Backend. It is safe for
+// concurrent use. Each Backend has its own expiry tracker: the observations
+// that allow a takeover belong to the candidate (process) that made them.
+type Backend struct {
+	client  *minio.Client
+	bucket  string
+	prefix  string
+	tracker fxelection.ExpiryTracker
+	closer  func() // set for registry-built backends: frees the client's connections
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+)
+
+// New returns a Backend storing leases in opts.Bucket through client, which
+// the caller owns. It does no I/O; the bucket must exist before first use.
+func New(client *minio.Client, opts Options) (*Backend, error) {
+	if client == nil {
+		return nil, errors.New("s3lease: nil client")
+	}
+	if opts.Bucket == "" {
+		return nil, ErrBucketRequired
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Backend{client: client, bucket: opts.Bucket, prefix: prefix}, nil
+}
+
+// BackendName returns "s3".
+func (b *Backend) BackendName() string { return "s3" }
+
+// Bucket returns the bucket the backend uses.
+func (b *Backend) Bucket() string { return b.bucket }
+
+// Key returns the object key of election's lease, for operators and tests.
+func (b *Backend) Key(election string) string {
+	return b.prefix + url.PathEscape(election) + ".json"
+}
+
+// Close frees the idle connections of a client the backend created itself
+// (registry-built backends); for a Backend made by New it does nothing.
+// The Backend stays usable.
+func (b *Backend) Close() error {
+	if b.closer != nil {
+		b.closer()
+	}
+	return nil
+}
+
+// envelope is the object body.
+type envelope struct {
+	Format   int             `json:"fxelection_s3"`
+	Released bool            `json:"released"`
+	Write    string          `json:"write"`
+	Record   json.RawMessage `json:"record"`
+}
+
+// stored is a decoded object.
+type stored struct {
+	lease    fxelection.Lease // Version is the ETag
+	released bool
+}
+
+// encode returns the body for l.
+func encode(l fxelection.Lease, released bool) ([]byte, error) {
+	rec, err := fxelection.MarshalRecord(l)
+	if err != nil {
+		return nil, err
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("write nonce: %w", err)
+	}
+	body, err := json.Marshal(envelope{Format: envelopeFormat, Released: released, Write: hex.EncodeToString(nonce[:]), Record: rec})
+	if err != nil {
+		return nil, fmt.Errorf("encode lease object: %w", err)
+	}
+	return body, nil
+}
+
+// decode parses an object body. Anything but a valid envelope around a
+// valid record matches fxelection.ErrInvalidRecord.
+func decode(body []byte, election string) (stored, error) {
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return stored{}, fmt.Errorf("%w: %v", fxelection.ErrInvalidRecord, err)
+	}
+	if env.Format != envelopeFormat {
+		return stored{}, fmt.Errorf("%w: unknown object format %d", fxelection.ErrInvalidRecord, env.Format)
+	}
+	if len(env.Record) == 0 {
+		return stored{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
+	}
+	l, err := fxelection.UnmarshalRecord(env.Record)
+	if err != nil {
+		return stored{}, err
+	}
+	if l.Election != election {
+		return stored{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
+	}
+	return stored{lease: l, released: env.Released}, nil
+}
+
+// s3Code returns the S3 error code and HTTP status of err, if it is an S3
+// error response.
+func s3Code(err error) (string, int) {
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		return er.Code, er.StatusCode
+	}
+	return "", 0
+}
+
+// isNotFound reports whether err means the object does not exist.
+func isNotFound(err error) bool {
+	code, status := s3Code(err)
+	return code == minio.NoSuchKey || status == http.StatusNotFound && code != minio.NoSuchBucket
+}
+
+// isConflict reports whether err means a conditional write lost: its
+// precondition failed (412), a concurrent conditional write won (409
+// ConditionalRequestConflict on AWS), or the object it expected is gone.
+func isConflict(err error) bool {
+	code, status := s3Code(err)
+	return status == http.StatusPreconditionFailed || status == http.StatusConflict ||
+		code == minio.PreconditionFailed || code == minio.NoSuchKey
+}
+
+// read returns election's object; found is false if there is none. It
+// makes one GET request (minio.Core), so the ETag and the body belong
+// together.
+func (b *Backend) read(ctx context.Context, election string) (s stored, found bool, err error) {
+	body, info, _, err := minio.Core{Client: b.client}.GetObject(ctx, b.bucket, b.Key(election), minio.GetObjectOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			return stored{}, false, nil
+		}
+		return stored{}, false, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, maxBody+1))
+	if err != nil {
+		return stored{}, false, err
+	}
+	if len(data) > maxBody {
+		return stored{}, true, fmt.Errorf("%w: object larger than %d bytes", fxelection.ErrInvalidRecord, maxBody)
+	}
+	s, err = decode(data, election)
+	if err != nil {
+		return stored{}, true, err
+	}
+	if info.ETag == "" {
+		return stored{}, true, errors.New("object has no ETag")
+	}
+	s.lease.Version = info.ETag
+	return s, true, nil
+}
+
+// write stores l (released or not) conditionally: if etag is empty only if
+// the object does not exist, else only if its ETag is etag. It returns the
+// new ETag.
+func (b *Backend) write(ctx context.Context, l fxelection.Lease, released bool, etag string) (string, error) {
+	body, err := encode(l, released)
+	if err != nil {
+		return "", err
+	}
+	opts := minio.PutObjectOptions{ContentType: "application/json", DisableMultipart: true}
+	if etag == "" {
+		opts.SetMatchETagExcept("*")
+	} else {
+		opts.SetMatchETag(etag)
+	}
+	info, err := b.client.PutObject(ctx, b.bucket, b.Key(l.Election), bytes.NewReader(body), int64(len(body)), opts)
+	if err != nil {
+		return "", err
+	}
+	if info.ETag == "" {
+		return "", errors.New("write returned no ETag")
+	}
+	return info.ETag, nil
+}
+
+// Acquire takes req.Election's lease for req.Identity if the object is
+// absent, released, held by req.Identity, or observed unchanged by this
+// Backend for the record's full Duration; see the package documentation.
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	if req.Election == "" || req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
+	}
+	for range acquireAttempts {
+		cur, found, err := b.read(ctx, req.Election)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		next := fxelection.Lease{
+			Election:   req.Election,
+			Holder:     req.Identity,
+			Metadata:   req.Metadata,
+			Term:       1,
+			Duration:   req.Duration,
+			AcquiredAt: time.Now(),
+		}
+		var etag string
+		switch {
+		case !found:
+		case cur.released:
+			next.Term, etag = cur.lease.Term+1, cur.lease.Version
+		case cur.lease.Holder == req.Identity:
+			next.Term, next.AcquiredAt, etag = cur.lease.Term, cur.lease.AcquiredAt, cur.lease.Version
+		case b.tracker.Expired(req.Election, cur.lease.Version, cur.lease.Duration):
+			next.Term, etag = cur.lease.Term+1, cur.lease.Version
+		default:
+			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
+		}
+		version, err := b.write(ctx, next, false, etag)
+		if err != nil {
+			if isConflict(err) {
+				continue // someone wrote first: read again
+			}
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		b.tracker.Forget(req.Election)
+		next.Version = version
+		next.Metadata = cloneMeta(req.Metadata)
+		return next, nil
+	}
+	return fxelection.Lease{}, fmt.Errorf("acquire lease: lost %d conditional-write races in a row", acquireAttempts)
+}
+
+// Renew rewrites lease's record (same term) if the object still holds it
+// unchanged since the caller's last write; otherwise it returns an error
+// matching fxelection.ErrLeaseLost. The new Version is the new ETag.
+func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	cur, err := b.own(ctx, lease)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	next := lease.Clone()
+	next.AcquiredAt = cur.lease.AcquiredAt
+	next.ExpiresAt = time.Time{}
+	version, err := b.write(ctx, next, false, cur.lease.Version)
+	if err != nil {
+		if isConflict(err) {
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		}
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	next.Version = version
+	return next, nil
+}
+
+// own reads lease's object and returns it if it still holds lease: same
+// ETag, holder and term, not released. Otherwise it returns an error
+// matching fxelection.ErrLeaseLost (or a store failure).
+func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, error) {
+	if lease.Version == "" || lease.Election == "" {
+		return stored{}, fxelection.ErrLeaseLost
+	}
+	cur, found, err := b.read(ctx, lease.Election)
+	switch {
+	case errors.Is(err, fxelection.ErrInvalidRecord):
+		return stored{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
+	case err != nil:
+		return stored{}, err
+	case !found || cur.released || cur.lease.Version != lease.Version ||
+		cur.lease.Holder != lease.Holder || cur.lease.Term != lease.Term:
+		return stored{}, fxelection.ErrLeaseLost
+	}
+	return cur, nil
+}
+
+// Release marks lease's object released (keeping its term) if it still
+// holds lease; releasing a lease that is no longer the caller's returns nil.
+func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+	cur, err := b.own(ctx, lease)
+	if errors.Is(err, fxelection.ErrLeaseLost) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	if _, err := b.write(ctx, cur.lease, true, cur.lease.Version); err != nil {
+		if isConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("release lease: %w", err)
+	}
+	return nil
+}
+
+// Get returns election's current holder with Version set to the object's
+// ETag and a zero ExpiresAt, or fxelection.ErrNoLease if the object is
+// absent or released. It changes nothing in the store; like Acquire, it
+// starts this Backend's observation of the version it saw.
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	cur, found, err := b.read(ctx, election)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	if !found || cur.released {
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	}
+	// A sighting is a sighting: it starts this candidate's observation of
+	// the version as an Acquire would (the result does not matter here).
+	b.tracker.Expired(election, cur.lease.Version, cur.lease.Duration)
+	return cur.lease, nil
+}
+
+func cloneMeta(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+// Package s3lease is the S3 backend for fxelection: one object per election
+// in a bucket of an S3-compatible store (AWS S3, MinIO), changed only with
+// conditional writes. S3 has no TTL, so this is an observed-time backend:
+// no node ever compares its clock with another's.
+//
+// # Layout
+//
+// Each election is one object, <prefix><escaped election>.json (the prefix
+// defaults to "fxelection/", the name is escaped with url.PathEscape). Its
+// body is a small JSON envelope around the core's record encoding
+// (fxelection.MarshalRecord):
+//
+//	{"fxelection_s3":1,"released":false,"write":"9f2c…","record":{…}}
+//
+// "released" marks a lease its holder gave up: the object is never deleted,
+// so the term survives a release and the next holder's term is higher.
+// "write" is a random nonce that makes every write's body, and so its ETag,
+// unique: S3 and MinIO ETags are content hashes, and without the nonce a
+// renewal writing the same record would keep the same ETag, which followers
+// would read as "unchanged" and take over. Lease.Version is the ETag.
+//
+// # Operations
+//
+//   - Acquire reads the object. Absent: create it with If-None-Match: * at
+//     term 1. Released: replace it with If-Match: <etag> at term+1. Held by
+//     the caller's identity: replace it with If-Match at the same term (a
+//     restarted holder gets its lease back at once). Held by someone else:
+//     the candidate's fxelection.ExpiryTracker decides; once it has seen the
+//     same ETag unchanged for the record's full Duration on its own monotonic
+//     clock, it replaces the object with If-Match at term+1, otherwise it
+//     returns a *fxelection.HeldError. A write that fails its precondition
+//     (412) lost a race: Acquire reads again and decides again (a few times
+//     at most), so a loser reports the winner.
+//   - Renew and Release read the object, check that it still holds the
+//     caller's lease (same ETag, holder and term, not released) and replace
+//     it with If-Match on that ETag: two requests each. Renew fails with
+//     fxelection.ErrLeaseLost otherwise; Release returns nil.
+//   - Get reads the object: absent or released gives fxelection.ErrNoLease.
+//     Lease.ExpiresAt is always zero (the store has no expiry time to
+//     report); AcquiredAt is the acquiring node's clock, for display only.
+//
+// # Guarantees and requirements
+//
+//   - A candidate takes over a lease only after it has seen the same ETag
+//     unchanged for a full lease duration on its own monotonic clock, then
+//     writes with a compare-and-swap on that ETag. So a candidate that starts
+//     while a dead holder's object sits in the bucket waits a full
+//     LeaseDuration from its first read, however long ago the holder died.
+//     Only a candidate clock running faster than the leader's by more than
+//     LeaseDuration−RenewDeadline over one lease period could take over early.
+//   - The store must give strong read-after-write consistency (AWS S3 has
+//     since December 2020, MinIO always has) and honour conditional writes:
+//     If-None-Match: * on PUT (AWS since August 2024) and If-Match on PUT
+//     (AWS since November 2024; MinIO supports both). A store that ignores
+//     these headers silently breaks mutual exclusion; do not use one.
+//   - Terms strictly increase as long as the object is not deleted. Deleting
+//     it starts the election again at term 1.
+//   - There is no push wake-up: followers learn of a release at their next
+//     retry (the Backend does not implement fxelection.Notifier).
+//
+// # Foreign objects
+//
+// An object whose body is not this envelope with a valid record gives an
+// error matching fxelection.ErrInvalidRecord from Acquire and Get, and is
+// never taken over (S3 cannot expire it). An operator recovers by deleting
+// the object; the election then starts again at term 1.
+//
+// # Clients
+//
+// New uses the application's *minio.Client and does no I/O; the bucket
+// must exist. Give the client a Region to spare it a bucket-location
+// lookup. The registry backend ("s3") builds a client of its own.
+package s3lease

@@ -1,0 +1,139 @@
+package s3lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"go.uber.org/goleak"
+
+	"github.com/fxelection/fxelection/internal/testserver"
+	s3lease "github.com/fxelection/fxelection/modules/s3"
+)
+
+const bucket = "fxelection-test"
+
+var (
+	private  *testserver.MinIO // the package's own server, nil if it did not start
+	startErr error             // why it did not
+	bucketN  atomic.Int64
+)
+
+// TestMain starts one private MinIO for the package, creates the test
+// bucket, and checks for leaked goroutines after closing the server
+// (goleak.VerifyTestMain would run before the Close and see the server's
+// process waiter).
+func TestMain(m *testing.M) {
+	private, startErr = testserver.StartMinIO(testserver.MinIOOptions{})
+	if startErr == nil {
+		startErr = makeBucket(bucket)
+	}
+	code := m.Run()
+	if private != nil {
+		if err := private.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func makeBucket(name string) error {
+	c, tr, err := client()
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.MakeBucket(ctx, name, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		return fmt.Errorf("make bucket: %w", err)
+	}
+	return nil
+}
+
+// server returns the private server, skipping (failing under CI=true) when
+// it could not start.
+func server(t testing.TB) *testserver.MinIO {
+	t.Helper()
+	if private == nil || startErr != nil {
+		if errors.Is(startErr, testserver.ErrNotInstalled) && os.Getenv("CI") != "true" {
+			t.Skip(startErr)
+		}
+		t.Fatalf("private minio: %v", startErr)
+	}
+	return private
+}
+
+// client returns a client of its own (own connection pool) on the private
+// server.
+func client() (*minio.Client, *http.Transport, error) {
+	tr, err := minio.DefaultTransport(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := minio.New(private.Endpoint(), &minio.Options{
+		Creds:     credentials.NewStaticV4(private.AccessKey(), private.SecretKey(), ""),
+		Region:    "us-east-1",
+		Transport: tr,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, tr, nil
+}
+
+// newClient is client for tests; its connections close at cleanup.
+func newClient(t testing.TB) *minio.Client {
+	t.Helper()
+	server(t)
+	c, tr, err := client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return c
+}
+
+// newBackend returns a backend on a new client.
+func newBackend(t testing.TB, opts s3lease.Options) *s3lease.Backend {
+	t.Helper()
+	if opts.Bucket == "" {
+		opts.Bucket = bucket
+	}
+	b, err := s3lease.New(newClient(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newBucket creates a fresh bucket for one test.
+func newBucket(t testing.TB) string {
+	t.Helper()
+	server(t)
+	name := fmt.Sprintf("fxe-%d-%d", time.Now().UnixNano()%1e9, bucketN.Add(1))
+	if err := makeBucket(name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
