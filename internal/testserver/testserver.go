@@ -1,4 +1,4 @@
-// Package testserver starts real Redis and PostgreSQL servers for tests.
+// Package testserver starts real Redis, PostgreSQL and MinIO servers for tests.
 //
 // Each server runs as a child process on a free loopback port with its data
 // in a private temporary directory. Servers can be stopped, killed and
@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // ErrNotInstalled is returned by StartRedis and StartPostgres when the server
@@ -236,4 +238,25 @@ func needServer(t testing.TB, err error) {
 		t.Skip(err)
 	}
 	t.Fatal(err)
+}
+
+// RunMain runs a package's tests, then calls closeServers (if not nil) to
+// close the servers TestMain started, then checks for leaked goroutines,
+// and returns the exit code for os.Exit. goleak.VerifyTestMain would check
+// before the servers are closed and report their process waiters.
+func RunMain(m *testing.M, closeServers func() error) int {
+	code := m.Run()
+	if closeServers != nil {
+		if err := closeServers(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	return code
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -34,20 +33,12 @@ var (
 // before the Close and see the server's own process waiter).
 func TestMain(m *testing.M) {
 	private, startErr = testserver.StartPostgres(testserver.PostgresOptions{})
-	code := m.Run()
-	if private != nil {
-		if err := private.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
+	os.Exit(testserver.RunMain(m, func() error {
+		if private == nil {
+			return nil
 		}
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		return private.Close()
+	}))
 }
 
 // server returns the private server, skipping (failing under CI=true) when

@@ -12,7 +12,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
@@ -35,20 +34,12 @@ func TestMain(m *testing.M) {
 	if startErr == nil {
 		startErr = makeBucket(bucket)
 	}
-	code := m.Run()
-	if private != nil {
-		if err := private.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
+	os.Exit(testserver.RunMain(m, func() error {
+		if private == nil {
+			return nil
 		}
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		return private.Close()
+	}))
 }
 
 func makeBucket(name string) error {
