@@ -488,10 +488,15 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 	}
 }
 
-// attempt makes one Acquire call and records what it learned.
+// attempt makes one Acquire call and records what it learned. The call is
+// bounded by RenewDeadline: a lease won after that long would have to be
+// given up at once (belief is measured from the attempt's start), and a hung
+// store must not keep the loop from TryAcquire, Resign or Stop.
 func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
 	start := time.Now()
-	l, err := e.backend.Acquire(ctx, AcquireRequest{
+	actx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+	defer cancel()
+	l, err := e.backend.Acquire(actx, AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
 	})
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
@@ -543,7 +548,14 @@ func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pendin
 			case <-r.ctx.Done():
 			case <-ctx.Done():
 			}
-			r.reply <- result{err: e.release(r.ctx, t.lease)}
+			// Bounded, and cut short by Stop: a hung store must not keep
+			// the loop (and so Stop) waiting on the caller's context.
+			rctx, cancel := context.WithTimeout(r.ctx, e.cfg.RenewDeadline)
+			stop := context.AfterFunc(ctx, cancel)
+			err := e.release(rctx, t.lease)
+			stop()
+			cancel()
+			r.reply <- result{err: err}
 			return ReasonResigned
 		case <-timer.C:
 		}

@@ -603,3 +603,32 @@ func TestDefaultIdentityUnique(t *testing.T) {
 		t.Fatalf("defaults not applied: %v %+v", err, e.Config())
 	}
 }
+
+// A store that hangs forever must not wedge the elector: Acquire calls are
+// bounded by RenewDeadline, Resign's release too, and Stop always returns.
+func TestHungStoreDoesNotWedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fa := electiontest.NewFaulty(fxelection.NewMemoryBackend())
+		a := start(t, cfg("a"), fa)
+		synctest.Wait()
+		fa.Hang(true) // renewals, the resign's release and acquisitions hang
+		began := time.Now()
+		if err := a.Resign(context.Background()); err == nil {
+			t.Fatal("Resign on a hung store reported success")
+		}
+		if took := time.Since(began); took > deadline {
+			t.Fatalf("Resign took %v on a hung store, want at most RenewDeadline %v", took, deadline)
+		}
+		time.Sleep(3 * retry) // campaigning again: its Acquire hangs
+		began = time.Now()
+		if ok, _ := a.TryAcquire(context.Background()); ok {
+			t.Fatal("acquired on a hung store")
+		}
+		if took := time.Since(began); took > 2*deadline {
+			t.Fatalf("TryAcquire took %v on a hung store", took)
+		}
+		if err := a.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
