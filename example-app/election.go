@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,21 +76,24 @@ func runElection(ctx context.Context, o options, log *slog.Logger) error {
 	// The callbacks write the log contract; the core's own log lines would
 	// repeat them.
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	// Built outside the graph so a bad setting is reported as bad input.
+	// Backend constructors do no I/O; the store is first contacted when
+	// campaigning starts.
+	b, err := fxelection.NewBackend(ctx, o.backend, o.settings())
+	if err != nil {
+		return usagef("--backend %s: %v", o.backend, strings.TrimPrefix(err.Error(), fmt.Sprintf("fxelection: backend %q: ", o.backend)))
+	}
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
 		fx.StartTimeout(o.lease+o.stopTimeout),
 		fx.StopTimeout(o.stopTimeout+time.Second),
 		fx.Supply(cfg, o),
 		fx.Provide(
-			func(lc fx.Lifecycle) (fxelection.Backend, error) {
-				b, err := fxelection.NewBackend(ctx, o.backend, o.settings())
-				if err != nil {
-					return nil, err
-				}
+			func(lc fx.Lifecycle) fxelection.Backend {
 				if c, ok := b.(io.Closer); ok {
 					lc.Append(fx.StopHook(c.Close))
 				}
-				return b, nil
+				return b
 			},
 			func() *slog.Logger { return log },
 		),

@@ -41,6 +41,7 @@ type options struct {
 	s3Endpoint, s3Bucket                string
 	s3AccessKey, s3SecretKey, s3Region  string
 	s3Insecure                          bool
+	blobConnectionString, blobContainer string
 }
 
 // demo reports whether to run the in-process demo: no backend chosen.
@@ -77,6 +78,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.s3SecretKey, "s3-secret-key", "", "S3 secret key")
 	fs.StringVar(&o.s3Region, "s3-region", "", "S3 region")
 	fs.BoolVar(&o.s3Insecure, "s3-insecure", false, "plain HTTP to S3 (e.g. a local MinIO)")
+	fs.StringVar(&o.blobConnectionString, "blob-connection-string", "", "Azure Storage connection string")
+	fs.StringVar(&o.blobContainer, "blob-container", "", "Azure Blob container holding the lease blobs (must exist)")
 	return fs
 }
 
@@ -149,6 +152,16 @@ func (o options) validate() error {
 		if o.postgresDSN == "" {
 			return usagef("--postgres-dsn is required for --backend postgres")
 		}
+	case "blob":
+		if o.blobConnectionString == "" {
+			return usagef("--blob-connection-string is required for --backend blob")
+		}
+		if o.blobContainer == "" {
+			return usagef("--blob-container is required for --backend blob")
+		}
+		if o.lease < 15*time.Second || o.lease > 60*time.Second {
+			return usagef("--lease (%v) must be between 15s and 60s for --backend blob (Azure lease limits)", o.lease)
+		}
 	case "s3":
 		if o.s3Endpoint == "" {
 			return usagef("--s3-endpoint is required for --backend s3")
@@ -196,6 +209,8 @@ func (o options) settings() fxelection.Settings {
 		}
 	case "postgres":
 		return fxelection.Settings{"dsn": o.postgresDSN}
+	case "blob":
+		return fxelection.Settings{"connection_string": o.blobConnectionString, "container": o.blobContainer}
 	case "s3":
 		return fxelection.Settings{
 			"endpoint": o.s3Endpoint, "bucket": o.s3Bucket, "access_key": o.s3AccessKey,

@@ -20,7 +20,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	// Backends register themselves by name ("redis", "postgres", "s3") from init.
+	// Backends register themselves by name from init.
+	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/postgres"
 	_ "github.com/fxelection/fxelection/modules/redis"
 	_ "github.com/fxelection/fxelection/modules/s3"
@@ -55,6 +56,10 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = runDemo(ctx, o, logger)
 	default:
 		err = runElection(ctx, o, logger)
+	}
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "example-app:", ue.msg)
+		return 2
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "example-app:", err)

@@ -7,7 +7,8 @@
 #   ./scripts/test.sh ./modules/redis/...   # some packages
 #
 # Under CI=true a test whose server binary is missing fails instead of skipping.
-# Servers: redis-server and PostgreSQL (Debian packages), MinIO (go install).
+# Servers: redis-server and PostgreSQL (Debian packages), MinIO (go install),
+# Azurite (npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +50,18 @@ MINIO_MODULE=github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 if ! command -v minio >/dev/null && [ ! -x "$(go env GOPATH)/bin/minio" ]; then
 	log "building minio server (go install $MINIO_MODULE)"
 	go install "$MINIO_MODULE"
+fi
+
+# Azurite: the Azure Blob backend's tests start a real Azurite emulator,
+# installed with npm into .cache/azurite (git-ignored), pinned.
+AZURITE_VERSION=3.35.0
+if [ -z "${FXELECTION_AZURITE:-}" ] && [ ! -x .cache/azurite/node_modules/.bin/azurite-blob ]; then
+	if ! command -v npm >/dev/null; then
+		log "installing nodejs and npm"
+		apt_install nodejs npm
+	fi
+	log "installing azurite $AZURITE_VERSION (npm)"
+	npm install --no-audit --no-fund --silent --prefix .cache/azurite "azurite@$AZURITE_VERSION" >/dev/null
 fi
 
 pkgs=("$@")

@@ -110,7 +110,7 @@ func findPostgres() (string, error) {
 			return dir, nil
 		}
 	}
-	return "", fmt.Errorf("%w: initdb and postgres not on PATH or in /usr/lib/postgresql/*/bin", ErrNotInstalled)
+	return "", fmt.Errorf("%w: initdb and postgres not on PATH or in /usr/lib/postgresql/*/bin (install them with: apt-get install postgresql)", ErrNotInstalled)
 }
 
 func isExecutable(path string) bool {

@@ -49,7 +49,7 @@ type Redis struct {
 func StartRedis(opts RedisOptions) (*Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("start redis: %w: %v", ErrNotInstalled, err)
+		return nil, fmt.Errorf("start redis: %w: %v (install it with: apt-get install redis-server)", ErrNotInstalled, err)
 	}
 	dir, err := os.MkdirTemp("", "fxelection-redis-*")
 	if err != nil {

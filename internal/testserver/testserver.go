@@ -1,4 +1,4 @@
-// Package testserver starts real Redis, PostgreSQL and MinIO servers for tests.
+// Package testserver starts real Redis, PostgreSQL, MinIO and Azurite servers for tests.
 //
 // Each server runs as a child process on a free loopback port with its data
 // in a private temporary directory. Servers can be stopped, killed and
@@ -31,8 +31,7 @@ import (
 
 // ErrNotInstalled is returned by StartRedis and StartPostgres when the server
 // binary cannot be found.
-var ErrNotInstalled = errors.New("testserver: server not installed " +
-	"(Debian/Ubuntu: apt-get install redis-server postgresql)")
+var ErrNotInstalled = errors.New("testserver: server not installed (./scripts/test.sh installs every one)")
 
 const (
 	stopTimeout = 10 * time.Second // graceful stop before falling back to SIGKILL

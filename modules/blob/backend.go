@@ -1,0 +1,545 @@
+package bloblease
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// DefaultPrefix is the blob name prefix used when Options.Prefix is empty.
+const DefaultPrefix = "fxelection/"
+
+// MetadataKey is the blob metadata name holding the encoded lease record
+// (base64 of fxelection.MarshalRecord).
+const MetadataKey = "fxelection"
+
+// Azure's limits on a finite blob lease.
+const (
+	// MinDuration is the shortest lease Azure grants.
+	MinDuration = 15 * time.Second
+	// MaxDuration is the longest finite lease Azure grants.
+	MaxDuration = 60 * time.Second
+)
+
+const (
+	// resolveBudget bounds how long Acquire and Get wait for a new holder
+	// to write its record (it does so right after taking the Azure lease).
+	resolveBudget = 5 * time.Second
+	pollMin       = 5 * time.Millisecond
+	pollMax       = 100 * time.Millisecond
+)
+
+var (
+	// ErrContainerRequired is returned by New when Options.Container is
+	// empty.
+	ErrContainerRequired = errors.New("bloblease: Options.Container is required")
+	// ErrDuration is returned by Acquire when AcquireRequest.Duration,
+	// rounded up to whole seconds, is outside Azure's 15s–60s lease range.
+	// With this backend Config.LeaseDuration must be 15s–60s.
+	ErrDuration = errors.New("bloblease: lease Duration must be between 15s and 60s (Azure blob lease range)")
+)
+
+// Options configures a Backend. The zero value is not usable: Container is
+// required.
+type Options struct {
+	// Container holds the lease blobs. It must exist: creating it is the
+	// application's job. Required.
+	Container string
+	// Prefix is prepended to every blob name.
+	// Default: "fxelection/".
+	Prefix string
+}
+
+// Backend is the Azure Blob implementation of fxelection.Backend, on the
+// service's native blob leases. It is safe for concurrent use and keeps no
+// state between calls.
+type Backend struct {
+	client    *azblob.Client
+	container string
+	prefix    string
+	closer    func() // registry-built backends: frees the client's idle connections
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+)
+
+// New returns a Backend storing leases as blobs in opts.Container through
+// client, which the caller owns. It does no I/O; the container must exist
+// before first use.
+func New(client *azblob.Client, opts Options) (*Backend, error) {
+	if client == nil {
+		return nil, errors.New("bloblease: nil client")
+	}
+	if opts.Container == "" {
+		return nil, ErrContainerRequired
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Backend{client: client, container: opts.Container, prefix: prefix}, nil
+}
+
+// BackendName returns "blob".
+func (b *Backend) BackendName() string { return "blob" }
+
+// Container returns the container the backend uses.
+func (b *Backend) Container() string { return b.container }
+
+// BlobName returns the name of election's lease blob, for operators and
+// tests: the prefix and the election escaped with url.PathEscape (a
+// trailing dot, which Azure strips from names, is escaped as %2E).
+func (b *Backend) BlobName(election string) string {
+	name := url.PathEscape(election)
+	if strings.HasSuffix(name, ".") {
+		name = name[:len(name)-1] + "%2E"
+	}
+	return b.prefix + name
+}
+
+// Close frees the idle connections of a client the backend created itself
+// (registry-built backends); for a Backend made by New it does nothing.
+// The Backend stays usable.
+func (b *Backend) Close() error {
+	if b.closer != nil {
+		b.closer()
+	}
+	return nil
+}
+
+// LeaseID returns the Azure lease id a candidate with identity uses: a
+// version-5-style UUID from the SHA-1 of "fxelection:"+identity. It is the
+// same in every process, so a restarted holder can take its own lease back
+// at once; two live candidates must therefore never share an identity.
+func LeaseID(identity string) string {
+	sum := sha1.Sum([]byte("fxelection:" + identity))
+	u := sum[:16]
+	u[6] = u[6]&0x0f | 0x50 // version 5
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(u)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// durationSeconds maps d onto Azure's lease duration: whole seconds,
+// rounded up, 15 to 60.
+func durationSeconds(d time.Duration) (int32, error) {
+	secs := (d + time.Second - 1) / time.Second
+	if d <= 0 || secs < 15 || secs > 60 {
+		return 0, fmt.Errorf("%w: got %v", ErrDuration, d)
+	}
+	return int32(secs), nil
+}
+
+func (b *Backend) blobClient(election string) *blob.Client {
+	return b.client.ServiceClient().NewContainerClient(b.container).NewBlobClient(b.BlobName(election))
+}
+
+func leaseClient(bc *blob.Client, id string) (*lease.BlobClient, error) {
+	return lease.NewBlobClient(bc, &lease.BlobClientOptions{LeaseID: &id})
+}
+
+// recordState classifies a blob's metadata.
+type recordState int
+
+const (
+	recordNone    recordState = iota // no fxelection metadata (fresh blob)
+	recordValid                      // a record of this election
+	recordInvalid                    // something this package cannot decode
+)
+
+// snapshot is what one GetProperties returned.
+type snapshot struct {
+	leased bool // lease state leased or breaking
+	state  recordState
+	rec    fxelection.Lease
+	recErr error // why the record is invalid
+	etag   azcore.ETag
+}
+
+// metaValue looks name up case-insensitively: the SDK returns metadata
+// names in HTTP header case ("Fxelection").
+func metaValue(md map[string]*string, name string) (string, bool) {
+	for k, v := range md {
+		if strings.EqualFold(k, name) && v != nil {
+			return *v, true
+		}
+	}
+	return "", false
+}
+
+func decodeMeta(md map[string]*string, election string) (recordState, fxelection.Lease, error) {
+	v, ok := metaValue(md, MetadataKey)
+	if !ok {
+		return recordNone, fxelection.Lease{}, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", fxelection.ErrInvalidRecord, MetadataKey)
+	}
+	l, err := fxelection.UnmarshalRecord(raw)
+	if err != nil {
+		return recordInvalid, fxelection.Lease{}, err
+	}
+	if l.Election != election {
+		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
+	}
+	return recordValid, l, nil
+}
+
+// props reads election's blob properties, conditioned on leaseID if it is
+// not empty (then it fails unless that lease is the active one).
+func (b *Backend) props(ctx context.Context, bc *blob.Client, election, leaseID string) (snapshot, error) {
+	var opts *blob.GetPropertiesOptions
+	if leaseID != "" {
+		opts = &blob.GetPropertiesOptions{AccessConditions: &blob.AccessConditions{
+			LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID},
+		}}
+	}
+	p, err := bc.GetProperties(ctx, opts)
+	if err != nil {
+		return snapshot{}, err
+	}
+	s := snapshot{}
+	if p.LeaseState != nil {
+		st := string(*p.LeaseState)
+		s.leased = st == string(lease.StateTypeLeased) || st == string(lease.StateTypeBreaking)
+	}
+	if p.ETag != nil {
+		s.etag = *p.ETag
+	}
+	s.state, s.rec, s.recErr = decodeMeta(p.Metadata, election)
+	return s, nil
+}
+
+// isLeaseMismatch reports whether err says the lease given is not the
+// blob's active one (or there is none).
+func isLeaseMismatch(err error) bool {
+	return bloberror.HasCode(err,
+		bloberror.LeaseIDMismatchWithBlobOperation, bloberror.LeaseNotPresentWithBlobOperation,
+		bloberror.LeaseIDMismatchWithLeaseOperation, bloberror.LeaseNotPresentWithLeaseOperation,
+		bloberror.LeaseIsBrokenAndCannotBeRenewed, bloberror.LeaseLost, bloberror.LeaseIDMissing,
+		bloberror.LeaseIsBreakingAndCannotBeChanged)
+}
+
+// isLost reports whether err from a lease operation means the caller's
+// lease is gone.
+func isLost(err error) bool {
+	var re *azcore.ResponseError
+	return isLeaseMismatch(err) || bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ConditionNotMet) ||
+		errors.As(err, &re) && (re.StatusCode == 409 || re.StatusCode == 412 || re.StatusCode == 404)
+}
+
+// poller paces the retries of one Acquire or Get.
+type poller struct {
+	deadline time.Time
+	delay    time.Duration
+}
+
+func newPoller() *poller { return &poller{deadline: time.Now().Add(resolveBudget), delay: pollMin} }
+
+// wait sleeps before the next attempt; it returns false when the budget is
+// spent and ctx's error if ctx ends first.
+func (p *poller) wait(ctx context.Context) (bool, error) {
+	if time.Now().After(p.deadline) {
+		return false, nil
+	}
+	t := time.NewTimer(p.delay)
+	defer t.Stop()
+	p.delay = min(2*p.delay, pollMax)
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return true, nil
+	}
+}
+
+// errUnknownHolder is returned when the blob is leased but no valid record
+// names the active lease's holder within resolveBudget: a candidate took
+// the Azure lease and did not write its record (it crashed in between), or
+// something other than fxelection leased the blob.
+var errUnknownHolder = fmt.Errorf("%w: blob leased by a holder that wrote no record", fxelection.ErrInvalidRecord)
+
+// resolveHeld returns the verified holder of a leased blob whose record
+// names someone other than self, or retry=true when the lease changed
+// meanwhile (free now, or a new holder that has not written its record yet).
+func (b *Backend) resolveHeld(ctx context.Context, bc *blob.Client, election string, s snapshot) (fxelection.Lease, bool, error) {
+	switch s.state {
+	case recordInvalid:
+		return fxelection.Lease{}, false, s.recErr
+	case recordNone:
+		return fxelection.Lease{}, true, nil
+	}
+	v, err := b.props(ctx, bc, election, LeaseID(s.rec.Holder))
+	switch {
+	case isLeaseMismatch(err) || bloberror.HasCode(err, bloberror.BlobNotFound):
+		return fxelection.Lease{}, true, nil
+	case err != nil:
+		return fxelection.Lease{}, false, err
+	case v.state == recordInvalid:
+		return fxelection.Lease{}, false, v.recErr
+	case v.state != recordValid || v.rec.Holder != s.rec.Holder:
+		return fxelection.Lease{}, true, nil
+	}
+	v.rec.Version = LeaseID(v.rec.Holder)
+	return v.rec, false, nil
+}
+
+// ensureBlob creates election's blob, empty, if it does not exist.
+func (b *Backend) ensureBlob(ctx context.Context, election string) error {
+	bb := b.client.ServiceClient().NewContainerClient(b.container).NewBlockBlobClient(b.BlobName(election))
+	anyTag := azcore.ETagAny
+	_, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(nil)), &blockblob.UploadOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
+	})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet, bloberror.LeaseIDMissing) {
+		return fmt.Errorf("create blob: %w", err)
+	}
+	return nil
+}
+
+// Acquire takes req.Election's lease for req.Identity; see the package
+// documentation for the exact steps and guarantees. req.Duration, rounded
+// up to whole seconds, must be 15s–60s (else an error matching
+// ErrDuration).
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	if req.Election == "" || req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
+	}
+	secs, err := durationSeconds(req.Duration)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	bc := b.blobClient(req.Election)
+	id := LeaseID(req.Identity)
+	lc, err := leaseClient(bc, id)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	p := newPoller()
+	for {
+		l, retry, err := b.tryAcquire(ctx, bc, lc, req, secs)
+		if !retry {
+			if err != nil {
+				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			}
+			return l, nil
+		}
+		ok, err := p.wait(ctx)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		if !ok {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", errUnknownHolder)
+		}
+	}
+}
+
+// tryAcquire makes one read-decide-lease round; retry means the state
+// changed under it and the round should be repeated.
+func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.BlobClient, req fxelection.AcquireRequest, secs int32) (fxelection.Lease, bool, error) {
+	s, err := b.props(ctx, bc, req.Election, "")
+	if bloberror.HasCode(err, bloberror.BlobNotFound) {
+		if err := b.ensureBlob(ctx, req.Election); err != nil {
+			return fxelection.Lease{}, false, err
+		}
+		if s, err = b.props(ctx, bc, req.Election, ""); err != nil {
+			return fxelection.Lease{}, false, err
+		}
+	} else if err != nil {
+		return fxelection.Lease{}, false, err
+	}
+	mine := s.leased && s.state == recordValid && s.rec.Holder == req.Identity
+	if s.leased && !mine {
+		holder, retry, err := b.resolveHeld(ctx, bc, req.Election, s)
+		if retry || err != nil {
+			return fxelection.Lease{}, retry, err
+		}
+		return fxelection.Lease{}, false, &fxelection.HeldError{Holder: holder}
+	}
+	// Free (available, expired, broken) or ours: take the Azure lease, but
+	// only if the record is still the one just read.
+	etag := s.etag
+	resp, err := lc.AcquireLease(ctx, secs, &lease.BlobAcquireOptions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+	})
+	switch {
+	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent, bloberror.ConditionNotMet, bloberror.BlobNotFound):
+		return fxelection.Lease{}, true, nil // someone else was faster, or the record changed
+	case err != nil:
+		return fxelection.Lease{}, false, err
+	}
+	now := time.Now()
+	next := fxelection.Lease{
+		Election:   req.Election,
+		Holder:     req.Identity,
+		Metadata:   maps.Clone(req.Metadata),
+		Term:       1,
+		Version:    *lc.LeaseID(),
+		Duration:   req.Duration,
+		AcquiredAt: now,
+	}
+	switch {
+	case mine:
+		next.Term, next.AcquiredAt = s.rec.Term, s.rec.AcquiredAt
+	case s.state == recordValid:
+		next.Term = s.rec.Term + 1
+	}
+	if err := b.writeRecord(ctx, bc, next); err != nil {
+		if !mine {
+			// Do not block the election with a lease nobody can name.
+			_, _ = lc.ReleaseLease(ctx, nil)
+		}
+		return fxelection.Lease{}, false, err
+	}
+	if resp.Date != nil {
+		next.ExpiresAt = resp.Date.Add(time.Duration(secs) * time.Second)
+	}
+	return next, false, nil
+}
+
+// writeRecord stores l's record as the blob's metadata under l's lease.
+func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease) error {
+	rec, err := fxelection.MarshalRecord(l)
+	if err != nil {
+		return err
+	}
+	v := base64.StdEncoding.EncodeToString(rec)
+	id := l.Version
+	_, err = bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
+		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &id}},
+	})
+	if err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	return nil
+}
+
+// Renew renews the Azure lease lease.Version and then checks, under that
+// lease, that the blob's record still has lease's holder and term;
+// otherwise it returns an error matching fxelection.ErrLeaseLost.
+func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	if l.Election == "" || l.Holder == "" || l.Version == "" {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	bc := b.blobClient(l.Election)
+	lc, err := leaseClient(bc, l.Version)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	resp, err := lc.RenewLease(ctx, nil)
+	switch {
+	case err != nil && ctx.Err() == nil && isLost(err):
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, err)
+	case err != nil:
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	s, err := b.props(ctx, bc, l.Election, l.Version)
+	switch {
+	case err != nil && isLost(err):
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, err)
+	case err != nil:
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	case s.state != recordValid || s.rec.Holder != l.Holder || s.rec.Term != l.Term:
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	next := l.Clone()
+	next.ExpiresAt = time.Time{}
+	if resp.Date != nil {
+		secs, err := durationSeconds(l.Duration)
+		if err == nil {
+			next.ExpiresAt = resp.Date.Add(time.Duration(secs) * time.Second)
+		}
+	}
+	return next, nil
+}
+
+// Release releases the Azure lease lease.Version if the blob's record
+// still has lease's holder and term (the release is conditioned on the
+// record's ETag). Releasing a lease that is no longer the caller's returns
+// nil. The record stays, so the next holder's term is higher.
+func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
+	if l.Election == "" || l.Holder == "" || l.Version == "" {
+		return nil
+	}
+	bc := b.blobClient(l.Election)
+	s, err := b.props(ctx, bc, l.Election, l.Version)
+	switch {
+	case err != nil && ctx.Err() == nil && isLost(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("release lease: %w", err)
+	case s.state != recordValid || s.rec.Holder != l.Holder || s.rec.Term != l.Term:
+		return nil
+	}
+	lc, err := leaseClient(bc, l.Version)
+	if err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	etag := s.etag
+	_, err = lc.ReleaseLease(ctx, &lease.BlobReleaseOptions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+	})
+	switch {
+	case err != nil && ctx.Err() == nil && isLost(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("release lease: %w", err)
+	}
+	return nil
+}
+
+// Get returns the holder of election's active Azure lease, as named by the
+// record written under it, or fxelection.ErrNoLease when the blob does not
+// exist or its lease is not active (available, expired, broken). Version
+// is the holder's lease id; ExpiresAt is zero (Azure does not report a
+// lease's remaining time).
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	bc := b.blobClient(election)
+	p := newPoller()
+	for {
+		s, err := b.props(ctx, bc, election, "")
+		switch {
+		case bloberror.HasCode(err, bloberror.BlobNotFound):
+			return fxelection.Lease{}, fxelection.ErrNoLease
+		case err != nil:
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+		case !s.leased:
+			return fxelection.Lease{}, fxelection.ErrNoLease
+		}
+		holder, retry, err := b.resolveHeld(ctx, bc, election, s)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+		}
+		if !retry {
+			return holder, nil
+		}
+		ok, err := p.wait(ctx)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+		}
+		if !ok {
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", errUnknownHolder)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+// Package bloblease is the Azure Blob Storage backend for fxelection: one
+// blob per election, guarded by the service's native blob lease. Azure
+// expires the lease by its own clock, so this is a server-authoritative
+// backend: no node ever compares its clock with another's.
+//
+// # Layout
+//
+// Each election is one block blob, <prefix><escaped election> (the prefix
+// defaults to "fxelection/", the name is escaped with url.PathEscape), in a
+// container the application creates. The blob's content is empty. Its
+// metadata value "fxelection" (MetadataKey) holds the lease record — holder,
+// term, the holder's metadata, duration, acquisition time — encoded with
+// fxelection.MarshalRecord and then base64, since metadata values must be
+// HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB, which
+// bounds Config.Metadata.
+//
+// Lease.Version is the Azure lease id. It is derived from the identity
+// (LeaseID: a version-5-style UUID of SHA-1("fxelection:"+identity)), so a
+// holder that restarts with the same identity presents the same lease id
+// and gets its lease back at once. Two live candidates must therefore never
+// share an identity: to Azure they are the same lease holder.
+//
+// # Operations
+//
+//   - Acquire reads the blob's properties (creating the empty blob with
+//     If-None-Match: * when it does not exist). If the blob's lease is
+//     active and the record names someone else, that holder is verified
+//     with a read conditioned on the holder's lease id, and a
+//     *fxelection.HeldError carrying its record is returned. Otherwise
+//     (lease available, expired or broken, or the record names the caller)
+//     it acquires the Azure lease with the caller's lease id, conditioned
+//     with If-Match on the ETag just read, then writes the new record under
+//     the lease. Term: unchanged if the lease was active and the record
+//     named the caller (a re-acquire before expiry); otherwise the stored
+//     term + 1 (including the caller's own lease after it expired or was
+//     released); 1 for a new blob.
+//   - Renew renews the Azure lease and then reads the record under it: it
+//     fails with fxelection.ErrLeaseLost when Azure refuses the renewal
+//     (another lease id holds it, or it was released or broken) or the
+//     record no longer has the caller's holder and term. Like Azure, it
+//     renews a lease that expired if nobody leased or changed the blob
+//     since.
+//   - Release reads the record under the caller's lease id and, if it still
+//     has the caller's holder and term, releases the Azure lease with
+//     If-Match on that ETag. The record stays, so the next holder's term is
+//     higher. A lease that is no longer the caller's gives nil.
+//   - Get reports the holder of the active lease (verified as in Acquire),
+//     or fxelection.ErrNoLease when the blob is missing or its lease is not
+//     active. Azure does not report a lease's remaining time, so
+//     Lease.ExpiresAt is zero from Get and in HeldError; from Acquire and
+//     Renew it is the response's Date (1 s resolution) plus the duration,
+//     for display only.
+//
+// Each operation is a few requests: a follower's poll is two reads, a
+// leader's renewal one lease request and one read, an acquisition a read,
+// a lease request and a metadata write.
+//
+// # Guarantees and requirements
+//
+//   - Mutual exclusion is Azure's: only one lease id can hold a blob's lease,
+//     and only the holder can write the blob's metadata, so the record under
+//     an active lease is always written by that lease's holder. The lease is
+//     taken with If-Match on the ETag the decision was based on, so no
+//     record change slips in between.
+//   - Lease durations: Azure grants 15 s to 60 s. AcquireRequest.Duration is
+//     rounded up to whole seconds and must lie in that range, else Acquire
+//     fails with an error matching ErrDuration (the elector reports it as a
+//     store failure). With this backend Config.LeaseDuration must be 15s–60s
+//     (the default 15s fits).
+//   - Terms strictly increase on every change of holder and after every
+//     release or expiry, as long as the blob and its record survive. The
+//     term stays the same only when the holder re-acquires its own lease
+//     while Azure still reports it active. The one window: if that lease
+//     expires between Acquire's read and its lease request and nobody else
+//     acquires it in between, the caller keeps its term — no other
+//     candidate held a term meanwhile, so fencing is unaffected.
+//   - A candidate that took the Azure lease writes its record right after;
+//     until then others would see the previous record. Acquire and Get
+//     therefore verify the named holder against the active lease and, if
+//     it does not match, poll for up to 5 s. If no record names the active
+//     lease by then (a candidate crashed between the two requests, or a
+//     program other than fxelection leased the blob) they return an error
+//     matching fxelection.ErrInvalidRecord until that lease expires.
+//   - There is no push wake-up: followers learn of a release at their next
+//     retry (the Backend does not implement fxelection.Notifier).
+//
+// # Foreign blobs
+//
+// A blob whose "fxelection" metadata does not decode to a record of its
+// election gives an error matching fxelection.ErrInvalidRecord from Acquire
+// and Get while its lease is active, and is never taken over before Azure
+// expires that lease. Once it is not leased, Acquire takes it over and
+// writes a record at term 1: a foreign or corrupted blob resets the
+// election's terms. Deleting the blob does the same.
+//
+// # Clients and emulator
+//
+// New uses the application's *azblob.Client and does no I/O; the container
+// must exist. The SDK's retry policy (ClientOptions.Retry) applies to
+// every request: keep its total time well below RenewDeadline. The registry
+// backend ("blob") builds a client of its own from a connection string or
+// an account URL, name and key.
+//
+// The tests run against Azurite 3.35 in strict mode (no --loose), which
+// supports everything used here: conditional lease requests, lease-id
+// conditioned reads and writes, and caller-proposed lease ids. Azurite, like
+// Azure, allows renewing an expired lease nobody took.
+package bloblease

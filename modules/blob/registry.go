@@ -1,0 +1,102 @@
+package bloblease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+func init() {
+	fxelection.RegisterBackend(fxelection.BackendModule{
+		Name: "blob",
+		Doc: "Azure Blob Storage (or Azurite), one blob per election on native leases (lease 15s–60s); settings: " +
+			"connection_string, or account_url + account_name + account_key; container (required); prefix",
+		New: newFromSettings,
+	})
+}
+
+// registryRetry is the retry policy of registry-built clients: a few quick
+// retries, so that one call stays well inside the elector's RenewDeadline
+// (the SDK's default backs off for up to a minute).
+func registryRetry() policy.RetryOptions {
+	return policy.RetryOptions{
+		MaxRetries:    2,
+		TryTimeout:    5 * time.Second,
+		RetryDelay:    200 * time.Millisecond,
+		MaxRetryDelay: time.Second,
+	}
+}
+
+// newFromSettings builds a backend with a client of its own; the backend's
+// Close frees the client's idle connections. Neither the account key nor
+// the connection string appears in its errors.
+func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backend, error) {
+	container, err := s.Required("container")
+	if err != nil {
+		return nil, err
+	}
+	cs := s.String("connection_string", "")
+	accountURL, name, key := s.String("account_url", ""), s.String("account_name", ""), s.String("account_key", "")
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	opts := &azblob.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: &http.Client{Transport: transport},
+		Retry:     registryRetry(),
+	}}
+	var client *azblob.Client
+	switch {
+	case cs != "" && (accountURL != "" || name != "" || key != ""):
+		return nil, errors.New(`set either setting "connection_string" or "account_url", "account_name" and "account_key", not both`)
+	case cs != "":
+		client, err = azblob.NewClientFromConnectionString(cs, opts)
+		if err != nil {
+			// Not %w: the SDK's message may quote the connection string.
+			return nil, fmt.Errorf("setting %q: invalid connection string", "connection_string")
+		}
+	default:
+		for _, k := range []string{"account_url", "account_name", "account_key"} {
+			if _, err := s.Required(k); err != nil {
+				return nil, fmt.Errorf(`%w (or set "connection_string")`, err)
+			}
+		}
+		u, err := url.Parse(accountURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("setting %q: want an http(s) URL such as https://ACCOUNT.blob.core.windows.net/", "account_url")
+		}
+		cred, err := azblob.NewSharedKeyCredential(name, key)
+		if err != nil {
+			return nil, fmt.Errorf("setting %q: invalid key (want base64)", "account_key")
+		}
+		client, err = azblob.NewClientWithSharedKeyCredential(accountURL, cred, opts)
+		if err != nil {
+			return nil, fmt.Errorf("setting %q: %s", "account_url", redact(err.Error(), key))
+		}
+	}
+	b, err := New(client, Options{Container: container, Prefix: s.String("prefix", "")})
+	if err != nil {
+		return nil, err
+	}
+	b.closer = transport.CloseIdleConnections
+	return b, nil
+}
+
+// redact removes secret from msg, or drops msg if secret is too short to
+// replace safely.
+func redact(msg, secret string) string {
+	if secret == "" || !strings.Contains(msg, secret) {
+		return msg
+	}
+	if len(secret) < 4 {
+		return "invalid configuration (details withheld: they may contain the account key)"
+	}
+	return strings.ReplaceAll(msg, secret, "xxxxx")
+}
