@@ -126,3 +126,15 @@ func TestExpiryTracker(t *testing.T) {
 		}
 	})
 }
+
+func TestRedact(t *testing.T) {
+	for _, tt := range []struct{ msg, want string }{
+		{"dial user:hunter22@host failed", "dial user:xxxxx@host failed"},
+		{"no secret here", "no secret here"},
+		{"key abc leaked", "invalid configuration (details withheld: they may contain a secret)"},
+	} {
+		if got := fxelection.Redact(tt.msg, "hunter22", "", "abc"); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.msg, got, tt.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -78,7 +77,7 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 		}
 		client, err = azblob.NewClientWithSharedKeyCredential(accountURL, cred, opts)
 		if err != nil {
-			return nil, fmt.Errorf("setting %q: %s", "account_url", redact(err.Error(), key))
+			return nil, fmt.Errorf("setting %q: %s", "account_url", fxelection.Redact(err.Error(), key))
 		}
 	}
 	b, err := New(client, Options{Container: container, Prefix: s.String("prefix", "")})
@@ -87,16 +86,4 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 	}
 	b.closer = transport.CloseIdleConnections
 	return b, nil
-}
-
-// redact removes secret from msg, or drops msg if secret is too short to
-// replace safely.
-func redact(msg, secret string) string {
-	if secret == "" || !strings.Contains(msg, secret) {
-		return msg
-	}
-	if len(secret) < 4 {
-		return "invalid configuration (details withheld: they may contain the account key)"
-	}
-	return strings.ReplaceAll(msg, secret, "xxxxx")
 }

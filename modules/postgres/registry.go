@@ -44,11 +44,11 @@ func newFromSettings(ctx context.Context, s fxelection.Settings) (fxelection.Bac
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// Not %w: the parse error may quote the DSN.
-		return nil, fmt.Errorf("setting %q: %s", "dsn", redact(err.Error(), dsn))
+		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.Redact(err.Error(), passwords(dsn)...))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("setting %q: %s", "dsn", redact(err.Error(), dsn))
+		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.Redact(err.Error(), passwords(dsn)...))
 	}
 	b, err := New(pool, opts)
 	if err != nil {
@@ -70,21 +70,6 @@ func settingLabel(field string) string {
 		return `setting "channel"`
 	}
 	return optionLabel(field)
-}
-
-// redact removes every form of dsn's passwords from msg. If a password is
-// too short to replace safely, the message is dropped altogether.
-func redact(msg, dsn string) string {
-	for _, secret := range passwords(dsn) {
-		if len(secret) < 4 {
-			if strings.Contains(msg, secret) {
-				return "invalid connection string (details withheld: they may contain the password)"
-			}
-			continue
-		}
-		msg = strings.ReplaceAll(msg, secret, "xxxxx")
-	}
-	return msg
 }
 
 // passwords returns the candidate passwords in dsn, raw and decoded, found

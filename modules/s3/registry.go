@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -44,7 +43,7 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 	}
 	transport, err := minio.DefaultTransport(secure)
 	if err != nil {
-		return nil, fmt.Errorf("setting %q: %s", "endpoint", redact(err.Error(), secretKey))
+		return nil, fmt.Errorf("setting %q: %s", "endpoint", fxelection.Redact(err.Error(), secretKey))
 	}
 	client, err := minio.New(endpoint, &minio.Options{
 		Creds:     credentials.NewStaticV4(accessKey, secretKey, ""),
@@ -54,7 +53,7 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 	})
 	if err != nil {
 		// Not %w: keep whatever the SDK says away from the secret.
-		return nil, fmt.Errorf("setting %q: %s", "endpoint", redact(err.Error(), secretKey))
+		return nil, fmt.Errorf("setting %q: %s", "endpoint", fxelection.Redact(err.Error(), secretKey))
 	}
 	b, err := New(client, Options{Bucket: bucket, Prefix: s.String("prefix", "")})
 	if err != nil {
@@ -62,16 +61,4 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 	}
 	b.closer = transport.CloseIdleConnections
 	return b, nil
-}
-
-// redact removes secret from msg, or drops msg if secret is too short to
-// replace safely.
-func redact(msg, secret string) string {
-	if secret == "" || !strings.Contains(msg, secret) {
-		return msg
-	}
-	if len(secret) < 4 {
-		return "invalid configuration (details withheld: they may contain the secret key)"
-	}
-	return strings.ReplaceAll(msg, secret, "xxxxx")
 }
