@@ -377,18 +377,6 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		}
 		return fxelection.Lease{}, false, &fxelection.HeldError{Holder: holder}
 	}
-	// Free (available, expired, broken) or ours: take the Azure lease, but
-	// only if the record is still the one just read.
-	etag := s.etag
-	resp, err := lc.AcquireLease(ctx, secs, &lease.BlobAcquireOptions{
-		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
-	})
-	switch {
-	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent, bloberror.ConditionNotMet, bloberror.BlobNotFound):
-		return fxelection.Lease{}, true, nil // someone else was faster, or the record changed
-	case err != nil:
-		return fxelection.Lease{}, false, err
-	}
 	now := time.Now()
 	next := fxelection.Lease{
 		Election:   req.Election,
@@ -405,17 +393,59 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	case s.state == recordValid:
 		next.Term = s.rec.Term + 1
 	}
-	if err := b.writeRecord(ctx, bc, next); err != nil {
-		if !mine {
-			// Do not block the election with a lease nobody can name.
-			_, _ = lc.ReleaseLease(ctx, nil)
+	etag := s.etag
+	if !mine {
+		// Free (available, expired, broken): write the new record first,
+		// while nobody holds a lease, then lease exactly that version. So a
+		// leased blob's record always names its leaseholder with its
+		// current term: readers never see a new lease under the previous
+		// holder's record.
+		if etag, err = b.writeUnleased(ctx, bc, next, etag); err != nil {
+			if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.LeaseIDMissing, bloberror.LeaseAlreadyPresent, bloberror.BlobNotFound) {
+				return fxelection.Lease{}, true, nil // someone else was faster
+			}
+			return fxelection.Lease{}, false, err
 		}
+	}
+	resp, err := lc.AcquireLease(ctx, secs, &lease.BlobAcquireOptions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+	})
+	switch {
+	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent, bloberror.ConditionNotMet, bloberror.BlobNotFound):
+		return fxelection.Lease{}, true, nil // someone else was faster, or the record changed
+	case err != nil:
 		return fxelection.Lease{}, false, err
+	}
+	if mine {
+		// Re-acquired in place: refresh the metadata under our lease.
+		if err := b.writeRecord(ctx, bc, next); err != nil {
+			return fxelection.Lease{}, false, err
+		}
 	}
 	if resp.Date != nil {
 		next.ExpiresAt = resp.Date.Add(time.Duration(secs) * time.Second)
 	}
 	return next, false, nil
+}
+
+// writeUnleased stores l's record as the metadata of an unleased blob whose
+// ETag is etag, and returns the new ETag.
+func (b *Backend) writeUnleased(ctx context.Context, bc *blob.Client, l fxelection.Lease, etag azcore.ETag) (azcore.ETag, error) {
+	rec, err := fxelection.MarshalRecord(l)
+	if err != nil {
+		return "", err
+	}
+	v := base64.StdEncoding.EncodeToString(rec)
+	resp, err := bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("write record: %w", err)
+	}
+	if resp.ETag == nil {
+		return "", errors.New("write record: no ETag in the response")
+	}
+	return *resp.ETag, nil
 }
 
 // writeRecord stores l's record as the blob's metadata under l's lease.
