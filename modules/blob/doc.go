@@ -27,10 +27,13 @@
 //     active and the record names someone else, that holder is verified
 //     with a read conditioned on the holder's lease id, and a
 //     *fxelection.HeldError carrying its record is returned. Otherwise
-//     (lease available, expired or broken, or the record names the caller)
-//     it acquires the Azure lease with the caller's lease id, conditioned
-//     with If-Match on the ETag just read, then writes the new record under
-//     the lease. Term: unchanged if the lease was active and the record
+//     (lease available, expired or broken) it first writes the new record
+//     into the unleased blob with If-Match on the ETag just read, then
+//     acquires the Azure lease with the caller's lease id, conditioned with
+//     If-Match on the ETag of that write; so a leased blob's record always
+//     names its leaseholder and current term. When the record already names
+//     the caller under an active lease, it re-acquires with If-Match on the
+//     ETag read and refreshes the record under the lease. Term: unchanged if the lease was active and the record
 //     named the caller (a re-acquire before expiry); otherwise the stored
 //     term + 1 (including the caller's own lease after it expired or was
 //     released); 1 for a new blob.
@@ -74,13 +77,11 @@
 //     expires between Acquire's read and its lease request and nobody else
 //     acquires it in between, the caller keeps its term — no other
 //     candidate held a term meanwhile, so fencing is unaffected.
-//   - A candidate that took the Azure lease writes its record right after;
-//     until then others would see the previous record. Acquire and Get
-//     therefore verify the named holder against the active lease and, if
-//     it does not match, poll for up to 5 s. If no record names the active
-//     lease by then (a candidate crashed between the two requests, or a
-//     program other than fxelection leased the blob) they return an error
-//     matching fxelection.ErrInvalidRecord until that lease expires.
+//   - Acquire and Get verify the named holder against the active lease and,
+//     if it does not match, poll for up to 5 s. If no record names the
+//     active lease by then (a program other than fxelection leased the
+//     blob) they return an error matching fxelection.ErrInvalidRecord until
+//     that lease expires.
 //   - There is no push wake-up: followers learn of a release at their next
 //     retry (the Backend does not implement fxelection.Notifier).
 //
