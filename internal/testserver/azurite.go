@@ -82,15 +82,7 @@ func StartAzurite(opts AzuriteOptions) (*Azurite, error) {
 func NewAzurite(t testing.TB, opts AzuriteOptions) *Azurite {
 	t.Helper()
 	a, err := StartAzurite(opts)
-	if err != nil {
-		needServer(t, err)
-	}
-	t.Cleanup(func() {
-		if err := a.Close(); err != nil {
-			t.Errorf("close azurite: %v", err)
-		}
-	})
-	return a
+	return forTest(t, a, err)
 }
 
 // ServiceURL returns the Blob service URL of the development account,

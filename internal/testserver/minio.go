@@ -74,15 +74,7 @@ func StartMinIO(opts MinIOOptions) (*MinIO, error) {
 func NewMinIO(t testing.TB, opts MinIOOptions) *MinIO {
 	t.Helper()
 	m, err := StartMinIO(opts)
-	if err != nil {
-		needServer(t, err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("close minio: %v", err)
-		}
-	})
-	return m
+	return forTest(t, m, err)
 }
 
 // Endpoint returns the S3 endpoint, "127.0.0.1:PORT" (plain HTTP), as

@@ -74,15 +74,7 @@ func StartPostgres(opts PostgresOptions) (*Postgres, error) {
 func NewPostgres(t testing.TB, opts PostgresOptions) *Postgres {
 	t.Helper()
 	p, err := StartPostgres(opts)
-	if err != nil {
-		needServer(t, err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close postgres: %v", err)
-		}
-	})
-	return p
+	return forTest(t, p, err)
 }
 
 // DSN returns a connection URL for the superuser "postgres" and database

@@ -69,15 +69,7 @@ func StartRedis(opts RedisOptions) (*Redis, error) {
 func NewRedis(t testing.TB, opts RedisOptions) *Redis {
 	t.Helper()
 	r, err := StartRedis(opts)
-	if err != nil {
-		needServer(t, err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("close redis: %v", err)
-		}
-	})
-	return r
+	return forTest(t, r, err)
 }
 
 func (r *Redis) logPath() string { return filepath.Join(r.dir, "redis.log") }

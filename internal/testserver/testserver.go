@@ -229,10 +229,28 @@ func withLog(err error, path string) error {
 	return fmt.Errorf("%w\n--- %s (tail) ---\n%s", err, filepath.Base(path), logTail(path))
 }
 
-// needServer handles a startup error in NewRedis/NewPostgres: it skips the
-// test when the binary is missing, unless CI=true, and fails it otherwise.
-func needServer(t testing.TB, err error) {
+// forTest is the tail of every NewX: it handles a startup error with
+// Require and closes the server in t.Cleanup.
+func forTest[S interface{ Close() error }](t testing.TB, srv S, err error) S {
 	t.Helper()
+	Require(t, err)
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv
+}
+
+// Require fails t when a server could not start (err != nil): it skips
+// with the install hint when the binary is missing, except under CI=true,
+// where a missing server is a failure like any other. For packages that
+// start one server in TestMain and check it from each test.
+func Require(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
 	if errors.Is(err, ErrNotInstalled) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}

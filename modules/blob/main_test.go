@@ -58,12 +58,11 @@ func makeContainer(name string) error {
 // it could not start.
 func server(t testing.TB) *testserver.Azurite {
 	t.Helper()
-	if private == nil || startErr != nil {
-		if errors.Is(startErr, testserver.ErrNotInstalled) && os.Getenv("CI") != "true" {
-			t.Skip(startErr)
-		}
-		t.Fatalf("private azurite: %v", startErr)
+	err := startErr
+	if private == nil && err == nil {
+		err = errors.New("private azurite: not started")
 	}
+	testserver.Require(t, err)
 	return private
 }
 

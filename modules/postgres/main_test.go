@@ -45,12 +45,11 @@ func TestMain(m *testing.M) {
 // it could not start.
 func server(t testing.TB) *testserver.Postgres {
 	t.Helper()
-	if private == nil {
-		if errors.Is(startErr, testserver.ErrNotInstalled) && os.Getenv("CI") != "true" {
-			t.Skip(startErr)
-		}
-		t.Fatalf("private postgres: %v", startErr)
+	err := startErr
+	if private == nil && err == nil {
+		err = errors.New("private postgres: not started")
 	}
+	testserver.Require(t, err)
 	return private
 }
 

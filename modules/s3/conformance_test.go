@@ -43,8 +43,5 @@ func TestConformance(t *testing.T) {
 // TestConformancePrefix runs the suite in a bucket of its own with a custom
 // prefix.
 func TestConformancePrefix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
 	runConformance(t, s3lease.Options{Bucket: newBucket(t), Prefix: "elections/x-"})
 }

@@ -60,12 +60,11 @@ func makeBucket(name string) error {
 // it could not start.
 func server(t testing.TB) *testserver.MinIO {
 	t.Helper()
-	if private == nil || startErr != nil {
-		if errors.Is(startErr, testserver.ErrNotInstalled) && os.Getenv("CI") != "true" {
-			t.Skip(startErr)
-		}
-		t.Fatalf("private minio: %v", startErr)
+	err := startErr
+	if private == nil && err == nil {
+		err = errors.New("private minio: not started")
 	}
+	testserver.Require(t, err)
 	return private
 }
 
