@@ -2,6 +2,10 @@ package electiontest
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 
 // RunBackendBenchmarks measures a backend's four operations as an elector
 // uses them: AcquireHeld (a follower's poll of a lease someone holds),
+// Reacquire (a holder taking its own lease again, as after a restart),
 // Renew (a leader's renewal), Get, and AcquireRelease (one full hand-over
 // cycle). d is the lease duration requested (within the backend's limits).
 // newBackend returns a separate client on the store under test per call.
@@ -26,6 +31,14 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		for b.Loop() {
 			if _, err := f.Acquire(ctx, req(e, "f")); err == nil {
 				b.Fatal("acquired a held lease")
+			}
+		}
+	})
+	b.Run("Reacquire", func(b *testing.B) {
+		a, e := newBackend(b), Election(b)
+		for b.Loop() {
+			if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
@@ -64,4 +77,114 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 			}
 		}
 	})
+}
+
+// HandoverOptions configure RunHandoverBenchmark. Zero fields mean the
+// documented defaults.
+type HandoverOptions struct {
+	// Timing of the electors. Default: LeaseDuration 3s, RenewDeadline 2s,
+	// RetryPeriod 500ms (as Options.Timing).
+	Timing Timing
+	// Handovers is the least number of hand-overs measured (b.N if
+	// larger). Default: 250.
+	Handovers int
+	// RandomPhase stops each leader at a random point of the follower's
+	// retry cycle, so polling backends show their average wait rather than
+	// one fixed phase.
+	RandomPhase bool
+}
+
+// RunHandoverBenchmark measures graceful hand-over: the time from a
+// leader's Stop (which releases the lease) until a follower on the other
+// backend (another client, as another process would have) starts leading.
+// Each round a new follower joins on the other backend and waits until it
+// knows the leader. It reports p50-ms, p99-ms, max-ms, mean-ms and
+// handovers.
+func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o HandoverOptions) {
+	ctx := context.Background()
+	o.Timing = Options{Timing: o.Timing}.withDefaults().Timing
+	if o.Handovers == 0 {
+		o.Handovers = 250
+	}
+	election := Election(b)
+	type node struct {
+		e       *fxelection.Elector
+		leading chan time.Time
+	}
+	start := func(i int) *node {
+		nd := &node{leading: make(chan time.Time, 1)}
+		e, err := fxelection.New(fxelection.Config{
+			Name: election, Identity: fmt.Sprintf("n%d", i),
+			LeaseDuration: o.Timing.LeaseDuration, RenewDeadline: o.Timing.RenewDeadline, RetryPeriod: o.Timing.RetryPeriod,
+		}, backends[i%2])
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
+			if ev.Kind == fxelection.EventStartedLeading {
+				select {
+				case nd.leading <- time.Now():
+				default:
+				}
+			}
+		}))
+		if err := e.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		nd.e = e
+		return nd
+	}
+	leader := start(0)
+	select {
+	case <-leader.leading:
+	case <-time.After(10 * time.Second):
+		b.Fatal("no first leader")
+	}
+	n := max(b.N, o.Handovers)
+	lat := make([]time.Duration, 0, n)
+	b.ResetTimer()
+	for i := 1; i <= n; i++ {
+		follower := start(i)
+		deadline := time.Now().Add(10 * time.Second)
+		for { // until the follower made its first attempt and saw the leader
+			if l, ok := follower.e.Leader(); ok && l.Holder == leader.e.Identity() {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("follower never saw the leader")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		if o.RandomPhase {
+			time.Sleep(rand.N(time.Duration(fxelection.JitterFactor * float64(o.Timing.RetryPeriod))))
+		}
+		t0 := time.Now()
+		if err := leader.e.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case at := <-follower.leading:
+			lat = append(lat, at.Sub(t0))
+		case <-time.After(10 * time.Second):
+			b.Fatalf("hand-over %d: no new leader within 10s", i)
+		}
+		leader = follower
+	}
+	b.StopTimer()
+	if err := leader.e.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	pct := func(q float64) time.Duration { return lat[max(int(math.Ceil(q*float64(len(lat))))-1, 0)] }
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(len(lat)), "handovers")
+	b.ReportMetric(ms(pct(0.50)), "p50-ms")
+	b.ReportMetric(ms(pct(0.99)), "p99-ms")
+	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+	b.ReportMetric(ms(sum/time.Duration(len(lat))), "mean-ms")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -152,6 +153,12 @@ func paired(b *testing.B, ours, theirs func() error) {
 	b.ReportMetric(ma/mr, "mean-ratio")
 }
 
+// pct is the q-quantile of sorted (nearest rank).
+func pct(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
 // BenchmarkRenew compares Renew with redislock's Refresh.
 func BenchmarkRenew(b *testing.B) {
 	srv := newServer(b, testserver.RedisOptions{})
@@ -210,125 +217,47 @@ func BenchmarkRenew(b *testing.B) {
 	})
 }
 
-// BenchmarkHandover measures graceful hand-over between real electors:
-// from the leader's Stop call until the follower (its own client, as
-// another process) leads, with push wake-up and with polling only. It
-// reports p50, p99 and max in milliseconds over at least 250 hand-overs.
+// BenchmarkHandover measures graceful hand-over latency (the leader's Stop
+// until the elector on another client leads), with push wake-up and with
+// polling only, over at least 250 hand-overs.
 func BenchmarkHandover(b *testing.B) {
 	srv := newServer(b, testserver.RedisOptions{})
-	const retry = 100 * time.Millisecond
 	for _, mode := range []struct {
 		name string
 		push bool
 	}{{"push", true}, {"poll-100ms", false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			lat := handovers(b, srv.Addr(), mode.push, retry, max(b.N, 250))
-			slices.Sort(lat)
-			b.ReportMetric(ms(pct(lat, 0.50)), "p50-ms")
-			b.ReportMetric(ms(pct(lat, 0.99)), "p99-ms")
-			b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
-			b.ReportMetric(float64(len(lat)), "handovers")
+			backends := [2]*Backend{newBackend(b, srv.Addr(), Options{DisablePush: !mode.push}), newBackend(b, srv.Addr(), Options{DisablePush: !mode.push})}
+			if mode.push {
+				keepSubscribed(b, backends)
+			}
+			electiontest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, electiontest.HandoverOptions{
+				Timing: electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
+			})
 		})
 	}
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func pct(sorted []time.Duration, q float64) time.Duration {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(i, 0)]
-}
-
-// handovers runs n hand-overs between electors on two backends (two
-// clients) and returns their latencies.
-func handovers(b *testing.B, addr string, push bool, retry time.Duration, n int) []time.Duration {
+// keepSubscribed keeps each backend's pub/sub connection up between
+// electors, as a long-lived process would, and waits until both are
+// subscribed.
+func keepSubscribed(b *testing.B, backends [2]*Backend) {
 	ctx := context.Background()
-	election := fmt.Sprintf("bench-handover-%v-%d", push, time.Now().UnixNano())
-	backends := [2]*Backend{newBackend(b, addr, Options{DisablePush: !push}), newBackend(b, addr, Options{DisablePush: !push})}
-	if push {
-		// Keep each backend's pub/sub connection up between electors, as a
-		// long-lived process would, and wait until both are subscribed.
-		for _, be := range backends {
-			b.Cleanup(be.Subscribe("bench-keepalive", func() {}))
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			res, err := backends[0].client.PubSubNumSub(ctx, backends[0].WakeChannel()).Result()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res[backends[0].WakeChannel()] == 2 {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatal("pub/sub connections not subscribed")
-			}
-			time.Sleep(time.Millisecond)
-		}
+	for _, be := range backends {
+		b.Cleanup(be.Subscribe("bench-keepalive", func() {}))
 	}
-	type node struct {
-		e       *fxelection.Elector
-		leading chan time.Time
-	}
-	start := func(i int) *node {
-		nd := &node{leading: make(chan time.Time, 1)}
-		e, err := fxelection.New(fxelection.Config{
-			Name: election, Identity: fmt.Sprintf("n%d", i),
-			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: retry,
-		}, backends[i%2])
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := backends[0].client.PubSubNumSub(ctx, backends[0].WakeChannel()).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
-			if ev.Kind == fxelection.EventStartedLeading {
-				select {
-				case nd.leading <- time.Now():
-				default:
-				}
-			}
-		}))
-		if err := e.Start(ctx); err != nil {
-			b.Fatal(err)
+		if res[backends[0].WakeChannel()] == 2 {
+			return
 		}
-		nd.e = e
-		return nd
-	}
-	leader := start(0)
-	select {
-	case <-leader.leading:
-	case <-time.After(10 * time.Second):
-		b.Fatal("no first leader")
-	}
-	lat := make([]time.Duration, 0, n)
-	b.ResetTimer()
-	for i := 1; i <= n; i++ {
-		follower := start(i)
-		// Wait until the follower made its first attempt and saw the leader.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if l, ok := follower.e.Leader(); ok && l.Holder == leader.e.Identity() {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatal("follower never saw the leader")
-			}
-			time.Sleep(200 * time.Microsecond)
+		if time.Now().After(deadline) {
+			b.Fatal("pub/sub connections not subscribed")
 		}
-		t0 := time.Now()
-		if err := leader.e.Stop(ctx); err != nil {
-			b.Fatal(err)
-		}
-		select {
-		case at := <-follower.leading:
-			lat = append(lat, at.Sub(t0))
-		case <-time.After(10 * time.Second):
-			b.Fatal("follower did not take over")
-		}
-		leader = follower
+		time.Sleep(time.Millisecond)
 	}
-	b.StopTimer()
-	if err := leader.e.Stop(ctx); err != nil {
-		b.Fatal(err)
-	}
-	return lat
 }
