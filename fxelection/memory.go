@@ -101,6 +101,8 @@ func (m *MemoryBackend) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 		return Lease{}, &HeldError{Holder: cur.Clone()}
 	case held:
 		l.Term, l.AcquiredAt = cur.Term, cur.AcquiredAt
+	case ent.lastTerm >= MaxTerm:
+		return Lease{}, ErrTermExhausted
 	default:
 		ent.lastTerm++
 		l.Term, l.AcquiredAt = ent.lastTerm, time.Now()

@@ -40,32 +40,34 @@ func MarshalRecord(l Lease) ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalRecord decodes a record written by MarshalRecord. Anything else —
-// garbage, another program's value, an unknown format — gives an error
-// matching ErrInvalidRecord, never a panic.
+// UnmarshalRecord decodes a record written by MarshalRecord and validates it
+// with CheckLease. Anything else — garbage, another program's value, an
+// unknown format, a holder that is not printable UTF-8, a duration that is
+// out of range — gives an error matching ErrInvalidRecord, never a panic.
 func UnmarshalRecord(b []byte) (Lease, error) {
 	var w wireRecord
 	if err := json.Unmarshal(b, &w); err != nil {
-		return Lease{}, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+		return Lease{}, fmt.Errorf("%w: not a JSON lease record", ErrInvalidRecord)
 	}
-	switch {
-	case w.Format != recordFormat:
+	if w.Format != recordFormat {
 		return Lease{}, fmt.Errorf("%w: unknown format %d", ErrInvalidRecord, w.Format)
-	case w.Holder == "":
-		return Lease{}, fmt.Errorf("%w: empty holder", ErrInvalidRecord)
-	case w.Term == 0:
-		return Lease{}, fmt.Errorf("%w: zero term", ErrInvalidRecord)
-	case w.DurationMS <= 0:
-		return Lease{}, fmt.Errorf("%w: non-positive duration", ErrInvalidRecord)
 	}
-	return Lease{
+	d, err := DurationFromMillis(w.DurationMS)
+	if err != nil {
+		return Lease{}, err
+	}
+	l := Lease{
 		Election:   w.Election,
 		Holder:     w.Holder,
 		Metadata:   w.Metadata,
 		Term:       w.Term,
-		Duration:   time.Duration(w.DurationMS) * time.Millisecond,
+		Duration:   d,
 		AcquiredAt: w.AcquiredAt,
-	}, nil
+	}
+	if err := CheckLease(l); err != nil {
+		return Lease{}, err
+	}
+	return l, nil
 }
 
 // ExpiryTracker implements the observed-time expiry rule for backends whose

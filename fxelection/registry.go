@@ -145,20 +145,3 @@ func (s Settings) Duration(key string, def time.Duration) (time.Duration, error)
 	}
 	return d, nil
 }
-
-// Redact returns msg with every secret in it replaced by "xxxxx", for
-// backend constructors that must report an SDK's error about settings that
-// hold a password or key. A secret shorter than 4 bytes cannot be replaced
-// safely: if one occurs in msg, the whole message is withheld.
-func Redact(msg string, secrets ...string) string {
-	for _, s := range secrets {
-		switch {
-		case s == "" || !strings.Contains(msg, s):
-		case len(s) < 4:
-			return "invalid configuration (details withheld: they may contain a secret)"
-		default:
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	return msg
-}

@@ -26,6 +26,18 @@ type Options struct {
 	// backend must survive foreign records.
 	PutGarbage func(t *testing.T, election string, ttl time.Duration)
 
+	// DeleteRecord deletes everything the store keeps for election (the
+	// lease record and any term counter) behind the backends' backs, as an
+	// operator cleaning a table or a bucket might. Required: the suite fails
+	// without it, since every backend must keep terms rising after that.
+	DeleteRecord func(t *testing.T, election string)
+
+	// DeleteResetsTerms says the backend, as configured, cannot keep terms
+	// rising once its records are deleted (it documents this in its
+	// guarantees); the suite then checks only that the leader loses the
+	// lease and that a new holder can acquire.
+	DeleteResetsTerms bool
+
 	// GarbageNeverExpires says the store cannot expire a foreign record
 	// (no TTL); the suite then checks only that it is never taken over.
 	GarbageNeverExpires bool
@@ -95,6 +107,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("ReleaseLostLease", s.releaseLost)
 		t.Run("GetShowsHolder", s.getShowsHolder)
 		t.Run("TermMonotonic", s.termMonotonic)
+		t.Run("TermSurvivesDelete", s.termSurvivesDelete)
 		t.Run("ExpiryLetsAnotherAcquire", s.expiry)
 		t.Run("RacingCandidates", s.racing)
 		t.Run("IndependentElections", s.independent)
@@ -351,6 +364,49 @@ func (s *suite) termMonotonic(t *testing.T) {
 		if terms[i] <= terms[i-1] {
 			t.Fatalf("terms %v not strictly increasing", terms)
 		}
+	}
+}
+
+// termSurvivesDelete deletes the election's records out of band while a
+// leader holds the lease: the leader's next renewal fails with ErrLeaseLost,
+// Get reports no lease, and the next holder's term is higher than every term
+// handed out before.
+func (s *suite) termSurvivesDelete(t *testing.T) {
+	if s.o.DeleteRecord == nil {
+		t.Fatal("Options.DeleteRecord is required: every backend must keep terms rising after an out-of-band delete")
+	}
+	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	var highest uint64
+	for _, c := range []struct {
+		b  fxelection.Backend
+		id string
+	}{{a, "a"}, {b, "b"}, {a, "a"}} {
+		l := mustAcquire(t, c.b, s.req(e, c.id, 0))
+		highest = max(highest, l.Term)
+		if err := c.b.Release(ctxT(t), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	la := mustAcquire(t, a, s.req(e, "a", 0))
+	highest = max(highest, la.Term)
+
+	s.o.DeleteRecord(t, e)
+
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("Renew after the record was deleted: %v, want ErrLeaseLost", err)
+	}
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("Get after the record was deleted: %v, want ErrNoLease", err)
+	}
+	lb := mustAcquire(t, b, s.req(e, "b", 0))
+	if !s.o.DeleteResetsTerms && lb.Term <= highest {
+		t.Fatalf("term after delete = %d, want > %d (every earlier term)", lb.Term, highest)
+	}
+	if _, err := a.Acquire(ctxT(t), s.req(e, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
+		t.Fatalf("old leader's Acquire after the new holder took over: %v, want ErrLeaseHeld", err)
+	}
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("old leader's Renew after the new holder took over: %v, want ErrLeaseLost", err)
 	}
 }
 

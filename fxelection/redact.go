@@ -1,0 +1,98 @@
+package fxelection
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+)
+
+// Redacted replaces a secret in redacted text.
+const Redacted = "xxxxx"
+
+// secretPatterns find secrets by their shape, whatever the store: URL
+// userinfo and query strings (SAS tokens travel in them: sig=…), the key=value
+// spellings of passwords and keys in libpq DSNs and Azure connection strings
+// (with or without spaces around "=", quoted or not).
+var secretPatterns = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	// scheme://user:password@host → scheme://xxxxx@host
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s"']*@`), "${1}" + Redacted + "@"},
+	// URL query strings: everything from "?" to the end of the URL.
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^?\s"']*)\?[^\s"']*`), "${1}?" + Redacted},
+	// Secret-bearing keys in key=value lists (libpq DSNs, Azure connection
+	// strings, bare SAS tokens): value quoted or up to the next separator.
+	{regexp.MustCompile(`(?i)\b((?:ssl)?password|passwd|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key)(\s*=\s*)('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s;&,"']*)`), "${1}${2}" + Redacted},
+}
+
+// RedactText returns s with every secret removed: each of secrets (values a
+// backend knows are secret, such as a configured password), then everything
+// that has the shape of a secret (see RedactError). A secret shorter than 4
+// bytes cannot be replaced safely: if one occurs in s, the whole text is
+// withheld.
+func RedactText(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		switch {
+		case sec == "" || !strings.Contains(s, sec):
+		case len(sec) < 4:
+			return "invalid configuration (details withheld: they may contain a secret)"
+		default:
+			s = strings.ReplaceAll(s, sec, Redacted)
+		}
+	}
+	for _, p := range secretPatterns {
+		s = p.re.ReplaceAllString(s, p.repl)
+	}
+	return s
+}
+
+// Redact is RedactText under its older name, kept for backend constructors
+// that redact an SDK's message about their settings.
+func Redact(msg string, secrets ...string) string { return RedactText(msg, secrets...) }
+
+// RedactError returns err with its message passed through RedactText: URL
+// userinfo and query strings (sig=…), every key=value spelling of password,
+// AccountKey, SharedAccessSignature and the like, and the given secrets are
+// replaced by "xxxxx". The result still matches, with errors.Is, every
+// sentinel err matched (ErrInvalidRecord, context.DeadlineExceeded, …), but
+// it does not unwrap to err, so the unredacted text cannot be reached through
+// it. nil stays nil; an error whose message needs no change is returned as is.
+//
+// Every error that leaves a backend passes through it: backends call it with
+// their own secrets, and the Elector applies it (with no extra secrets) to
+// every store failure before it reaches callbacks, observers, logs or Status.
+func RedactError(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := RedactText(msg, secrets...)
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+// redactedError carries a redacted message and answers errors.Is and
+// errors.As for the original chain without exposing it through Unwrap.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+// Is reports whether the original error matched target.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// As lets callers reach typed errors of the backend contract (HeldError,
+// OpError) through a redacted error; other types stay hidden since their
+// fields may carry the secret.
+func (e *redactedError) As(target any) bool {
+	switch target.(type) {
+	case **HeldError:
+		return errors.As(e.err, target)
+	}
+	return false
+}

@@ -1,0 +1,69 @@
+package fxelection_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+func TestRedactText(t *testing.T) {
+	const secret = "hunter2secret"
+	for _, in := range []string{
+		"host=db password=" + secret + " user=x",
+		"host=db password = " + secret + " user=x",
+		"host=db password= '" + secret + "' user=x",
+		"host=db password\t=\t" + secret,
+		"host=db PASSWORD='hunter2 secret with spaces' user=x",
+		"host=db sslpassword=" + secret,
+		"postgres://user:" + secret + "@db:5432/x",
+		"redis://:" + secret + "@localhost:6379/0",
+		`Get "https://acct.blob.core.windows.net/c/b?sv=2020&sig=` + secret + `&se=1": dial tcp: refused`,
+		"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=" + secret + ";EndpointSuffix=x",
+		"BlobEndpoint=https://a/;SharedAccessSignature=sv=2020&sig=" + secret,
+		"sv=2020&ss=b&sig=" + secret,
+	} {
+		out := fxelection.RedactText(in)
+		if strings.Contains(out, "hunter2") || strings.Contains(out, "secret with") {
+			t.Errorf("RedactText(%q) = %q: secret leaked", in, out)
+		}
+	}
+	if got := fxelection.RedactText("dial tcp 127.0.0.1:6379: connection refused"); got != "dial tcp 127.0.0.1:6379: connection refused" {
+		t.Errorf("harmless text changed: %q", got)
+	}
+	if got := fxelection.RedactText("auth failed for abc", "abc"); strings.Contains(got, "abc") {
+		t.Errorf("short secret leaked: %q", got)
+	}
+	if got := fxelection.RedactText("auth failed for s3cr3tpw", "s3cr3tpw"); strings.Contains(got, "s3cr3tpw") {
+		t.Errorf("secret leaked: %q", got)
+	}
+}
+
+func TestRedactErrorKeepsSentinels(t *testing.T) {
+	if fxelection.RedactError(nil) != nil {
+		t.Fatal("RedactError(nil) != nil")
+	}
+	plain := errors.New("connection refused")
+	if fxelection.RedactError(plain) != plain {
+		t.Fatal("an error without secrets should pass unchanged")
+	}
+	inner := fmt.Errorf("get https://a/b?sig=topsecret: %w", context.DeadlineExceeded)
+	err := fxelection.RedactError(fmt.Errorf("%w: %w", fxelection.ErrInvalidRecord, inner))
+	if strings.Contains(err.Error(), "topsecret") {
+		t.Fatalf("leaked: %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("sentinels lost: %v", err)
+	}
+	if errors.Unwrap(err) != nil {
+		t.Fatal("a redacted error must not unwrap to the original")
+	}
+	held := &fxelection.HeldError{Holder: fxelection.Lease{Holder: "x"}}
+	var h *fxelection.HeldError
+	if !errors.As(fxelection.RedactError(fmt.Errorf("password=abcdef: %w", held)), &h) || h.Holder.Holder != "x" {
+		t.Fatal("HeldError not reachable through RedactError")
+	}
+}

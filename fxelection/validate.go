@@ -1,0 +1,126 @@
+package fxelection
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits on what a decoded record may hold. Records come from a store that
+// other programs, older versions or operators may have written: everything
+// in them is validated before the elector, metrics, logs or a terminal see
+// it.
+const (
+	// MaxTerm is the largest fencing term: every store can represent it
+	// (PostgreSQL bigint, Lua's integers, JSON numbers read as int64).
+	// Backends refuse to go past it rather than wrap.
+	MaxTerm = math.MaxInt64
+	// MaxRecordDuration is the longest lease duration a record may state.
+	// Longer ones (and any that would overflow time.Duration) are invalid.
+	MaxRecordDuration = 365 * 24 * time.Hour
+)
+
+// ErrTermExhausted means an election's term reached MaxTerm: the backend
+// refuses to hand out another term rather than wrap to a lower one.
+var ErrTermExhausted = errors.New("fxelection: fencing term exhausted")
+
+// CheckLease validates a lease decoded from a store: election name and
+// holder are non-empty, printable UTF-8 and within MaxNameLen and
+// MaxIdentityLen (the same rules Config applies); metadata keys and values
+// are valid UTF-8 without control characters and within MaxMetadataBytes;
+// the term is in [1, MaxTerm]; the duration is in (0, MaxRecordDuration].
+// An empty Election is accepted (some stores keep it in the key, not the
+// record). The error matches ErrInvalidRecord and quotes no stored value
+// unescaped.
+//
+// Every backend calls it on every record it decodes, so nothing downstream
+// (metrics labels, logs, HTTP responses, terminals) ever sees an unchecked
+// value.
+func CheckLease(l Lease) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidRecord, fmt.Sprintf(format, args...))
+	}
+	if l.Election != "" {
+		if err := checkText("election", l.Election, MaxNameLen); err != nil {
+			return bad("%s", trimPrefix(err))
+		}
+	}
+	if err := checkText("holder", l.Holder, MaxIdentityLen); err != nil {
+		return bad("%s", trimPrefix(err))
+	}
+	size := 0
+	for k, v := range l.Metadata {
+		if k == "" {
+			return bad("metadata has an empty key")
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) || hasControl(k) || hasControl(v) {
+			return bad("metadata %q is not printable UTF-8", k)
+		}
+		size += len(k) + len(v)
+	}
+	if size > MaxMetadataBytes {
+		return bad("metadata (%d bytes) exceeds %d bytes", size, MaxMetadataBytes)
+	}
+	switch {
+	case l.Term == 0:
+		return bad("zero term")
+	case l.Term > MaxTerm:
+		return bad("term %d exceeds %d", l.Term, uint64(MaxTerm))
+	case l.Duration <= 0:
+		return bad("non-positive duration")
+	case l.Duration > MaxRecordDuration:
+		return bad("duration exceeds %v", MaxRecordDuration)
+	}
+	return nil
+}
+
+// DurationFromMillis converts a stored duration in milliseconds, rejecting
+// values that are not positive or exceed MaxRecordDuration (so that a huge
+// value cannot wrap to a negative time.Duration and make a live lease look
+// expired). The error matches ErrInvalidRecord.
+func DurationFromMillis(ms int64) (time.Duration, error) {
+	if ms <= 0 || ms > MaxRecordDuration.Milliseconds() {
+		return 0, fmt.Errorf("%w: duration %d ms out of range", ErrInvalidRecord, ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// NextTerm returns the term for a new holder after prev: the larger of
+// prev+1 and now in microseconds since the Unix epoch. Seeding terms from a
+// clock keeps them rising even when the record holding prev is lost (deleted
+// out of band, evicted, or on a store restarted empty, where prev reads as
+// 0): a later holder's clock is past the microsecond at which the lost term
+// was handed out, unless that clock lags by more than the time since. It
+// returns ErrTermExhausted instead of passing MaxTerm.
+func NextTerm(prev uint64, now time.Time) (uint64, error) {
+	if prev >= MaxTerm {
+		return 0, ErrTermExhausted
+	}
+	next := prev + 1
+	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= MaxTerm {
+		next = uint64(us)
+	}
+	return next, nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// trimPrefix drops checkText's "fxelection: " prefix.
+func trimPrefix(err error) string {
+	const p = "fxelection: "
+	s := err.Error()
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
