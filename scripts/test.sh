@@ -78,3 +78,20 @@ go vet "${pkgs[@]}"
 
 log "go test -race"
 go test -race -count=1 -timeout 40m "${pkgs[@]}"
+
+# Fuzzing: the seed corpus of every Fuzz target already ran above as a unit
+# test; on a full run each target also fuzzes for FUZZTIME (default 5s;
+# FUZZTIME=0 skips this step; FUZZTIME=10m to hunt for longer on demand).
+fuzztime=${FUZZTIME:-5s}
+if [ "$fuzztime" != 0 ] && [ $# -eq 0 ]; then
+	targets=$(git grep -E '^func Fuzz[A-Za-z0-9_]+\(' -- '*_test.go' 2>/dev/null ||
+		grep -rE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . || true)
+	log "go test -fuzz: $(printf '%s\n' "$targets" | grep -c . || true) targets, $fuzztime each"
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		file=${line%%:*}
+		name=$(printf '%s\n' "${line#*:}" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/')
+		log "fuzz $name ($(dirname "$file"))"
+		go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "./$(dirname "$file")"
+	done <<<"$targets"
+fi
