@@ -1,0 +1,469 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// Document is a configuration document: the elections one process runs and
+// the backends they use. In JSON:
+//
+//	{
+//	  "backends": {
+//	    "shared": {"module": "fxelection.backends.memory"}
+//	  },
+//	  "elections": [
+//	    {"name": "billing", "backend": "shared"},
+//	    {"name": "reports", "identity": "{env.HOSTNAME}", "lease_duration": "30s",
+//	     "renew_deadline": "20s", "retry_period": "4s",
+//	     "metadata": {"addr": "10.0.0.7:8080"},
+//	     "backend": {"module": "fxelection.backends.memory"}}
+//	  ]
+//	}
+type Document struct {
+	// Backends are backend modules shared by name: every election whose
+	// backend is that name uses one provisioned instance (one client, one
+	// pool). Each must be a module object; each must be used.
+	Backends map[string]BackendRef `json:"backends,omitempty"`
+
+	// Elections are the elections this process campaigns in; at least one.
+	Elections []Election `json:"elections" config:"required"`
+
+	secrets []string // values substituted for placeholders
+}
+
+// Election is one election in a Document: the JSON form of
+// fxelection.Config (which see for every field's meaning, default and
+// limits) plus the backend it runs on.
+type Election struct {
+	// Name is the election's name (Config.Name). Required.
+	Name string `json:"name" config:"required"`
+	// FxName is the elector's fx name tag (`name:"<fx_name>"`); it must be
+	// unique in the document and consist of ASCII letters, digits and
+	// "_.-:/". Default: Name, which must then fit those rules.
+	FxName string `json:"fx_name,omitempty"`
+	// Identity is Config.Identity. Default: host, pid and a random suffix.
+	Identity string `json:"identity,omitempty"`
+	// Metadata is Config.Metadata.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// LeaseDuration is Config.LeaseDuration. Default: 15s.
+	LeaseDuration Duration `json:"lease_duration,omitempty"`
+	// RenewDeadline is Config.RenewDeadline. Default: 10s.
+	RenewDeadline Duration `json:"renew_deadline,omitempty"`
+	// RetryPeriod is Config.RetryPeriod. Default: 2s.
+	RetryPeriod Duration `json:"retry_period,omitempty"`
+	// MaxBackoff is Config.MaxBackoff. Default: 30s.
+	MaxBackoff Duration `json:"max_backoff,omitempty"`
+	// StopTimeout is Config.StopTimeout. Default: 10s.
+	StopTimeout Duration `json:"stop_timeout,omitempty"`
+	// KeepLeaseOnStop is Config.KeepLeaseOnStop.
+	KeepLeaseOnStop bool `json:"keep_lease_on_stop,omitempty"`
+	// NoRecampaign is Config.NoRecampaign.
+	NoRecampaign bool `json:"no_recampaign,omitempty"`
+	// Backend is the backend module, inline or by name. Required.
+	Backend BackendRef `json:"backend" config:"required"`
+}
+
+// Config returns e as an fxelection.Config (Callbacks and Logger unset).
+func (e Election) Config() fxelection.Config {
+	return fxelection.Config{
+		Name:            e.Name,
+		Identity:        e.Identity,
+		Metadata:        e.Metadata,
+		LeaseDuration:   time.Duration(e.LeaseDuration),
+		RenewDeadline:   time.Duration(e.RenewDeadline),
+		RetryPeriod:     time.Duration(e.RetryPeriod),
+		MaxBackoff:      time.Duration(e.MaxBackoff),
+		StopTimeout:     time.Duration(e.StopTimeout),
+		KeepLeaseOnStop: e.KeepLeaseOnStop,
+		NoRecampaign:    e.NoRecampaign,
+	}
+}
+
+// fxName returns the elector's fx name.
+func (e Election) fxName() string {
+	if e.FxName != "" {
+		return e.FxName
+	}
+	return e.Name
+}
+
+// BackendRef is where a document names a backend: either a module object
+// {"module": "fxelection.backends.redis", …settings} (Module) or, in an
+// election, a string naming an entry of Document.Backends (Use). Exactly one
+// is set.
+type BackendRef struct {
+	// Use names an entry of Document.Backends.
+	Use string
+	// Module is an inline backend module with its decoded settings.
+	Module BackendModule
+}
+
+// IsZero reports whether neither Use nor Module is set.
+func (r BackendRef) IsZero() bool { return r.Use == "" && r.Module == nil }
+
+// MarshalJSON writes Use as a string, or Module's settings with its ID
+// under "module". Secrets come out as "xxxxx".
+func (r BackendRef) MarshalJSON() ([]byte, error) {
+	if r.Module == nil {
+		return json.Marshal(r.Use)
+	}
+	raw, err := json.Marshal(r.Module)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("config: module %q does not marshal to a JSON object", r.Module.ElectionModule().ID)
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[moduleKey], _ = json.Marshal(r.Module.ElectionModule().ID)
+	return json.Marshal(m)
+}
+
+func (r *BackendRef) decodeTree(d *decoder, path string, n any) {
+	switch n := n.(type) {
+	case string:
+		r.Use = n
+	case *object:
+		m := decodeModule(d, path, n, BackendsNamespace)
+		if m != nil {
+			r.Module = m.(BackendModule) // RegisterModule checked the namespace's interface
+		}
+	default:
+		d.fail(path, wrongType("a module object or the name of an entry in backends", n))
+	}
+}
+
+// decodeModule decodes a module object of namespace ns: its "module" key
+// names the module, the other keys are its settings, decoded strictly.
+func decodeModule(d *decoder, path string, obj *object, ns string) Module {
+	idPath := joinPath(path, moduleKey)
+	raw, ok := obj.vals[moduleKey]
+	if !ok || raw == nil {
+		d.fail(idPath, ErrRequired)
+		return nil
+	}
+	s, ok := raw.(string)
+	if !ok {
+		d.fail(idPath, wrongType("a module ID string", raw))
+		return nil
+	}
+	id := ModuleID(s)
+	if err := id.Validate(); err != nil {
+		d.fail(idPath, err)
+		return nil
+	}
+	if id.Namespace() != ns {
+		d.fail(idPath, fmt.Errorf("%w: module %q is not in namespace %s", ErrUnknownModule, id, ns))
+		return nil
+	}
+	info, err := GetModule(id)
+	if err != nil {
+		d.fail(idPath, err)
+		return nil
+	}
+	m := info.New()
+	d.decodeStruct(path, obj, reflect.ValueOf(m).Elem(), map[string]bool{moduleKey: true})
+	return m
+}
+
+// Loader parses documents. Its zero value reads the process environment
+// and the file system.
+type Loader struct {
+	// LookupEnv resolves {env.NAME}. Default: os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+	// ReadFile resolves {file.PATH}. Default: reads the file, refusing one
+	// larger than MaxPlaceholderFile.
+	ReadFile func(path string) ([]byte, error)
+}
+
+// Parse decodes and validates a document with the zero Loader.
+func Parse(raw []byte) (*Document, error) { return Loader{}.Parse(raw) }
+
+// Load parses raw with the zero Loader and builds its fx options.
+func Load(raw []byte) (fx.Option, error) { return Loader{}.Load(raw) }
+
+// Load parses raw (see Parse) and returns Build's options. It does no I/O
+// beyond reading placeholder files: nothing is provisioned until the app
+// starts.
+func (l Loader) Load(raw []byte) (fx.Option, error) {
+	doc, err := l.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	return Build(doc)
+}
+
+// Parse turns raw JSON into a validated Document, in order: parse (syntax,
+// duplicate keys, nesting depth), replace {env.NAME} and {file.PATH}
+// placeholders in string values, decode strictly into the typed structs
+// (each module's settings into its own config struct), then Validate. It
+// reports every error it finds, each a *PathError naming the JSON path,
+// joined with errors.Join; no error contains a setting's value, and values
+// substituted for placeholders are redacted from module errors.
+func (l Loader) Parse(raw []byte) (*Document, error) {
+	tree, err := parseTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile}
+	tree = r.walk("", tree)
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	secrets := redactable(r.secrets)
+	doc := &Document{}
+	d := &decoder{}
+	d.decode("", tree, reflect.ValueOf(doc).Elem())
+	if err := d.err(); err != nil {
+		return nil, fxelection.RedactError(err, secrets...)
+	}
+	doc.secrets = secrets
+	if err := doc.Validate(); err != nil {
+		return nil, fxelection.RedactError(err, secrets...)
+	}
+	return doc, nil
+}
+
+// redactable keeps the secrets long enough to be redacted by replacement:
+// shorter ones would make fxelection.RedactText withhold whole messages
+// that merely contain, say, a digit.
+func redactable(secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Validate checks the whole document and reports every problem as a
+// *PathError: at least one election; each backends entry is a module object
+// used by some election; each election's backend is a module object or the
+// name of a backends entry; fx names are unique and fit a tag; every module
+// that implements Validator passes Validate; and every election's
+// fxelection.Config passes Config.Validate. It does no I/O.
+func (doc *Document) Validate() error {
+	var errs []error
+	fail := func(path string, err error) { errs = append(errs, pathErr(path, err)) }
+	if len(doc.Elections) == 0 {
+		fail("elections", ErrRequired)
+	}
+	used := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
+		path := joinPath("backends", name)
+		ref := doc.Backends[name]
+		switch {
+		case ref.Use != "":
+			fail(path, fmt.Errorf("%w: want a module object, not the name of another backend", ErrWrongType))
+		case ref.Module == nil:
+			fail(joinPath(path, moduleKey), ErrRequired)
+		default:
+			if err := validateModule(ref.Module); err != nil {
+				fail(path, err)
+			}
+		}
+	}
+	fxNames := map[string]int{}
+	for i, e := range doc.Elections {
+		path := "elections[" + strconv.Itoa(i) + "]"
+		if e.Name == "" {
+			fail(path+".name", ErrRequired)
+		}
+		switch name := e.fxName(); {
+		case e.Name == "" && e.FxName == "":
+		case !validFxName(name) && e.FxName != "":
+			fail(path+".fx_name", fmt.Errorf("%w: want 1 to 200 ASCII letters, digits or _.-:/", ErrInvalidValue))
+		case !validFxName(name):
+			fail(path+".fx_name", fmt.Errorf("%w: the election name cannot be an fx name tag (ASCII letters, digits, _.-:/); set fx_name", ErrRequired))
+		default:
+			if j, dup := fxNames[name]; dup {
+				fail(path+".fx_name", fmt.Errorf("%w: fx name %q already used by elections[%d]", ErrInvalidValue, name, j))
+			} else {
+				fxNames[name] = i
+			}
+		}
+		bpath := path + ".backend"
+		switch ref := e.Backend; {
+		case ref.Use != "" && ref.Module != nil:
+			fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
+		case ref.Use != "":
+			if _, ok := doc.Backends[ref.Use]; !ok {
+				fail(bpath, fmt.Errorf("%w: no backends entry named %s (defined: %s)", ErrInvalidValue, quoteKey(ref.Use), backendNames(doc.Backends)))
+			}
+			used[ref.Use] = true
+		case ref.Module == nil:
+			fail(bpath, ErrRequired)
+		default:
+			if err := validateModule(ref.Module); err != nil {
+				fail(bpath, err)
+			}
+		}
+		if e.Name != "" {
+			if err := e.Config().Validate(); err != nil {
+				fail(path, err)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
+		if !used[name] {
+			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election", ErrInvalidValue))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func backendNames(m map[string]BackendRef) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var out string
+	for i, n := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			out += ", "
+		}
+		out += quoteKey(n)
+	}
+	return out
+}
+
+// validateModule runs m's Validate, if it has one, naming the module.
+func validateModule(m Module) (err error) {
+	v, ok := m.(Validator)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: validate panicked: %v", m.ElectionModule().ID, p)
+		}
+	}()
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", m.ElectionModule().ID, err)
+	}
+	return nil
+}
+
+func validFxName(s string) bool {
+	if s == "" || len(s) > fxelection.MaxNameLen {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == ':' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// Build validates doc and returns the fx options that run it. For each
+// election it provides an *fxelection.Elector tagged `name:"<fx name>"` and
+// in the group fxelection.GroupTag (where the metrics and health modules
+// find every elector), built by fxelection.NewFromParams with the graph's
+// optional *slog.Logger, and always constructed. For each backend module
+// (each backends entry once, each inline module once) it appends a
+// lifecycle hook before those of the electors using it: on start,
+// Provision then Backend; on stop, after the electors have released their
+// leases, Cleanup. A module whose Provision or Backend fails is cleaned up
+// at once; fx stops (and so cleans up) the modules that started before it.
+//
+// The options belong to one fx app: using them in a second app makes that
+// app fail; Build (or Load) again instead.
+func Build(doc *Document) (fx.Option, error) {
+	if err := doc.Validate(); err != nil {
+		return nil, fxelection.RedactError(err, doc.secrets...)
+	}
+	shared := map[string]*provisioned{}
+	newProvisioned := func(path string, m BackendModule) *provisioned {
+		return &provisioned{path: path, module: m, secrets: append(redactable(collectSecrets(m)), doc.secrets...),
+			proxy: &lazyBackend{kind: m.ElectionModule().ID.Name()}}
+	}
+	for name, ref := range doc.Backends {
+		shared[name] = newProvisioned(joinPath("backends", name), ref.Module)
+	}
+	var opts []fx.Option
+	for i, e := range doc.Elections {
+		p := shared[e.Backend.Use]
+		if p == nil {
+			p = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module)
+		}
+		cfg := e.Config()
+		tag := `name:"` + e.fxName() + `"`
+		opts = append(opts,
+			fx.Provide(fx.Annotate(
+				func(lc fx.Lifecycle, log *slog.Logger) (*fxelection.Elector, *fxelection.Elector, error) {
+					if err := p.attach(lc, log); err != nil {
+						return nil, nil, err
+					}
+					res, err := fxelection.NewFromParams(fxelection.Params{Lifecycle: lc, Config: cfg, Backend: p.proxy, Logger: log})
+					return res.Elector, res.Grouped, err
+				},
+				fx.ParamTags(``, `optional:"true"`),
+				fx.ResultTags(tag, fxelection.GroupTag),
+			)),
+			fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(tag))),
+		)
+	}
+	return fx.Module("fxelection.config", opts...), nil
+}
+
+// collectSecrets returns the values of every Secret reachable from v's
+// exported fields, so errors from the module can be redacted with them.
+func collectSecrets(v any) []string {
+	var out []string
+	seen := map[uintptr]bool{}
+	var walk func(reflect.Value, int)
+	walk = func(v reflect.Value, depth int) {
+		if depth > MaxDepth || !v.IsValid() {
+			return
+		}
+		if v.Type() == reflect.TypeFor[Secret]() {
+			out = append(out, v.Interface().(Secret).Value())
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if v.IsNil() {
+				return
+			}
+			if v.Kind() == reflect.Pointer {
+				if seen[v.Pointer()] {
+					return
+				}
+				seen[v.Pointer()] = true
+			}
+			walk(v.Elem(), depth+1)
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i), depth+1)
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), depth+1)
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Value(), depth+1)
+			}
+		}
+	}
+	walk(reflect.ValueOf(v), 0)
+	return out
+}

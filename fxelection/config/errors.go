@@ -1,0 +1,114 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+)
+
+// Sentinel errors. Every error from decoding, placeholders and validation is
+// a *PathError wrapping one of them (or a module's or fxelection.Config's own
+// error), so callers can test with errors.Is and users read the JSON path.
+var (
+	// ErrSyntax means the document is not well-formed JSON.
+	ErrSyntax = errors.New("syntax error")
+	// ErrUnknownKey means an object has a key its type does not define
+	// (usually a misspelt setting).
+	ErrUnknownKey = errors.New("unknown key")
+	// ErrDuplicateKey means an object has the same key twice.
+	ErrDuplicateKey = errors.New("duplicate key")
+	// ErrRequired means a required setting is missing, null or empty.
+	ErrRequired = errors.New("required")
+	// ErrWrongType means a value has the wrong JSON type (a number where a
+	// string belongs) or does not fit the Go type (out of range).
+	ErrWrongType = errors.New("wrong type")
+	// ErrInvalidValue means a value has the right JSON type but is not
+	// acceptable (a malformed duration).
+	ErrInvalidValue = errors.New("invalid value")
+	// ErrPlaceholder means an {env.NAME} or {file.PATH} placeholder could
+	// not be replaced: the variable is not set, the file cannot be read, or
+	// the placeholder is malformed.
+	ErrPlaceholder = errors.New("placeholder")
+	// ErrUnknownModule means a document names a module ID nobody registered.
+	ErrUnknownModule = errors.New("unknown module")
+	// ErrInvalidModuleID means a module ID does not have the ModuleID syntax.
+	ErrInvalidModuleID = errors.New("invalid module ID")
+	// ErrNotProvisioned is returned by an elector's backend operations when
+	// its backend module is not provisioned (before the app starts, or after
+	// it stopped).
+	ErrNotProvisioned = errors.New("config: backend module not provisioned")
+)
+
+// PathError is an error at one place in a document: Path is the JSON path
+// ("elections[1].backend.addr", "" for the whole document) and Err what is
+// wrong there. Its message never contains a setting's value.
+type PathError struct {
+	Path string
+	Err  error
+}
+
+// Error returns "path: err".
+func (e *PathError) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *PathError) Unwrap() error { return e.Err }
+
+func pathErr(path string, err error) error { return &PathError{Path: path, Err: err} }
+
+// joinPath appends key to path ("a" + "b" = "a.b"); keys that are not
+// identifiers are quoted (`metadata["a b"]`).
+func joinPath(path, key string) string {
+	if !isIdent(key) {
+		return path + "[" + quoteKey(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteKey quotes a key for a path, escaping anything unprintable, and
+// shortening long keys: keys are names, not values, but they come from the
+// document and end up in terminals.
+func quoteKey(k string) string {
+	const max = 64
+	if len(k) > max {
+		k = strings.ToValidUTF8(k[:max], "") + "…"
+	}
+	return strconvQuote(k)
+}
+
+// Context is what Provision receives: the fx start hook's context (it is a
+// context.Context, so pass it to client calls directly) and the app's
+// logger. It is valid only during Provision.
+type Context struct {
+	context.Context
+	logger *slog.Logger
+}
+
+// Logger returns the app's *slog.Logger (from the fx graph), or a logger that
+// discards everything; never nil.
+func (c Context) Logger() *slog.Logger {
+	if c.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.logger
+}
