@@ -46,8 +46,12 @@ func parseTree(data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, pathErr("", fmt.Errorf("%w at %s: data after the document", ErrSyntax, position(data, dec.InputOffset())))
+		for end < int64(len(data)) && strings.IndexByte(" \t\r\n", data[end]) >= 0 {
+			end++
+		}
+		return nil, pathErr("", fmt.Errorf("%w at %s: data after the document", ErrSyntax, position(data, end)))
 	}
 	return v, nil
 }
