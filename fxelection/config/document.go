@@ -40,7 +40,7 @@ type Document struct {
 	// Elections are the elections this process campaigns in; at least one.
 	Elections []Election `json:"elections" config:"required"`
 
-	secrets []string // values substituted for placeholders
+	secrets []Secret // values substituted for placeholders (Secrets, so printing doc shows none)
 }
 
 // Election is one election in a Document: the JSON form of
@@ -232,11 +232,21 @@ func (l Loader) Parse(raw []byte) (*Document, error) {
 	if err := d.err(); err != nil {
 		return nil, fxelection.RedactError(err, secrets...)
 	}
-	doc.secrets = secrets
+	for _, s := range secrets {
+		doc.secrets = append(doc.secrets, NewSecret(s))
+	}
 	if err := doc.Validate(); err != nil {
 		return nil, fxelection.RedactError(err, secrets...)
 	}
 	return doc, nil
+}
+
+func values(secrets []Secret) []string {
+	out := make([]string, len(secrets))
+	for i, s := range secrets {
+		out[i] = s.Value()
+	}
+	return out
 }
 
 // redactable keeps the secrets long enough to be redacted by replacement:
@@ -386,11 +396,11 @@ func validFxName(s string) bool {
 // app fail; Build (or Load) again instead.
 func Build(doc *Document) (fx.Option, error) {
 	if err := doc.Validate(); err != nil {
-		return nil, fxelection.RedactError(err, doc.secrets...)
+		return nil, fxelection.RedactError(err, values(doc.secrets)...)
 	}
 	shared := map[string]*provisioned{}
 	newProvisioned := func(path string, m BackendModule) *provisioned {
-		return &provisioned{path: path, module: m, secrets: append(redactable(collectSecrets(m)), doc.secrets...),
+		return &provisioned{path: path, module: m, secrets: redactable(append(collectSecrets(m), values(doc.secrets)...)),
 			proxy: &lazyBackend{kind: m.ElectionModule().ID.Name()}}
 	}
 	for name, ref := range doc.Backends {

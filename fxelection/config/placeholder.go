@@ -150,7 +150,7 @@ func readBounded(path string) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxPlaceholderFile+1))
 	if err != nil {
-		return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		return nil, err // an *os.PathError naming path
 	}
 	if len(data) > MaxPlaceholderFile {
 		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", MaxPlaceholderFile)}

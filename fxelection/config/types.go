@@ -20,18 +20,27 @@ import (
 // In a document a Secret is a JSON string, usually a placeholder such as
 // "{env.REDIS_PASSWORD}" or "{file./run/secrets/pg}" so the secret stays out
 // of the file.
+//
+// The value sits behind a pointer, so even where fmt cannot call Format (a
+// Secret in an unexported struct field, printed with %v) it shows an
+// address, not the secret. Copies of a Secret share the value.
 type Secret struct {
-	value string // unexported, so reflection-based printers see no field name to follow
+	p *string
 }
 
 // NewSecret returns a Secret holding v.
-func NewSecret(v string) Secret { return Secret{value: v} }
+func NewSecret(v string) Secret { return Secret{p: &v} }
 
 // Value returns the secret itself. Pass it only to the client that needs it.
-func (s Secret) Value() string { return s.value }
+func (s Secret) Value() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
 
 // IsZero reports whether the secret is empty; `config:"required"` uses it.
-func (s Secret) IsZero() bool { return s.value == "" }
+func (s Secret) IsZero() bool { return s.Value() == "" }
 
 // String returns "xxxxx".
 func (s Secret) String() string { return fxelection.Redacted }
@@ -70,7 +79,7 @@ func (s *Secret) UnmarshalJSON(b []byte) error {
 		return errors.New("secret must be a JSON string")
 	}
 	if v != nil {
-		s.value = *v
+		*s = NewSecret(*v)
 	}
 	return nil
 }
@@ -81,7 +90,7 @@ func (s *Secret) decodeTree(d *decoder, path string, n any) {
 		d.fail(path, wrongType("string", n))
 		return
 	}
-	s.value = v
+	*s = NewSecret(v)
 	d.secrets = append(d.secrets, v)
 }
 
