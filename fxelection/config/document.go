@@ -201,11 +201,11 @@ func Load(raw []byte) (fx.Option, error) { return Loader{}.Load(raw) }
 // beyond reading placeholder files: nothing is provisioned until the app
 // starts.
 func (l Loader) Load(raw []byte) (fx.Option, error) {
-	doc, err := l.Parse(raw)
+	doc, err := l.decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	return Build(doc)
+	return Build(doc) // validates
 }
 
 // Parse turns raw JSON into a validated Document, in order: parse (syntax,
@@ -216,6 +216,18 @@ func (l Loader) Load(raw []byte) (fx.Option, error) {
 // joined with errors.Join; no error contains a setting's value, and values
 // substituted for placeholders are redacted from module errors.
 func (l Loader) Parse(raw []byte) (*Document, error) {
+	doc, err := l.decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(); err != nil {
+		return nil, fxelection.RedactError(err, values(doc.secrets)...)
+	}
+	return doc, nil
+}
+
+// decode is Parse without Validate.
+func (l Loader) decode(raw []byte) (*Document, error) {
 	tree, err := parseTree(raw)
 	if err != nil {
 		return nil, err
@@ -234,9 +246,6 @@ func (l Loader) Parse(raw []byte) (*Document, error) {
 	}
 	for _, s := range secrets {
 		doc.secrets = append(doc.secrets, NewSecret(s))
-	}
-	if err := doc.Validate(); err != nil {
-		return nil, fxelection.RedactError(err, secrets...)
 	}
 	return doc, nil
 }
