@@ -221,7 +221,7 @@ func (l Loader) Parse(raw []byte) (*Document, error) {
 		return nil, err
 	}
 	if err := doc.Validate(); err != nil {
-		return nil, fxelection.RedactError(err, values(doc.secrets)...)
+		return nil, redact(err, values(doc.secrets))
 	}
 	return doc, nil
 }
@@ -242,7 +242,7 @@ func (l Loader) decode(raw []byte) (*Document, error) {
 	d := &decoder{}
 	d.decode("", tree, reflect.ValueOf(doc).Elem())
 	if err := d.err(); err != nil {
-		return nil, fxelection.RedactError(err, secrets...)
+		return nil, redact(err, secrets)
 	}
 	for _, s := range secrets {
 		doc.secrets = append(doc.secrets, NewSecret(s))
@@ -405,7 +405,7 @@ func validFxName(s string) bool {
 // app fail; Build (or Load) again instead.
 func Build(doc *Document) (fx.Option, error) {
 	if err := doc.Validate(); err != nil {
-		return nil, fxelection.RedactError(err, values(doc.secrets)...)
+		return nil, redact(err, values(doc.secrets))
 	}
 	shared := map[string]*provisioned{}
 	newProvisioned := func(path string, m BackendModule) *provisioned {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+
+	"github.com/fxelection/fxelection/fxelection"
 )
 
 // Sentinel errors. Every error from decoding, placeholders and validation is
@@ -60,6 +62,26 @@ func (e *PathError) Error() string {
 func (e *PathError) Unwrap() error { return e.Err }
 
 func pathErr(path string, err error) error { return &PathError{Path: path, Err: err} }
+
+// redact passes the errors inside err's *PathErrors (and any other error in
+// it) through fxelection.RedactError with secrets, keeping the paths and the
+// *PathError type reachable with errors.As.
+func redact(err error, secrets []string) error {
+	if err == nil {
+		return err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, redact(e, secrets))
+		}
+		return errors.Join(out...)
+	}
+	if pe, ok := err.(*PathError); ok {
+		return &PathError{Path: pe.Path, Err: fxelection.RedactError(pe.Err, secrets...)}
+	}
+	return fxelection.RedactError(err, secrets...)
+}
 
 // joinPath appends key to path ("a" + "b" = "a.b"); keys that are not
 // identifiers are quoted (`metadata["a b"]`).

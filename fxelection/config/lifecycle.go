@@ -92,7 +92,7 @@ func (p *provisioned) call(op string, fn func() error) (err error) {
 			err = fmt.Errorf("panic: %v", r)
 		}
 		if err != nil {
-			err = pathErr(p.path, fmt.Errorf("%s %s: %w", p.module.ElectionModule().ID, op, fxelection.RedactError(err, p.secrets...)))
+			err = pathErr(p.path, fmt.Errorf("%s %s: %w", p.module.ElectionModule().ID, op, redact(err, p.secrets)))
 		}
 	}()
 	return fn()
