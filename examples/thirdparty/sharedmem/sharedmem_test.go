@@ -96,7 +96,7 @@ func TestWrongTokenFailsStartAndCleansUp(t *testing.T) {
 
 func TestStrictSettings(t *testing.T) {
 	for doc, want := range map[string]string{
-		`{"module": "fxelection.backends.sharedmem"}`:                          `elections[0].backend.store: required`,
+		`{"module": "fxelection.backends.sharedmem"}`:                           `elections[0].backend.store: required`,
 		`{"module": "fxelection.backends.sharedmem", "store": "a", "tokn": ""}`: `elections[0].backend.tokn: unknown key (did you mean "token"?)`,
 		`{"module": "fxelection.backends.sharedmem", "store": "A B"}`:           `elections[0].backend: fxelection.backends.sharedmem: store: want lower-case letters, digits and dashes`,
 	} {
