@@ -40,6 +40,10 @@ type Document struct {
 	// Elections are the elections this process campaigns in; at least one.
 	Elections []Election `json:"elections" config:"required"`
 
+	// Extensions are modules in ExtensionsNamespace (metrics, health, …),
+	// each a module object; their fx options join the app's.
+	Extensions []ExtensionRef `json:"extensions,omitempty"`
+
 	secrets []Secret // values substituted for placeholders (Secrets, so printing doc shows none)
 }
 
@@ -119,19 +123,52 @@ func (r BackendRef) MarshalJSON() ([]byte, error) {
 	if r.Module == nil {
 		return json.Marshal(r.Use)
 	}
-	raw, err := json.Marshal(r.Module)
+	return marshalModule(r.Module)
+}
+
+// marshalModule writes m's settings with its ID under "module".
+func marshalModule(mod Module) ([]byte, error) {
+	raw, err := json.Marshal(mod)
 	if err != nil {
 		return nil, err
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("config: module %q does not marshal to a JSON object", r.Module.ElectionModule().ID)
+		return nil, fmt.Errorf("config: module %q does not marshal to a JSON object", mod.ElectionModule().ID)
 	}
 	if m == nil {
 		m = map[string]json.RawMessage{}
 	}
-	m[moduleKey], _ = json.Marshal(r.Module.ElectionModule().ID)
+	m[moduleKey], _ = json.Marshal(mod.ElectionModule().ID)
 	return json.Marshal(m)
+}
+
+// ExtensionRef is an extension module object in a document:
+// {"module": "fxelection.extensions.<name>", …settings}.
+type ExtensionRef struct {
+	Module ExtensionModule
+}
+
+// IsZero reports whether Module is unset.
+func (r ExtensionRef) IsZero() bool { return r.Module == nil }
+
+// MarshalJSON writes Module's settings with its ID under "module".
+func (r ExtensionRef) MarshalJSON() ([]byte, error) {
+	if r.Module == nil {
+		return []byte("null"), nil
+	}
+	return marshalModule(r.Module)
+}
+
+func (r *ExtensionRef) decodeTree(d *decoder, path string, n any) {
+	obj, ok := n.(*object)
+	if !ok {
+		d.fail(path, wrongType("a module object", n))
+		return
+	}
+	if m := decodeModule(d, path, obj, ExtensionsNamespace); m != nil {
+		r.Module = m.(ExtensionModule) // RegisterModule checked the namespace's interface
+	}
 }
 
 func (r *BackendRef) decodeTree(d *decoder, path string, n any) {
@@ -272,7 +309,7 @@ func redactable(secrets []string) []string {
 }
 
 // Validate checks the whole document and reports every problem as a
-// *PathError: at least one election; each backends entry is a module object
+// *PathError: at least one election; each extension is a module object; each backends entry is a module object
 // used by some election; each election's backend is a module object or the
 // name of a backends entry; fx names are unique and fit a tag; every module
 // that implements Validator passes Validate; and every election's
@@ -339,6 +376,14 @@ func (doc *Document) Validate() error {
 			}
 		}
 	}
+	for i, x := range doc.Extensions {
+		path := "extensions[" + strconv.Itoa(i) + "]"
+		if x.Module == nil {
+			fail(joinPath(path, moduleKey), ErrRequired)
+		} else if err := validateModule(x.Module); err != nil {
+			fail(path, err)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
 		if !used[name] {
 			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election", ErrInvalidValue))
@@ -400,6 +445,7 @@ func validFxName(s string) bool {
 // Provision then Backend; on stop, after the electors have released their
 // leases, Cleanup. A module whose Provision or Backend fails is cleaned up
 // at once; fx stops (and so cleans up) the modules that started before it.
+// Each extension's Options are added last.
 //
 // The options belong to one fx app: using them in a second app makes that
 // app fail; Build (or Load) again instead.
@@ -438,7 +484,30 @@ func Build(doc *Document) (fx.Option, error) {
 			fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(tag))),
 		)
 	}
+	for i, x := range doc.Extensions {
+		opt, err := extensionOptions(x.Module)
+		if err != nil {
+			return nil, redact(pathErr("extensions["+strconv.Itoa(i)+"]", err), values(doc.secrets))
+		}
+		opts = append(opts, opt)
+	}
 	return fx.Module("fxelection.config", opts...), nil
+}
+
+func extensionOptions(m ExtensionModule) (opt fx.Option, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: options panicked: %v", m.ElectionModule().ID, p)
+		}
+	}()
+	opt, err = m.Options()
+	if err == nil && opt == nil {
+		err = errors.New("nil fx.Option")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.ElectionModule().ID, err)
+	}
+	return opt, nil
 }
 
 // collectSecrets returns the values of every Secret reachable from v's

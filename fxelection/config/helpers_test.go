@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"go.uber.org/fx"
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -139,4 +141,33 @@ func (p *Probe) Cleanup() error {
 		return errors.New("cleanup refused")
 	}
 	return nil
+}
+
+func init() { config.RegisterModule(Census{}) }
+
+// Census is a test extension: its options inject every elector from the
+// group, as a metrics module would, and journal their names.
+type Census struct {
+	Journal string `json:"journal" config:"required"`
+	Fail    bool   `json:"fail,omitempty"`
+}
+
+var _ config.ExtensionModule = (*Census)(nil)
+
+func (Census) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.extensions.census", Doc: "test extension", New: func() config.Module { return new(Census) }}
+}
+
+func (c *Census) Options() (fx.Option, error) {
+	if c.Fail {
+		return nil, errors.New("census refused")
+	}
+	return fx.Invoke(func(es electors) {
+		var names []string
+		for _, e := range es.All {
+			names = append(names, e.Name())
+		}
+		slices.Sort(names)
+		journalFor(c.Journal).add("census %s", strings.Join(names, ","))
+	}), nil
 }

@@ -281,3 +281,39 @@ func TestSharedMemoryCandidates(t *testing.T) {
 		app.RequireStop()
 	})
 }
+
+func TestExtensions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := journalFor(t.Name())
+		opt, err := config.Load([]byte(`{
+			"elections": [{"name": "b", "backend": ` + mem + `}, {"name": "a", "backend": ` + mem + `}],
+			"extensions": [{"module": "fxelection.extensions.census", "journal": "` + t.Name() + `"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		app := fxtest.New(t, fx.NopLogger, opt)
+		app.RequireStart()
+		app.RequireStop()
+		if got := j.events(); !slices.Equal(got, []string{"census a,b"}) {
+			t.Fatalf("extension saw %v", got)
+		}
+	})
+	for _, tc := range []struct{ ext, want string }{
+		{`{"module": "fxelection.extensions.census", "journal": "x", "jounral": 1}`, `extensions[0].jounral: unknown key (did you mean "journal"?)`},
+		{`{"module": "fxelection.extensions.census"}`, `extensions[0].journal: required`},
+		{`{"journal": "x"}`, `extensions[0].module: required`},
+		{`{"module": "fxelection.backends.memory"}`, `extensions[0].module: unknown module: module "fxelection.backends.memory" is not in namespace fxelection.extensions`},
+		{`"census"`, `extensions[0]: wrong type: want a module object, got string`},
+		{`{"module": "fxelection.extensions.census", "journal": "x", "fail": true}`, `extensions[0]: fxelection.extensions.census: census refused`},
+	} {
+		_, err := config.Load([]byte(`{"elections": [{"name": "a", "backend": ` + mem + `}], "extensions": [` + tc.ext + `]}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.ext, err, tc.want)
+		}
+	}
+	// An extension where a backend belongs.
+	_, err := config.Parse([]byte(doc(`{"name": "a", "backend": {"module": "fxelection.extensions.census", "journal": "x"}}`)))
+	if err == nil || !strings.Contains(err.Error(), `elections[0].backend.module: unknown module: module "fxelection.extensions.census" is not in namespace fxelection.backends`) {
+		t.Errorf("extension as backend: %v", err)
+	}
+}

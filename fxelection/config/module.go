@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.uber.org/fx"
+
 	"github.com/fxelection/fxelection/fxelection"
 )
 
@@ -14,6 +16,13 @@ import (
 // "fxelection.backends.<name>" must implement BackendModule, and only such
 // modules may appear where a configuration document expects a backend.
 const BackendsNamespace = "fxelection.backends"
+
+// ExtensionsNamespace is the namespace of extension modules: a module whose
+// ID is "fxelection.extensions.<name>" must implement ExtensionModule. A
+// document lists them under "extensions"; they add fx options to the app
+// (metrics, health handlers, anything that finds the electors through
+// fxelection.GroupTag).
+const ExtensionsNamespace = "fxelection.extensions"
 
 // maxIDLen bounds a module ID, in bytes.
 const maxIDLen = 128
@@ -96,7 +105,8 @@ type ModuleInfo struct {
 // The key "module" is reserved for the module ID and cannot be a setting.
 //
 // A module may also implement Provisioner, Validator and CleanerUpper;
-// modules in BackendsNamespace must implement BackendModule.
+// modules in BackendsNamespace must implement BackendModule, and those in
+// ExtensionsNamespace ExtensionModule.
 type Module interface {
 	ElectionModule() ModuleInfo
 }
@@ -133,6 +143,17 @@ type CleanerUpper interface {
 type BackendModule interface {
 	Module
 	Backend() (fxelection.Backend, error)
+}
+
+// ExtensionModule is a module in ExtensionsNamespace: it contributes fx
+// options to the app a document builds, for example a metrics module that
+// injects every elector from the group fxelection.GroupTag. Options is
+// called once, by Build, after Validate; it must do no I/O (the options
+// it returns hook into the fx lifecycle themselves, so extensions do not
+// implement Provisioner or CleanerUpper).
+type ExtensionModule interface {
+	Module
+	Options() (fx.Option, error)
 }
 
 // registry holds the registered modules. RegisterModule writes it (from init
@@ -191,9 +212,19 @@ func checkModule(info ModuleInfo) error {
 	if _, ok := fieldsOf(rv.Elem().Type()).byKey[moduleKey]; ok {
 		return fmt.Errorf("module %q: setting %q is reserved for the module ID", info.ID, moduleKey)
 	}
-	if info.ID.Namespace() == BackendsNamespace {
+	switch info.ID.Namespace() {
+	case BackendsNamespace:
 		if _, ok := v.(BackendModule); !ok {
 			return fmt.Errorf("module %q: %T does not implement BackendModule", info.ID, v)
+		}
+	case ExtensionsNamespace:
+		if _, ok := v.(ExtensionModule); !ok {
+			return fmt.Errorf("module %q: %T does not implement ExtensionModule", info.ID, v)
+		}
+		_, prov := v.(Provisioner)
+		_, clean := v.(CleanerUpper)
+		if prov || clean {
+			return fmt.Errorf("module %q: extensions hook into the fx lifecycle through their options, not Provision or Cleanup", info.ID)
 		}
 	}
 	return nil

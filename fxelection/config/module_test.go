@@ -52,7 +52,7 @@ func TestModulesAndGetModule(t *testing.T) {
 			t.Errorf("%s: empty Doc or New", m.ID)
 		}
 	}
-	if strings.Join(ids, " ") != "fxelection.backends.memory fxelection.backends.probe" {
+	if strings.Join(ids, " ") != "fxelection.backends.memory fxelection.backends.probe fxelection.extensions.census" {
 		t.Fatalf("Modules() = %v", ids)
 	}
 	info, err := config.GetModule("fxelection.backends.memory")
@@ -79,7 +79,17 @@ type (
 	reservedKey struct {
 		Module string `json:"module"`
 	}
+	extNoOptions struct{}
+	extProvision struct{ Census }
 )
+
+func (extNoOptions) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.extensions.no", Doc: "x", New: func() config.Module { return new(extNoOptions) }}
+}
+func (extProvision) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.extensions.prov", Doc: "x", New: func() config.Module { return new(extProvision) }}
+}
+func (*extProvision) Provision(config.Context) error { return nil }
 
 func (f modFunc) ElectionModule() config.ModuleInfo { return f() }
 func (notBackend) ElectionModule() config.ModuleInfo {
@@ -114,6 +124,8 @@ func TestRegisterModulePanics(t *testing.T) {
 		{"ID mismatch", idMismatch{}, `New returns a module whose ID is "fxelection.backends.memory"`},
 		{"reserved key", reservedKey{}, `setting "module" is reserved`},
 		{"backend without Backend", notBackend{}, "does not implement BackendModule"},
+		{"extension without Options", extNoOptions{}, "does not implement ExtensionModule"},
+		{"extension with Provision", extProvision{}, "not Provision or Cleanup"},
 		{"duplicate", config.Memory{}, `module "fxelection.backends.memory" already registered`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
