@@ -100,7 +100,7 @@ func TestParseStrict(t *testing.T) {
 
 		// Modules.
 		{"unknown module", doc(`{"name": "a", "backend": {"module": "fxelection.backends.nope"}}`),
-			[]string{`elections[0].backend.module: unknown module "fxelection.backends.nope" (registered in its namespace: fxelection.backends.memory, fxelection.backends.probe); import the package that provides it`}, config.ErrUnknownModule},
+			[]string{`elections[0].backend.module: unknown module "fxelection.backends.nope" (registered in its namespace: fxelection.backends.memory, fxelection.backends.probe, fxelection.backends.wrap); import the package that provides it`}, config.ErrUnknownModule},
 		{"malformed module ID", doc(`{"name": "a", "backend": {"module": "Redis"}}`),
 			[]string{`elections[0].backend.module: invalid module ID: module ID "Redis" needs a namespace`}, config.ErrInvalidModuleID},
 		{"module from another namespace", doc(`{"name": "a", "backend": {"module": "fxelection.observers.x"}}`),

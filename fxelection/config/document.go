@@ -330,9 +330,7 @@ func (doc *Document) Validate() error {
 		case ref.Module == nil:
 			fail(joinPath(path, moduleKey), ErrRequired)
 		default:
-			if err := validateModule(ref.Module); err != nil {
-				fail(path, err)
-			}
+			validateModuleAt(path, ref.Module, fail)
 		}
 	}
 	fxNames := map[string]int{}
@@ -366,9 +364,7 @@ func (doc *Document) Validate() error {
 		case ref.Module == nil:
 			fail(bpath, ErrRequired)
 		default:
-			if err := validateModule(ref.Module); err != nil {
-				fail(bpath, err)
-			}
+			validateModuleAt(bpath, ref.Module, fail)
 		}
 		if e.Name != "" {
 			if err := e.Config().Validate(); err != nil {
@@ -380,8 +376,8 @@ func (doc *Document) Validate() error {
 		path := "extensions[" + strconv.Itoa(i) + "]"
 		if x.Module == nil {
 			fail(joinPath(path, moduleKey), ErrRequired)
-		} else if err := validateModule(x.Module); err != nil {
-			fail(path, err)
+		} else {
+			validateModuleAt(path, x.Module, fail)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
@@ -404,6 +400,39 @@ func backendNames(m map[string]BackendRef) string {
 		out += quoteKey(n)
 	}
 	return out
+}
+
+// validateModuleAt validates m (at path) and then the backend modules
+// nested in its settings: every BackendRef field (or *BackendRef), which
+// must be an inline module object.
+func validateModuleAt(path string, m Module, fail func(string, error)) {
+	if err := validateModule(m); err != nil {
+		fail(path, err)
+	}
+	v := reflect.ValueOf(m)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	for _, f := range fieldsOf(v.Type()).list {
+		fv := v.FieldByIndex(f.index)
+		if fv.Kind() == reflect.Pointer && fv.Type().Elem() == reflect.TypeFor[BackendRef]() {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		ref, ok := fv.Interface().(BackendRef)
+		switch {
+		case !ok || ref.IsZero():
+		case ref.Use != "":
+			fail(joinPath(path, f.key), fmt.Errorf("%w: a nested backend must be a module object, not the name of a backends entry", ErrWrongType))
+		default:
+			validateModuleAt(joinPath(path, f.key), ref.Module, fail)
+		}
+	}
 }
 
 // validateModule runs m's Validate, if it has one, naming the module.

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -119,11 +120,87 @@ func quoteKey(k string) string {
 }
 
 // Context is what Provision receives: the fx start hook's context (it is a
-// context.Context, so pass it to client calls directly) and the app's
-// logger. It is valid only during Provision.
+// context.Context, so pass it to client calls directly), the app's logger,
+// and ProvisionBackend for modules that load other modules. It is valid
+// only during Provision.
 type Context struct {
 	context.Context
 	logger *slog.Logger
+	scope  *scope
+}
+
+// scope holds the nested modules one top-level module provisioned, to be
+// cleaned up after it.
+type scope struct {
+	secrets  []string
+	cleanups []func() error
+}
+
+// ProvisionBackend provisions a backend module nested in the calling
+// module's settings (a BackendRef field, decoded and validated with the
+// document) and returns its Backend: Provision (if implemented), then
+// Backend. Its Cleanup is registered to run after the calling module's own
+// Cleanup — on app stop, or at once if the calling module's start fails —
+// so the caller must not clean it up itself. ref must be an inline module
+// object; a module may provision each of its nested modules once.
+func (c Context) ProvisionBackend(ref BackendRef) (fxelection.Backend, error) {
+	if ref.Module == nil {
+		return nil, errors.New("config: ProvisionBackend: not an inline module object")
+	}
+	if c.scope == nil {
+		return nil, errors.New("config: ProvisionBackend: called outside Provision")
+	}
+	m := ref.Module
+	id := m.ElectionModule().ID
+	wrap := func(op string, err error) error {
+		return fmt.Errorf("nested %s %s: %w", id, op, redact(err, c.scope.secrets))
+	}
+	if clean, ok := m.(CleanerUpper); ok {
+		c.scope.cleanups = append(c.scope.cleanups, func() error {
+			if err := safeCall(clean.Cleanup); err != nil {
+				return wrap("cleanup", err)
+			}
+			return nil
+		})
+	}
+	if prov, ok := m.(Provisioner); ok {
+		if err := safeCall(func() error { return prov.Provision(c) }); err != nil {
+			return nil, wrap("provision", err)
+		}
+	}
+	var b fxelection.Backend
+	err := safeCall(func() error {
+		var err error
+		b, err = m.Backend()
+		if err == nil && b == nil {
+			err = errors.New("nil Backend")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap("backend", err)
+	}
+	return b, nil
+}
+
+// cleanup runs the nested modules' cleanups, last provisioned first, once.
+func (s *scope) cleanup() error {
+	var errs []error
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		errs = append(errs, s.cleanups[i]())
+	}
+	s.cleanups = nil
+	return errors.Join(errs...)
+}
+
+// safeCall runs fn, turning a panic into an error.
+func safeCall(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn()
 }
 
 // Logger returns the app's *slog.Logger (from the fx graph), or a logger that

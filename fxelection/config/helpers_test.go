@@ -171,3 +171,39 @@ func (c *Census) Options() (fx.Option, error) {
 		journalFor(c.Journal).add("census %s", strings.Join(names, ","))
 	}), nil
 }
+
+func init() { config.RegisterModule(Wrap{}) }
+
+// Wrap is a test backend module that loads another backend module by name
+// (its "inner" setting) and hands out its Backend, as a cache adapter
+// wrapping a client module would.
+type Wrap struct {
+	Journal string             `json:"journal" config:"required"`
+	Inner   config.BackendRef  `json:"inner" config:"required"`
+	Spare   *config.BackendRef `json:"spare,omitempty"`
+	inner   fxelection.Backend
+}
+
+func (Wrap) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.backends.wrap", Doc: "test module loading another", New: func() config.Module { return new(Wrap) }}
+}
+
+func (w *Wrap) Provision(ctx config.Context) error {
+	journalFor(w.Journal).add("wrap:provision")
+	b, err := ctx.ProvisionBackend(w.Inner)
+	if err != nil {
+		return fmt.Errorf("inner: %w", err)
+	}
+	w.inner = b
+	return nil
+}
+
+func (w *Wrap) Backend() (fxelection.Backend, error) {
+	journalFor(w.Journal).add("wrap:backend")
+	return w.inner, nil
+}
+
+func (w *Wrap) Cleanup() error {
+	journalFor(w.Journal).add("wrap:cleanup")
+	return nil
+}

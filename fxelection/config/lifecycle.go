@@ -25,9 +25,10 @@ type provisioned struct {
 	secrets []string     // redacted from the module's errors
 	proxy   *lazyBackend // what electors are built with
 
-	mu  sync.Mutex
-	lc  fx.Lifecycle // the app it is attached to
-	log *slog.Logger
+	mu    sync.Mutex
+	lc    fx.Lifecycle // the app it is attached to
+	log   *slog.Logger
+	scope *scope // nested modules provisioned by this one
 }
 
 // attach appends p's hook to lc the first time an elector using p is built,
@@ -49,8 +50,9 @@ func (p *provisioned) attach(lc fx.Lifecycle, log *slog.Logger) error {
 // start provisions the module and hands its Backend to the electors. On
 // failure it cleans the module up before returning.
 func (p *provisioned) start(ctx context.Context) error {
+	p.scope = &scope{secrets: p.secrets}
 	if prov, ok := p.module.(Provisioner); ok {
-		if err := p.call("provision", func() error { return prov.Provision(Context{Context: ctx, logger: p.log}) }); err != nil {
+		if err := p.call("provision", func() error { return prov.Provision(Context{Context: ctx, logger: p.log, scope: p.scope}) }); err != nil {
 			return errors.Join(err, p.cleanup())
 		}
 	}
@@ -76,26 +78,27 @@ func (p *provisioned) stop(context.Context) error {
 	return p.cleanup()
 }
 
+// cleanup cleans up the module, then the modules it provisioned.
 func (p *provisioned) cleanup() error {
-	c, ok := p.module.(CleanerUpper)
-	if !ok {
-		return nil
+	var err error
+	if c, ok := p.module.(CleanerUpper); ok {
+		err = p.call("cleanup", c.Cleanup)
 	}
-	return p.call("cleanup", c.Cleanup)
+	if p.scope != nil {
+		if nerr := p.scope.cleanup(); nerr != nil {
+			err = errors.Join(err, pathErr(p.path, nerr))
+		}
+	}
+	return err
 }
 
 // call runs one module method, turning a panic into an error and naming the
 // module and its path in a redacted error.
-func (p *provisioned) call(op string, fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-		if err != nil {
-			err = pathErr(p.path, fmt.Errorf("%s %s: %w", p.module.ElectionModule().ID, op, redact(err, p.secrets)))
-		}
-	}()
-	return fn()
+func (p *provisioned) call(op string, fn func() error) error {
+	if err := safeCall(fn); err != nil {
+		return pathErr(p.path, fmt.Errorf("%s %s: %w", p.module.ElectionModule().ID, op, redact(err, p.secrets)))
+	}
+	return nil
 }
 
 // lazyBackend is the Backend electors are built with (at fx construction,

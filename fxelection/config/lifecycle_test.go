@@ -317,3 +317,63 @@ func TestExtensions(t *testing.T) {
 		t.Errorf("extension as backend: %v", err)
 	}
 }
+
+func TestNestedModules(t *testing.T) {
+	wrap := func(j, inner string) string {
+		return `{"module": "fxelection.backends.wrap", "journal": "` + j + `", "inner": ` + inner + `}`
+	}
+	t.Run("life cycle", func(t *testing.T) {
+		defer goleak.VerifyNone(t)
+		synctest.Test(t, func(t *testing.T) {
+			j := journalFor(t.Name())
+			opt, err := config.Load([]byte(doc(`{"name": "a", ` + timing + `, "backend": ` + wrap(t.Name(), probeIn(t.Name(), "in", "")) + `}`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e *fxelection.Elector
+			app := fxtest.New(t, fx.NopLogger, opt, recordReleases(j), fx.Populate(fx.Annotate(&e, fx.ParamTags(`name:"a"`))))
+			app.RequireStart()
+			synctest.Wait()
+			if !e.IsLeader() {
+				t.Error("not leader through the nested module")
+			}
+			app.RequireStop()
+			want := []string{"in:validate", "wrap:provision", "in:provision", "in:backend", "wrap:backend", "release a", "wrap:cleanup", "in:cleanup"}
+			if got := j.events(); !slices.Equal(got, want) {
+				t.Fatalf("life cycle:\n got %v\nwant %v", got, want)
+			}
+		})
+	})
+	t.Run("nested provision fails", func(t *testing.T) {
+		defer goleak.VerifyNone(t)
+		j := journalFor(t.Name())
+		l := config.Loader{LookupEnv: env(map[string]string{"PW": secret})}
+		opt, err := l.Load([]byte(doc(`{"name": "a", "backend": ` + wrap(t.Name(), probeIn(t.Name(), "in", `"fail_provision": true, "password": "{env.PW}"`)) + `}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		app := fx.New(fx.NopLogger, opt)
+		err = app.Start(context.Background())
+		if err == nil || strings.Contains(err.Error(), secret) ||
+			!strings.Contains(err.Error(), "elections[0].backend: fxelection.backends.wrap provision: inner: nested fxelection.backends.probe provision: dial: auth with password=xxxxx") {
+			t.Fatalf("start error = %v", err)
+		}
+		want := []string{"in:validate", "wrap:provision", "in:provision", "wrap:cleanup", "in:cleanup"}
+		if got := j.events(); !slices.Equal(got, want) {
+			t.Fatalf("life cycle:\n got %v\nwant %v", got, want)
+		}
+	})
+	for _, tc := range []struct{ backend, want string }{
+		{wrap("x", `{"module": "fxelection.backends.probe", "journal": "x", "tga": "t"}`), `elections[0].backend.inner.tga: unknown key (did you mean "tag"?)`},
+		{wrap("x", `{"module": "fxelection.backends.probe", "journal": "x"}`), `elections[0].backend.inner.tag: required`},
+		{wrap("x", probeIn("x", "t", `"fail_validate": true`)), `elections[0].backend.inner: fxelection.backends.probe: password  and dsn  rejected`},
+		{wrap("x", `"shared"`), `elections[0].backend.inner: wrong type: a nested backend must be a module object`},
+		{`{"module": "fxelection.backends.wrap", "journal": "x"}`, `elections[0].backend.inner: required`},
+		{`{"module": "fxelection.backends.wrap", "journal": "x", "inner": ` + mem + `, "spare": {"module": "fxelection.backends.memory", "x": 1}}`, `elections[0].backend.spare.x: unknown key`},
+	} {
+		_, err := config.Parse([]byte(doc(`{"name": "a", "backend": ` + tc.backend + `}`)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.backend, err, tc.want)
+		}
+	}
+}

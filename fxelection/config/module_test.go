@@ -52,7 +52,7 @@ func TestModulesAndGetModule(t *testing.T) {
 			t.Errorf("%s: empty Doc or New", m.ID)
 		}
 	}
-	if strings.Join(ids, " ") != "fxelection.backends.memory fxelection.backends.probe fxelection.extensions.census" {
+	if strings.Join(ids, " ") != "fxelection.backends.memory fxelection.backends.probe fxelection.backends.wrap fxelection.extensions.census" {
 		t.Fatalf("Modules() = %v", ids)
 	}
 	info, err := config.GetModule("fxelection.backends.memory")
@@ -65,7 +65,7 @@ func TestModulesAndGetModule(t *testing.T) {
 		t.Fatal("New returned the same value twice")
 	}
 	_, err = config.GetModule("fxelection.backends.redis")
-	if !errors.Is(err, config.ErrUnknownModule) || !strings.Contains(err.Error(), "fxelection.backends.memory, fxelection.backends.probe") {
+	if !errors.Is(err, config.ErrUnknownModule) || !strings.Contains(err.Error(), "fxelection.backends.memory, fxelection.backends.probe, fxelection.backends.wrap") {
 		t.Fatalf("GetModule(unknown) = %v", err)
 	}
 }
