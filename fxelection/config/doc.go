@@ -19,17 +19,30 @@
 //			New: func() config.Module { return new(Module) }}
 //	}
 //
-// Its ID ("fxelection.backends.example") is a namespace plus a name; modules
-// in the fxelection.backends namespace implement BackendModule. Importing
-// the package is all it takes to make the module usable in documents, so
-// third-party backends plug in by import alone. Modules and GetModule list
-// what is registered (for a `list-modules` command).
+// Its ID ("fxelection.backends.example") is a namespace plus a name. Modules
+// in fxelection.backends implement BackendModule (they yield an
+// fxelection.Backend); modules in fxelection.extensions implement
+// ExtensionModule (they add fx options, such as metrics, to the app).
+// Importing the package is all it takes to make the module usable in
+// documents, so third-party modules plug in by import alone. Modules and
+// GetModule list what is registered (for a `list-modules` command). A
+// module may load other modules: a BackendRef field in its settings is
+// decoded and validated with the document, and provisioned by
+// Context.ProvisionBackend.
+//
+// # Documents
+//
+// A document (see Document) lists elections, each with its timing, identity,
+// metadata and backend module, inline or shared through "backends"; and
+// optional extensions. Every elector is provided under its fx name tag and
+// in the group fxelection.GroupTag, where metrics and health find it.
 //
 // # Life cycle
 //
 // Load (or Parse, then Build) goes through these steps; each of the first
 // four reports every problem it finds, as *PathError values naming the JSON
-// path ("elections[1].backend.addr: required"), before anything is dialled:
+// path ("elections[1].backend.addr: required"), and nothing is dialled
+// before all four have passed for the whole document:
 //
 //  1. Parse: well-formed JSON, valid UTF-8, no duplicate keys, bounded depth.
 //  2. Placeholders: every "{env.NAME}" and "{file.PATH}" in a string value
@@ -49,9 +62,15 @@
 //     implemented), then Backend(), whose result the electors use; then the
 //     electors start campaigning.
 //  6. On app stop the electors stop first (releasing their leases), then
-//     each module's Cleanup runs. If Provision or Backend fails, the module
-//     is cleaned up at once; fx then stops, and so cleans up, every module
-//     and elector that had started. A failed start therefore leaks nothing.
+//     each module's Cleanup runs, then that of the modules it provisioned.
+//     If Provision or Backend fails, the module is cleaned up at once; fx
+//     then stops, and so cleans up, every module and elector that had
+//     started. A failed start therefore leaks nothing.
+//
+// A module shared through "backends" is provisioned once and cleaned up
+// after the last elector using it has stopped. Errors from Validate,
+// Provision, Backend and Cleanup are wrapped with the module's path and ID;
+// a panic in them becomes an error.
 //
 // # Secrets
 //

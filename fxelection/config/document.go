@@ -44,7 +44,7 @@ type Document struct {
 	// each a module object; their fx options join the app's.
 	Extensions []ExtensionRef `json:"extensions,omitempty"`
 
-	secrets []Secret // values substituted for placeholders (Secrets, so printing doc shows none)
+	secrets []Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
 }
 
 // Election is one election in a Document: the JSON form of
@@ -274,10 +274,10 @@ func (l Loader) decode(raw []byte) (*Document, error) {
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
 	}
-	secrets := redactable(r.secrets)
 	doc := &Document{}
 	d := &decoder{}
 	d.decode("", tree, reflect.ValueOf(doc).Elem())
+	secrets := redactable(append(r.secrets, d.secrets...))
 	if err := d.err(); err != nil {
 		return nil, redact(err, secrets)
 	}
@@ -479,12 +479,15 @@ func validFxName(s string) bool {
 // The options belong to one fx app: using them in a second app makes that
 // app fail; Build (or Load) again instead.
 func Build(doc *Document) (fx.Option, error) {
+	// Secrets to redact from module errors: placeholder values, and every
+	// Secret in the document (also when it was built in Go, not parsed).
+	secrets := redactable(append(values(doc.secrets), collectSecrets(doc)...))
 	if err := doc.Validate(); err != nil {
-		return nil, redact(err, values(doc.secrets))
+		return nil, redact(err, secrets)
 	}
 	shared := map[string]*provisioned{}
 	newProvisioned := func(path string, m BackendModule) *provisioned {
-		return &provisioned{path: path, module: m, secrets: redactable(append(collectSecrets(m), values(doc.secrets)...)),
+		return &provisioned{path: path, module: m, secrets: secrets,
 			proxy: &lazyBackend{kind: m.ElectionModule().ID.Name()}}
 	}
 	for name, ref := range doc.Backends {
@@ -516,7 +519,7 @@ func Build(doc *Document) (fx.Option, error) {
 	for i, x := range doc.Extensions {
 		opt, err := extensionOptions(x.Module)
 		if err != nil {
-			return nil, redact(pathErr("extensions["+strconv.Itoa(i)+"]", err), values(doc.secrets))
+			return nil, redact(pathErr("extensions["+strconv.Itoa(i)+"]", err), secrets)
 		}
 		opts = append(opts, opt)
 	}

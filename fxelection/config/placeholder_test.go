@@ -86,6 +86,7 @@ func TestPlaceholderErrors(t *testing.T) {
 func TestSecretsNeverInErrors(t *testing.T) {
 	l := config.Loader{LookupEnv: env(map[string]string{"PW": secret})}
 	for _, settings := range []string{
+		`"password": "` + secret + `", "dsn": "db"`,
 		`"password": "{env.PW}", "dsn": "db"`,
 		`"dsn": "postgres://app:{env.PW}@db"`,
 	} {
@@ -96,6 +97,12 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), "xxxxx") || !strings.Contains(err.Error(), "elections[0].backend: fxelection.backends.probe:") {
 			t.Fatalf("error = %v", err)
 		}
+	}
+	// A document built in Go: Build redacts every Secret in it.
+	p := &Probe{Journal: "go", Tag: "t", Password: config.NewSecret(secret), FailValidate: true}
+	_, err := config.Build(&config.Document{Elections: []config.Election{{Name: "a", Backend: config.BackendRef{Module: p}}}})
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "elections[0].backend: fxelection.backends.probe: password xxxxx") {
+		t.Fatalf("Build error = %v", err)
 	}
 }
 
