@@ -269,6 +269,11 @@ func (l Loader) decode(raw []byte) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.fromTree(tree)
+}
+
+// fromTree replaces placeholders in a parsed tree and decodes it.
+func (l Loader) fromTree(tree any) (*Document, error) {
 	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile}
 	tree = r.walk("", tree)
 	if len(r.errs) > 0 {
