@@ -314,10 +314,11 @@ func redactable(secrets []string) []string {
 }
 
 // Validate checks the whole document and reports every problem as a
-// *PathError: at least one election; each extension is a module object; each backends entry is a module object
+// *PathError: at least one election; each backends entry is a module object
 // used by some election; each election's backend is a module object or the
-// name of a backends entry; fx names are unique and fit a tag; every module
-// that implements Validator passes Validate; and every election's
+// name of a backends entry; each extension is a module object; fx names are
+// unique and fit a tag; every module that implements Validator (nested
+// backend modules included) passes Validate; and every election's
 // fxelection.Config passes Config.Validate. It does no I/O.
 func (doc *Document) Validate() error {
 	var errs []error

@@ -113,8 +113,10 @@ type Module interface {
 
 // Validator is implemented by a module that checks its decoded settings.
 // Validate runs when a document is loaded, before anything is provisioned,
-// so it must check settings only: no I/O. A backend package's Validate
-// should be the same function its plain constructor uses to check options.
+// so it must check settings only: no I/O, no side effects (Parse followed
+// by Build calls it twice). A backend package's Validate should be the same
+// function its plain constructor uses to check options. Its error should
+// name the setting by its JSON key; it is reported under the module's path.
 type Validator interface {
 	Validate() error
 }
