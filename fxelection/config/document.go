@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/fx"
@@ -374,7 +375,7 @@ func (doc *Document) Validate() error {
 		}
 		if e.Name != "" {
 			if err := e.Config().Validate(); err != nil {
-				fail(path, err)
+				fail(configPath(path, err), err)
 			}
 		}
 	}
@@ -392,6 +393,25 @@ func (doc *Document) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// configKeys maps fxelection.Config's field names to an Election's keys.
+var configKeys = map[string]string{
+	"Name": "name", "Identity": "identity", "Metadata": "metadata",
+	"LeaseDuration": "lease_duration", "RenewDeadline": "renew_deadline", "RetryPeriod": "retry_period",
+	"MaxBackoff": "max_backoff", "StopTimeout": "stop_timeout",
+}
+
+// configPath points a Config.Validate error at the key of the field it
+// names first ("fxelection: RenewDeadline (20s) must be …" →
+// "elections[1].renew_deadline"), or at the election if it names none.
+func configPath(path string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "fxelection: ")
+	field, _, _ := strings.Cut(msg, " ")
+	if key, ok := configKeys[field]; ok {
+		return path + "." + key
+	}
+	return path
 }
 
 func backendNames(m map[string]BackendRef) string {
