@@ -216,7 +216,7 @@ func (d *decoder) decode(path string, n any, v reflect.Value) {
 		d.decode(path, n, v.Elem())
 		return
 	}
-	if v.CanAddr() {
+	if v.CanAddr() && v.Addr().CanInterface() {
 		switch u := v.Addr().Interface().(type) {
 		case treeDecoder:
 			u.decodeTree(d, path, n)
@@ -411,8 +411,10 @@ func editDistance(a, b string) int {
 
 // isEmpty reports whether a required setting counts as missing.
 func isEmpty(v reflect.Value) bool {
-	if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
-		return z.IsZero()
+	if v.CanInterface() {
+		if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+			return z.IsZero()
+		}
 	}
 	switch v.Kind() {
 	case reflect.String, reflect.Slice, reflect.Map:
@@ -498,7 +500,9 @@ func strconvQuote(s string) string { return strconv.Quote(s) }
 // Unmarshal decodes the JSON document data into v (a non-nil pointer)
 // strictly: unknown and duplicate keys, wrong types, out-of-range numbers,
 // malformed durations and missing `config:"required"` settings are errors,
-// and keys match field names exactly (case matters). time.Duration and
+// and keys match field names exactly (case matters). Fields are named by
+// their json tags (or Go names); fields of embedded structs (not pointers)
+// are promoted, and `json:"-"` fields are skipped. time.Duration and
 // Duration fields take strings such as "1.5s", never numbers. It reports
 // every error (up to 50), each a *PathError naming the JSON path, joined
 // with errors.Join; no error quotes a value. Placeholders are not replaced
