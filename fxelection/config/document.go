@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -612,4 +615,67 @@ func collectSecrets(v any) []string {
 	}
 	walk(reflect.ValueOf(v), 0)
 	return out
+}
+
+// MaxDocumentBytes bounds a document read by LoadFile and ParseFile.
+const MaxDocumentBytes = 4 << 20
+
+// ParseFile reads the document at path (at most MaxDocumentBytes) and
+// parses it as YAML if its name ends in .yaml or .yml, else as JSON.
+// Errors name the file.
+func (l Loader) ParseFile(path string) (*Document, error) {
+	raw, err := readDocument(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc *Document
+	if isYAML(path) {
+		doc, err = l.ParseYAML(raw)
+	} else {
+		doc, err = l.Parse(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return doc, nil
+}
+
+// LoadFile is Load (or LoadYAML, by the file name's extension, as in
+// ParseFile) for the document at path. Errors name the file.
+func (l Loader) LoadFile(path string) (fx.Option, error) {
+	raw, err := readDocument(path)
+	if err != nil {
+		return nil, err
+	}
+	var opt fx.Option
+	if isYAML(path) {
+		opt, err = l.LoadYAML(raw)
+	} else {
+		opt, err = l.Load(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return opt, nil
+}
+
+func isYAML(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func readDocument(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxDocumentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(raw) > MaxDocumentBytes {
+		return nil, fmt.Errorf("config: %s: larger than %d bytes", path, MaxDocumentBytes)
+	}
+	return raw, nil
 }

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +136,37 @@ func FuzzParseYAML(f *testing.F) {
 			t.Fatalf("parsed document does not validate: %v", err)
 		}
 	})
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	jsonFile := write("a.json", doc(`{"name": "a", "backend": `+mem+`}`))
+	yamlFile := write("a.YML", "elections:\n  - name: a\n    backend: {module: fxelection.backends.memory}\n")
+	badFile := write("bad.yaml", "elections:\n  - name: a\n    backend: {module: fxelection.backends.memory, addr: x}\n")
+	for _, p := range []string{jsonFile, yamlFile} {
+		if _, err := (config.Loader{}).LoadFile(p); err != nil {
+			t.Errorf("LoadFile(%s): %v", p, err)
+		}
+		if d, err := (config.Loader{}).ParseFile(p); err != nil || d.Elections[0].Name != "a" {
+			t.Errorf("ParseFile(%s): %v", p, err)
+		}
+	}
+	_, err := config.Loader{}.LoadFile(badFile)
+	if err == nil || err.Error() != badFile+": elections[0].backend.addr: unknown key" || !errors.Is(err, config.ErrUnknownKey) {
+		t.Errorf("LoadFile(bad) = %v", err)
+	}
+	if _, err := (config.Loader{}).LoadFile(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("LoadFile(missing) = %v", err)
+	}
+	big := write("big.json", strings.Repeat(" ", config.MaxDocumentBytes+1))
+	if _, err := (config.Loader{}).ParseFile(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("ParseFile(big) = %v", err)
+	}
 }
