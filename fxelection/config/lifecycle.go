@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -36,6 +37,9 @@ type provisioned struct {
 func (p *provisioned) attach(lc fx.Lifecycle, log *slog.Logger) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if t := reflect.TypeOf(lc); t == nil || !t.Comparable() {
+		return fmt.Errorf("config: fx.Lifecycle of type %T cannot be told apart from another app's", lc)
+	}
 	switch {
 	case p.lc == lc:
 		return nil
