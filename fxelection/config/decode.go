@@ -1,0 +1,522 @@
+package config
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on documents.
+const (
+	// MaxDepth is the deepest nesting of arrays and objects accepted.
+	MaxDepth = 64
+	// maxErrors is how many errors one decode reports before giving up.
+	maxErrors = 50
+)
+
+// moduleKey is the reserved key naming a module in a module object.
+const moduleKey = "module"
+
+// object is a decoded JSON object that remembers its key order, so errors
+// come out in document order.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+// parseTree decodes data into a tree of nil, bool, json.Number, string,
+// []any and *object, rejecting invalid UTF-8, duplicate keys, nesting deeper
+// than MaxDepth and trailing data. Errors are *PathErrors.
+func parseTree(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, pathErr("", fmt.Errorf("%w: document is not valid UTF-8", ErrSyntax))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := parseValue(dec, data, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		for end < int64(len(data)) && strings.IndexByte(" \t\r\n", data[end]) >= 0 {
+			end++
+		}
+		return nil, pathErr("", fmt.Errorf("%w at %s: data after the document", ErrSyntax, position(data, end)))
+	}
+	return v, nil
+}
+
+func parseValue(dec *json.Decoder, data []byte, path string, depth int) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntaxErr(data, dec, path, err)
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil // nil, bool, json.Number or string
+	}
+	if depth >= MaxDepth {
+		return nil, pathErr(path, fmt.Errorf("%w: nested deeper than %d levels", ErrSyntax, MaxDepth))
+	}
+	switch d {
+	case '[':
+		list := []any{}
+		for dec.More() {
+			v, err := parseValue(dec, data, path+"["+strconv.Itoa(len(list))+"]", depth+1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, syntaxErr(data, dec, path, err)
+		}
+		return list, nil
+	default: // '{': Token never returns a closing delimiter here
+		obj := &object{vals: map[string]any{}}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, syntaxErr(data, dec, path, err)
+			}
+			key := tok.(string) // the decoder guarantees object keys are strings
+			kp := joinPath(path, key)
+			if _, dup := obj.vals[key]; dup {
+				return nil, pathErr(kp, ErrDuplicateKey)
+			}
+			v, err := parseValue(dec, data, kp, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			obj.keys = append(obj.keys, key)
+			obj.vals[key] = v
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, syntaxErr(data, dec, path, err)
+		}
+		return obj, nil
+	}
+}
+
+func syntaxErr(data []byte, dec *json.Decoder, path string, err error) error {
+	off := dec.InputOffset()
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	msg := "unexpected end of document"
+	if err != io.EOF && err != io.ErrUnexpectedEOF {
+		msg = strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return pathErr(path, fmt.Errorf("%w at %s: %s", ErrSyntax, position(data, off), msg))
+}
+
+// position turns a byte offset into "line L, column C".
+func position(data []byte, off int64) string {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// jsonKind names a tree value's JSON type for error messages.
+func jsonKind(n any) string {
+	switch n.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	default:
+		return "object"
+	}
+}
+
+// plain converts a tree value into what encoding/json would produce
+// (map[string]any, []any, string, bool, json.Number, nil).
+func plain(n any) any {
+	switch n := n.(type) {
+	case *object:
+		m := make(map[string]any, len(n.vals))
+		for k, v := range n.vals {
+			m[k] = plain(v)
+		}
+		return m
+	case []any:
+		out := make([]any, len(n))
+		for i, v := range n {
+			out[i] = plain(v)
+		}
+		return out
+	default:
+		return n
+	}
+}
+
+// treeDecoder is implemented by this package's types that decode themselves
+// from a tree, reporting errors (with sub-paths) to d.
+type treeDecoder interface {
+	decodeTree(d *decoder, path string, n any)
+}
+
+// decoder decodes a tree into Go values strictly, collecting every error.
+type decoder struct {
+	errs    []error
+	secrets []string // values of every Secret decoded
+}
+
+func (d *decoder) fail(path string, err error) {
+	switch {
+	case len(d.errs) < maxErrors:
+		d.errs = append(d.errs, pathErr(path, err))
+	case len(d.errs) == maxErrors:
+		d.errs = append(d.errs, pathErr("", fmt.Errorf("too many errors; stopped after %d", maxErrors)))
+	}
+}
+
+func (d *decoder) err() error { return errors.Join(d.errs...) }
+
+func wrongType(want string, n any) error {
+	return fmt.Errorf("%w: want %s, got %s", ErrWrongType, want, jsonKind(n))
+}
+
+var (
+	durationType        = reflect.TypeFor[time.Duration]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decode stores tree value n into v (settable), reporting errors at path.
+// JSON null leaves v unchanged.
+func (d *decoder) decode(path string, n any, v reflect.Value) {
+	if n == nil {
+		return
+	}
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(path, n, v.Elem())
+		return
+	}
+	if v.CanAddr() && v.Addr().CanInterface() {
+		switch u := v.Addr().Interface().(type) {
+		case treeDecoder:
+			u.decodeTree(d, path, n)
+			return
+		case json.Unmarshaler:
+			raw, err := json.Marshal(plain(n))
+			if err == nil {
+				err = u.UnmarshalJSON(raw)
+			}
+			if err != nil {
+				d.fail(path, fmt.Errorf("%w: %w", ErrInvalidValue, err))
+			}
+			return
+		case encoding.TextUnmarshaler:
+			s, ok := n.(string)
+			if !ok {
+				d.fail(path, wrongType("string", n))
+				return
+			}
+			if err := u.UnmarshalText([]byte(s)); err != nil {
+				d.fail(path, fmt.Errorf("%w: %w", ErrInvalidValue, err))
+			}
+			return
+		}
+	}
+	if v.Type() == durationType {
+		var dur Duration
+		dur.decodeTree(d, path, n)
+		v.SetInt(int64(dur))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		s, ok := n.(string)
+		if !ok {
+			d.fail(path, wrongType("string", n))
+			return
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		b, ok := n.(bool)
+		if !ok {
+			d.fail(path, wrongType("true or false", n))
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		num, ok := n.(json.Number)
+		if !ok {
+			d.fail(path, wrongType("an integer", n))
+			return
+		}
+		i, err := strconv.ParseInt(string(num), 10, 64)
+		if err != nil || v.OverflowInt(i) {
+			d.fail(path, fmt.Errorf("%w: want an integer that fits %s", ErrWrongType, v.Type()))
+			return
+		}
+		v.SetInt(i)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		num, ok := n.(json.Number)
+		if !ok {
+			d.fail(path, wrongType("a non-negative integer", n))
+			return
+		}
+		u, err := strconv.ParseUint(string(num), 10, 64)
+		if err != nil || v.OverflowUint(u) {
+			d.fail(path, fmt.Errorf("%w: want a non-negative integer that fits %s", ErrWrongType, v.Type()))
+			return
+		}
+		v.SetUint(u)
+	case reflect.Float32, reflect.Float64:
+		num, ok := n.(json.Number)
+		if !ok {
+			d.fail(path, wrongType("a number", n))
+			return
+		}
+		f, err := strconv.ParseFloat(string(num), 64)
+		if err != nil || v.OverflowFloat(f) {
+			d.fail(path, fmt.Errorf("%w: want a number that fits %s", ErrWrongType, v.Type()))
+			return
+		}
+		v.SetFloat(f)
+	case reflect.Slice:
+		list, ok := n.([]any)
+		if !ok {
+			d.fail(path, wrongType("an array", n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(list), len(list))
+		for i, e := range list {
+			d.decode(path+"["+strconv.Itoa(i)+"]", e, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String {
+			d.fail(path, fmt.Errorf("unsupported setting type %s", v.Type()))
+			return
+		}
+		obj, ok := n.(*object)
+		if !ok {
+			d.fail(path, wrongType("an object", n))
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMapWithSize(v.Type(), len(obj.keys)))
+		}
+		for _, k := range obj.keys {
+			e := reflect.New(v.Type().Elem()).Elem()
+			d.decode(joinPath(path, k), obj.vals[k], e)
+			v.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
+		}
+	case reflect.Struct:
+		obj, ok := n.(*object)
+		if !ok {
+			d.fail(path, wrongType("an object", n))
+			return
+		}
+		d.decodeStruct(path, obj, v, nil)
+	case reflect.Interface:
+		if v.NumMethod() != 0 {
+			d.fail(path, fmt.Errorf("unsupported setting type %s", v.Type()))
+			return
+		}
+		v.Set(reflect.ValueOf(plain(n)))
+	default:
+		d.fail(path, fmt.Errorf("unsupported setting type %s", v.Type()))
+	}
+}
+
+// decodeStruct decodes obj's keys into v's fields, then checks required
+// fields. Keys in skip are the caller's (the module ID).
+func (d *decoder) decodeStruct(path string, obj *object, v reflect.Value, skip map[string]bool) {
+	fs := fieldsOf(v.Type())
+	failed := map[string]bool{}
+	for _, k := range obj.keys {
+		if skip[k] {
+			continue
+		}
+		f, ok := fs.byKey[k]
+		if !ok {
+			d.fail(joinPath(path, k), unknownKey(k, fs))
+			continue
+		}
+		before := len(d.errs)
+		d.decode(joinPath(path, k), obj.vals[k], v.FieldByIndex(f.index))
+		failed[k] = len(d.errs) > before
+	}
+	for _, f := range fs.list {
+		if f.required && !failed[f.key] && isEmpty(v.FieldByIndex(f.index)) {
+			d.fail(joinPath(path, f.key), ErrRequired)
+		}
+	}
+}
+
+func unknownKey(k string, fs *structFields) error {
+	best, bestDist := "", 3
+	for _, f := range fs.list {
+		if dist := editDistance(strings.ToLower(k), strings.ToLower(f.key)); dist < bestDist {
+			best, bestDist = f.key, dist
+		}
+	}
+	if best == "" {
+		return ErrUnknownKey
+	}
+	return fmt.Errorf("%w (did you mean %q?)", ErrUnknownKey, best)
+}
+
+// editDistance is the Levenshtein distance between a and b, capped for long
+// inputs (keys are short; a long one is simply not a near miss).
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// isEmpty reports whether a required setting counts as missing.
+func isEmpty(v reflect.Value) bool {
+	if v.CanInterface() {
+		if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+			return z.IsZero()
+		}
+	}
+	switch v.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+type fieldInfo struct {
+	key      string
+	index    []int
+	required bool
+}
+
+type structFields struct {
+	list  []fieldInfo
+	byKey map[string]fieldInfo
+}
+
+var fieldCache sync.Map // reflect.Type → *structFields
+
+// fieldsOf lists t's settings: exported fields named by their json tag (or
+// their Go name), with embedded structs' fields flattened (the shallower
+// field wins a name clash). `json:"-"` fields are skipped.
+func fieldsOf(t reflect.Type) *structFields {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.(*structFields)
+	}
+	fs := &structFields{byKey: map[string]fieldInfo{}}
+	type level struct {
+		t     reflect.Type
+		index []int
+	}
+	queue := []level{{t, nil}}
+	for len(queue) > 0 {
+		var next []level
+		for _, l := range queue {
+			for i := range l.t.NumField() {
+				sf := l.t.Field(i)
+				tag := sf.Tag.Get("json")
+				name, _, _ := strings.Cut(tag, ",")
+				if name == "-" && tag == "-" {
+					continue
+				}
+				index := append(append([]int(nil), l.index...), i)
+				if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
+					next = append(next, level{sf.Type, index})
+					continue
+				}
+				if !sf.IsExported() {
+					continue
+				}
+				if name == "" {
+					name = sf.Name
+				}
+				if _, taken := fs.byKey[name]; taken {
+					continue
+				}
+				f := fieldInfo{key: name, index: index, required: hasOpt(sf.Tag.Get("config"), "required")}
+				fs.byKey[name] = f
+				fs.list = append(fs.list, f)
+			}
+		}
+		queue = next
+	}
+	actual, _ := fieldCache.LoadOrStore(t, fs)
+	return actual.(*structFields)
+}
+
+func hasOpt(tag, opt string) bool {
+	for o := range strings.SplitSeq(tag, ",") {
+		if strings.TrimSpace(o) == opt {
+			return true
+		}
+	}
+	return false
+}
+
+func strconvQuote(s string) string { return strconv.Quote(s) }
+
+// Unmarshal decodes the JSON document data into v (a non-nil pointer)
+// strictly: unknown and duplicate keys, wrong types, out-of-range numbers,
+// malformed durations and missing `config:"required"` settings are errors,
+// and keys match field names exactly (case matters). Fields are named by
+// their json tags (or Go names); fields of embedded structs (not pointers)
+// are promoted, and `json:"-"` fields are skipped. time.Duration and
+// Duration fields take strings such as "1.5s", never numbers. It reports
+// every error (up to 50), each a *PathError naming the JSON path, joined
+// with errors.Join; no error quotes a value. Placeholders are not replaced
+// (Load does that); module objects are decoded by BackendRef fields.
+func Unmarshal(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("config: Unmarshal needs a non-nil pointer, got %T", v)
+	}
+	tree, err := parseTree(data)
+	if err != nil {
+		return err
+	}
+	d := &decoder{}
+	d.decode("", tree, rv.Elem())
+	return d.err()
+}

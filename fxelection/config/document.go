@@ -1,0 +1,681 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// Document is a configuration document: the elections one process runs and
+// the backends they use. In JSON:
+//
+//	{
+//	  "backends": {
+//	    "shared": {"module": "fxelection.backends.memory"}
+//	  },
+//	  "elections": [
+//	    {"name": "billing", "backend": "shared"},
+//	    {"name": "reports", "identity": "{env.HOSTNAME}", "lease_duration": "30s",
+//	     "renew_deadline": "20s", "retry_period": "4s",
+//	     "metadata": {"addr": "10.0.0.7:8080"},
+//	     "backend": {"module": "fxelection.backends.memory"}}
+//	  ]
+//	}
+type Document struct {
+	// Backends are backend modules shared by name: every election whose
+	// backend is that name uses one provisioned instance (one client, one
+	// pool). Each must be a module object; each must be used.
+	Backends map[string]BackendRef `json:"backends,omitempty"`
+
+	// Elections are the elections this process campaigns in; at least one.
+	Elections []Election `json:"elections" config:"required"`
+
+	// Extensions are modules in ExtensionsNamespace (metrics, health, …),
+	// each a module object; their fx options join the app's.
+	Extensions []ExtensionRef `json:"extensions,omitempty"`
+
+	secrets []Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
+}
+
+// Election is one election in a Document: the JSON form of
+// fxelection.Config (which see for every field's meaning, default and
+// limits) plus the backend it runs on.
+type Election struct {
+	// Name is the election's name (Config.Name). Required.
+	Name string `json:"name" config:"required"`
+	// FxName is the elector's fx name tag (`name:"<fx_name>"`); it must be
+	// unique in the document and consist of ASCII letters, digits and
+	// "_.-:/". Default: Name, which must then fit those rules.
+	FxName string `json:"fx_name,omitempty"`
+	// Identity is Config.Identity. Default: host, pid and a random suffix.
+	Identity string `json:"identity,omitempty"`
+	// Metadata is Config.Metadata.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// LeaseDuration is Config.LeaseDuration. Default: 15s.
+	LeaseDuration Duration `json:"lease_duration,omitempty"`
+	// RenewDeadline is Config.RenewDeadline. Default: 10s.
+	RenewDeadline Duration `json:"renew_deadline,omitempty"`
+	// RetryPeriod is Config.RetryPeriod. Default: 2s.
+	RetryPeriod Duration `json:"retry_period,omitempty"`
+	// MaxBackoff is Config.MaxBackoff. Default: 30s.
+	MaxBackoff Duration `json:"max_backoff,omitempty"`
+	// StopTimeout is Config.StopTimeout. Default: 10s.
+	StopTimeout Duration `json:"stop_timeout,omitempty"`
+	// KeepLeaseOnStop is Config.KeepLeaseOnStop.
+	KeepLeaseOnStop bool `json:"keep_lease_on_stop,omitempty"`
+	// NoRecampaign is Config.NoRecampaign.
+	NoRecampaign bool `json:"no_recampaign,omitempty"`
+	// Backend is the backend module, inline or by name. Required.
+	Backend BackendRef `json:"backend" config:"required"`
+}
+
+// Config returns e as an fxelection.Config (Callbacks and Logger unset).
+func (e Election) Config() fxelection.Config {
+	return fxelection.Config{
+		Name:            e.Name,
+		Identity:        e.Identity,
+		Metadata:        e.Metadata,
+		LeaseDuration:   time.Duration(e.LeaseDuration),
+		RenewDeadline:   time.Duration(e.RenewDeadline),
+		RetryPeriod:     time.Duration(e.RetryPeriod),
+		MaxBackoff:      time.Duration(e.MaxBackoff),
+		StopTimeout:     time.Duration(e.StopTimeout),
+		KeepLeaseOnStop: e.KeepLeaseOnStop,
+		NoRecampaign:    e.NoRecampaign,
+	}
+}
+
+// fxName returns the elector's fx name.
+func (e Election) fxName() string {
+	if e.FxName != "" {
+		return e.FxName
+	}
+	return e.Name
+}
+
+// BackendRef is where a document names a backend: either a module object
+// {"module": "fxelection.backends.redis", …settings} (Module) or, in an
+// election, a string naming an entry of Document.Backends (Use). Exactly one
+// is set.
+type BackendRef struct {
+	// Use names an entry of Document.Backends.
+	Use string
+	// Module is an inline backend module with its decoded settings.
+	Module BackendModule
+}
+
+// IsZero reports whether neither Use nor Module is set.
+func (r BackendRef) IsZero() bool { return r.Use == "" && r.Module == nil }
+
+// MarshalJSON writes Use as a string, or Module's settings with its ID
+// under "module". Secrets come out as "xxxxx".
+func (r BackendRef) MarshalJSON() ([]byte, error) {
+	if r.Module == nil {
+		return json.Marshal(r.Use)
+	}
+	return marshalModule(r.Module)
+}
+
+// marshalModule writes m's settings with its ID under "module".
+func marshalModule(mod Module) ([]byte, error) {
+	raw, err := json.Marshal(mod)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("config: module %q does not marshal to a JSON object", mod.ElectionModule().ID)
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[moduleKey], _ = json.Marshal(mod.ElectionModule().ID)
+	return json.Marshal(m)
+}
+
+// ExtensionRef is an extension module object in a document:
+// {"module": "fxelection.extensions.<name>", …settings}.
+type ExtensionRef struct {
+	Module ExtensionModule
+}
+
+// IsZero reports whether Module is unset.
+func (r ExtensionRef) IsZero() bool { return r.Module == nil }
+
+// MarshalJSON writes Module's settings with its ID under "module".
+func (r ExtensionRef) MarshalJSON() ([]byte, error) {
+	if r.Module == nil {
+		return []byte("null"), nil
+	}
+	return marshalModule(r.Module)
+}
+
+func (r *ExtensionRef) decodeTree(d *decoder, path string, n any) {
+	obj, ok := n.(*object)
+	if !ok {
+		d.fail(path, wrongType("a module object", n))
+		return
+	}
+	if m := decodeModule(d, path, obj, ExtensionsNamespace); m != nil {
+		r.Module = m.(ExtensionModule) // RegisterModule checked the namespace's interface
+	}
+}
+
+func (r *BackendRef) decodeTree(d *decoder, path string, n any) {
+	switch n := n.(type) {
+	case string:
+		r.Use = n
+	case *object:
+		m := decodeModule(d, path, n, BackendsNamespace)
+		if m != nil {
+			r.Module = m.(BackendModule) // RegisterModule checked the namespace's interface
+		}
+	default:
+		d.fail(path, wrongType("a module object or the name of an entry in backends", n))
+	}
+}
+
+// decodeModule decodes a module object of namespace ns: its "module" key
+// names the module, the other keys are its settings, decoded strictly.
+func decodeModule(d *decoder, path string, obj *object, ns string) Module {
+	idPath := joinPath(path, moduleKey)
+	raw, ok := obj.vals[moduleKey]
+	if !ok || raw == nil {
+		d.fail(idPath, ErrRequired)
+		return nil
+	}
+	s, ok := raw.(string)
+	if !ok {
+		d.fail(idPath, wrongType("a module ID string", raw))
+		return nil
+	}
+	id := ModuleID(s)
+	if err := id.Validate(); err != nil {
+		d.fail(idPath, err)
+		return nil
+	}
+	if id.Namespace() != ns {
+		d.fail(idPath, fmt.Errorf("%w: module %q is not in namespace %s", ErrUnknownModule, id, ns))
+		return nil
+	}
+	info, err := GetModule(id)
+	if err != nil {
+		d.fail(idPath, err)
+		return nil
+	}
+	m := info.New()
+	d.decodeStruct(path, obj, reflect.ValueOf(m).Elem(), map[string]bool{moduleKey: true})
+	return m
+}
+
+// Loader parses documents. Its zero value reads the process environment
+// and the file system.
+type Loader struct {
+	// LookupEnv resolves {env.NAME}. Default: os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+	// ReadFile resolves {file.PATH}. Default: reads the file, refusing one
+	// larger than MaxPlaceholderFile.
+	ReadFile func(path string) ([]byte, error)
+}
+
+// Parse decodes and validates a document with the zero Loader.
+func Parse(raw []byte) (*Document, error) { return Loader{}.Parse(raw) }
+
+// Load parses raw with the zero Loader and builds its fx options.
+func Load(raw []byte) (fx.Option, error) { return Loader{}.Load(raw) }
+
+// Load parses raw (see Parse) and returns Build's options. It does no I/O
+// beyond reading placeholder files: nothing is provisioned until the app
+// starts.
+func (l Loader) Load(raw []byte) (fx.Option, error) {
+	doc, err := l.decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return Build(doc) // validates
+}
+
+// Parse turns raw JSON into a validated Document, in order: parse (syntax,
+// duplicate keys, nesting depth), replace {env.NAME} and {file.PATH}
+// placeholders in string values, decode strictly into the typed structs
+// (each module's settings into its own config struct), then Validate. It
+// reports every error it finds, each a *PathError naming the JSON path,
+// joined with errors.Join; no error contains a setting's value, and values
+// substituted for placeholders are redacted from module errors.
+func (l Loader) Parse(raw []byte) (*Document, error) {
+	doc, err := l.decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(); err != nil {
+		return nil, redact(err, values(doc.secrets))
+	}
+	return doc, nil
+}
+
+// decode is Parse without Validate.
+func (l Loader) decode(raw []byte) (*Document, error) {
+	tree, err := parseTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	return l.fromTree(tree)
+}
+
+// fromTree replaces placeholders in a parsed tree and decodes it.
+func (l Loader) fromTree(tree any) (*Document, error) {
+	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile}
+	tree = r.walk("", tree)
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	doc := &Document{}
+	d := &decoder{}
+	d.decode("", tree, reflect.ValueOf(doc).Elem())
+	secrets := redactable(append(r.secrets, d.secrets...))
+	if err := d.err(); err != nil {
+		return nil, redact(err, secrets)
+	}
+	for _, s := range secrets {
+		doc.secrets = append(doc.secrets, NewSecret(s))
+	}
+	return doc, nil
+}
+
+func values(secrets []Secret) []string {
+	out := make([]string, len(secrets))
+	for i, s := range secrets {
+		out[i] = s.Value()
+	}
+	return out
+}
+
+// redactable keeps the secrets long enough to be redacted by replacement:
+// shorter ones would make fxelection.RedactText withhold whole messages
+// that merely contain, say, a digit.
+func redactable(secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Validate checks the whole document and reports every problem as a
+// *PathError: at least one election; each backends entry is a module object
+// used by some election; each election's backend is a module object or the
+// name of a backends entry; each extension is a module object; fx names are
+// unique and fit a tag; every module that implements Validator (nested
+// backend modules included) passes Validate; and every election's
+// fxelection.Config passes Config.Validate. It does no I/O.
+func (doc *Document) Validate() error {
+	var errs []error
+	fail := func(path string, err error) { errs = append(errs, pathErr(path, err)) }
+	if len(doc.Elections) == 0 {
+		fail("elections", ErrRequired)
+	}
+	used := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
+		path := joinPath("backends", name)
+		ref := doc.Backends[name]
+		switch {
+		case ref.Use != "":
+			fail(path, fmt.Errorf("%w: want a module object, not the name of another backend", ErrWrongType))
+		case ref.Module == nil:
+			fail(joinPath(path, moduleKey), ErrRequired)
+		default:
+			validateModuleAt(path, ref.Module, fail)
+		}
+	}
+	fxNames := map[string]int{}
+	for i, e := range doc.Elections {
+		path := "elections[" + strconv.Itoa(i) + "]"
+		if e.Name == "" {
+			fail(path+".name", ErrRequired)
+		}
+		switch name := e.fxName(); {
+		case e.Name == "" && e.FxName == "":
+		case !validFxName(name) && e.FxName != "":
+			fail(path+".fx_name", fmt.Errorf("%w: want 1 to 200 ASCII letters, digits or _.-:/", ErrInvalidValue))
+		case !validFxName(name):
+			fail(path+".fx_name", fmt.Errorf("%w: the election name cannot be an fx name tag (ASCII letters, digits, _.-:/); set fx_name", ErrRequired))
+		default:
+			if j, dup := fxNames[name]; dup {
+				fail(path+".fx_name", fmt.Errorf("%w: fx name %q already used by elections[%d]", ErrInvalidValue, name, j))
+			} else {
+				fxNames[name] = i
+			}
+		}
+		bpath := path + ".backend"
+		switch ref := e.Backend; {
+		case ref.Use != "" && ref.Module != nil:
+			fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
+		case ref.Use != "":
+			if _, ok := doc.Backends[ref.Use]; !ok {
+				fail(bpath, fmt.Errorf("%w: no backends entry named %s (defined: %s)", ErrInvalidValue, quoteKey(ref.Use), backendNames(doc.Backends)))
+			}
+			used[ref.Use] = true
+		case ref.Module == nil:
+			fail(bpath, ErrRequired)
+		default:
+			validateModuleAt(bpath, ref.Module, fail)
+		}
+		if e.Name != "" {
+			if err := e.Config().Validate(); err != nil {
+				fail(configPath(path, err), err)
+			}
+		}
+	}
+	for i, x := range doc.Extensions {
+		path := "extensions[" + strconv.Itoa(i) + "]"
+		if x.Module == nil {
+			fail(joinPath(path, moduleKey), ErrRequired)
+		} else {
+			validateModuleAt(path, x.Module, fail)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
+		if !used[name] {
+			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election", ErrInvalidValue))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// configKeys maps fxelection.Config's field names to an Election's keys.
+var configKeys = map[string]string{
+	"Name": "name", "Identity": "identity", "Metadata": "metadata",
+	"LeaseDuration": "lease_duration", "RenewDeadline": "renew_deadline", "RetryPeriod": "retry_period",
+	"MaxBackoff": "max_backoff", "StopTimeout": "stop_timeout",
+}
+
+// configPath points a Config.Validate error at the key of the field it
+// names first ("fxelection: RenewDeadline (20s) must be …" →
+// "elections[1].renew_deadline"), or at the election if it names none.
+func configPath(path string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "fxelection: ")
+	field, _, _ := strings.Cut(msg, " ")
+	if key, ok := configKeys[field]; ok {
+		return path + "." + key
+	}
+	return path
+}
+
+func backendNames(m map[string]BackendRef) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var out string
+	for i, n := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			out += ", "
+		}
+		out += quoteKey(n)
+	}
+	return out
+}
+
+// validateModuleAt validates m (at path) and then the backend modules
+// nested in its settings: every BackendRef field (or *BackendRef), which
+// must be an inline module object.
+func validateModuleAt(path string, m Module, fail func(string, error)) {
+	if err := validateModule(m); err != nil {
+		fail(path, err)
+	}
+	v := reflect.ValueOf(m)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	for _, f := range fieldsOf(v.Type()).list {
+		fv := v.FieldByIndex(f.index)
+		if fv.Kind() == reflect.Pointer && fv.Type().Elem() == reflect.TypeFor[BackendRef]() {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		ref, ok := fv.Interface().(BackendRef)
+		switch {
+		case !ok || ref.IsZero():
+		case ref.Use != "":
+			fail(joinPath(path, f.key), fmt.Errorf("%w: a nested backend must be a module object, not the name of a backends entry", ErrWrongType))
+		default:
+			validateModuleAt(joinPath(path, f.key), ref.Module, fail)
+		}
+	}
+}
+
+// validateModule runs m's Validate, if it has one, naming the module.
+func validateModule(m Module) (err error) {
+	v, ok := m.(Validator)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: validate panicked: %v", m.ElectionModule().ID, p)
+		}
+	}()
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", m.ElectionModule().ID, err)
+	}
+	return nil
+}
+
+func validFxName(s string) bool {
+	if s == "" || len(s) > fxelection.MaxNameLen {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == ':' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// Build validates doc and returns the fx options that run it. For each
+// election it provides an *fxelection.Elector tagged `name:"<fx name>"` and
+// in the group fxelection.GroupTag (where the metrics and health modules
+// find every elector), built by fxelection.NewFromParams with the graph's
+// optional *slog.Logger, and always constructed. For each backend module
+// (each backends entry once, each inline module once) it appends a
+// lifecycle hook before those of the electors using it: on start,
+// Provision then Backend; on stop, after the electors have released their
+// leases, Cleanup. A module whose Provision or Backend fails is cleaned up
+// at once; fx stops (and so cleans up) the modules that started before it.
+// Each extension's Options are added last.
+//
+// The options belong to one fx app: using them in a second app makes that
+// app fail; Build (or Load) again instead.
+func Build(doc *Document) (fx.Option, error) {
+	// Secrets to redact from module errors: placeholder values, and every
+	// Secret in the document (also when it was built in Go, not parsed).
+	secrets := redactable(append(values(doc.secrets), collectSecrets(doc)...))
+	if err := doc.Validate(); err != nil {
+		return nil, redact(err, secrets)
+	}
+	shared := map[string]*provisioned{}
+	newProvisioned := func(path string, m BackendModule) *provisioned {
+		return &provisioned{path: path, module: m, secrets: secrets,
+			proxy: &lazyBackend{kind: m.ElectionModule().ID.Name()}}
+	}
+	for name, ref := range doc.Backends {
+		shared[name] = newProvisioned(joinPath("backends", name), ref.Module)
+	}
+	var opts []fx.Option
+	for i, e := range doc.Elections {
+		p := shared[e.Backend.Use]
+		if p == nil {
+			p = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module)
+		}
+		cfg := e.Config()
+		tag := `name:"` + e.fxName() + `"`
+		opts = append(opts,
+			fx.Provide(fx.Annotate(
+				func(lc fx.Lifecycle, log *slog.Logger) (*fxelection.Elector, *fxelection.Elector, error) {
+					if err := p.attach(lc, log); err != nil {
+						return nil, nil, err
+					}
+					res, err := fxelection.NewFromParams(fxelection.Params{Lifecycle: lc, Config: cfg, Backend: p.proxy, Logger: log})
+					return res.Elector, res.Grouped, err
+				},
+				fx.ParamTags(``, `optional:"true"`),
+				fx.ResultTags(tag, fxelection.GroupTag),
+			)),
+			fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(tag))),
+		)
+	}
+	for i, x := range doc.Extensions {
+		opt, err := extensionOptions(x.Module)
+		if err != nil {
+			return nil, redact(pathErr("extensions["+strconv.Itoa(i)+"]", err), secrets)
+		}
+		opts = append(opts, opt)
+	}
+	return fx.Module("fxelection.config", opts...), nil
+}
+
+func extensionOptions(m ExtensionModule) (opt fx.Option, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: options panicked: %v", m.ElectionModule().ID, p)
+		}
+	}()
+	opt, err = m.Options()
+	if err == nil && opt == nil {
+		err = errors.New("nil fx.Option")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.ElectionModule().ID, err)
+	}
+	return opt, nil
+}
+
+// collectSecrets returns the values of every Secret reachable from v's
+// exported fields, so errors from the module can be redacted with them.
+func collectSecrets(v any) []string {
+	var out []string
+	seen := map[uintptr]bool{}
+	var walk func(reflect.Value, int)
+	walk = func(v reflect.Value, depth int) {
+		if depth > MaxDepth || !v.IsValid() {
+			return
+		}
+		if v.Type() == reflect.TypeFor[Secret]() {
+			out = append(out, v.Interface().(Secret).Value())
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if v.IsNil() {
+				return
+			}
+			if v.Kind() == reflect.Pointer {
+				if seen[v.Pointer()] {
+					return
+				}
+				seen[v.Pointer()] = true
+			}
+			walk(v.Elem(), depth+1)
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i), depth+1)
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), depth+1)
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Value(), depth+1)
+			}
+		}
+	}
+	walk(reflect.ValueOf(v), 0)
+	return out
+}
+
+// MaxDocumentBytes bounds a document read by LoadFile and ParseFile.
+const MaxDocumentBytes = 4 << 20
+
+// ParseFile reads the document at path (at most MaxDocumentBytes) and
+// parses it as YAML if its name ends in .yaml or .yml, else as JSON.
+// Errors name the file.
+func (l Loader) ParseFile(path string) (*Document, error) {
+	raw, err := readDocument(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc *Document
+	if isYAML(path) {
+		doc, err = l.ParseYAML(raw)
+	} else {
+		doc, err = l.Parse(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return doc, nil
+}
+
+// LoadFile is Load (or LoadYAML, by the file name's extension, as in
+// ParseFile) for the document at path. Errors name the file.
+func (l Loader) LoadFile(path string) (fx.Option, error) {
+	raw, err := readDocument(path)
+	if err != nil {
+		return nil, err
+	}
+	var opt fx.Option
+	if isYAML(path) {
+		opt, err = l.LoadYAML(raw)
+	} else {
+		opt, err = l.Load(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return opt, nil
+}
+
+func isYAML(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func readDocument(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxDocumentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(raw) > MaxDocumentBytes {
+		return nil, fmt.Errorf("config: %s: larger than %d bytes", path, MaxDocumentBytes)
+	}
+	return raw, nil
+}

@@ -1,0 +1,52 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+// FuzzParse: no document makes Parse or Build panic; a document either
+// parses into one that validates and builds, or fails with *PathErrors that
+// never contain a value substituted for a placeholder. The seed corpus runs
+// as a unit test.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `null`, `"x"`, `{"elections": null}`,
+		doc(`{"name": "a", "backend": ` + mem + `}`),
+		doc(`{"name": "a", "identity": "{env.PW}", "backend": ` + probe(`"password": "{file./x}", "dsn": "{env.PW}", "fail_validate": true`) + `}`),
+		doc(`{"name": "a", "lease_duration": "1s", "renew_deadline": "2s", "backend": ` + mem + `}`),
+		`{"backends": {"m": ` + mem + `}, "elections": [{"name": "a", "backend": "m"}, {"name": "b", "backend": "n"}]}`,
+		doc(`{"name": "a", "metadata": {"k": "{env.NOPE}"}, "backend": {"module": "fxelection.backends.probe", "journal": "fuzz", "tag": 1, "port": 1e999, "count": -0, "labels": {"a": null}}}`),
+		`{"elections": [{"name": "a", "name": "a"}]}`,
+		"{\"elections\": [{\"name\": \"\\u0000\\ud800\"}]}",
+	} {
+		f.Add([]byte(s))
+	}
+	l := config.Loader{
+		LookupEnv: env(map[string]string{"PW": secret}),
+		ReadFile:  func(string) ([]byte, error) { return []byte(secret), nil },
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := l.Parse(data)
+		if err != nil {
+			if !bytes.Contains(data, []byte(secret)) && strings.Contains(err.Error(), secret) {
+				t.Fatalf("substituted secret in error: %v", err)
+			}
+			var pe *config.PathError
+			if !errors.As(err, &pe) && !strings.Contains(err.Error(), "details withheld") {
+				t.Fatalf("error is not a *PathError: %v", err)
+			}
+			return
+		}
+		if err := d.Validate(); err != nil {
+			t.Fatalf("parsed document does not validate: %v", err)
+		}
+		if _, err := config.Build(d); err != nil {
+			t.Fatalf("Build of a valid document: %v", err)
+		}
+	})
+}

@@ -1,0 +1,209 @@
+package config_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/fx"
+	"go.uber.org/goleak"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func init() { config.RegisterModule(Probe{}) }
+
+// journal records module life-cycle calls in order, across all probes.
+type journal struct {
+	mu  sync.Mutex
+	evs []string
+}
+
+func (j *journal) add(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.evs = append(j.evs, fmt.Sprintf(format, args...))
+}
+
+func (j *journal) events() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.evs)
+}
+
+// stores are named memory backends probes can share with a test.
+var stores = struct {
+	sync.Mutex
+	m map[string]*fxelection.MemoryBackend
+}{m: map[string]*fxelection.MemoryBackend{}}
+
+func store(name string) *fxelection.MemoryBackend {
+	stores.Lock()
+	defer stores.Unlock()
+	if stores.m[name] == nil {
+		stores.m[name] = fxelection.NewMemoryBackend()
+	}
+	return stores.m[name]
+}
+
+// journals by probe journal name, so parallel tests do not mix.
+var journals sync.Map // string → *journal
+
+func journalFor(name string) *journal {
+	j, _ := journals.LoadOrStore(name, &journal{})
+	return j.(*journal)
+}
+
+// Probe is a test backend module that records its life cycle, holds a
+// goroutine between Provision and Cleanup (as a client's pool would, so
+// goleak catches a missing Cleanup), and fails where told to.
+type Probe struct {
+	Journal       string            `json:"journal" config:"required"`
+	Tag           string            `json:"tag" config:"required"`
+	Store         string            `json:"store,omitempty"`
+	Password      config.Secret     `json:"password,omitempty"`
+	DSN           string            `json:"dsn,omitempty"`
+	Port          int               `json:"port,omitempty"`
+	Ratio         float64           `json:"ratio,omitempty"`
+	Count         uint8             `json:"count,omitempty"`
+	Timeout       config.Duration   `json:"timeout,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Hosts         []string          `json:"hosts,omitempty"`
+	FailValidate  bool              `json:"fail_validate,omitempty"`
+	FailProvision bool              `json:"fail_provision,omitempty"`
+	FailBackend   bool              `json:"fail_backend,omitempty"`
+	FailCleanup   bool              `json:"fail_cleanup,omitempty"`
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+var (
+	_ config.BackendModule = (*Probe)(nil)
+	_ config.Validator     = (*Probe)(nil)
+	_ config.Provisioner   = (*Probe)(nil)
+	_ config.CleanerUpper  = (*Probe)(nil)
+)
+
+func (Probe) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.backends.probe", Doc: "test module", New: func() config.Module { return new(Probe) }}
+}
+
+func (p *Probe) j() *journal { return journalFor(p.Journal) }
+
+func (p *Probe) Validate() error {
+	p.j().add("%s:validate", p.Tag)
+	if p.FailValidate {
+		// A careless module that echoes its settings: Load must redact.
+		return fmt.Errorf("password %s and dsn %s rejected", p.Password.Value(), p.DSN)
+	}
+	return nil
+}
+
+func (p *Probe) Provision(ctx config.Context) error {
+	p.j().add("%s:provision", p.Tag)
+	if ctx.Err() != nil || ctx.Logger() == nil {
+		return errors.New("bad provision context")
+	}
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go func() { defer close(p.done); <-p.stop }()
+	if p.FailProvision {
+		return fmt.Errorf("dial: auth with password=%s for %s refused", p.Password.Value(), p.DSN)
+	}
+	return nil
+}
+
+func (p *Probe) Backend() (fxelection.Backend, error) {
+	p.j().add("%s:backend", p.Tag)
+	if p.FailBackend {
+		return nil, errors.New("no backend today")
+	}
+	if p.Store != "" {
+		return store(p.Store), nil
+	}
+	return fxelection.NewMemoryBackend(), nil
+}
+
+func (p *Probe) Cleanup() error {
+	p.j().add("%s:cleanup", p.Tag)
+	if p.stop != nil {
+		close(p.stop)
+		<-p.done
+		p.stop = nil
+	}
+	if p.FailCleanup {
+		return errors.New("cleanup refused")
+	}
+	return nil
+}
+
+func init() { config.RegisterModule(Census{}) }
+
+// Census is a test extension: its options inject every elector from the
+// group, as a metrics module would, and journal their names.
+type Census struct {
+	Journal string `json:"journal" config:"required"`
+	Fail    bool   `json:"fail,omitempty"`
+}
+
+var _ config.ExtensionModule = (*Census)(nil)
+
+func (Census) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.extensions.census", Doc: "test extension", New: func() config.Module { return new(Census) }}
+}
+
+func (c *Census) Options() (fx.Option, error) {
+	if c.Fail {
+		return nil, errors.New("census refused")
+	}
+	return fx.Invoke(func(es electors) {
+		var names []string
+		for _, e := range es.All {
+			names = append(names, e.Name())
+		}
+		slices.Sort(names)
+		journalFor(c.Journal).add("census %s", strings.Join(names, ","))
+	}), nil
+}
+
+func init() { config.RegisterModule(Wrap{}) }
+
+// Wrap is a test backend module that loads another backend module by name
+// (its "inner" setting) and hands out its Backend, as a cache adapter
+// wrapping a client module would.
+type Wrap struct {
+	Journal string             `json:"journal" config:"required"`
+	Inner   config.BackendRef  `json:"inner" config:"required"`
+	Spare   *config.BackendRef `json:"spare,omitempty"`
+	inner   fxelection.Backend
+}
+
+func (Wrap) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{ID: "fxelection.backends.wrap", Doc: "test module loading another", New: func() config.Module { return new(Wrap) }}
+}
+
+func (w *Wrap) Provision(ctx config.Context) error {
+	journalFor(w.Journal).add("wrap:provision")
+	b, err := ctx.ProvisionBackend(w.Inner)
+	if err != nil {
+		return fmt.Errorf("inner: %w", err)
+	}
+	w.inner = b
+	return nil
+}
+
+func (w *Wrap) Backend() (fxelection.Backend, error) {
+	journalFor(w.Journal).add("wrap:backend")
+	return w.inner, nil
+}
+
+func (w *Wrap) Cleanup() error {
+	journalFor(w.Journal).add("wrap:cleanup")
+	return nil
+}

@@ -1,0 +1,190 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/fx"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// errTwoApps is returned when Build's options are used in a second app: the
+// decoded modules hold one app's provisioned state.
+var errTwoApps = errors.New("config: options from one Load or Build used in two fx apps; call Load or Build for each app")
+
+// provisioned is one backend module instance in one app: its life-cycle
+// hook and the Backend electors use.
+type provisioned struct {
+	path    string // JSON path of the module, for errors
+	module  BackendModule
+	secrets []string     // redacted from the module's errors
+	proxy   *lazyBackend // what electors are built with
+
+	mu    sync.Mutex
+	lc    fx.Lifecycle // the app it is attached to
+	log   *slog.Logger
+	scope *scope // nested modules provisioned by this one
+}
+
+// attach appends p's hook to lc the first time an elector using p is built,
+// so it comes before (starts before, stops after) every such elector's hook.
+func (p *provisioned) attach(lc fx.Lifecycle, log *slog.Logger) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := reflect.TypeOf(lc); t == nil || !t.Comparable() {
+		return fmt.Errorf("config: fx.Lifecycle of type %T cannot be told apart from another app's", lc)
+	}
+	switch {
+	case p.lc == lc:
+		return nil
+	case p.lc != nil:
+		return errTwoApps
+	}
+	p.lc, p.log = lc, log
+	lc.Append(fx.Hook{OnStart: p.start, OnStop: p.stop})
+	return nil
+}
+
+// start provisions the module and hands its Backend to the electors. On
+// failure it cleans the module up before returning.
+func (p *provisioned) start(ctx context.Context) error {
+	p.scope = &scope{secrets: p.secrets}
+	if prov, ok := p.module.(Provisioner); ok {
+		if err := p.call("provision", func() error { return prov.Provision(Context{Context: ctx, logger: p.log, scope: p.scope}) }); err != nil {
+			return errors.Join(err, p.cleanup())
+		}
+	}
+	var b fxelection.Backend
+	err := p.call("backend", func() error {
+		var err error
+		b, err = p.module.Backend()
+		if err == nil && b == nil {
+			err = errors.New("nil Backend")
+		}
+		return err
+	})
+	if err != nil {
+		return errors.Join(err, p.cleanup())
+	}
+	p.proxy.set(b)
+	return nil
+}
+
+// stop runs after every elector using the module has stopped.
+func (p *provisioned) stop(context.Context) error {
+	p.proxy.set(nil)
+	return p.cleanup()
+}
+
+// cleanup cleans up the module, then the modules it provisioned.
+func (p *provisioned) cleanup() error {
+	var err error
+	if c, ok := p.module.(CleanerUpper); ok {
+		err = p.call("cleanup", c.Cleanup)
+	}
+	if p.scope != nil {
+		if nerr := p.scope.cleanup(); nerr != nil {
+			err = errors.Join(err, pathErr(p.path, nerr))
+		}
+	}
+	return err
+}
+
+// call runs one module method, turning a panic into an error and naming the
+// module and its path in a redacted error.
+func (p *provisioned) call(op string, fn func() error) error {
+	if err := safeCall(fn); err != nil {
+		return pathErr(p.path, fmt.Errorf("%s %s: %w", p.module.ElectionModule().ID, op, redact(err, p.secrets)))
+	}
+	return nil
+}
+
+// lazyBackend is the Backend electors are built with (at fx construction,
+// before anything is provisioned); it forwards to the module's Backend once
+// the module's start hook has provisioned it. Before that, and after the
+// module stopped, every operation returns ErrNotProvisioned.
+type lazyBackend struct {
+	kind string // the module ID's last label: "memory", "redis", …
+	cur  atomic.Pointer[fxelection.Backend]
+}
+
+var (
+	_ fxelection.Backend      = (*lazyBackend)(nil)
+	_ fxelection.Notifier     = (*lazyBackend)(nil)
+	_ fxelection.NamedBackend = (*lazyBackend)(nil)
+)
+
+func (l *lazyBackend) set(b fxelection.Backend) {
+	if b == nil {
+		l.cur.Store(nil)
+		return
+	}
+	l.cur.Store(&b)
+}
+
+func (l *lazyBackend) get() (fxelection.Backend, error) {
+	if b := l.cur.Load(); b != nil {
+		return *b, nil
+	}
+	return nil, ErrNotProvisioned
+}
+
+// BackendName returns the module's name ("memory" for
+// fxelection.backends.memory): electors learn it before provisioning.
+func (l *lazyBackend) BackendName() string { return l.kind }
+
+// Acquire implements fxelection.Backend.
+func (l *lazyBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	b, err := l.get()
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	return b.Acquire(ctx, req)
+}
+
+// Renew implements fxelection.Backend.
+func (l *lazyBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	b, err := l.get()
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	return b.Renew(ctx, lease)
+}
+
+// Release implements fxelection.Backend.
+func (l *lazyBackend) Release(ctx context.Context, lease fxelection.Lease) error {
+	b, err := l.get()
+	if err != nil {
+		return err
+	}
+	return b.Release(ctx, lease)
+}
+
+// Get implements fxelection.Backend.
+func (l *lazyBackend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	b, err := l.get()
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	return b.Get(ctx, election)
+}
+
+// Subscribe implements fxelection.Notifier by forwarding to the provisioned
+// backend when it is a Notifier; otherwise wake is never called (the
+// elector keeps polling, as with any backend without push wake-up).
+func (l *lazyBackend) Subscribe(election string, wake func()) (cancel func()) {
+	b, err := l.get()
+	if err != nil {
+		return func() {}
+	}
+	if n, ok := b.(fxelection.Notifier); ok {
+		return n.Subscribe(election, wake)
+	}
+	return func() {}
+}

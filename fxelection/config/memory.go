@@ -1,0 +1,25 @@
+package config
+
+import "github.com/fxelection/fxelection/fxelection"
+
+func init() { RegisterModule(Memory{}) }
+
+// Memory is the module fxelection.backends.memory: in-process leases
+// (fxelection.MemoryBackend) for one process. It has no settings. Each use
+// in a document gets its own store, so candidates meant to compete in one
+// process must share it through a Document.Backends entry.
+type Memory struct{}
+
+var _ BackendModule = (*Memory)(nil)
+
+// ElectionModule returns the module's ModuleInfo.
+func (Memory) ElectionModule() ModuleInfo {
+	return ModuleInfo{
+		ID:  "fxelection.backends.memory",
+		Doc: "in-process leases for one process (demos, tests, single-process apps); no settings",
+		New: func() Module { return new(Memory) },
+	}
+}
+
+// Backend returns a new, empty fxelection.MemoryBackend.
+func (*Memory) Backend() (fxelection.Backend, error) { return fxelection.NewMemoryBackend(), nil }
