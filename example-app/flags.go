@@ -228,7 +228,7 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 		return o, parseProblem(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usagef("unexpected argument %s", strconv.Quote(fxelection.RedactText(fs.Arg(0))))
+		return o, usagef("unexpected argument %s", show(fs.Arg(0)))
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
