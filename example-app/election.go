@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -79,9 +78,9 @@ func runElection(ctx context.Context, o options, log *slog.Logger) error {
 	// Built outside the graph so a bad setting is reported as bad input.
 	// Backend constructors do no I/O; the store is first contacted when
 	// campaigning starts.
-	b, err := fxelection.NewBackend(ctx, o.backend, o.settings())
+	b, err := newBackend(ctx, o)
 	if err != nil {
-		return usagef("--backend %s: %v", o.backend, strings.TrimPrefix(err.Error(), fmt.Sprintf("fxelection: backend %q: ", o.backend)))
+		return err
 	}
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
@@ -113,6 +112,17 @@ func runElection(ctx context.Context, o options, log *slog.Logger) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), o.stopTimeout+time.Second)
 	defer cancel()
 	return app.Stop(stopCtx)
+}
+
+// newBackend builds the backend the flags choose. A setting the backend
+// rejects is bad input: the error names the flag that feeds it and withholds
+// secrets.
+func newBackend(ctx context.Context, o options) (fxelection.Backend, error) {
+	b, err := fxelection.NewBackend(ctx, o.backend, o.settings())
+	if err != nil {
+		return nil, usageError{o.settingProblem(err)}
+	}
+	return b, nil
 }
 
 // startWorker runs work for the app's elector between start and stop.
@@ -161,11 +171,11 @@ func leaderHandler(e *fxelection.Elector) http.Handler {
 
 // serveHTTP serves mux on addr between start and stop; an unusable address
 // fails the app's start.
-func serveHTTP(lc fx.Lifecycle, addr string, mux *http.ServeMux) {
+func serveHTTP(lc fx.Lifecycle, addr string, h http.Handler) {
 	if addr == "" {
 		return
 	}
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := newHTTPServer(h, serverTimeouts)
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,24 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// Bounds on the example's durations.
+const (
+	// minRetryPeriod mirrors the core's lower bound on Config.RetryPeriod:
+	// each retry is a store round trip, so a shorter period floods the store
+	// (1ns sent ~45,000 commands/s from one follower).
+	minRetryPeriod = 10 * time.Millisecond
+	// minWorkInterval keeps the leader's demo work (one log line each) from
+	// flooding the log.
+	minWorkInterval = 10 * time.Millisecond
+	// maxDuration bounds every duration flag: a lease longer than a record
+	// may state is rejected by every reader, and with every duration at most
+	// a year no sum or multiple the program or the core computes overflows.
+	maxDuration = fxelection.MaxRecordDuration
+	// maxRedisDB is the highest Redis database number accepted: Redis has
+	// 16 databases (0–15) unless its "databases" setting says otherwise.
+	maxRedisDB = 15
+)
 
 // options are the parsed command line.
 type options struct {
@@ -42,6 +61,99 @@ type options struct {
 	s3AccessKey, s3SecretKey, s3Region  string
 	s3Insecure                          bool
 	blobConnectionString, blobContainer string
+
+	// fromEnv maps a flag name to the environment variable that set it, for
+	// flags not given on the command line.
+	fromEnv map[string]string
+}
+
+// flagDef is one flag of the table below. A backend's flags name the
+// backend and the registry setting they feed; settings() and the required
+// checks are derived from the table, so adding a backend is adding rows.
+type flagDef struct {
+	name  string
+	usage string
+	// value parses, validates (Set fails on a bad value) and stores into an
+	// options field; its kind (durationFlag, intFlag, addrFlag, …) carries
+	// the rule.
+	value flag.Value
+	// backend is the backend whose settings the flag feeds ("" for none).
+	backend string
+	// setting is the key in that backend's fxelection.Settings.
+	setting string
+	// toSetting converts the flag's text to the setting's (nil: as is).
+	toSetting func(string) string
+	// required: the backend cannot run without it.
+	required bool
+	// secret: the value is never echoed, and it is withheld from any error
+	// a backend returns.
+	secret bool
+}
+
+// flagTable defines every flag, bound to o's fields.
+func (o *options) flagTable() []flagDef {
+	return []flagDef{
+		{name: "backend", value: choiceFlag{&o.backend, fxelection.Backends, true},
+			usage: "backend: " + strings.Join(fxelection.Backends(), "|") + " (none: run the in-process demo)"},
+		{name: "election", value: textFlag{&o.election}, usage: "election name"},
+		{name: "id", value: textFlag{&o.id}, usage: "candidate identity (default: host-pid-random)"},
+		{name: "lease", value: durationFlag{p: &o.lease}, usage: "lease duration"},
+		{name: "renew-deadline", value: durationFlag{p: &o.renewDeadline}, usage: "renew deadline (shorter than --lease)"},
+		{name: "retry", value: durationFlag{p: &o.retry, min: minRetryPeriod}, usage: "retry period"},
+		{name: "work-interval", value: durationFlag{p: &o.workInterval, min: minWorkInterval}, usage: "how often the leader does its work"},
+		{name: "stop-timeout", value: durationFlag{p: &o.stopTimeout}, usage: "bound on graceful stop"},
+		{name: "http", value: addrFlag{p: &o.httpAddr}, usage: "HTTP address host:port for /metrics, /healthz, /readyz, /leader (empty: off)"},
+		{name: "log-format", value: choiceFlag{&o.logFormat, func() []string { return []string{"text", "json"} }, false}, usage: "log format: text|json"},
+		{name: "demo-duration", value: durationFlag{p: &o.demoDuration, zeroOK: true}, usage: "stop the demo after this long (0: until Ctrl-C)"},
+
+		{name: "redis-addr", value: addrFlag{p: &o.redisAddr, list: true}, backend: "redis", setting: "addr", required: true,
+			usage: "Redis address host:port (comma-separated for Cluster)"},
+		{name: "redis-username", value: textFlag{&o.redisUser}, backend: "redis", setting: "username", usage: "Redis ACL user name"},
+		{name: "redis-password", value: textFlag{&o.redisPassword}, backend: "redis", setting: "password", secret: true, usage: "Redis password"},
+		{name: "redis-db", value: intFlag{p: &o.redisDB, min: 0, max: maxRedisDB}, backend: "redis", setting: "db",
+			usage: fmt.Sprintf("Redis database number (0–%d)", maxRedisDB)},
+		{name: "redis-tls", value: boolFlag{&o.redisTLS}, backend: "redis", setting: "tls", usage: "use TLS to Redis"},
+		{name: "postgres-dsn", value: textFlag{&o.postgresDSN}, backend: "postgres", setting: "dsn", required: true, secret: true,
+			usage: "PostgreSQL connection string"},
+		{name: "s3-endpoint", value: textFlag{&o.s3Endpoint}, backend: "s3", setting: "endpoint", required: true, usage: "S3 endpoint host:port"},
+		{name: "s3-bucket", value: textFlag{&o.s3Bucket}, backend: "s3", setting: "bucket", required: true,
+			usage: "S3 bucket holding the lease objects (must exist)"},
+		{name: "s3-access-key", value: textFlag{&o.s3AccessKey}, backend: "s3", setting: "access_key", usage: "S3 access key"},
+		{name: "s3-secret-key", value: textFlag{&o.s3SecretKey}, backend: "s3", setting: "secret_key", secret: true, usage: "S3 secret key"},
+		{name: "s3-region", value: textFlag{&o.s3Region}, backend: "s3", setting: "region", usage: "S3 region"},
+		{name: "s3-insecure", value: boolFlag{&o.s3Insecure}, backend: "s3", setting: "secure", toSetting: negate,
+			usage: "plain HTTP to S3 (e.g. a local MinIO)"},
+		{name: "blob-connection-string", value: textFlag{&o.blobConnectionString}, backend: "blob", setting: "connection_string",
+			required: true, secret: true, usage: "Azure Storage connection string"},
+		{name: "blob-container", value: textFlag{&o.blobContainer}, backend: "blob", setting: "container", required: true,
+			usage: "Azure Blob container holding the lease blobs (must exist)"},
+	}
+}
+
+// backendRules are checks specific to one backend beyond its required flags.
+var backendRules = map[string]func(o options) error{
+	"blob": func(o options) error {
+		if o.lease < 15*time.Second || o.lease > 60*time.Second {
+			return usagef("%s (%v) must be between 15s and 60s for --backend blob (Azure lease limits)", o.label("lease"), o.lease)
+		}
+		return nil
+	},
+}
+
+func negate(v string) string { return strconv.FormatBool(v != "true") }
+
+// defaults returns the options every flag starts from.
+func defaults() options {
+	return options{
+		election:      "example",
+		lease:         15 * time.Second,
+		renewDeadline: 10 * time.Second,
+		retry:         2 * time.Second,
+		workInterval:  time.Second,
+		stopTimeout:   10 * time.Second,
+		httpAddr:      "127.0.0.1:8080",
+		logFormat:     "text",
+	}
 }
 
 // demo reports whether to run the in-process demo: no backend chosen.
@@ -52,69 +164,84 @@ func envName(name string) string {
 	return "FXELECTION_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-func newFlagSet(o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet("example-app", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.backend, "backend", "", "backend: "+strings.Join(fxelection.Backends(), "|")+" (none: run the in-process demo)")
-	fs.StringVar(&o.election, "election", "example", "election name")
-	fs.StringVar(&o.id, "id", "", "candidate identity (default: host-pid-random)")
-	fs.DurationVar(&o.lease, "lease", 15*time.Second, "lease duration")
-	fs.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "renew deadline (shorter than --lease)")
-	fs.DurationVar(&o.retry, "retry", 2*time.Second, "retry period")
-	fs.DurationVar(&o.workInterval, "work-interval", time.Second, "how often the leader does its work")
-	fs.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "bound on graceful stop")
-	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "HTTP address for /metrics, /healthz, /readyz, /leader (empty: off)")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text|json")
-	fs.DurationVar(&o.demoDuration, "demo-duration", 0, "stop the demo after this long (0: until Ctrl-C)")
-	fs.StringVar(&o.redisAddr, "redis-addr", "", "Redis address host:port")
-	fs.StringVar(&o.redisUser, "redis-username", "", "Redis ACL user name")
-	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
-	fs.IntVar(&o.redisDB, "redis-db", 0, "Redis database number")
-	fs.BoolVar(&o.redisTLS, "redis-tls", false, "use TLS to Redis")
-	fs.StringVar(&o.postgresDSN, "postgres-dsn", "", "PostgreSQL connection string")
-	fs.StringVar(&o.s3Endpoint, "s3-endpoint", "", "S3 endpoint host:port")
-	fs.StringVar(&o.s3Bucket, "s3-bucket", "", "S3 bucket holding the lease objects (must exist)")
-	fs.StringVar(&o.s3AccessKey, "s3-access-key", "", "S3 access key")
-	fs.StringVar(&o.s3SecretKey, "s3-secret-key", "", "S3 secret key")
-	fs.StringVar(&o.s3Region, "s3-region", "", "S3 region")
-	fs.BoolVar(&o.s3Insecure, "s3-insecure", false, "plain HTTP to S3 (e.g. a local MinIO)")
-	fs.StringVar(&o.blobConnectionString, "blob-connection-string", "", "Azure Storage connection string")
-	fs.StringVar(&o.blobContainer, "blob-container", "", "Azure Blob container holding the lease blobs (must exist)")
-	return fs
+// label names flag name in messages, with the environment variable that
+// set it if it did.
+func (o options) label(name string) string {
+	if env := o.fromEnv[name]; env != "" {
+		return "--" + name + " from " + env
+	}
+	return "--" + name
+}
+
+// recorder wraps a flag's value so that a failed Set is reported with our
+// message (naming the flag with two dashes, echoing only what is safe)
+// instead of the flag package's.
+type recorder struct {
+	flag.Value
+	name string
+	fail *setFailure
+}
+
+type setFailure struct {
+	name string
+	err  error
+}
+
+func (r recorder) Set(s string) error {
+	err := r.Value.Set(s)
+	if err != nil && r.fail.err == nil {
+		*r.fail = setFailure{r.name, err}
+	}
+	return err
+}
+
+// IsBoolFlag tells the flag package that a bool flag needs no argument.
+func (r recorder) IsBoolFlag() bool {
+	b, ok := r.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // parseArgs parses args (without the program name), with FXELECTION_*
 // environment variables as defaults for flags not given.
 func parseArgs(args []string, getenv func(string) string) (options, error) {
-	var o options
+	o := defaults()
+	o.fromEnv = map[string]string{}
 	if len(args) > 0 && args[0] == "status" {
 		o.status = true
 		args = args[1:]
 	}
-	fs := newFlagSet(&o)
+	fs := flag.NewFlagSet("example-app", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var fail setFailure
+	table := o.flagTable()
+	for _, d := range table {
+		fs.Var(recorder{d.value, d.name, &fail}, d.name, d.usage)
+	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		switch {
+		case errors.Is(err, flag.ErrHelp):
 			return o, err
+		case fail.err != nil:
+			return o, valueProblem(o.label(fail.name), fail.err)
 		}
-		return o, usageError{strings.Replace(err.Error(), "flag -", "flag --", 1)}
+		return o, parseProblem(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usagef("unexpected argument %q", fs.Arg(0))
+		return o, usagef("unexpected argument %s", show(fs.Arg(0)))
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		v := getenv(envName(f.Name))
-		if given[f.Name] || v == "" || envErr != nil {
-			return
+	for _, d := range table {
+		env := envName(d.name)
+		v := getenv(env)
+		if given[d.name] || v == "" {
+			continue
 		}
-		if err := fs.Set(f.Name, v); err != nil {
-			envErr = usagef("invalid value %q for %s (--%s): %v", v, envName(f.Name), f.Name, err)
+		o.fromEnv[d.name] = env
+		if err := d.value.Set(v); err != nil {
+			return o, valueProblem(o.label(d.name), err)
 		}
-	})
-	if envErr != nil {
-		return o, envErr
 	}
 	if o.id == "" {
 		o.id = fxelection.DefaultIdentity()
@@ -122,66 +249,153 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 	return o, o.validate()
 }
 
+// parseProblem rewrites the flag package's own errors (unknown flag,
+// missing value) to name flags with two dashes.
+func parseProblem(err error) error {
+	msg := err.Error()
+	for _, p := range []struct{ prefix, format string }{
+		{"flag provided but not defined: -", "unknown flag --%s"},
+		{"flag needs an argument: -", "--%s needs a value"},
+	} {
+		if name, ok := strings.CutPrefix(msg, p.prefix); ok {
+			return usagef(p.format, oneLine(fxelection.RedactText(name)))
+		}
+	}
+	return usageError{oneLine(fxelection.RedactText(msg))}
+}
+
 func (o options) validate() error {
-	switch o.logFormat {
-	case "text", "json":
-	default:
-		return usagef("--log-format: %q is not text or json", o.logFormat)
-	}
-	if o.workInterval <= 0 {
-		return usagef("--work-interval (%v) must be positive", o.workInterval)
-	}
-	if o.stopTimeout <= 0 {
-		return usagef("--stop-timeout (%v) must be positive", o.stopTimeout)
-	}
-	if o.demo() {
-		return nil
-	}
-	if o.backend == "" {
+	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
 	}
-	if _, ok := fxelection.LookupBackend(o.backend); !ok {
-		return usagef("--backend: unknown backend %q (registered: %s)", o.backend, strings.Join(fxelection.Backends(), ", "))
-	}
-	switch o.backend {
-	case "redis":
-		if o.redisAddr == "" {
-			return usagef("--redis-addr is required for --backend redis")
-		}
-	case "postgres":
-		if o.postgresDSN == "" {
-			return usagef("--postgres-dsn is required for --backend postgres")
-		}
-	case "blob":
-		if o.blobConnectionString == "" {
-			return usagef("--blob-connection-string is required for --backend blob")
-		}
-		if o.blobContainer == "" {
-			return usagef("--blob-container is required for --backend blob")
-		}
-		if o.lease < 15*time.Second || o.lease > 60*time.Second {
-			return usagef("--lease (%v) must be between 15s and 60s for --backend blob (Azure lease limits)", o.lease)
-		}
-	case "s3":
-		if o.s3Endpoint == "" {
-			return usagef("--s3-endpoint is required for --backend s3")
-		}
-		if o.s3Bucket == "" {
-			return usagef("--s3-bucket is required for --backend s3")
+	for _, d := range o.flagTable() {
+		if d.backend == o.backend && d.required && d.value.String() == "" {
+			return usagef("--%s is required for --backend %s", d.name, o.backend)
 		}
 	}
+	if rule := backendRules[o.backend]; rule != nil {
+		if err := rule(o); err != nil {
+			return err
+		}
+	}
+	// The core's rules (names, the ordering of the durations), in every
+	// mode: the demo validates its flags too.
 	if err := o.config().Validate(); err != nil {
-		return usageError{flagNames().Replace(strings.TrimPrefix(err.Error(), "fxelection: "))}
+		return usageError{o.coreProblem(err)}
 	}
 	return nil
 }
 
-// flagNames turns Config field names in validation errors into flag names.
-func flagNames() *strings.Replacer {
-	return strings.NewReplacer(
-		"Name", "--election", "Identity", "--id", "LeaseDuration", "--lease",
-		"RenewDeadline", "--renew-deadline", "RetryPeriod", "--retry", "StopTimeout", "--stop-timeout",
-	)
+// configFlags maps the Config fields the flags set to the flags.
+var configFlags = map[string]string{
+	"Name": "election", "Identity": "id", "Metadata": "http", "LeaseDuration": "lease",
+	"RenewDeadline": "renew-deadline", "RetryPeriod": "retry", "MaxBackoff": "retry", "StopTimeout": "stop-timeout",
+}
+
+// coreProblem turns a Config validation error into flag terms: a word that
+// is exactly a Config field name becomes the flag's label; quoted values
+// (the core quotes every text it echoes) are copied untouched, so a user's
+// value is never rewritten.
+func (o options) coreProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "fxelection: ")
+	return oneLine(mapTokens(msg, func(word string) (string, bool) {
+		if name, ok := configFlags[word]; ok {
+			return o.label(name), true
+		}
+		return "", false
+	}, nil))
+}
+
+// settingProblem turns a backend constructor's error into flag terms:
+// `setting "addr"` becomes the flag that feeds the setting (--redis-addr).
+// Secrets given on flags are withheld, and URL passwords and key=value
+// secrets are redacted, whatever the backend put in its message.
+func (o options) settingProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("fxelection: backend %q: ", o.backend))
+	mapped := false
+	msg = mapTokens(msg, nil, func(quoted string) (string, bool) {
+		key, err := strconv.Unquote(quoted)
+		if err != nil {
+			return "", false
+		}
+		for _, d := range o.flagTable() {
+			if d.backend == o.backend && d.setting == key {
+				mapped = true
+				return o.label(d.name), true
+			}
+		}
+		return "", false
+	})
+	if !mapped {
+		msg = "--backend " + o.backend + ": " + msg
+	}
+	red := fxelection.RedactText(msg, o.secrets()...)
+	if !strings.Contains(red, "--") { // withheld entirely: still name the flag
+		red = "--backend " + o.backend + ": " + red
+	}
+	return oneLine(red)
+}
+
+// secrets are the values of the secret flags, withheld from every error.
+func (o options) secrets() []string {
+	var s []string
+	for _, d := range o.flagTable() {
+		if d.secret {
+			s = append(s, d.value.String())
+		}
+	}
+	return s
+}
+
+// mapTokens walks msg as words, quoted strings and other bytes. A word for
+// which word returns true is replaced; a quoted string right after the word
+// "setting " for which setting returns true replaces both. Nothing inside a
+// quoted string is ever changed.
+func mapTokens(msg string, word func(string) (string, bool), setting func(string) (string, bool)) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		c := msg[i]
+		switch {
+		case c == '"' || c == '`':
+			q, err := strconv.QuotedPrefix(msg[i:])
+			if err != nil { // unbalanced: copy the rest as is
+				b.WriteString(msg[i:])
+				return b.String()
+			}
+			i += len(q)
+			b.WriteString(q)
+		case isWordByte(c):
+			j := i
+			for j < len(msg) && isWordByte(msg[j]) {
+				j++
+			}
+			w := msg[i:j]
+			i = j
+			if setting != nil && w == "setting" && strings.HasPrefix(msg[i:], ` "`) {
+				if q, err := strconv.QuotedPrefix(msg[i+1:]); err == nil {
+					if l, ok := setting(q); ok {
+						b.WriteString(l)
+						i += 1 + len(q)
+						continue
+					}
+				}
+			}
+			if word != nil {
+				if l, ok := word(w); ok {
+					w = l
+				}
+			}
+			b.WriteString(w)
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // config is the elector configuration the flags describe.
@@ -198,32 +412,35 @@ func (o options) config() fxelection.Config {
 	}
 }
 
-// settings are the registry settings for the chosen backend. They hold
-// secrets: never log them.
+// settings are the registry settings for the chosen backend, from the
+// flags that name it. They hold secrets: never log them.
 func (o options) settings() fxelection.Settings {
-	switch o.backend {
-	case "redis":
-		return fxelection.Settings{
-			"addr": o.redisAddr, "username": o.redisUser, "password": o.redisPassword,
-			"db": fmt.Sprint(o.redisDB), "tls": fmt.Sprint(o.redisTLS),
+	s := fxelection.Settings{}
+	for _, d := range o.flagTable() {
+		if d.backend != o.backend || d.setting == "" {
+			continue
 		}
-	case "postgres":
-		return fxelection.Settings{"dsn": o.postgresDSN}
-	case "blob":
-		return fxelection.Settings{"connection_string": o.blobConnectionString, "container": o.blobContainer}
-	case "s3":
-		return fxelection.Settings{
-			"endpoint": o.s3Endpoint, "bucket": o.s3Bucket, "access_key": o.s3AccessKey,
-			"secret_key": o.s3SecretKey, "region": o.s3Region, "secure": fmt.Sprint(!o.s3Insecure),
+		v := d.value.String()
+		if d.toSetting != nil {
+			v = d.toSetting(v)
 		}
+		s[d.setting] = v
 	}
-	return fxelection.Settings{}
+	return s
 }
 
 func printUsage(w io.Writer) {
-	var o options
-	fs := newFlagSet(&o)
-	fs.SetOutput(w)
+	o := defaults()
 	fmt.Fprintf(w, "usage: example-app [status] [flags]\n\nWith no --backend, runs a three-candidate demo on the in-memory backend.\nEvery flag can also be set with FXELECTION_<FLAG> (e.g. FXELECTION_REDIS_ADDR).\n\n")
-	fs.PrintDefaults()
+	for _, d := range o.flagTable() {
+		kind := ""
+		if k, ok := d.value.(interface{ kind() string }); ok {
+			kind = " " + k.kind()
+		}
+		def := ""
+		if v := d.value.String(); v != "" && v != "0" && v != "0s" && v != "false" && !d.secret {
+			def = " (default " + v + ")"
+		}
+		fmt.Fprintf(w, "  --%s%s\n    \t%s%s [%s]\n", d.name, kind, d.usage, def, envName(d.name))
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/fxelection/fxelection/fxelection"
 	// Backends register themselves by name from init.
 	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/postgres"
@@ -62,7 +63,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "example-app:", err)
+		// Whatever a backend or fx said: secrets withheld, one line.
+		fmt.Fprintln(stderr, "example-app:", oneLine(fxelection.RedactText(err.Error(), o.secrets()...)))
 		return 1
 	}
 	return 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -29,7 +30,41 @@ func observability() fx.Option {
 			mux.Handle("/healthz", h.Liveness)
 			mux.Handle("/readyz", h.Readiness)
 			mux.Handle("/leader", leaderHandler(e))
-			serveHTTP(lc, o.httpAddr, mux)
+			serveHTTP(lc, o.httpAddr, getOnly(mux))
 		}),
 	)
+}
+
+// getOnly answers 405 Method Not Allowed, with an Allow header, to every
+// method but GET and HEAD: the endpoints only report.
+func getOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// httpTimeouts bound what one client can hold of the server.
+type httpTimeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// serverTimeouts are the example's: a request is a few hundred bytes, and
+// /metrics renders in well under a second.
+var serverTimeouts = httpTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: 60 * time.Second}
+
+// newHTTPServer is the example's server for h, with every timeout set so a
+// slow or idle client cannot hold a connection forever.
+func newHTTPServer(h http.Handler, t httpTimeouts) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.readHeader,
+		ReadTimeout:       t.read,
+		WriteTimeout:      t.write,
+		IdleTimeout:       t.idle,
+	}
 }

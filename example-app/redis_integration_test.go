@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -214,5 +217,56 @@ func TestThreeProcessesOnRedis(t *testing.T) {
 	out, err = exec.Command(binary, "status", "--backend", "redis", "--redis-addr", srv.Addr(), "--election", "nobody").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `election "nobody" has no leader`) {
 		t.Fatalf("status of an empty election: %v\n%s", err, out)
+	}
+}
+
+// TestStatusEscapesHostileRecord writes lease records with escape
+// sequences and forged lines in the holder and the metadata straight into
+// Redis, then runs "status": nothing raw reaches the terminal, whether the
+// backend rejects the record (exit 1, invalid record) or passes it on
+// (status escapes it).
+func TestStatusEscapesHostileRecord(t *testing.T) {
+	srv := testserver.NewRedis(t, testserver.RedisOptions{})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer client.Close()
+	record := func(holder, metadata string) string {
+		return fmt.Sprintf("fxe1|5|%d|%s|60000|0|%s", len(holder), holder, metadata)
+	}
+	for name, rec := range map[string]string{
+		"holder":   record("evil\x1b[2J\nleader:   forged\r", `{"http":"x"}`),
+		"metadata": record("node-1", `{"http":"x\nmetadata: admin=yes","k\u001b]0;title\u0007":"\u001b[31mred"}`),
+		"utf8":     record("\xff\xfe\xfd", `{}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			if err := client.Set(ctx, "fxelection:{hostile-"+name+"}:lease", rec, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.CommandContext(ctx, binary, "status", "--backend", "redis", "--redis-addr", srv.Addr(), "--election", "hostile-"+name)
+			out, err := cmd.CombinedOutput()
+			s := string(out)
+			t.Logf("status: %v\n%s", err, s)
+			if strings.ContainsAny(s, "\x1b\r\a") || strings.Contains(s, "\xff") {
+				t.Fatalf("raw control bytes reached the terminal: %q", s)
+			}
+			for _, forged := range []string{"\nleader:   forged", "\nmetadata: admin=yes"} {
+				if strings.Contains(s, forged) {
+					t.Fatalf("forged line in %q", s)
+				}
+			}
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+				if !strings.Contains(s, "leader:   ") || !strings.Contains(s, "term:     5") {
+					t.Fatalf("status output %q", s)
+				}
+			case errors.As(err, &ee) && ee.ExitCode() == 1:
+				if !strings.Contains(s, "invalid") || strings.Count(s, "\n") != 1 {
+					t.Fatalf("status failed with %q, want one line about an invalid record", s)
+				}
+			default:
+				t.Fatalf("status: %v", err)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -13,7 +15,7 @@ import (
 
 // runStatus prints the election's current leader from the store.
 func runStatus(ctx context.Context, o options, w io.Writer) error {
-	b, err := fxelection.NewBackend(ctx, o.backend, o.settings())
+	b, err := newBackend(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -24,15 +26,24 @@ func runStatus(ctx context.Context, o options, w io.Writer) error {
 	defer cancel()
 	l, err := b.Get(ctx, o.election)
 	if errors.Is(err, fxelection.ErrNoLease) {
-		fmt.Fprintf(w, "election %q has no leader\n", o.election)
+		fmt.Fprintf(w, "election %s has no leader\n", strconv.Quote(o.election))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	fmt.Fprintf(w, "election: %s\nleader:   %s\nterm:     %d\n", o.election, l.Holder, l.Term)
+	printLease(w, o.election, l, time.Now())
+	return nil
+}
+
+// printLease writes l for a terminal. Everything the store controls
+// (holder, metadata keys and values) and the election name pass through
+// escape, so escape sequences and forged lines cannot reach the terminal,
+// whatever a backend let through.
+func printLease(w io.Writer, election string, l fxelection.Lease, now time.Time) {
+	fmt.Fprintf(w, "election: %s\nleader:   %s\nterm:     %d\n", escape(election), escape(l.Holder), l.Term)
 	if !l.ExpiresAt.IsZero() {
-		fmt.Fprintf(w, "expires:  %s (in %v, by the store's clock)\n", l.ExpiresAt.Format(time.RFC3339Nano), time.Until(l.ExpiresAt).Round(time.Millisecond))
+		fmt.Fprintf(w, "expires:  %s (in %v, by the store's clock)\n", l.ExpiresAt.Format(time.RFC3339Nano), l.ExpiresAt.Sub(now).Round(time.Millisecond))
 	}
 	keys := make([]string, 0, len(l.Metadata))
 	for k := range l.Metadata {
@@ -40,7 +51,10 @@ func runStatus(ctx context.Context, o options, w io.Writer) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "metadata: %s=%s\n", k, l.Metadata[k])
+		key := escape(k)
+		if key == k && strings.Contains(k, "=") { // "a=b"="c" must not read as a=b=c
+			key = strconv.Quote(k)
+		}
+		fmt.Fprintf(w, "metadata: %s=%s\n", key, escape(l.Metadata[k]))
 	}
-	return nil
 }
