@@ -98,8 +98,9 @@
 // escapes, within the size limits). So nothing a foreign writer puts in
 // Redis reaches an elector, its metrics or a terminal unchecked. The one
 // exception to "never taken over" is a damaged record that names the
-// caller's own identity and a valid term: Acquire treats it as the caller's
-// lease and rewrites it. Renew reports fxelection.ErrLeaseLost (and
+// caller's own identity, a valid term and acquisition time and a duration
+// of digits: Acquire treats it as the caller's lease and rewrites its
+// duration and metadata. Renew reports fxelection.ErrLeaseLost (and
 // ErrInvalidRecord for a value of another type): the lease is no longer
 // ours. Release leaves such a key alone. A term counter that is not a
 // canonical integer in [0, MaxTerm] makes Acquire fail with

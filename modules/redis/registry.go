@@ -161,7 +161,7 @@ var (
 func (o *ownedBackend) Close() error {
 	o.shutdown()
 	if err := o.client.Close(); err != nil {
-		return fmt.Errorf("close redis client: %w", err)
+		return o.redact(fmt.Errorf("close redis client: %w", err))
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ if v then
     return {0, v, redis.call('PTTL', KEYS[1]), now}
   end
   local at = string.match(v, '^%d+|(%d+)|', #head + 1)
-  if not at or not canon(term, false) then return {-1, 'the lease key holds a value that is not a lease record'} end
+  if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
   redis.call('SET', KEYS[1], head .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
   return {1, term, at, now}
 end
