@@ -29,13 +29,28 @@ func putGarbage(t *testing.T, dsn string, opts pglease.Options) func(*testing.T,
 	}
 }
 
+// deleteRecord deletes the election's row behind the backends' backs, as
+// an operator cleaning the table would.
+func deleteRecord(dsn string, opts pglease.Options) func(*testing.T, string) {
+	return func(t *testing.T, election string) {
+		b, _ := newBackend(t, dsn, "delete", opts)
+		tag, err := admin(t, dsn).Exec(ctxT(t), `DELETE FROM `+b.Table()+` WHERE name = $1`, election)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tag.RowsAffected() != 1 {
+			t.Fatalf("DELETE removed %d rows, want 1", tag.RowsAffected())
+		}
+	}
+}
+
 func TestConformance(t *testing.T) {
 	d := dsn(t)
 	opts := pglease.Options{}
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts)})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts)})
 }
 
 // TestConformanceSchemaNoPush runs the suite on a table in its own schema
@@ -49,5 +64,5 @@ func TestConformanceSchemaNoPush(t *testing.T) {
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf-nopush", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts)})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts)})
 }

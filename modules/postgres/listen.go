@@ -25,10 +25,11 @@ type pusher struct {
 	channel string // raw, as pg_notify sees it
 	listen  string // LISTEN statement with the quoted channel
 	log     *slog.Logger
+	redact  func(error) error
 	hub     *fxelection.WakeHub // nil with DisablePush
 }
 
-func newPusher(db DB, opts Options) *pusher {
+func newPusher(db DB, opts Options, redact func(error) error) *pusher {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -38,6 +39,7 @@ func newPusher(db DB, opts Options) *pusher {
 		channel: opts.Channel,
 		listen:  "LISTEN " + pgx.Identifier{opts.Channel}.Sanitize(),
 		log:     log.With("channel", opts.Channel),
+		redact:  redact,
 	}
 	if !opts.DisablePush {
 		p.hub = fxelection.NewWakeHub(p.loop)
@@ -83,7 +85,7 @@ func (p *pusher) loop(ctx context.Context, hub *fxelection.WakeHub) {
 		}
 		failures++
 		wait := fxelection.Backoff(failures, listenBackoffMin, listenBackoffMax)
-		p.log.Warn("fxelection postgres listener down; followers poll until it is back", "error", err, "retry_in", wait)
+		p.log.Warn("fxelection postgres listener down; followers poll until it is back", "error", p.redact(err), "retry_in", wait)
 		if !fxelection.SleepContext(ctx, wait) {
 			return
 		}

@@ -16,6 +16,44 @@
 // row is kept with holder NULL, so the term survives release, restarts and
 // fail-overs of the database like any committed row.
 //
+// Terms are clock-seeded, as the Redis backend's: a new lease's term is the
+// larger of the row's term plus one and the database server's clock in
+// microseconds since the Unix epoch (clock_timestamp()), so terms look like
+// 1764512345678901. This keeps them rising when the row is deleted out of
+// band (an operator's DELETE or TRUNCATE, a dropped and re-created table):
+// the next term is the clock, which is past every term handed out before.
+// A sequence was the alternative; it was not chosen because it is one more
+// object that the same cleanup can drop or reset (DROP TABLE … CASCADE,
+// TRUNCATE … RESTART IDENTITY, a schema restored without it), it is shared
+// by all elections of the table, and it needs CREATE privileges on its
+// own; the clock needs nothing that can be deleted. What can still make a
+// term repeat or go backwards: the row is deleted (or the database
+// restored from an older backup) AND the server's clock then reads earlier
+// than the last term handed out (a clock stepped back, or a fail-over to a
+// server whose clock lags, by more than the time since); or a DELETE
+// commits in the microseconds between a racing Acquire's reading of the
+// clock and its insert of the new row. Terms stop at fxelection.MaxTerm
+// (the largest bigint): Acquire then refuses a new lease with an error
+// matching fxelection.ErrTermExhausted instead of overflowing, while the
+// holder at MaxTerm keeps renewing.
+//
+// Rows are hostile input: every row read is validated with
+// fxelection.CheckLease and fxelection.DurationFromMillis (a printable UTF-8
+// holder without control characters, metadata that is a JSON object of
+// printable UTF-8 strings within the size limit, a term in [1, MaxTerm], a
+// duration in (0, MaxRecordDuration], a finite expiry). A row that fails
+// gives an error matching fxelection.ErrInvalidRecord that quotes no stored
+// text, and a live one is never taken over before it expires by the
+// server's clock, except by the identity it names (the caller's own row,
+// which Acquire rewrites) when its term is positive.
+//
+// Secrets: every error a Backend returns (and its listener logs) passes
+// through fxelection.RedactError with the pool's password, as pgx resolved
+// it (from the connection string, PGPASSWORD or a passfile) when db is a
+// *pgxpool.Pool; the registry entry adds the DSN's password in every
+// spelling libpq accepts (spaces or tabs around "=", quotes, escapes, URL
+// user info or query) and redacts its own errors the same way.
+//
 // No session state: unlike a session advisory lock, leadership is not tied
 // to a connection. The backend works through PgBouncer in transaction
 // pooling mode and survives pool connection recycling (MaxConnLifetime),
@@ -32,8 +70,10 @@
 // electors poll every RetryPeriod as usual.
 //
 // The table (see CreateTableStatement) is created on first use unless
-// Options.SkipCreateTable is set; creation is idempotent and safe when many
-// instances start at once.
+// Options.SkipCreateTable is set: once per Backend, however many electors
+// share it and start at once (they wait for the one creation), and again
+// only after an operation found the table missing. Creation is idempotent
+// and safe when many processes start at once.
 package pglease
 
 import (
@@ -46,6 +86,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -193,6 +234,8 @@ type Backend struct {
 	ensuring chan struct{} // a lock that honours contexts
 
 	push *pusher
+
+	secrets []string // passwords of the pool's configuration, redacted from every error
 }
 
 type statements struct {
@@ -222,10 +265,41 @@ func New(db DB, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{db: db, opts: opts, table: opts.qualifiedTable(), ensuring: make(chan struct{}, 1)}
+	if p, ok := db.(*pgxpool.Pool); ok {
+		b.secrets = configSecrets(p.Config().ConnConfig.Config)
+	}
 	b.sql = buildStatements(b.table)
-	b.push = newPusher(db, opts)
+	b.push = newPusher(db, opts, b.redact)
 	return b, nil
 }
+
+// configSecrets returns the password of a parsed connection configuration
+// (from the connection string, PGPASSWORD or a passfile, as pgx resolved it).
+func configSecrets(cfg pgconn.Config) []string {
+	if cfg.Password == "" {
+		return nil
+	}
+	return []string{cfg.Password}
+}
+
+// redact passes an error leaving the backend through fxelection.RedactError
+// with the configuration's passwords: whatever pgx or the server put in a
+// message, no password leaves. errors.Is and errors.As for HeldError keep
+// working.
+func (b *Backend) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fxelection.RedactError(err, b.secrets...)
+}
+
+// clockTermSQL is the server's clock in microseconds since the Unix epoch,
+// taken when the statement computes the new row; maxTermSQL is
+// fxelection.MaxTerm, the largest bigint.
+const (
+	clockTermSQL = `floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
+	maxTermSQL   = `9223372036854775807`
+)
 
 func buildStatements(table string) statements {
 	// The advisory lock serialises creators across processes: a plain
@@ -244,20 +318,24 @@ $fxelection$`
 
 	// One statement: take the lease if the row is missing, released, expired
 	// by the server's clock, or ours; otherwise return the row as the
-	// statement's snapshot saw it (won = false). The term grows whenever a
-	// lease starts anew.
+	// statement's snapshot saw it (won = false). A lease that starts anew
+	// gets the larger of the row's term plus one and the server's clock in
+	// microseconds (the new row's term), so terms keep rising when the row
+	// is deleted. A row at the largest bigint is not taken (Acquire then
+	// reports ErrTermExhausted) rather than overflow.
 	acquire := `WITH up AS (
 	INSERT INTO ` + table + ` AS l (name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at)
-	VALUES ($1, $2, $3::text::jsonb, 1, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond')
+	VALUES ($1, $2, $3::text::jsonb, ` + clockTermSQL + `, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond')
 	ON CONFLICT (name) DO UPDATE SET
 		holder      = excluded.holder,
 		metadata    = excluded.metadata,
 		duration_ms = excluded.duration_ms,
 		renewed_at  = excluded.renewed_at,
 		expires_at  = excluded.expires_at,
-		term        = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.term ELSE greatest(l.term, 0) + 1 END,
+		term        = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.term ELSE greatest(l.term + 1, excluded.term) END,
 		acquired_at = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.acquired_at ELSE excluded.acquired_at END
-	WHERE l.holder IS NULL OR l.expires_at <= now() OR (l.holder = excluded.holder AND l.term > 0)
+	WHERE (l.holder = excluded.holder AND l.expires_at > now() AND l.term > 0)
+		OR ((l.holder IS NULL OR l.expires_at <= now()) AND coalesce(l.term, 0) < ` + maxTermSQL + `)
 	RETURNING l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at
 )
 SELECT true, holder, metadata, term, duration_ms, acquired_at, expires_at, true FROM up
@@ -298,12 +376,22 @@ func (b *Backend) Table() string { return b.table }
 // missing privilege or an unreachable database early. It runs even with
 // SkipCreateTable set.
 func (b *Backend) CreateTable(ctx context.Context) error {
+	return b.redact(b.createTable(ctx, false))
+}
+
+// createTable runs the create statement under the Backend's lock; once
+// skips it when the table was ensured meanwhile (by whoever held the lock
+// before), so electors that start together create it once.
+func (b *Backend) createTable(ctx context.Context, once bool) error {
 	select {
 	case b.ensuring <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("create table %s: %w", b.table, ctx.Err())
 	}
 	defer func() { <-b.ensuring }()
+	if once && b.ensured.Load() {
+		return nil
+	}
 	if _, err := b.db.Exec(ctx, b.sql.ensure); err != nil {
 		return fmt.Errorf("create table %s: %w", b.table, err)
 	}
@@ -311,12 +399,14 @@ func (b *Backend) CreateTable(ctx context.Context) error {
 	return nil
 }
 
-// ensureTable creates the table once per Backend, unless told not to.
+// ensureTable creates the table once per Backend (again after an operation
+// found it missing), unless told not to. Concurrent first operations wait
+// for one creation and do not repeat it.
 func (b *Backend) ensureTable(ctx context.Context) error {
 	if b.opts.SkipCreateTable || b.ensured.Load() {
 		return nil
 	}
-	return b.CreateTable(ctx)
+	return b.createTable(ctx, true)
 }
 
 // storeErr wraps a store failure for op. A missing table (dropped, or not
@@ -351,7 +441,11 @@ func (r *row) dest() []any {
 // held reports whether the row is a lease somebody holds now.
 func (r *row) held() bool { return r.holder != nil && r.live }
 
-// lease decodes r; anything off gives an error matching ErrInvalidRecord.
+// lease decodes r and validates every field with fxelection.CheckLease and
+// fxelection.DurationFromMillis: a printable UTF-8 holder, metadata that is
+// a JSON object of printable UTF-8 strings, a term in [1, MaxTerm], a
+// duration in (0, MaxRecordDuration], a finite expiry. Anything off gives
+// an error matching ErrInvalidRecord that quotes no stored text.
 func (r *row) lease(election string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
 		return fxelection.Lease{}, fmt.Errorf("%w: election %q: %s", fxelection.ErrInvalidRecord, election, what)
@@ -361,32 +455,53 @@ func (r *row) lease(election string) (fxelection.Lease, error) {
 		return bad("empty holder")
 	case r.term == nil || *r.term <= 0:
 		return bad("term not positive")
-	case r.durationMS == nil || *r.durationMS <= 0:
-		return bad("duration_ms not positive")
+	case r.durationMS == nil:
+		return bad("duration_ms is NULL")
 	case !r.expiresAt.Valid || r.expiresAt.InfinityModifier != pgtype.Finite:
 		return bad("expires_at not a finite time")
 	case r.metadata == nil:
 		return bad("metadata is NULL")
 	}
-	var md map[string]string
-	if s := strings.TrimSpace(*r.metadata); !strings.HasPrefix(s, "{") {
-		return bad("metadata is not a JSON object")
+	dur, err := fxelection.DurationFromMillis(*r.durationMS)
+	if err != nil {
+		return bad("duration_ms out of range")
 	}
-	if err := json.Unmarshal([]byte(*r.metadata), &md); err != nil {
-		return bad("metadata is not an object of strings: " + err.Error())
+	md, err := decodeMetadata(*r.metadata)
+	if err != nil {
+		return bad(err.Error())
 	}
 	l := fxelection.Lease{
-		Election:  election,
 		Holder:    *r.holder,
 		Metadata:  md,
 		Term:      uint64(*r.term),
-		Duration:  time.Duration(*r.durationMS) * time.Millisecond,
+		Duration:  dur,
 		ExpiresAt: r.expiresAt.Time,
 	}
+	if err := fxelection.CheckLease(l); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("election %q: %w", election, err)
+	}
+	l.Election = election // the row's key, chosen by the caller
 	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {
 		l.AcquiredAt = r.acquiredAt.Time
 	}
 	return l, nil
+}
+
+// decodeMetadata decodes the metadata column's text: a JSON object of
+// strings, in valid UTF-8 (encoding/json would silently turn bad bytes into
+// U+FFFD). CheckLease then checks the strings themselves.
+func decodeMetadata(s string) (map[string]string, error) {
+	if !utf8.ValidString(s) {
+		return nil, errors.New("metadata is not UTF-8")
+	}
+	if t := strings.TrimSpace(s); !strings.HasPrefix(t, "{") {
+		return nil, errors.New("metadata is not a JSON object")
+	}
+	var md map[string]string
+	if err := json.Unmarshal([]byte(s), &md); err != nil {
+		return nil, errors.New("metadata is not a JSON object of strings")
+	}
+	return md, nil
 }
 
 // durationMS returns d in whole milliseconds, rounded up, at least 1.
@@ -403,21 +518,29 @@ const maxAcquireAttempts = 3
 // UPDATE statement: it takes the lease if the row is missing, released,
 // expired by the server's now(), or held by req.Identity. The term stays
 // the same only when req.Identity re-acquires its own unexpired lease;
-// otherwise it becomes one more than the row's. Concurrent candidates are
+// otherwise it becomes the larger of one more than the row's and the
+// server's clock in microseconds (see the package documentation), or, at
+// fxelection.MaxTerm, Acquire fails with an error matching
+// fxelection.ErrTermExhausted. Concurrent candidates are
 // serialised by the row lock, so exactly one of them wins. Held by someone
 // else: a *fxelection.HeldError with the holder; a row it cannot decode: an
 // error matching fxelection.ErrInvalidRecord (the row is never taken over
 // before it expires, except by the identity it names, and then only if its
 // term is positive: that row is the caller's own, and Acquire rewrites it).
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.acquire(ctx, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	if req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
 	}
-	if req.Duration <= 0 {
-		return fxelection.Lease{}, errors.New("acquire lease: non-positive duration")
+	if req.Duration <= 0 || req.Duration > fxelection.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, fxelection.MaxRecordDuration)
 	}
 	md := req.Metadata
 	if md == nil {
@@ -460,6 +583,9 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 				return fxelection.Lease{}, b.storeErr("acquire lease", err)
 			}
 		}
+		if found && !r.held() && r.term != nil && *r.term >= fxelection.MaxTerm {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, fxelection.ErrTermExhausted)
+		}
 		if !found || !r.held() {
 			continue // freed meanwhile: try again
 		}
@@ -496,14 +622,19 @@ func (b *Backend) read(ctx context.Context, election string) (row, bool, error) 
 // caller's, so it is extended even if a foreign writer damaged its other
 // columns.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	l, err := b.renew(ctx, lease)
+	return l, b.redact(err)
+}
+
+func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
-	if lease.Duration <= 0 {
-		return fxelection.Lease{}, errors.New("renew lease: non-positive duration")
+	if lease.Duration <= 0 || lease.Duration > fxelection.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not in (0, %v]", lease.Duration, fxelection.MaxRecordDuration)
 	}
 	if err := b.ensureTable(ctx); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -527,6 +658,10 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 // channel with the election's name. Releasing a lease that is not ours
 // changes nothing and returns nil.
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+	return b.redact(b.release(ctx, lease))
+}
+
+func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
@@ -547,6 +682,11 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 // fxelection.ErrNoLease; an undecodable live row gives an error matching
 // fxelection.ErrInvalidRecord.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.get(ctx, election)
+	return l, b.redact(err)
+}
+
+func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -21,8 +22,20 @@ func init() {
 }
 
 // newFromSettings builds a backend with a pool of its own, closed by the
-// backend's Close. The DSN's password never appears in its errors.
+// backend's Close. Its errors, and every error the backend returns later,
+// pass through fxelection.RedactError with the DSN's password in every
+// spelling libpq accepts (see dsnSecrets) and the password pgx resolved
+// (from the DSN, PGPASSWORD or a passfile).
 func newFromSettings(ctx context.Context, s fxelection.Settings) (fxelection.Backend, error) {
+	secrets := dsnSecrets(s["dsn"])
+	b, err := buildFromSettings(ctx, s, secrets)
+	if err != nil {
+		return nil, fxelection.RedactError(err, secrets...)
+	}
+	return b, nil
+}
+
+func buildFromSettings(ctx context.Context, s fxelection.Settings, secrets []string) (*Backend, error) {
 	dsn, err := s.Required("dsn")
 	if err != nil {
 		return nil, err
@@ -43,12 +56,13 @@ func newFromSettings(ctx context.Context, s fxelection.Settings) (fxelection.Bac
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// Not %w: the parse error may quote the DSN.
-		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.Redact(err.Error(), passwords(dsn)...))
+		// Not %w: the parse error may quote the DSN, and unwrapping would
+		// reach the unredacted text.
+		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.RedactText(err.Error(), secrets...))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.Redact(err.Error(), passwords(dsn)...))
+		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.RedactText(err.Error(), secrets...))
 	}
 	b, err := New(pool, opts)
 	if err != nil {
@@ -56,6 +70,7 @@ func newFromSettings(ctx context.Context, s fxelection.Settings) (fxelection.Bac
 		return nil, err
 	}
 	b.owned = pool
+	b.secrets = append(b.secrets, secrets...)
 	return b, nil
 }
 
@@ -72,60 +87,135 @@ func settingLabel(field string) string {
 	return optionLabel(field)
 }
 
-// passwords returns the candidate passwords in dsn, raw and decoded, found
-// by a URL parse, by key=value scanning and by a lenient look at a URL's
-// user info (for URLs too broken to parse).
-func passwords(dsn string) []string {
+// dsnSecrets returns every form in which dsn's passwords may appear in an
+// error: the password pgx resolves (when dsn parses; this includes
+// PGPASSWORD and passfile passwords), the values of password and
+// sslpassword in key=value form as libpq reads them (spaces or tabs around
+// "=", single quotes, backslash escapes; raw and unescaped), a URL's user
+// info and query parameters, and a lenient look at the user info of URLs
+// too broken to parse. Each is given raw, percent-decoded and
+// percent-encoded.
+func dsnSecrets(dsn string) []string {
 	var out []string
-	add := func(s string) {
-		if s == "" {
+	add := func(v string) {
+		if v == "" {
 			return
 		}
-		out = append(out, s)
-		if dec, err := url.PathUnescape(s); err == nil && dec != s {
+		out = append(out, v)
+		if dec, err := url.PathUnescape(v); err == nil && dec != v {
 			out = append(out, dec)
 		}
-		if enc := url.QueryEscape(s); enc != s {
+		if dec, err := url.QueryUnescape(v); err == nil && dec != v {
+			out = append(out, dec)
+		}
+		if enc := url.QueryEscape(v); enc != v {
+			out = append(out, enc)
+		}
+		if enc := url.PathEscape(v); enc != v {
 			out = append(out, enc)
 		}
 	}
-	if u, err := url.Parse(dsn); err == nil {
+	if dsn == "" {
+		return nil
+	}
+	if cfg, err := pgconn.ParseConfig(dsn); err == nil {
+		add(cfg.Password)
+		if v, ok := cfg.RuntimeParams["sslpassword"]; ok {
+			add(v)
+		}
+	}
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			add(pw)
 		}
-		for _, k := range []string{"password", "sslpassword"} {
-			for _, v := range u.Query()[k] {
-				add(v)
-			}
-		}
 	}
-	// Lenient user info: scheme://user:password@host…
 	if _, rest, ok := strings.Cut(dsn, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+		host := rest
+		if i := strings.IndexAny(host, "/?#"); i >= 0 && strings.LastIndex(host[:i], "@") < 0 {
+			host = host[:i]
+		}
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			if _, pw, ok := strings.Cut(host[:at], ":"); ok {
 				add(pw)
 			}
 		}
-	}
-	// key=value form and URL query parameters: password=… / sslpassword=…
-	for _, key := range []string{"password=", "sslpassword="} {
-		for rest := dsn; ; {
-			i := strings.Index(rest, key)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(key):]
-			v := rest
-			if strings.HasPrefix(v, "'") {
-				v = v[1:]
-				if end := strings.Index(v, "'"); end >= 0 {
-					v = v[:end]
+		if _, q, ok := strings.Cut(rest, "?"); ok {
+			for _, kv := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+				k, v, _ := strings.Cut(kv, "=")
+				if k = strings.ToLower(k); k == "password" || k == "sslpassword" {
+					add(v)
 				}
-			} else if end := strings.IndexAny(v, " &"); end >= 0 {
-				v = v[:end]
 			}
-			add(v)
 		}
+	}
+	for _, kv := range keywordValues(dsn) {
+		if k := strings.ToLower(kv.key); k == "password" || k == "sslpassword" {
+			add(kv.raw)
+			add(kv.value)
+			add(strings.Trim(kv.raw, "'"))
+		}
+	}
+	return out
+}
+
+// keywordValue is one key=value pair of a libpq connection string: raw as
+// written (quotes and escapes included), value as libpq reads it.
+type keywordValue struct{ key, raw, value string }
+
+// keywordValues reads s as a libpq key=value connection string, leniently:
+// whitespace (spaces, tabs, newlines) around "=", values single-quoted or
+// bare, backslash escapes in both. It never fails; on a malformed string it
+// returns the pairs it could read, and a value that runs to the end.
+func keywordValues(s string) []keywordValue {
+	var out []keywordValue
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+	i := 0
+	for i < len(s) {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		start := i
+		for i < len(s) && s[i] != '=' && !isSpace(s[i]) {
+			i++
+		}
+		key := s[start:i]
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if i >= len(s) || s[i] != '=' {
+			if i == start {
+				i++ // skip a stray byte
+			}
+			continue
+		}
+		i++ // '='
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		vstart := i
+		var val strings.Builder
+		if i < len(s) && s[i] == '\'' {
+			i++
+			for i < len(s) && s[i] != '\'' {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				val.WriteByte(s[i])
+				i++
+			}
+			if i < len(s) {
+				i++ // closing quote
+			}
+		} else {
+			for i < len(s) && !isSpace(s[i]) {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				val.WriteByte(s[i])
+				i++
+			}
+		}
+		out = append(out, keywordValue{key: key, raw: s[vstart:i], value: val.String()})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,9 +35,9 @@ type Options struct {
 
 	// SequentialTerms makes terms 1, 2, 3, … instead of taking the Redis
 	// server's clock in microseconds into account. Such terms start again at
-	// 1 whenever the term counter is lost (FLUSHALL, restart without
-	// persistence, eviction, failover to a lagging replica), so they repeat;
-	// see the package documentation. Default (false): clock-based terms.
+	// 1 whenever the term counter is lost or deleted (FLUSHALL, DEL,
+	// restart without persistence, eviction, failover to a lagging
+	// replica), so they repeat; see the package documentation. Default (false): clock-based terms.
 	SequentialTerms bool
 }
 
@@ -55,6 +56,8 @@ type Backend struct {
 	acquire, renew, release, get *redis.Script
 
 	hub *fxelection.WakeHub // push wake-up: subscriptions and the pub/sub listener
+
+	secrets []string // the client's credentials, redacted from every error
 }
 
 var (
@@ -87,8 +90,48 @@ func New(client redis.UniversalClient, opts Options) *Backend {
 		release: redis.NewScript(releaseSrc),
 		get:     redis.NewScript(getSrc),
 	}
+	b.secrets = clientSecrets(client)
 	b.hub = fxelection.NewWakeHub(b.listen)
 	return b
+}
+
+// clientSecrets returns the credentials of client, when its type exposes
+// them, for redaction. A user name is redacted too when it is at least 4
+// bytes long: it is not a secret, and redacting a shorter one would withhold
+// every message that contains its letters.
+func clientSecrets(client redis.UniversalClient) []string {
+	var user, pw string
+	switch c := client.(type) {
+	case *redis.Client:
+		user, pw = c.Options().Username, c.Options().Password
+	case *redis.ClusterClient:
+		user, pw = c.Options().Username, c.Options().Password
+	case *redis.Ring:
+		user, pw = c.Options().Username, c.Options().Password
+	}
+	return credentials(user, pw)
+}
+
+// credentials lists the secrets to redact for a user name and password.
+func credentials(user, pw string) []string {
+	var out []string
+	if pw != "" {
+		out = append(out, pw)
+	}
+	if len(user) >= 4 {
+		out = append(out, user)
+	}
+	return out
+}
+
+// redact passes an error leaving the backend through fxelection.RedactError
+// with the client's credentials; errors.Is and errors.As for HeldError keep
+// working.
+func (b *Backend) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fxelection.RedactError(err, b.secrets...)
 }
 
 // BackendName returns "redis".
@@ -140,17 +183,25 @@ func escapeTag(s string) string {
 // the key is absent, refreshes it (same term, new metadata and expiry) if
 // req.Identity holds it, and otherwise returns a *fxelection.HeldError with
 // the holder. A new holder's term is above every term the counter has
-// given (see the package documentation for when the counter can be lost).
-// AcquiredAt and ExpiresAt are by the Redis server's clock.
+// given (see the package documentation for when the counter can be lost);
+// when the counter has reached fxelection.MaxTerm it refuses with an error
+// matching fxelection.ErrTermExhausted. A record that fails validation
+// gives an error matching fxelection.ErrInvalidRecord and is not taken
+// over. AcquiredAt and ExpiresAt are by the Redis server's clock.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.acquireLease(ctx, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	if req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
 	}
-	if req.Duration < time.Millisecond {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is shorter than 1ms", req.Duration)
+	if req.Duration < time.Millisecond || req.Duration > fxelection.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, fxelection.MaxRecordDuration)
 	}
 	meta, err := encodeMetadata(req.Metadata)
 	if err != nil {
@@ -193,6 +244,8 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
+	case -2:
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", fxelection.ErrTermExhausted)
 	default:
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", foreign(res))
 	}
@@ -207,11 +260,16 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 // Duration, since Redis sets the expiry by its own clock at most one round
 // trip later.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	out, err := b.renewLease(ctx, l)
+	return out, b.redact(err)
+}
+
+func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
-	if l.Duration < time.Millisecond {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is shorter than 1ms", l.Duration)
+	if l.Duration < time.Millisecond || l.Duration > fxelection.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not between 1ms and %v", l.Duration, fxelection.MaxRecordDuration)
 	}
 	start := time.Now()
 	lease := b.leaseKey(l.Election)
@@ -240,6 +298,10 @@ func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 // foreign value) is left alone and nil is returned. The term counter is
 // kept.
 func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
+	return b.redact(b.releaseLease(ctx, l))
+}
+
+func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
@@ -255,6 +317,11 @@ func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
 // script, or fxelection.ErrNoLease. ExpiresAt is the server's clock plus
 // the key's remaining PTTL, to the millisecond; it is for display.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.getLease(ctx, election)
+	return l, b.redact(err)
+}
+
+func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
@@ -294,8 +361,12 @@ func termHead(l fxelection.Lease) string {
 	return recordFormat + "|" + strconv.FormatUint(l.Term, 10) + holderPart(l.Holder)
 }
 
-// parseRecord decodes a lease record (see scripts.go for the format). It
-// never panics; anything else gives an error matching ErrInvalidRecord.
+// parseRecord decodes a lease record (see scripts.go for the format) and
+// validates every field with fxelection.CheckLease: numbers in canonical
+// decimal form, a term in [1, MaxTerm], a duration in (0,
+// MaxRecordDuration], a printable UTF-8 holder and metadata. It never
+// panics; anything else gives an error matching ErrInvalidRecord that
+// quotes no stored text.
 func parseRecord(election, v string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
 		return fxelection.Lease{}, fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, what)
@@ -317,14 +388,15 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	if !ok1 || !ok2 {
 		return bad("truncated record")
 	}
-	term, err := strconv.ParseUint(termS, 10, 64)
-	if err != nil || term == 0 {
+	term, ok := parseDecimal(termS)
+	if !ok || term == 0 {
 		return bad("term is not a positive integer")
 	}
-	n, err := strconv.Atoi(lenS)
-	if err != nil || n <= 0 || n >= len(v) || v[n] != '|' {
+	n64, ok := parseDecimal(lenS)
+	if !ok || n64 <= 0 || n64 >= int64(len(v)) || v[n64] != '|' {
 		return bad("bad holder")
 	}
+	n := int(n64)
 	holder := v[:n]
 	v = v[n+1:]
 	durS, ok1 := field()
@@ -332,12 +404,16 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	if !ok1 || !ok2 {
 		return bad("truncated record")
 	}
-	durMS, err := strconv.ParseInt(durS, 10, 64)
-	if err != nil || durMS <= 0 {
+	durMS, ok := parseDecimal(durS)
+	if !ok {
 		return bad("duration is not a positive integer")
 	}
-	atMS, err := strconv.ParseInt(atS, 10, 64)
-	if err != nil || atMS < 0 {
+	dur, err := fxelection.DurationFromMillis(durMS)
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	atMS, ok := parseDecimal(atS)
+	if !ok {
 		return bad("acquisition time is not a Unix time")
 	}
 	md, err := decodeMetadata(v)
@@ -345,12 +421,15 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 		return fxelection.Lease{}, err
 	}
 	l := fxelection.Lease{
-		Election: election,
 		Holder:   holder,
 		Metadata: md,
-		Term:     term,
-		Duration: time.Duration(durMS) * time.Millisecond,
+		Term:     uint64(term),
+		Duration: dur,
 	}
+	if err := fxelection.CheckLease(l); err != nil {
+		return fxelection.Lease{}, err
+	}
+	l.Election = election // the key's, not the record's: the caller chose it
 	if atMS > 0 {
 		l.AcquiredAt = time.UnixMilli(atMS)
 	}
@@ -417,7 +496,7 @@ func replyStatus(res []any) (int64, error) {
 		return 0, errReply
 	}
 	s, ok := res[0].(int64)
-	if !ok || s < -1 || s > 1 {
+	if !ok || s < -2 || s > 1 {
 		return 0, errReply
 	}
 	return s, nil
@@ -437,19 +516,32 @@ func replyInt(v any) (int64, error) {
 	return 0, errReply
 }
 
+// replyUint reads a term from a script reply: a string of digits (the
+// scripts never turn a term into a Lua number) in [1, fxelection.MaxTerm].
 func replyUint(v any) (uint64, error) {
-	switch v := v.(type) {
-	case int64:
-		if v > 0 {
-			return uint64(v), nil
-		}
-	case string:
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err == nil && n > 0 {
-			return n, nil
+	if s, ok := v.(string); ok {
+		if n, ok := parseDecimal(s); ok && n > 0 && n <= fxelection.MaxTerm {
+			return uint64(n), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: term %v is not a positive integer", fxelection.ErrInvalidRecord, v)
+	return 0, fmt.Errorf("%w: term is not an integer in [1, %d]", fxelection.ErrInvalidRecord, int64(fxelection.MaxTerm))
+}
+
+// parseDecimal parses a non-negative int64 in canonical decimal form: digits
+// only, no sign, no leading zero (except "0" itself). Canonical form keeps a
+// record's text and its decoded value one-to-one, which Renew and Release
+// rely on (they compare record prefixes as text).
+func parseDecimal(s string) (int64, bool) {
+	if s == "" || len(s) > 19 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 func encodeMetadata(m map[string]string) (string, error) {
@@ -512,9 +604,12 @@ func decodeMetadata(s string) (map[string]string, error) {
 	if s == "" {
 		return nil, nil
 	}
+	if !utf8.ValidString(s) { // encoding/json would turn bad bytes into U+FFFD
+		return nil, fmt.Errorf("%w: metadata is not UTF-8", fxelection.ErrInvalidRecord)
+	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", fxelection.ErrInvalidRecord, err)
+	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: metadata is not a JSON object of strings", fxelection.ErrInvalidRecord)
 	}
 	return m, nil
 }

@@ -17,11 +17,18 @@ func TestConformance(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
 	keys := New(admin, Options{})
+	deleteRecord := func(t *testing.T, election string) {
+		lease, term := keys.Keys(election)
+		if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	t.Run("Default", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 			return newBackend(t, srv.Addr(), Options{})
 		}, electiontest.Options{
+			DeleteRecord: deleteRecord,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.Set(ctxT(t), lease, "\x00not a lease record", ttl).Err(); err != nil {
@@ -34,6 +41,10 @@ func TestConformance(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 			return newBackend(t, srv.Addr(), Options{SequentialTerms: true, DisablePush: true})
 		}, electiontest.Options{
+			// Sequential terms start again at 1 once the counter is gone
+			// (documented).
+			DeleteRecord:      deleteRecord,
+			DeleteResetsTerms: true,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.RPush(ctxT(t), lease, "foreign").Err(); err != nil {

@@ -45,11 +45,23 @@
 // a clock stepped back by more than the time between the lost acquisition
 // and the next one, or a failover to a replica whose clock lags by that
 // much. Redis cannot run more than one script per microsecond, so the
-// counter never outruns the clock. With Options.SequentialTerms terms are
-// 1, 2, 3, … instead, and start again at 1 whenever the counter is lost (the
-// cases listed above). For fencing, also run Redis with appendonly yes
+// counter never outruns the clock. The same holds when an operator deletes
+// the keys (DEL of the lease and the term counter): the next term is still
+// above every earlier one.
+//
+// With Options.SequentialTerms terms are 1, 2, 3, … instead, and start
+// again at 1 whenever the counter is lost or deleted (the cases listed
+// above): such terms can repeat, so they are a fencing token only on a Redis
+// that never loses the counter. For fencing, also run Redis with appendonly yes
 // (appendfsync always if a lost second of writes matters) and never evict
 // the counter (maxmemory-policy noeviction or volatile-*).
+//
+// Terms are exact up to fxelection.MaxTerm (2^63−1): the scripts keep them
+// as strings of digits and never as Lua numbers (doubles, exact only below
+// 2^53), and count with INCR. When the counter reaches MaxTerm, Acquire
+// refuses with an error matching fxelection.ErrTermExhausted rather than
+// wrap; the election then needs an operator (delete the term key with
+// clock-based terms, whose next term is the clock again).
 //
 // A lease record lost the same way (flush, restart without persistence)
 // frees the election at once: the leader learns it at its next renewal and
@@ -76,10 +88,30 @@
 //
 // # Foreign values
 //
-// A lease key holding anything but a lease record (another type, or a
-// string in another format) gives an error matching
-// fxelection.ErrInvalidRecord from Acquire and Get, and the key is never
-// taken over before it expires. Renew reports fxelection.ErrLeaseLost (and
+// A lease key holding anything but a valid lease record gives an error
+// matching fxelection.ErrInvalidRecord from Acquire and Get, and the key is
+// never taken over before it expires. Valid means: a string (another type
+// is not) in the format above with every number in canonical decimal form,
+// the term in [1, fxelection.MaxTerm], the duration in
+// (0, fxelection.MaxRecordDuration], and the holder and metadata accepted by
+// fxelection.CheckLease (printable UTF-8, no control characters or terminal
+// escapes, within the size limits). So nothing a foreign writer puts in
+// Redis reaches an elector, its metrics or a terminal unchecked. The one
+// exception to "never taken over" is a damaged record that names the
+// caller's own identity, a valid term and acquisition time and a duration
+// of digits: Acquire treats it as the caller's lease and rewrites its
+// duration and metadata. Renew reports fxelection.ErrLeaseLost (and
 // ErrInvalidRecord for a value of another type): the lease is no longer
-// ours. Release leaves such a key alone.
+// ours. Release leaves such a key alone. A term counter that is not a
+// canonical integer in [0, MaxTerm] makes Acquire fail with
+// ErrInvalidRecord.
+//
+// # Secrets
+//
+// Every error a Backend returns passes through fxelection.RedactError with
+// the client's password and user name (user names shorter than 4 bytes
+// excepted) when the client is a *redis.Client, *redis.ClusterClient or
+// *redis.Ring, so neither appears even when an SDK message quotes an
+// address or path that contains them. The registry entry refuses an addr
+// setting that is a URL or has user info, without quoting it.
 package redislease

@@ -52,7 +52,9 @@ func TestForeignValues(t *testing.T) {
 		// what it cannot rewrite.
 		{"OursBadDuration", str("fxe1|3|1|a|soon|0|"), lostInvalid},
 		{"CounterString", func(t *testing.T, _, term string) { admin.Set(ctxT(t), term, "not a number", 0) }, counter},
-		{"CounterTooLarge", func(t *testing.T, _, term string) { admin.Set(ctxT(t), term, "9007199254740992", 0) }, counter},
+		{"CounterTooLarge", func(t *testing.T, _, term string) { admin.Set(ctxT(t), term, "9223372036854775808", 0) }, counter},
+		{"CounterLeadingZero", func(t *testing.T, _, term string) { admin.Set(ctxT(t), term, "0042", 0) }, counter},
+		{"CounterFloat", func(t *testing.T, _, term string) { admin.Set(ctxT(t), term, "1e3", 0) }, counter},
 		{"CounterNegative", func(t *testing.T, _, term string) { admin.Set(ctxT(t), term, "-1", 0) }, counter},
 		{"CounterList", func(t *testing.T, _, term string) { admin.RPush(ctxT(t), term, "x") }, counter},
 	}

@@ -15,7 +15,7 @@ import (
 
 // Settings keys read by the "redis" registry entry.
 const (
-	SettingAddr            = "addr"             // host:port; comma-separated for Cluster or Sentinel. Required.
+	SettingAddr            = "addr"             // host:port; comma-separated for Cluster or Sentinel. Required. Not a URL.
 	SettingMaster          = "master"           // Sentinel master name; addr then lists the Sentinels.
 	SettingUsername        = "username"         // ACL user name.
 	SettingPassword        = "password"         // password; never logged or put in errors.
@@ -39,8 +39,42 @@ func init() {
 // configuration (the keys are the Setting* constants). It does no I/O: a
 // server that is down is reported by the elector's first operations. The
 // returned Backend owns the client and implements io.Closer: Close stops
-// push wake-up and closes the client. Errors never contain the password.
-func NewFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backend, error) {
+// push wake-up and closes the client. Errors never contain the password or
+// the user name, and never quote the addr setting (which may be a URL with
+// a password pasted in it by mistake: URLs are refused).
+func NewFromSettings(ctx context.Context, s fxelection.Settings) (fxelection.Backend, error) {
+	b, err := newFromSettings(ctx, s)
+	if err != nil {
+		secrets := credentials(s[SettingUsername], s[SettingPassword])
+		secrets = append(secrets, addrSecrets(s[SettingAddr])...)
+		return nil, fxelection.RedactError(err, secrets...)
+	}
+	return b, nil
+}
+
+// addrSecrets returns what may be a password in an addr setting: the user
+// info of a URL (or of anything with an '@' in it), whole and by parts.
+func addrSecrets(addr string) []string {
+	var out []string
+	for _, a := range strings.Split(addr, ",") {
+		if _, rest, ok := strings.Cut(a, "://"); ok {
+			a = rest
+		}
+		at := strings.LastIndex(a, "@")
+		if at < 0 {
+			continue
+		}
+		info := a[:at]
+		user, pw, _ := strings.Cut(info, ":")
+		out = append(out, credentials(user, pw)...)
+		if len(info) >= 4 {
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
+func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backend, error) {
 	addr, err := s.Required(SettingAddr)
 	if err != nil {
 		return nil, err
@@ -54,9 +88,14 @@ func NewFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("setting %q is required", SettingAddr)
 	}
-	for _, a := range addrs {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return nil, fmt.Errorf("setting %q: %q is not host:port", SettingAddr, a)
+	for i, a := range addrs {
+		// The value is never quoted: a URL or user info may carry a password.
+		if strings.Contains(a, "://") {
+			return nil, fmt.Errorf("setting %q: address %d is a URL; give host:port, and the %q and %q settings",
+				SettingAddr, i+1, SettingUsername, SettingPassword)
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil || strings.ContainsAny(a, "@/") {
+			return nil, fmt.Errorf("setting %q: address %d is not host:port", SettingAddr, i+1)
 		}
 	}
 	db, err := s.Int(SettingDB, 0)
@@ -122,7 +161,7 @@ var (
 func (o *ownedBackend) Close() error {
 	o.shutdown()
 	if err := o.client.Close(); err != nil {
-		return fmt.Errorf("close redis client: %w", err)
+		return o.redact(fmt.Errorf("close redis client: %w", err))
 	}
 	return nil
 }

@@ -11,17 +11,41 @@ package redislease
 // prefix "fxe1|<term>|<len>|<holder>|" identifies one holder's term
 // unambiguously and Renew and Release compare only that prefix. A key of
 // another type makes GET raise WRONGTYPE, which the Go side maps to
-// fxelection.ErrInvalidRecord (or, for Release, to "not ours"). Terms stay
-// below 2^53 (9007199254740992) so Lua's numbers hold them exactly. Writes
-// after TIME need script effects replication, the default since Redis 5.
+// fxelection.ErrInvalidRecord (or, for Release, to "not ours"). Terms are
+// handled as strings of digits (see termLib), so every term up to
+// fxelection.MaxTerm is exact. Writes after TIME need script effects
+// replication, the default since Redis 5.
+
+// termLib is shared by the scripts that read terms. Terms are kept as
+// decimal strings in canonical form (no sign, no leading zero) and compared
+// as strings of digits, never converted to Lua numbers, which are doubles
+// and would round terms above 2^53. A term is in [1, 9223372036854775807]
+// (fxelection.MaxTerm); the counter may also read "0".
+const termLib = `
+local MAXTERM = '9223372036854775807'
+local function canon(s, zero)
+  if type(s) ~= 'string' or not string.match(s, '^%d+$') or #s > 19 then return false end
+  if s == '0' then return zero end
+  if string.sub(s, 1, 1) == '0' then return false end
+  return #s < 19 or s <= MAXTERM
+end
+local function less(a, b)
+  return #a < #b or (#a == #b and a < b)
+end
+`
 
 // acquireSrc: KEYS lease, term; ARGV "|<len>|<identity>|", metadata,
 // duration ms, "1" for clock-based terms.
 //
 // Replies {1, term, acquired ms, now ms} when the caller holds the lease
-// afterwards, {0, record, pttl, now ms} when another holds it, or
-// {-1, reason} for a foreign value.
-const acquireSrc = `
+// afterwards, {0, record, pttl, now ms} when another holds it, {-1, reason}
+// for a foreign value, or {-2} when the term counter reached
+// fxelection.MaxTerm.
+//
+// A new term is the counter plus one, by INCR (exact on 64-bit integers,
+// an error instead of a wrap at the top), raised to the server's clock in
+// microseconds (a string built from TIME's two fields) when that is larger.
+const acquireSrc = termLib + `
 local v = redis.call('GET', KEYS[1])
 if v then
   local term = string.match(v, '^fxe1|(%d+)|')
@@ -33,31 +57,28 @@ if v then
     return {0, v, redis.call('PTTL', KEYS[1]), now}
   end
   local at = string.match(v, '^%d+|(%d+)|', #head + 1)
-  if not at then return {-1, 'the lease key holds a value that is not a lease record'} end
+  if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
   redis.call('SET', KEYS[1], head .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
   return {1, term, at, now}
 end
-local n = 0
 local c = redis.call('GET', KEYS[2])
-if c then
-  n = tonumber(c)
-  if not n or n < 0 or n % 1 ~= 0 or n >= 9007199254740992 then
-    return {-1, 'the term counter holds a value that is not a term'}
-  end
+if c and not canon(c, true) then
+  return {-1, 'the term counter holds a value that is not a term'}
 end
+if c == MAXTERM then return {-2} end
 local t = redis.call('TIME')
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local term = n + 1
-if ARGV[4] == '1' and us > term then term = us end
-if term >= 9007199254740992 then
-  return {-1, 'the term counter is exhausted'}
+local us = t[1] .. string.format('%06d', tonumber(t[2]))
+local ts
+if ARGV[4] == '1' and less(c or '0', us) then
+  ts = us
+  redis.call('SET', KEYS[2], ts)
+else
+  redis.call('INCR', KEYS[2])
+  ts = redis.call('GET', KEYS[2])
 end
-local ts = string.format('%d', term)
-local at = math.floor(us / 1000)
-local ats = string.format('%d', at)
-redis.call('SET', KEYS[2], ts)
+local ats = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
 redis.call('SET', KEYS[1], 'fxe1|' .. ts .. ARGV[1] .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
-return {1, ts, ats, at}
+return {1, ts, ats, tonumber(ats)}
 `
 
 // renewSrc: KEYS lease; ARGV "fxe1|<term>|<len>|<holder>|", duration ms.

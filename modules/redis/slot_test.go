@@ -132,6 +132,12 @@ func TestCluster(t *testing.T) {
 		}, electiontest.Options{
 			Candidates: 20,
 			Rounds:     10,
+			DeleteRecord: func(t *testing.T, election string) {
+				lease, term := keys.Keys(election)
+				if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {
+					t.Fatal(err)
+				}
+			},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.Set(ctxT(t), lease, "foreign", ttl).Err(); err != nil {

@@ -1,6 +1,9 @@
 package redislease
 
 import (
+	"errors"
+	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -83,6 +86,11 @@ func TestTermsAfterDataLoss(t *testing.T) {
 	t.Run("SequentialAppendOnlySurvivesKill", func(t *testing.T) {
 		srv := newServer(t, testserver.RedisOptions{AppendOnly: true})
 		b := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
+		// The default appendfsync everysec may lose the last second of
+		// writes to a kill; the documented setting for fencing is always.
+		if err := b.client.ConfigSet(ctxT(t), "appendfsync", "always").Err(); err != nil {
+			t.Fatal(err)
+		}
 		e := electionName(t)
 		l1 := acquire(t, b, e, "a")
 		release(t, b, l1)
@@ -114,4 +122,116 @@ func TestTermsAfterDataLoss(t *testing.T) {
 			t.Fatalf("sequential after clock term %d: %d, want %d", l1.Term, l2.Term, l1.Term+1)
 		}
 	})
+}
+
+// TestTermsExact: terms above 2^53 (where Lua's numbers, doubles, stop
+// being exact) and up to fxelection.MaxTerm are handed out exactly, in both
+// term modes; at MaxTerm Acquire refuses with ErrTermExhausted and leaves
+// the counter as it was, rather than wrap or round.
+func TestTermsExact(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{})
+	admin := newClient(t, srv.Addr())
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"Clock", Options{}}, {"Sequential", Options{SequentialTerms: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			b := newBackend(t, srv.Addr(), mode.opts)
+			for _, start := range []uint64{1 << 53, 1<<53 + 1, 1<<62 + 12345, math.MaxInt64 - 3} {
+				e := electionName(t)
+				_, term := b.Keys(e)
+				if err := admin.Set(ctxT(t), term, strconv.FormatUint(start, 10), 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				for i := uint64(1); i <= 2; i++ {
+					l := acquire(t, b, e, "a")
+					if l.Term != start+i {
+						t.Fatalf("counter %d: term %d, want exactly %d", start, l.Term, start+i)
+					}
+					if got, _ := b.Get(ctxT(t), e); got.Term != l.Term {
+						t.Fatalf("Get term %d, want %d", got.Term, l.Term)
+					}
+					if c := admin.Get(ctxT(t), term).Val(); c != strconv.FormatUint(l.Term, 10) {
+						t.Fatalf("counter %s after term %d", c, l.Term)
+					}
+					// Renew and Release compare the term exactly too.
+					if _, err := b.Renew(ctxT(t), l); err != nil {
+						t.Fatalf("Renew at term %d: %v", l.Term, err)
+					}
+					wrong := l
+					wrong.Term--
+					if _, err := b.Renew(ctxT(t), wrong); !errors.Is(err, fxelection.ErrLeaseLost) {
+						t.Fatalf("Renew with term %d under %d: %v", wrong.Term, l.Term, err)
+					}
+					release(t, b, l)
+				}
+			}
+			// The top of the range: MaxTerm is handed out, then refused.
+			e := electionName(t)
+			lease, term := b.Keys(e)
+			if err := admin.Set(ctxT(t), term, strconv.FormatUint(math.MaxInt64-1, 10), 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			l := acquire(t, b, e, "a")
+			if l.Term != math.MaxInt64 {
+				t.Fatalf("term %d, want MaxTerm", l.Term)
+			}
+			if l2 := acquire(t, b, e, "a"); l2.Term != math.MaxInt64 {
+				t.Fatalf("re-acquire at MaxTerm: term %d", l2.Term)
+			}
+			release(t, b, l)
+			for _, id := range []string{"a", "b"} {
+				_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
+				if !errors.Is(err, fxelection.ErrTermExhausted) {
+					t.Fatalf("Acquire after MaxTerm: %v, want ErrTermExhausted", err)
+				}
+			}
+			if n := admin.Exists(ctxT(t), lease).Val(); n != 0 {
+				t.Fatal("a lease was written after MaxTerm")
+			}
+			if c := admin.Get(ctxT(t), term).Val(); c != strconv.FormatUint(math.MaxInt64, 10) {
+				t.Fatalf("counter after the refusal = %s", c)
+			}
+		})
+	}
+}
+
+// TestTermAfterDelete: with clock-based terms, deleting the lease and the
+// term counter (an operator's DEL) while a leader holds the lease does not
+// let terms repeat: the next holder's term is above thousands of earlier
+// ones. With sequential terms they start again at 1 (documented).
+func TestTermAfterDelete(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{})
+	admin := newClient(t, srv.Addr())
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{{"Clock", Options{}}, {"Sequential", Options{SequentialTerms: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend(t, srv.Addr(), tc.opts)
+			e := electionName(t)
+			lease, term := b.Keys(e)
+			var highest uint64
+			for range 2000 {
+				l := acquire(t, b, e, "a")
+				highest = max(highest, l.Term)
+				release(t, b, l)
+			}
+			l := acquire(t, b, e, "a")
+			highest = max(highest, l.Term)
+			if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Renew(ctxT(t), l); !errors.Is(err, fxelection.ErrLeaseLost) {
+				t.Fatalf("Renew after DEL: %v", err)
+			}
+			next := acquire(t, b, e, "b")
+			switch {
+			case !tc.opts.SequentialTerms && next.Term <= highest:
+				t.Fatalf("term after DEL = %d, want > %d", next.Term, highest)
+			case tc.opts.SequentialTerms && next.Term != 1:
+				t.Fatalf("sequential term after DEL = %d; the documented behaviour is 1", next.Term)
+			}
+		})
+	}
 }

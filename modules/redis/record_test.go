@@ -1,0 +1,237 @@
+package redislease
+
+import (
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// hostileRecords are lease values that must decode to ErrInvalidRecord.
+// The first is the reproduction from issue 9: a holder that is not UTF-8.
+var hostileRecords = []struct{ name, v string }{
+	{"HolderNotUTF8", "fxe1|5|3|\xff\xfe\xfd|60000|0|"},
+	{"HolderControl", "fxe1|5|3|a\nb|60000|0|"},
+	{"HolderNUL", "fxe1|5|3|a\x00b|60000|0|"},
+	{"HolderTerminalEscape", "fxe1|5|7|\x1b[2Jevil|60000|0|"},
+	{"HolderC1Control", "fxe1|5|3|a\u0085|60000|0|"},
+	{"HolderTooLong", "fxe1|5|5000|" + strings.Repeat("h", 5000) + "|60000|0|"},
+	{"DurationOverflow", "fxe1|5|1|a|9223372036854775807|0|"},
+	{"DurationOverflowMillis", "fxe1|5|1|a|9223372036855|0|"},
+	{"DurationTooLong", "fxe1|5|1|a|" + strconv.FormatInt((fxelection.MaxRecordDuration+time.Millisecond).Milliseconds(), 10) + "|0|"},
+	{"DurationZero", "fxe1|5|1|a|0|0|"},
+	{"DurationNegative", "fxe1|5|1|a|-1|0|"},
+	{"DurationLeadingZero", "fxe1|5|1|a|060000|0|"},
+	{"TermZero", "fxe1|0|1|a|60000|0|"},
+	{"TermAboveMax", "fxe1|9223372036854775808|1|a|60000|0|"},
+	{"TermMaxUint64", "fxe1|18446744073709551615|1|a|60000|0|"},
+	{"TermHuge", "fxe1|123456789012345678901234567890|1|a|60000|0|"},
+	{"TermLeadingZero", "fxe1|05|1|a|60000|0|"},
+	{"TermSigned", "fxe1|+5|1|a|60000|0|"},
+	{"LengthSigned", "fxe1|5|+1|a|60000|0|"},
+	{"AcquiredAtSigned", "fxe1|5|1|a|60000|+0|"},
+	{"MetadataControl", "fxe1|5|1|a|60000|0|{\"k\":\"\\u001b[31mred\"}"},
+	{"MetadataNotUTF8", "fxe1|5|1|a|60000|0|{\"k\":\"\xff\"}"},
+	{"MetadataKeyControl", "fxe1|5|1|a|60000|0|{\"\\n\":\"v\"}"},
+	{"MetadataEmptyKey", "fxe1|5|1|a|60000|0|{\"\":\"v\"}"},
+	{"MetadataNull", "fxe1|5|1|a|60000|0|null"},
+	{"MetadataNumber", "fxe1|5|1|a|60000|0|{\"k\":1}"},
+	{"MetadataTooLarge", "fxe1|5|1|a|60000|0|{\"k\":\"" + strings.Repeat("v", fxelection.MaxMetadataBytes) + "\"}"},
+}
+
+// TestParseRecordHostile: every hostile value gives ErrInvalidRecord from
+// the parser, and the error quotes none of the stored text.
+func TestParseRecordHostile(t *testing.T) {
+	for _, tc := range hostileRecords {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := parseRecord("e", tc.v)
+			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+				t.Fatalf("parseRecord(%q) = %+v, %v; want ErrInvalidRecord", tc.v, l, err)
+			}
+			for _, bad := range []string{"\xff", "\x1b", "\n", "\x00", "\u0085"} {
+				if strings.Contains(err.Error(), bad) {
+					t.Fatalf("error %q quotes stored control text", err)
+				}
+			}
+		})
+	}
+}
+
+// TestHostileRecordsInRedis plants each hostile value (with a minute to
+// live) under a real lease key: Acquire and Get give ErrInvalidRecord,
+// nothing panics, and the value is not taken over before it expires, by
+// another identity or by the elector that it names.
+func TestHostileRecordsInRedis(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{})
+	admin := newClient(t, srv.Addr())
+	b := newBackend(t, srv.Addr(), Options{})
+	for _, tc := range hostileRecords {
+		t.Run(tc.name, func(t *testing.T) {
+			e := electionName(t)
+			lease, _ := b.Keys(e)
+			if err := admin.Set(ctxT(t), lease, tc.v, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"b", "a"} {
+				l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
+				if id == "a" && err == nil && strings.HasPrefix(tc.v, "fxe1|5|1|a|") {
+					// The record names a with a valid term: it is a's own
+					// lease (a damaged one), which a may refresh. Only the
+					// duration and metadata can be bad then, and they are
+					// rewritten.
+					if cerr := fxelection.CheckLease(l); cerr != nil {
+						t.Fatalf("refreshed lease is invalid: %v", cerr)
+					}
+					continue
+				}
+				if !errors.Is(err, fxelection.ErrInvalidRecord) {
+					t.Fatalf("Acquire as %s: %+v, %v; want ErrInvalidRecord", id, l, err)
+				}
+			}
+			if _, err := b.Get(ctxT(t), e); err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
+				t.Fatalf("Get: %v", err)
+			}
+			if got := admin.Get(ctxT(t), lease).Val(); !strings.HasPrefix(tc.v, "fxe1|5|1|a|") && got != tc.v {
+				t.Fatalf("the hostile value was replaced by %q", got)
+			}
+		})
+	}
+	// The exact reproduction from the issue, through an elector: it never
+	// leads while the value lives, and reports invalid records.
+	e := electionName(t)
+	lease, _ := b.Keys(e)
+	if err := admin.Set(ctxT(t), lease, "fxe1|5|3|\xff\xfe\xfd|60000|0|", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := startCandidate(t, b, e, "a", nil)
+	c.w.waitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
+		return ev.Err != nil && errors.Is(ev.Err, fxelection.ErrInvalidRecord)
+	})
+	if c.e.IsLeader() {
+		t.Fatal("took over a live lease with an invalid holder")
+	}
+	if l, ok := c.e.Leader(); ok || strings.Contains(l.Holder, "\xff") {
+		t.Fatalf("the elector reports the invalid holder as leader: %+v", l)
+	}
+	if v := admin.Get(ctxT(t), lease).Val(); v != "fxe1|5|3|\xff\xfe\xfd|60000|0|" {
+		t.Fatalf("the value was replaced by %q", v)
+	}
+}
+
+// TestOwnDamagedRecord: a record that names the caller's identity and a
+// valid term is the caller's own, and Acquire refreshes it (a duration out
+// of range and bad metadata are rewritten); one whose term or acquisition
+// time is not a canonical integer is refused and left as it is.
+func TestOwnDamagedRecord(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{})
+	admin := newClient(t, srv.Addr())
+	b := newBackend(t, srv.Addr(), Options{})
+	for _, v := range []string{
+		"fxe1|3|1|b|60000|99999999999999999999999|",
+		"fxe1|3|1|b|60000|0042|",
+		"fxe1|99999999999999999999999|1|b|60000|0|",
+		"fxe1|0|1|b|60000|0|",
+		"fxe1|03|1|b|60000|0|",
+	} {
+		e := electionName(t)
+		lease, _ := b.Keys(e)
+		if err := admin.Set(ctxT(t), lease, v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
+		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			t.Fatalf("Acquire over %q: %v, want ErrInvalidRecord", v, err)
+		}
+		if got := admin.Get(ctxT(t), lease).Val(); got != v {
+			t.Fatalf("%q was rewritten to %q", v, got)
+		}
+	}
+	e := electionName(t)
+	lease, _ := b.Keys(e)
+	if err := admin.Set(ctxT(t), lease, "fxe1|3|1|b|99999999999999|0|{\"k\":1}", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
+	if err != nil || l.Term != 3 {
+		t.Fatalf("Acquire over its own damaged record = %+v, %v; want term 3", l, err)
+	}
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != 3 || got.Duration != 2*time.Minute {
+		t.Fatalf("Get after the refresh = %+v, %v", got, err)
+	}
+}
+
+// recordText encodes l in the record format, as the scripts write it.
+func recordText(t testing.TB, l fxelection.Lease) string {
+	t.Helper()
+	meta, err := encodeMetadata(l.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := int64(0)
+	if !l.AcquiredAt.IsZero() {
+		at = l.AcquiredAt.UnixMilli()
+	}
+	return termHead(l) + strconv.FormatInt(l.Duration.Milliseconds(), 10) + "|" + strconv.FormatInt(at, 10) + "|" + meta
+}
+
+// FuzzParseRecord: the record parser never panics; what it accepts is a
+// valid lease (CheckLease) whose re-encoding has the same text up to the
+// metadata and decodes to an equal lease. Seeded with the hostile values
+// and well-formed records.
+func FuzzParseRecord(f *testing.F) {
+	for _, tc := range hostileRecords {
+		f.Add(tc.v)
+	}
+	for _, v := range []string{
+		"fxe1|42|5|a|b|c|1500|1700000000000|{\"k\":\"v\"}",
+		"fxe1|1764512345678901|5|web-1|15000|1764512345678|{\"addr\":\"10.0.0.1:8080\"}",
+		"fxe1|9223372036854775807|1|a|60000|0|",
+		"fxe1|1|1|a|31536000000|0|{}",
+		"fxe1|7|8|ünï|60000|0|{\"k\":\"ü ✓\"}",
+		"", "fxe1", "fxe1|||||", "\x00not a lease record",
+	} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		l, err := parseRecord("e", v)
+		if err != nil {
+			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+				t.Fatalf("parseRecord(%q): %v does not match ErrInvalidRecord", v, err)
+			}
+			return
+		}
+		if err := fxelection.CheckLease(l); err != nil {
+			t.Fatalf("parseRecord(%q) accepted an invalid lease: %v", v, err)
+		}
+		again := recordText(t, l)
+		head := v[:len(v)-len(metadataPart(v))]
+		if !strings.HasPrefix(again, head) {
+			t.Fatalf("re-encoded %q, want it to start with %q", again, head)
+		}
+		l2, err := parseRecord("e", again)
+		if err != nil {
+			t.Fatalf("re-encoding %q of %q does not decode: %v", again, v, err)
+		}
+		if l2.Holder != l.Holder || l2.Term != l.Term || l2.Duration != l.Duration ||
+			!l2.AcquiredAt.Equal(l.AcquiredAt) || !maps.Equal(l2.Metadata, l.Metadata) {
+			t.Fatalf("%q decodes to %+v, its re-encoding %q to %+v", v, l, again, l2)
+		}
+	})
+}
+
+// metadataPart returns what follows the acquisition time of a record
+// parseRecord accepted.
+func metadataPart(v string) string {
+	parts := strings.SplitN(v, "|", 4) // format, term, length, rest
+	n, _ := strconv.Atoi(parts[2])
+	rest := parts[3][n+1:]
+	for range 2 { // duration, acquired
+		_, rest, _ = strings.Cut(rest, "|")
+	}
+	return rest
+}
