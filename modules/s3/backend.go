@@ -137,8 +137,9 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 // fxelection.ErrInvalidRecord: a body that is not valid UTF-8 JSON, an
 // unknown format, a record that fxelection.UnmarshalRecord rejects (holder
 // or metadata not printable UTF-8, term outside [1, MaxTerm], duration not
-// in (0, MaxRecordDuration]), or a record naming another election. Error
-// messages quote no stored value unescaped.
+// in (0, MaxRecordDuration]), a record naming another election, or one
+// that cannot be encoded again (acquired_at out of range). Error messages
+// quote no stored value unescaped.
 func decode(body []byte, election string) (stored, error) {
 	if !utf8.Valid(body) {
 		// encoding/json would silently turn invalid bytes into U+FFFD.
