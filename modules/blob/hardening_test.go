@@ -298,6 +298,7 @@ func TestSASNotLeaked(t *testing.T) {
 		if leaks(err.Error()) {
 			t.Fatalf("%s leaks the SAS signature: %q", what, err)
 		}
+		t.Logf("%s: %v", what, err)
 	}
 	for name, endpoint := range map[string]string{
 		"unreachable": "http://" + closedAddr(t) + "/" + srv.AccountName(),

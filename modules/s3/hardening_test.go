@@ -250,6 +250,7 @@ func TestErrorsRedacted(t *testing.T) {
 				if strings.Contains(err.Error(), secretKey) || strings.Contains(err.Error(), "s3cret") {
 					t.Fatalf("%s leaks the secret key: %q", what, err)
 				}
+				t.Logf("%s: %v", what, err)
 			}
 			e := electiontest.Election(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
