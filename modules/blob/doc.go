@@ -85,13 +85,13 @@
 //   - Terms also rise when the blob is deleted out of band or its record
 //     replaced by something undecodable: with no valid record to read, the
 //     next term is the candidate's clock in microseconds, above every term
-//     handed out earlier. What can still make a term repeat or go back: a
-//     candidate whose wall clock lags by more than the time since the lost
-//     term was handed out (for a term that came from a clock, the
-//     microsecond it was issued), and only when the record that held it was
-//     deleted or destroyed. With clocks kept by NTP the gap is the clock
-//     error, usually milliseconds; a record that survives keeps terms rising
-//     whatever the clocks say.
+//     handed out earlier (each was at most the microsecond it was issued
+//     at, unless many holder changes came within microseconds). What can
+//     still make a term repeat or go back: only a deleted or destroyed
+//     record, and then only a candidate whose wall clock lags by more than
+//     the time since the lost term was handed out. With clocks kept by NTP
+//     the gap is the clock error, usually milliseconds; a record that
+//     survives keeps terms rising whatever the clocks say.
 //   - Acquire and Get verify the named holder against the active lease and,
 //     if it does not match, poll for up to 5 s. If no record names the
 //     active lease by then (a program other than fxelection leased the
@@ -122,8 +122,10 @@
 // (the SDK's network errors carry the full request URL, with a SAS's sig=)
 // and key=value secrets are removed, and for registry-built backends the
 // configured account key and the connection string's AccountKey and
-// SharedAccessSignature (and its signature in every escaping) too. Errors
-// still match the contract's sentinels with errors.Is.
+// SharedAccessSignature (and its signature in every escaping) too. A
+// Backend from New knows no secrets of the client, but a SAS travels in the
+// URL's query string, which is always removed. Errors still match the
+// contract's sentinels with errors.Is.
 //
 // # Clients and emulator
 //

@@ -61,15 +61,15 @@
 //     error matching fxelection.ErrTermExhausted and writes nothing.
 //   - Terms also rise across a deleted object (an operator cleaning the
 //     bucket, or recovering from a foreign object): with no object to read,
-//     the next term is the candidate's clock in microseconds, which is above
-//     every term handed out earlier. What can still make a term repeat or go
-//     back: a candidate whose wall clock lags by more than the time since
-//     the lost term was handed out (for a term that came from a clock, the
-//     microsecond it was issued; terms only count up from there by one per
-//     holder change within the same microsecond), and only when the object
-//     that held it was deleted. Keep clocks synchronised (NTP) and the gap
-//     is the clock error, usually milliseconds; an object that survives
-//     keeps terms rising whatever the clocks say.
+//     the next term is the candidate's clock in microseconds, above every
+//     term handed out earlier (each was at most the microsecond it was
+//     issued at, unless many holder changes came within microseconds).
+//     What can still make a term repeat or go back: only a deleted (or
+//     destroyed) object, and then only a candidate whose wall clock lags by
+//     more than the time since the lost term was handed out. Keep clocks
+//     synchronised (NTP) and the gap is the clock error, usually
+//     milliseconds; an object that survives keeps terms rising whatever the
+//     clocks say.
 //   - There is no push wake-up: followers learn of a release at their next
 //     retry (the Backend does not implement fxelection.Notifier).
 //
@@ -92,8 +92,9 @@
 // Every error that leaves the Backend, and the registry constructor's,
 // passes through fxelection.RedactError: URL userinfo and query strings
 // and key=value secrets are removed, and for registry-built backends the
-// configured secret key too. Errors still match the contract's sentinels
-// with errors.Is.
+// configured secret key too (a Backend from New does not know the client's
+// secret key; SigV4 never sends it, so no S3 error carries it). Errors still
+// match the contract's sentinels with errors.Is.
 //
 // # Clients
 //
