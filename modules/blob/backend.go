@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -75,7 +76,8 @@ type Backend struct {
 	client    *azblob.Client
 	container string
 	prefix    string
-	closer    func() // registry-built backends: frees the client's idle connections
+	closer    func()   // registry-built backends: frees the client's idle connections
+	secrets   []string // known secrets (registry-built: account key, SAS), removed from every error
 }
 
 var (
@@ -187,6 +189,12 @@ func metaValue(md map[string]*string, name string) (string, bool) {
 	return "", false
 }
 
+// decodeMeta decodes the record in a blob's metadata. No MetadataKey value
+// gives recordNone. Anything but standard base64 of a valid UTF-8 record
+// that fxelection.UnmarshalRecord accepts (holder and metadata printable
+// UTF-8, term in [1, MaxTerm], duration in (0, MaxRecordDuration]) and that
+// names election gives recordInvalid and an error matching
+// fxelection.ErrInvalidRecord that quotes no stored value unescaped.
 func decodeMeta(md map[string]*string, election string) (recordState, fxelection.Lease, error) {
 	v, ok := metaValue(md, MetadataKey)
 	if !ok {
@@ -196,14 +204,32 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", fxelection.ErrInvalidRecord, MetadataKey)
 	}
+	if !utf8.Valid(raw) {
+		// encoding/json would silently turn invalid bytes into U+FFFD.
+		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not valid UTF-8", fxelection.ErrInvalidRecord, MetadataKey)
+	}
 	l, err := fxelection.UnmarshalRecord(raw)
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, err
+	}
+	if _, err := fxelection.MarshalRecord(l); err != nil {
+		// A field the core does not range-check (acquired_at beyond year
+		// 9999 in UTC) must not make the holder's own rewrite fail later.
+		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record cannot be re-encoded (acquired_at out of range)", fxelection.ErrInvalidRecord)
 	}
 	if l.Election != election {
 		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
 	}
 	return recordValid, l, nil
+}
+
+// encodeMeta is the metadata value for l: base64 of its record.
+func encodeMeta(l fxelection.Lease) (string, error) {
+	rec, err := fxelection.MarshalRecord(l)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(rec), nil
 }
 
 // props reads election's blob properties, conditioned on leaseID if it is
@@ -323,6 +349,11 @@ func (b *Backend) ensureBlob(ctx context.Context, election string) error {
 // up to whole seconds, must be 15s–60s (else an error matching
 // ErrDuration).
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.acquire(ctx, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
@@ -382,16 +413,23 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		Election:   req.Election,
 		Holder:     req.Identity,
 		Metadata:   maps.Clone(req.Metadata),
-		Term:       1,
 		Version:    *lc.LeaseID(),
 		Duration:   req.Duration,
 		AcquiredAt: now,
 	}
-	switch {
-	case mine:
+	if mine {
 		next.Term, next.AcquiredAt = s.rec.Term, s.rec.AcquiredAt
-	case s.state == recordValid:
-		next.Term = s.rec.Term + 1
+	} else {
+		// A new holder (or the same one after its lease ended): above the
+		// stored term, and clock-seeded so that it is above lost terms too
+		// when no valid record survives (a new, deleted or foreign blob).
+		var prev uint64
+		if s.state == recordValid {
+			prev = s.rec.Term
+		}
+		if next.Term, err = fxelection.NextTerm(prev, now); err != nil {
+			return fxelection.Lease{}, false, err
+		}
 	}
 	etag := s.etag
 	if !mine {
@@ -431,11 +469,10 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 // writeUnleased stores l's record as the metadata of an unleased blob whose
 // ETag is etag, and returns the new ETag.
 func (b *Backend) writeUnleased(ctx context.Context, bc *blob.Client, l fxelection.Lease, etag azcore.ETag) (azcore.ETag, error) {
-	rec, err := fxelection.MarshalRecord(l)
+	v, err := encodeMeta(l)
 	if err != nil {
 		return "", err
 	}
-	v := base64.StdEncoding.EncodeToString(rec)
 	resp, err := bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
 	})
@@ -450,11 +487,10 @@ func (b *Backend) writeUnleased(ctx context.Context, bc *blob.Client, l fxelecti
 
 // writeRecord stores l's record as the blob's metadata under l's lease.
 func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease) error {
-	rec, err := fxelection.MarshalRecord(l)
+	v, err := encodeMeta(l)
 	if err != nil {
 		return err
 	}
-	v := base64.StdEncoding.EncodeToString(rec)
 	id := l.Version
 	_, err = bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
 		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &id}},
@@ -469,6 +505,11 @@ func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection
 // lease, that the blob's record still has lease's holder and term;
 // otherwise it returns an error matching fxelection.ErrLeaseLost.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	next, err := b.renew(ctx, l)
+	return next, b.redact(err)
+}
+
+func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	if l.Election == "" || l.Holder == "" || l.Version == "" {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
@@ -509,6 +550,10 @@ func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 // record's ETag). Releasing a lease that is no longer the caller's returns
 // nil. The record stays, so the next holder's term is higher.
 func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
+	return b.redact(b.release(ctx, l))
+}
+
+func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 	if l.Election == "" || l.Holder == "" || l.Version == "" {
 		return nil
 	}
@@ -545,6 +590,11 @@ func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
 // is the holder's lease id; ExpiresAt is zero (Azure does not report a
 // lease's remaining time).
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.get(ctx, election)
+	return l, b.redact(err)
+}
+
+func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	bc := b.blobClient(election)
 	p := newPoller()
 	for {
@@ -572,4 +622,11 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 			return fxelection.Lease{}, fmt.Errorf("get lease: %w", errUnknownHolder)
 		}
 	}
+}
+
+// redact passes err through fxelection.RedactError with the backend's
+// known secrets: every error that leaves the Backend goes through it (SDK
+// network errors carry the request URL, and with a SAS its sig=).
+func (b *Backend) redact(err error) error {
+	return fxelection.RedactError(err, b.secrets...)
 }

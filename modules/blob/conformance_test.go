@@ -51,6 +51,9 @@ func TestConformance(t *testing.T) {
 	}, electiontest.Options{
 		TTL:        15 * time.Second,
 		PutGarbage: putGarbage(opts),
+		DeleteRecord: func(t *testing.T, election string) {
+			deleteBlob(t, newBackend(t, opts), election)
+		},
 		Timing:     electiontest.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		Candidates: 50,
 	})

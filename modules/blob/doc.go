@@ -33,10 +33,13 @@
 //     If-Match on the ETag of that write; so a leased blob's record always
 //     names its leaseholder and current term. When the record already names
 //     the caller under an active lease, it re-acquires with If-Match on the
-//     ETag read and refreshes the record under the lease. Term: unchanged if the lease was active and the record
-//     named the caller (a re-acquire before expiry); otherwise the stored
-//     term + 1 (including the caller's own lease after it expired or was
-//     released); 1 for a new blob.
+//     ETag read and refreshes the record under the lease. Term: unchanged
+//     if the lease was active and the record named the caller (a re-acquire
+//     before expiry); otherwise fxelection.NextTerm(stored term) — the
+//     larger of the stored term + 1 and the candidate's clock in
+//     microseconds since the Unix epoch — including the caller's own lease
+//     after it expired or was released; for a new, deleted or foreign blob
+//     (no valid record) NextTerm(0), the clock alone.
 //   - Renew renews the Azure lease and then reads the record under it: it
 //     fails with fxelection.ErrLeaseLost when Azure refuses the renewal
 //     (another lease id holds it, or it was released or broken) or the
@@ -71,12 +74,24 @@
 //     store failure). With this backend Config.LeaseDuration must be 15s–60s
 //     (the default 15s fits).
 //   - Terms strictly increase on every change of holder and after every
-//     release or expiry, as long as the blob and its record survive. The
-//     term stays the same only when the holder re-acquires its own lease
-//     while Azure still reports it active. The one window: if that lease
-//     expires between Acquire's read and its lease request and nobody else
-//     acquires it in between, the caller keeps its term — no other
-//     candidate held a term meanwhile, so fencing is unaffected.
+//     release or expiry, and never wrap: after a record at
+//     fxelection.MaxTerm Acquire fails with an error matching
+//     fxelection.ErrTermExhausted and writes nothing. The term stays the
+//     same only when the holder re-acquires its own lease while Azure still
+//     reports it active. The one window: if that lease expires between
+//     Acquire's read and its lease request and nobody else acquires it in
+//     between, the caller keeps its term — no other candidate held a term
+//     meanwhile, so fencing is unaffected.
+//   - Terms also rise when the blob is deleted out of band or its record
+//     replaced by something undecodable: with no valid record to read, the
+//     next term is the candidate's clock in microseconds, above every term
+//     handed out earlier (each was at most the microsecond it was issued
+//     at, unless many holder changes came within microseconds). What can
+//     still make a term repeat or go back: only a deleted or destroyed
+//     record, and then only a candidate whose wall clock lags by more than
+//     the time since the lost term was handed out. With clocks kept by NTP
+//     the gap is the clock error, usually milliseconds; a record that
+//     survives keeps terms rising whatever the clocks say.
 //   - Acquire and Get verify the named holder against the active lease and,
 //     if it does not match, poll for up to 5 s. If no record names the
 //     active lease by then (a program other than fxelection leased the
@@ -85,14 +100,32 @@
 //   - There is no push wake-up: followers learn of a release at their next
 //     retry (the Backend does not implement fxelection.Notifier).
 //
-// # Foreign blobs
+// # Foreign blobs and hostile records
 //
-// A blob whose "fxelection" metadata does not decode to a record of its
-// election gives an error matching fxelection.ErrInvalidRecord from Acquire
-// and Get while its lease is active, and is never taken over before Azure
-// expires that lease. Once it is not leased, Acquire takes it over and
-// writes a record at term 1: a foreign or corrupted blob resets the
-// election's terms. Deleting the blob does the same.
+// Everything read from the container is validated before the elector sees
+// it. A blob whose "fxelection" metadata is not standard base64 of valid
+// UTF-8, or holds a record that fxelection.UnmarshalRecord rejects (holder,
+// election or metadata not printable UTF-8, term outside [1, MaxTerm],
+// duration not in (0, fxelection.MaxRecordDuration]), names another
+// election, or has an acquired_at that cannot be written back, gives an
+// error matching fxelection.ErrInvalidRecord from Acquire and Get while its
+// lease is active (quoting no stored value unescaped), and is never taken
+// over before Azure expires or breaks that lease: expiry is Azure's, so a
+// record's duration never decides a takeover. Once it is not leased,
+// Acquire takes it over at a clock-seeded term (see above), as it does
+// after the blob was deleted.
+//
+// # Errors
+//
+// Every error that leaves the Backend, and the registry constructor's,
+// passes through fxelection.RedactError: URL userinfo and query strings
+// (the SDK's network errors carry the full request URL, with a SAS's sig=)
+// and key=value secrets are removed, and for registry-built backends the
+// configured account key and the connection string's AccountKey and
+// SharedAccessSignature (and its signature in every escaping) too. A
+// Backend from New knows no secrets of the client, but a SAS travels in the
+// URL's query string, which is always removed. Errors still match the
+// contract's sentinels with errors.Is.
 //
 // # Clients and emulator
 //

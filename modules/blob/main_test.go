@@ -3,6 +3,7 @@ package bloblease_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,6 +29,11 @@ var (
 // TestMain starts one private Azurite for the package, creates the test
 // container, and checks for leaked goroutines after closing the server.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		// A fuzz worker runs only the fuzz target, which needs no server.
+		os.Exit(m.Run())
+	}
 	private, startErr = testserver.StartAzurite(testserver.AzuriteOptions{})
 	if startErr == nil {
 		startErr = makeContainer(container)

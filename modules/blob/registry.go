@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -37,9 +39,59 @@ func registryRetry() policy.RetryOptions {
 }
 
 // newFromSettings builds a backend with a client of its own; the backend's
-// Close frees the client's idle connections. Neither the account key nor
-// the connection string appears in its errors.
+// Close frees the client's idle connections. Its errors, and every error
+// the backend returns, pass through fxelection.RedactError with the
+// settings' secrets: the account key, and a connection string's AccountKey
+// and SharedAccessSignature (whole, and its sig= value in every escaping).
 func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backend, error) {
+	secrets := settingSecrets(s)
+	b, err := buildFromSettings(s)
+	if err != nil {
+		return nil, fxelection.RedactError(err, secrets...)
+	}
+	b.secrets = secrets
+	return b, nil
+}
+
+// settingSecrets returns the secret values in s, longest first (so that a
+// secret containing another is replaced whole).
+func settingSecrets(s fxelection.Settings) []string {
+	var out []string
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	add(s.String("account_key", ""))
+	for _, part := range strings.Split(s.String("connection_string", ""), ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "accountkey":
+			add(v)
+		case "sharedaccesssignature":
+			add(v)
+			q, _ := url.ParseQuery(strings.TrimPrefix(v, "?"))
+			for _, sig := range q["sig"] {
+				add(sig)
+				add(url.QueryEscape(sig))
+				add(url.PathEscape(sig))
+			}
+			// The raw, still-escaped form as written in the string.
+			for _, kv := range strings.Split(strings.TrimPrefix(v, "?"), "&") {
+				if name, val, ok := strings.Cut(kv, "="); ok && strings.EqualFold(name, "sig") {
+					add(val)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+func buildFromSettings(s fxelection.Settings) (*Backend, error) {
 	container, err := s.Required("container")
 	if err != nil {
 		return nil, err
@@ -77,7 +129,7 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 		}
 		client, err = azblob.NewClientWithSharedKeyCredential(accountURL, cred, opts)
 		if err != nil {
-			return nil, fmt.Errorf("setting %q: %s", "account_url", fxelection.Redact(err.Error(), key))
+			return nil, fmt.Errorf("setting %q: %w", "account_url", err)
 		}
 	}
 	b, err := New(client, Options{Container: container, Prefix: s.String("prefix", "")})

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+	"unicode/utf8"
 
 	"github.com/minio/minio-go/v7"
 
@@ -54,7 +55,8 @@ type Backend struct {
 	bucket  string
 	prefix  string
 	tracker fxelection.ExpiryTracker
-	closer  func() // set for registry-built backends: frees the client's connections
+	closer  func()   // set for registry-built backends: frees the client's connections
+	secrets []string // known secrets (registry-built: the secret key), removed from every error
 }
 
 var (
@@ -131,11 +133,21 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 }
 
 // decode parses an object body. Anything but a valid envelope around a
-// valid record matches fxelection.ErrInvalidRecord.
+// valid record of election gives an error matching
+// fxelection.ErrInvalidRecord: a body that is not valid UTF-8 JSON, an
+// unknown format, a record that fxelection.UnmarshalRecord rejects (holder
+// or metadata not printable UTF-8, term outside [1, MaxTerm], duration not
+// in (0, MaxRecordDuration]), a record naming another election, or one
+// that cannot be encoded again (acquired_at out of range). Error messages
+// quote no stored value unescaped.
 func decode(body []byte, election string) (stored, error) {
+	if !utf8.Valid(body) {
+		// encoding/json would silently turn invalid bytes into U+FFFD.
+		return stored{}, fmt.Errorf("%w: object is not valid UTF-8", fxelection.ErrInvalidRecord)
+	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return stored{}, fmt.Errorf("%w: %v", fxelection.ErrInvalidRecord, err)
+		return stored{}, fmt.Errorf("%w: object is not a JSON lease envelope", fxelection.ErrInvalidRecord)
 	}
 	if env.Format != envelopeFormat {
 		return stored{}, fmt.Errorf("%w: unknown object format %d", fxelection.ErrInvalidRecord, env.Format)
@@ -146,6 +158,11 @@ func decode(body []byte, election string) (stored, error) {
 	l, err := fxelection.UnmarshalRecord(env.Record)
 	if err != nil {
 		return stored{}, err
+	}
+	if _, err := fxelection.MarshalRecord(l); err != nil {
+		// A field the core does not range-check (acquired_at beyond year
+		// 9999 in UTC) must not make the holder's own rewrite fail later.
+		return stored{}, fmt.Errorf("%w: record cannot be re-encoded (acquired_at out of range)", fxelection.ErrInvalidRecord)
 	}
 	if l.Election != election {
 		return stored{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
@@ -235,7 +252,15 @@ func (b *Backend) write(ctx context.Context, l fxelection.Lease, released bool, 
 // Acquire takes req.Election's lease for req.Identity if the object is
 // absent, released, held by req.Identity, or observed unchanged by this
 // Backend for the record's full Duration; see the package documentation.
+// A new holder's term comes from fxelection.NextTerm (clock-seeded); at
+// fxelection.MaxTerm Acquire fails with an error matching
+// fxelection.ErrTermExhausted and writes nothing.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.acquire(ctx, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
@@ -244,25 +269,31 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
+		now := time.Now()
 		next := fxelection.Lease{
 			Election:   req.Election,
 			Holder:     req.Identity,
 			Metadata:   req.Metadata,
-			Term:       1,
 			Duration:   req.Duration,
-			AcquiredAt: time.Now(),
+			AcquiredAt: now,
 		}
 		var etag string
+		var prev uint64 // the term a new holder must exceed; 0 when no record survives
 		switch {
 		case !found:
 		case cur.released:
-			next.Term, etag = cur.lease.Term+1, cur.lease.Version
+			prev, etag = cur.lease.Term, cur.lease.Version
 		case cur.lease.Holder == req.Identity:
 			next.Term, next.AcquiredAt, etag = cur.lease.Term, cur.lease.AcquiredAt, cur.lease.Version
 		case b.tracker.Expired(req.Election, cur.lease.Version, cur.lease.Duration):
-			next.Term, etag = cur.lease.Term+1, cur.lease.Version
+			prev, etag = cur.lease.Term, cur.lease.Version
 		default:
 			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
+		}
+		if next.Term == 0 {
+			if next.Term, err = fxelection.NextTerm(prev, now); err != nil {
+				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			}
 		}
 		version, err := b.write(ctx, next, false, etag)
 		if err != nil {
@@ -283,6 +314,11 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 // unchanged since the caller's last write; otherwise it returns an error
 // matching fxelection.ErrLeaseLost. The new Version is the new ETag.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	l, err := b.renew(ctx, lease)
+	return l, b.redact(err)
+}
+
+func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	cur, err := b.own(ctx, lease)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -324,6 +360,10 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, erro
 // Release marks lease's object released (keeping its term) if it still
 // holds lease; releasing a lease that is no longer the caller's returns nil.
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+	return b.redact(b.release(ctx, lease))
+}
+
+func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	cur, err := b.own(ctx, lease)
 	if errors.Is(err, fxelection.ErrLeaseLost) {
 		return nil
@@ -345,6 +385,11 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 // absent or released. It changes nothing in the store; like Acquire, it
 // starts this Backend's observation of the version it saw.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.get(ctx, election)
+	return l, b.redact(err)
+}
+
+func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	cur, found, err := b.read(ctx, election)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
@@ -356,6 +401,12 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 	// the version as an Acquire would (the result does not matter here).
 	b.tracker.Expired(election, cur.lease.Version, cur.lease.Duration)
 	return cur.lease, nil
+}
+
+// redact passes err through fxelection.RedactError with the backend's
+// known secrets: every error that leaves the Backend goes through it.
+func (b *Backend) redact(err error) error {
+	return fxelection.RedactError(err, b.secrets...)
 }
 
 func cloneMeta(m map[string]string) map[string]string {

@@ -32,6 +32,9 @@ func runConformance(t *testing.T, opts s3lease.Options) {
 		TTL:                 time.Second,
 		PutGarbage:          putGarbage(opts),
 		GarbageNeverExpires: true,
+		DeleteRecord: func(t *testing.T, election string) {
+			deleteObject(t, newBackend(t, opts), election)
+		},
 	})
 }
 

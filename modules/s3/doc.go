@@ -21,16 +21,19 @@
 //
 // # Operations
 //
-//   - Acquire reads the object. Absent: create it with If-None-Match: * at
-//     term 1. Released: replace it with If-Match: <etag> at term+1. Held by
-//     the caller's identity: replace it with If-Match at the same term (a
-//     restarted holder gets its lease back at once). Held by someone else:
-//     the candidate's fxelection.ExpiryTracker decides; once it has seen the
+//   - Acquire reads the object. Absent: create it with If-None-Match: *.
+//     Released: replace it with If-Match: <etag>. Held by the caller's
+//     identity: replace it with If-Match at the same term (a restarted
+//     holder gets its lease back at once). Held by someone else: the
+//     candidate's fxelection.ExpiryTracker decides; once it has seen the
 //     same ETag unchanged for the record's full Duration on its own monotonic
-//     clock, it replaces the object with If-Match at term+1, otherwise it
-//     returns a *fxelection.HeldError. A write that fails its precondition
-//     (412) lost a race: Acquire reads again and decides again (a few times
-//     at most), so a loser reports the winner.
+//     clock, it replaces the object with If-Match, otherwise it returns a
+//     *fxelection.HeldError. Every new holder's term is
+//     fxelection.NextTerm(stored term, or 0 when there is no object): the
+//     larger of the stored term + 1 and the candidate's clock in
+//     microseconds since the Unix epoch. A write that fails its
+//     precondition (412) lost a race: Acquire reads again and decides again
+//     (a few times at most), so a loser reports the winner.
 //   - Renew and Release read the object, check that it still holds the
 //     caller's lease (same ETag, holder and term, not released) and replace
 //     it with If-Match on that ETag: two requests each. Renew fails with
@@ -53,17 +56,45 @@
 //     If-None-Match: * on PUT (AWS since August 2024) and If-Match on PUT
 //     (AWS since November 2024; MinIO supports both). A store that ignores
 //     these headers silently breaks mutual exclusion; do not use one.
-//   - Terms strictly increase as long as the object is not deleted. Deleting
-//     it starts the election again at term 1.
+//   - Terms strictly increase on every change of holder and after every
+//     release, and never wrap: at fxelection.MaxTerm Acquire fails with an
+//     error matching fxelection.ErrTermExhausted and writes nothing.
+//   - Terms also rise across a deleted object (an operator cleaning the
+//     bucket, or recovering from a foreign object): with no object to read,
+//     the next term is the candidate's clock in microseconds, above every
+//     term handed out earlier (each was at most the microsecond it was
+//     issued at, unless many holder changes came within microseconds).
+//     What can still make a term repeat or go back: only a deleted (or
+//     destroyed) object, and then only a candidate whose wall clock lags by
+//     more than the time since the lost term was handed out. Keep clocks
+//     synchronised (NTP) and the gap is the clock error, usually
+//     milliseconds; an object that survives keeps terms rising whatever the
+//     clocks say.
 //   - There is no push wake-up: followers learn of a release at their next
 //     retry (the Backend does not implement fxelection.Notifier).
 //
-// # Foreign objects
+// # Foreign objects and hostile records
 //
-// An object whose body is not this envelope with a valid record gives an
-// error matching fxelection.ErrInvalidRecord from Acquire and Get, and is
-// never taken over (S3 cannot expire it). An operator recovers by deleting
-// the object; the election then starts again at term 1.
+// Everything read from the bucket is validated before the elector sees it.
+// An object larger than 1 MiB, not valid UTF-8, not this envelope, or
+// holding a record that fxelection.UnmarshalRecord rejects (holder,
+// election or metadata not printable UTF-8, term outside [1, MaxTerm],
+// duration not in (0, fxelection.MaxRecordDuration], so no duration can
+// overflow into a negative one), that names another election, or whose
+// acquired_at cannot be written back, gives an error matching
+// fxelection.ErrInvalidRecord from Acquire and Get, quoting no stored value
+// unescaped. Such an object is never taken over (S3 cannot expire it, and
+// its duration cannot be trusted). An operator recovers by deleting the
+// object; the election then goes on at a clock-seeded term (see above).
+//
+// # Errors
+//
+// Every error that leaves the Backend, and the registry constructor's,
+// passes through fxelection.RedactError: URL userinfo and query strings
+// and key=value secrets are removed, and for registry-built backends the
+// configured secret key too (a Backend from New does not know the client's
+// secret key; SigV4 never sends it, so no S3 error carries it). Errors still
+// match the contract's sentinels with errors.Is.
 //
 // # Clients
 //

@@ -3,6 +3,7 @@ package s3lease_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,6 +31,11 @@ var (
 // (goleak.VerifyTestMain would run before the Close and see the server's
 // process waiter).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		// A fuzz worker runs only the fuzz target, which needs no server.
+		os.Exit(m.Run())
+	}
 	private, startErr = testserver.StartMinIO(testserver.MinIOOptions{})
 	if startErr == nil {
 		startErr = makeBucket(bucket)

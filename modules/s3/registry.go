@@ -22,9 +22,19 @@ func init() {
 }
 
 // newFromSettings builds a backend with a client of its own; the backend's
-// Close frees the client's idle connections. The secret key never appears
-// in its errors. Without access_key and secret_key requests are anonymous.
+// Close frees the client's idle connections. Without access_key and
+// secret_key requests are anonymous. Its errors, and every error the
+// backend returns, pass through fxelection.RedactError with the secret key.
 func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backend, error) {
+	secretKey := s.String("secret_key", "")
+	b, err := buildFromSettings(s, secretKey)
+	if err != nil {
+		return nil, fxelection.RedactError(err, secretKey)
+	}
+	return b, nil
+}
+
+func buildFromSettings(s fxelection.Settings, secretKey string) (*Backend, error) {
 	endpoint, err := s.Required("endpoint")
 	if err != nil {
 		return nil, err
@@ -37,13 +47,13 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 	if err != nil {
 		return nil, err
 	}
-	accessKey, secretKey := s.String("access_key", ""), s.String("secret_key", "")
+	accessKey := s.String("access_key", "")
 	if (accessKey == "") != (secretKey == "") {
 		return nil, errors.New(`settings "access_key" and "secret_key" must be set together`)
 	}
 	transport, err := minio.DefaultTransport(secure)
 	if err != nil {
-		return nil, fmt.Errorf("setting %q: %s", "endpoint", fxelection.Redact(err.Error(), secretKey))
+		return nil, fmt.Errorf("setting %q: %w", "endpoint", err)
 	}
 	client, err := minio.New(endpoint, &minio.Options{
 		Creds:     credentials.NewStaticV4(accessKey, secretKey, ""),
@@ -52,13 +62,15 @@ func newFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backe
 		Transport: transport,
 	})
 	if err != nil {
-		// Not %w: keep whatever the SDK says away from the secret.
-		return nil, fmt.Errorf("setting %q: %s", "endpoint", fxelection.Redact(err.Error(), secretKey))
+		return nil, fmt.Errorf("setting %q: %w", "endpoint", err)
 	}
 	b, err := New(client, Options{Bucket: bucket, Prefix: s.String("prefix", "")})
 	if err != nil {
 		return nil, err
 	}
 	b.closer = transport.CloseIdleConnections
+	if secretKey != "" {
+		b.secrets = []string{secretKey}
+	}
 	return b, nil
 }

@@ -1,0 +1,393 @@
+package bloblease_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	bloblease "github.com/fxelection/fxelection/modules/blob"
+)
+
+// deleteBlob breaks any lease on election's blob and deletes it, as an
+// operator cleaning the container might.
+func deleteBlob(t *testing.T, b *bloblease.Backend, election string) {
+	t.Helper()
+	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
+	lc, err := lease.NewBlobClient(bc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int32(0)
+	if _, err := lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil &&
+		!bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation, bloberror.BlobNotFound) {
+		t.Fatalf("break lease: %v", err)
+	}
+	if _, err := bc.Delete(ctxT(t), nil); err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		t.Fatalf("delete blob: %v", err)
+	}
+}
+
+// rawRecord is a record in the core's JSON encoding, written by hand so
+// that any field can be hostile.
+func rawRecord(election, holder, term, durationMS string) string {
+	return `{"fxelection":1,"election":"` + election + `","holder":"` + holder + `","term":` + term +
+		`,"duration_ms":` + durationMS + `,"acquired_at":"2026-01-01T00:00:00Z"}`
+}
+
+// plantMeta writes value as election's record metadata, creating the blob
+// if needed; with leaseID it first takes a 60 s lease with that id and
+// writes under it, as another program might.
+func plantMeta(t *testing.T, b *bloblease.Backend, election, value, leaseID string) {
+	t.Helper()
+	bb := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlockBlobClient(b.BlobName(election))
+	if _, err := bb.UploadBuffer(ctxT(t), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := &blob.SetMetadataOptions{}
+	if leaseID != "" {
+		lc, err := lease.NewBlobClient(bb, &lease.BlobClientOptions{LeaseID: &leaseID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lc.AcquireLease(ctxT(t), 60, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = lc.ReleaseLease(context.Background(), nil) })
+		opts.AccessConditions = &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}}
+	}
+	if _, err := bb.SetMetadata(ctxT(t), map[string]*string{bloblease.MetadataKey: &value}, opts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// metaOf returns election's record metadata as stored.
+func metaOf(t *testing.T, b *bloblease.Backend, election string) string {
+	t.Helper()
+	p, err := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election)).GetProperties(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range p.Metadata {
+		if strings.EqualFold(k, bloblease.MetadataKey) && v != nil {
+			return *v
+		}
+	}
+	return ""
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestHostileRecords (issue 9, points 1 and 4): a leased blob whose record
+// has a hostile field gives ErrInvalidRecord from Acquire and Get (never a
+// holder with invalid text, never a takeover while Azure keeps the lease),
+// and once the lease ends a candidate takes the blob over with a term above
+// every earlier one, not at term 1.
+func TestHostileRecords(t *testing.T) {
+	b := newBackend(t, bloblease.Options{})
+	for name, value := range map[string]func(e string) string{
+		"invalid UTF-8 holder": func(e string) string { return b64(rawRecord(e, "\xff\xfe\xfd", "3", "60000")) },
+		"control in holder":    func(e string) string { return b64(rawRecord(e, `a\u001b[31mb`, "3", "60000")) },
+		"zero term":            func(e string) string { return b64(rawRecord(e, "x", "0", "60000")) },
+		"term above MaxTerm":   func(e string) string { return b64(rawRecord(e, "x", "9223372036854775808", "60000")) },
+		"max uint64 term":      func(e string) string { return b64(rawRecord(e, "x", "18446744073709551615", "60000")) },
+		"huge duration":        func(e string) string { return b64(rawRecord(e, "x", "3", fmt.Sprint(int64(math.MaxInt64)))) },
+		"negative duration":    func(e string) string { return b64(rawRecord(e, "x", "3", "-1")) },
+		"other election":       func(string) string { return b64(rawRecord("someone-else", "x", "3", "60000")) },
+		"not base64":           func(string) string { return "%%% not base64" },
+		"control in metadata": func(e string) string {
+			return b64(`{"fxelection":1,"election":"` + e + `","holder":"x","metadata":{"k":"\u0007"},"term":3,"duration_ms":60000}`)
+		},
+		"acquired_at year 10000": func(e string) string {
+			return b64(`{"fxelection":1,"election":"` + e + `","holder":"x","term":3,"duration_ms":60000,"acquired_at":"9999-12-31T23:59:59-01:00"}`)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := electiontest.Election(t)
+			first, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Release(ctxT(t), first); err != nil {
+				t.Fatal(err)
+			}
+			// The planted record's holder is the lease holder, as far as
+			// lease ids go: only the record is hostile.
+			v := value(e)
+			leaseHolder := "x"
+			if name == "invalid UTF-8 holder" {
+				// What encoding/json makes of the bytes: the lease id
+				// matches the holder a lax decoder would report.
+				leaseHolder = "\ufffd\ufffd\ufffd"
+			}
+			plantMeta(t, b, e, v, bloblease.LeaseID(leaseHolder))
+			for range 2 {
+				_, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
+				if !errors.Is(err, fxelection.ErrInvalidRecord) {
+					t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
+				}
+				if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
+					t.Fatalf("error carries stored bytes unescaped: %q", err)
+				}
+				if l, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+					t.Fatalf("Get: %+v, %v, want ErrInvalidRecord", l, err)
+				}
+			}
+			if got := metaOf(t, b, e); got != v {
+				t.Fatal("the planted record was replaced while leased")
+			}
+			// The foreign lease ends: the election goes on above every
+			// earlier term.
+			deleteLease(t, b, e)
+			l, err := b.Acquire(ctxT(t), req(e, "b", 15*time.Second))
+			if err != nil || l.Term <= first.Term {
+				t.Fatalf("Acquire after the hostile lease ended: %+v, %v; want term > %d", l, err, first.Term)
+			}
+		})
+	}
+}
+
+// deleteLease breaks election's lease at once.
+func deleteLease(t *testing.T, b *bloblease.Backend, election string) {
+	t.Helper()
+	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
+	lc, err := lease.NewBlobClient(bc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int32(0)
+	if _, err := lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTermExhausted (issue 9, point 5): after a record at MaxTerm no new
+// holder gets a term: Acquire fails with ErrTermExhausted and leaves the
+// blob alone instead of wrapping.
+func TestTermExhausted(t *testing.T) {
+	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	v := b64(rawRecord(e, "x", fmt.Sprint(uint64(fxelection.MaxTerm)), "15000"))
+	plantMeta(t, b, e, v, "")
+	for _, id := range []string{"a", "x"} {
+		if _, err := b.Acquire(ctxT(t), req(e, id, 15*time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {
+			t.Fatalf("Acquire by %s after term MaxTerm: %v, want ErrTermExhausted", id, err)
+		}
+	}
+	if got := metaOf(t, b, e); got != v {
+		t.Fatal("the record was rewritten")
+	}
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("Get: %v, want ErrNoLease", err)
+	}
+}
+
+// TestTermAboveDeletedTerms: terms handed out before the blob was deleted
+// stay below every later term, across several deletes.
+func TestTermAboveDeletedTerms(t *testing.T) {
+	a, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	var last uint64
+	for i := range 4 {
+		l, err := a.Acquire(ctxT(t), req(e, fmt.Sprint("n", i), 15*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Term <= last {
+			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
+		}
+		last = l.Term
+		deleteBlob(t, a, e)
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// accountSAS returns an account SAS token for the test server, valid for
+// an hour, allowing everything the backend does.
+func accountSAS(t *testing.T) (token, sig string) {
+	t.Helper()
+	srv := server(t)
+	cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := sas.AccountPermissions{Read: true, Write: true, Delete: true, List: true, Add: true, Create: true, Update: true}
+	types := sas.AccountResourceTypes{Service: true, Container: true, Object: true}
+	qp, err := sas.AccountSignatureValues{
+		Protocol:      sas.ProtocolHTTPSandHTTP,
+		StartTime:     time.Now().Add(-time.Hour).UTC(),
+		ExpiryTime:    time.Now().Add(time.Hour).UTC(),
+		Permissions:   perms.String(),
+		ResourceTypes: types.String(),
+	}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp.Encode(), qp.Signature()
+}
+
+// syncBuffer is a log sink for one elector.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSASNotLeaked (issue 9, point 2): with a connection string that uses
+// SharedAccessSignature=…sig=…, the SDK's network errors carry the request
+// URL with its query; no error from the backend, nor what a real Elector
+// passes to OnError, keeps in Status().LastError or logs, contains the
+// signature.
+func TestSASNotLeaked(t *testing.T) {
+	srv := server(t)
+	token, sig := accountSAS(t)
+	if sig == "" || !strings.Contains(token, "sig=") {
+		t.Fatalf("SAS token %q has no signature", token)
+	}
+	leaks := func(s string) bool {
+		for _, f := range []string{sig, url.QueryEscape(sig), url.PathEscape(sig)} {
+			if strings.Contains(s, f) {
+				return true
+			}
+		}
+		// Any sig= left must be a redacted one.
+		return strings.Contains(strings.ReplaceAll(s, "sig="+fxelection.Redacted, ""), "sig=")
+	}
+	check := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		if leaks(err.Error()) {
+			t.Fatalf("%s leaks the SAS signature: %q", what, err)
+		}
+		t.Logf("%s: %v", what, err)
+	}
+	for name, endpoint := range map[string]string{
+		"unreachable": "http://" + closedAddr(t) + "/" + srv.AccountName(),
+		"live":        srv.ServiceURL(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := "BlobEndpoint=" + endpoint + ";SharedAccessSignature=" + token
+			be, err := fxelection.NewBackend(ctxT(t), "blob", fxelection.Settings{"connection_string": cs, "container": "no-such-container"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.(io.Closer).Close()
+			e := electiontest.Election(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err = be.Acquire(ctx, req(e, "a", 15*time.Second))
+			check(t, "Acquire", err)
+			_, err = be.Get(ctx, e)
+			check(t, "Get", err)
+			_, err = be.Renew(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: bloblease.LeaseID("a"), Duration: 15 * time.Second})
+			check(t, "Renew", err)
+			l := fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: bloblease.LeaseID("a"), Duration: 15 * time.Second}
+			if err := be.Release(ctx, l); err != nil {
+				check(t, "Release", err)
+			}
+			runElector(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
+		})
+	}
+	// The SAS works against the live server: an election runs on it.
+	t.Run("live election", func(t *testing.T) {
+		cs := "BlobEndpoint=" + srv.ServiceURL() + ";SharedAccessSignature=" + token
+		be, err := fxelection.NewBackend(ctxT(t), "blob", fxelection.Settings{"connection_string": cs, "container": container})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.(io.Closer).Close()
+		e := electiontest.Election(t)
+		l, err := be.Acquire(ctxT(t), req(e, "a", 15*time.Second))
+		if err != nil {
+			t.Fatalf("Acquire with a SAS: %v", err)
+		}
+		if _, err := be.Renew(ctxT(t), l); err != nil {
+			t.Fatalf("Renew with a SAS: %v", err)
+		}
+		if err := be.Release(ctxT(t), l); err != nil {
+			t.Fatalf("Release with a SAS: %v", err)
+		}
+	})
+}
+
+// runElector runs a real Elector on be until it has reported a store
+// failure, and checks the error it got through OnError and Status, and its
+// log.
+func runElector(t *testing.T, be fxelection.Backend, e string, check func(string, error), leaks func(string) bool) {
+	t.Helper()
+	var logs syncBuffer
+	errs := make(chan error, 16)
+	el, err := fxelection.New(fxelection.Config{
+		Name: e, Identity: "a",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Callbacks: fxelection.Callbacks{OnError: func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}},
+	}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := el.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case err := <-errs:
+		check("OnError", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no OnError within 30s")
+	}
+	check("Status().LastError", el.Status().LastError)
+	if leaks(logs.String()) {
+		t.Fatalf("log leaks the signature: %s", logs.String())
+	}
+}
