@@ -92,6 +92,6 @@ if [ "$fuzztime" != 0 ] && [ $# -eq 0 ]; then
 		file=${line%%:*}
 		name=$(printf '%s\n' "${line#*:}" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/')
 		log "fuzz $name ($(dirname "$file"))"
-		go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "./$(dirname "$file")"
+		go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "./$(dirname "$file")"
 	done <<<"$targets"
 fi
