@@ -21,6 +21,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // options are the parsed command line.
 type options struct {
 	status bool // the "status" subcommand
+	watch  bool // status --watch: follow the leader until interrupted
 
 	backend       string
 	election      string
@@ -80,6 +81,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.s3Insecure, "s3-insecure", false, "plain HTTP to S3 (e.g. a local MinIO)")
 	fs.StringVar(&o.blobConnectionString, "blob-connection-string", "", "Azure Storage connection string")
 	fs.StringVar(&o.blobContainer, "blob-container", "", "Azure Blob container holding the lease blobs (must exist)")
+	fs.BoolVar(&o.watch, "watch", false, "with status: print the leader on every change until interrupted (reads every --retry)")
 	return fs
 }
 
@@ -133,6 +135,9 @@ func (o options) validate() error {
 	}
 	if o.stopTimeout <= 0 {
 		return usagef("--stop-timeout (%v) must be positive", o.stopTimeout)
+	}
+	if o.watch && !o.status {
+		return usagef("--watch works only with status")
 	}
 	if o.demo() {
 		return nil
