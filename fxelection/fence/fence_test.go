@@ -62,3 +62,27 @@ func TestStaleTermError(t *testing.T) {
 		t.Fatal("redacted error must keep the type")
 	}
 }
+
+// FuzzTokenValidate: an accepted token is always in range and printable,
+// and validation never panics.
+func FuzzTokenValidate(f *testing.F) {
+	f.Add("billing", uint64(1))
+	f.Add("", uint64(0))
+	f.Add("a\x00b", uint64(fxelection.MaxTerm))
+	f.Add("\xff", ^uint64(0))
+	f.Fuzz(func(t *testing.T, election string, term uint64) {
+		tok := fence.Token{Election: election, Term: term}
+		if err := tok.Validate(); err != nil {
+			if !errors.Is(err, fence.ErrInvalidToken) {
+				t.Fatalf("error %v does not match ErrInvalidToken", err)
+			}
+			return
+		}
+		if term == 0 || term > fxelection.MaxTerm || election == "" || len(election) > fxelection.MaxNameLen {
+			t.Fatalf("accepted %q %d", election, term)
+		}
+		if err := fxelection.CheckLease(fxelection.Lease{Election: election, Holder: "h", Term: term, Duration: 1}); err != nil {
+			t.Fatalf("accepted %q %d that the core rejects: %v", election, term, err)
+		}
+	})
+}
