@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/fx"
@@ -318,4 +319,35 @@ func TestWatcherModule(t *testing.T) {
 	if err := app.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestWatcherStopBounded: Stop returns by its context's deadline even while
+// OnChange blocks, and the goroutine ends once OnChange returns.
+func TestWatcherStopBounded(t *testing.T) {
+	synctestRun(t, func(t *testing.T) {
+		release := make(chan struct{})
+		entered := make(chan struct{}, 1)
+		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond,
+			OnChange: func(fxelection.LeaderInfo) {
+				entered <- struct{}{}
+				<-release
+			}}, fxelection.NewMemoryBackend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := w.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Stop with a blocked OnChange: %v", err)
+		}
+		close(release)
+		synctest.Wait()
+		if err := w.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

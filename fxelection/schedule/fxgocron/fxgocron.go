@@ -30,6 +30,9 @@ import (
 	"github.com/fxelection/fxelection/fxelection/schedule"
 )
 
+// schedule.Elector is a gocron.Elector.
+var _ gocron.Elector = (*schedule.Elector)(nil)
+
 // Module provides a gocron.Scheduler whose jobs run only on the leader of
 // the graph's *fxelection.Elector (add fxelection.Module and a backend
 // module). The scheduler starts on app start and shuts down on app stop

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -393,4 +394,45 @@ func BenchmarkWrite(b *testing.B) {
 		b.ReportMetric(float64(tg.Nanoseconds())/float64(n), "guarded-ns/op")
 		b.ReportMetric(float64(tg)/float64(tu), "ratio")
 	})
+}
+
+// TestRepeatableReadRace: under REPEATABLE READ, a check that raced a newer
+// term's transaction fails with a serialization error (never commits), and
+// a retry gets ErrStaleTerm.
+func TestRepeatableReadRace(t *testing.T) {
+	ctx := ctxT(t)
+	pool := newPool(t, 4)
+	d := newData(t, pool)
+	el := election(t)
+	if _, err := d.write(tokenCtx(ctx, el, 1), "first"); err != nil {
+		t.Fatal(err)
+	}
+	rr := pgx.TxOptions{IsoLevel: pgx.RepeatableRead}
+	old, err := pool.BeginTx(ctx, rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = old.Rollback(ctx) }()
+	if _, err := old.Exec(ctx, `SELECT 1 FROM `+d.name); err != nil { // takes the snapshot
+		t.Fatal(err)
+	}
+	if _, err := d.write(tokenCtx(ctx, el, 2), "newer"); err != nil {
+		t.Fatal(err)
+	}
+	err = d.guard.Check(tokenCtx(ctx, el, 1), old)
+	if err == nil {
+		t.Fatal("old term passed the check under REPEATABLE READ after a newer commit")
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.SQLState() != "40001" {
+		t.Fatalf("check: %v, want a serialization failure (SQLSTATE 40001) the caller can detect", err)
+	}
+	retry, err := pool.BeginTx(ctx, rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = retry.Rollback(ctx) }()
+	if err := d.guard.Check(tokenCtx(ctx, el, 1), retry); !errors.Is(err, fence.ErrStaleTerm) {
+		t.Fatalf("retry: %v, want ErrStaleTerm", err)
+	}
 }
