@@ -75,8 +75,10 @@ type Guard struct {
 	prefix string
 }
 
-// New returns a Guard writing through client (a *redis.Client, a Cluster or
-// failover client, or a pipeline). It does no I/O.
+// New returns a Guard writing through client (a *redis.Client, or a
+// Cluster, Sentinel failover or universal client; not a pipeline, whose
+// results arrive only at Exec). It does no I/O. Set ContextTimeoutEnabled on
+// the client so writes honour context deadlines.
 func New(client redis.Scripter, opts Options) *Guard {
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = DefaultKeyPrefix
