@@ -40,6 +40,7 @@ const (
 // options are the parsed command line.
 type options struct {
 	status bool // the "status" subcommand
+	watch  bool // status --watch: follow the leader until interrupted
 
 	backend       string
 	election      string
@@ -105,6 +106,7 @@ func (o *options) flagTable() []flagDef {
 		{name: "http", value: addrFlag{p: &o.httpAddr}, usage: "HTTP address host:port for /metrics, /healthz, /readyz, /leader (empty: off)"},
 		{name: "log-format", value: choiceFlag{&o.logFormat, func() []string { return []string{"text", "json"} }, false}, usage: "log format: text|json"},
 		{name: "demo-duration", value: durationFlag{p: &o.demoDuration, zeroOK: true}, usage: "stop the demo after this long (0: until Ctrl-C)"},
+		{name: "watch", value: boolFlag{&o.watch}, usage: "with status: print the leader on every change until interrupted (reads every --retry)"},
 
 		{name: "redis-addr", value: addrFlag{p: &o.redisAddr, list: true}, backend: "redis", setting: "addr", required: true,
 			usage: "Redis address host:port (comma-separated for Cluster)"},
@@ -267,6 +269,9 @@ func parseProblem(err error) error {
 func (o options) validate() error {
 	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
+	}
+	if o.watch && !o.status {
+		return usagef("--watch works only with status")
 	}
 	for _, d := range o.flagTable() {
 		if d.backend == o.backend && d.required && d.value.String() == "" {

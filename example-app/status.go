@@ -22,6 +22,9 @@ func runStatus(ctx context.Context, o options, w io.Writer) error {
 	if c, ok := b.(io.Closer); ok {
 		defer c.Close()
 	}
+	if o.watch {
+		return runWatch(ctx, o, b, w)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	l, err := b.Get(ctx, o.election)

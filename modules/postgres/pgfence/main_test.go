@@ -1,0 +1,97 @@
+package pgfence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/modules/postgres/pgfence"
+)
+
+var (
+	private  *testserver.Postgres
+	startErr error
+	seq      atomic.Int64
+)
+
+// TestMain starts one private PostgreSQL for the package and checks for
+// leaked goroutines after closing it.
+func TestMain(m *testing.M) {
+	private, startErr = testserver.StartPostgres(testserver.PostgresOptions{})
+	os.Exit(testserver.RunMain(m, func() error {
+		if private == nil {
+			return nil
+		}
+		return private.Close()
+	}))
+}
+
+// dsn returns the private server's DSN, skipping (failing under CI=true)
+// when it could not start.
+func dsn(t testing.TB) string {
+	t.Helper()
+	err := startErr
+	if private == nil && err == nil {
+		err = errors.New("private postgres: not started")
+	}
+	testserver.Require(t, err)
+	return private.DSN()
+}
+
+func newPool(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newGuard returns a guard on a fresh table of its own (and the table's name).
+func newGuard(t testing.TB, pool *pgxpool.Pool) (*pgfence.Guard, string) {
+	t.Helper()
+	table := fmt.Sprintf("fence_%d", seq.Add(1))
+	g, err := pgfence.New(pgfence.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.CreateTable(ctxT(t), pool); err != nil {
+		t.Fatal(err)
+	}
+	return g, table
+}
+
+func election(t testing.TB) string {
+	return "pgf-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
+}
+
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
