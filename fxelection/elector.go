@@ -39,9 +39,10 @@ type Elector struct {
 	obs    atomic.Pointer[[]*observerEntry]
 	lifeMu sync.Mutex // serialises Start and Stop
 
-	// inflight names the backend operation the campaign loop is in ("" when
-	// none), so that Stop can say what it gave up waiting for.
-	inflight atomic.Value
+	// inflight is the backend operation the campaign loop is in (nil when
+	// none), so that Stop can say what it gave up waiting for and Status
+	// can show a wedged loop.
+	inflight atomic.Pointer[inflightOp]
 	// detached is set once Stop has sent EventDetached: observers get
 	// nothing after it, even from a loop Stop had to leave running.
 	detached atomic.Bool
@@ -75,6 +76,12 @@ type leaderTerm struct {
 }
 
 type observerEntry struct{ o Observer }
+
+// inflightOp is one backend call of the campaign loop.
+type inflightOp struct {
+	op    string
+	since time.Time
+}
 
 type requestKind int
 
@@ -363,8 +370,8 @@ func waitFor(ctx context.Context, ch <-chan struct{}) bool {
 // left to finish on its own, and the leadership, if any, ends now.
 func (e *Elector) abandonLoop(cause error) error {
 	what := "campaign loop still running"
-	if op, _ := e.inflight.Load().(string); op != "" {
-		what = "backend " + op + " call still running"
+	if in := e.inflight.Load(); in != nil {
+		what = "backend " + in.op + " call still running"
 	}
 	e.log.Warn("stop deadline passed; leaving the campaign loop to finish on its own", "still_running", what)
 	e.mu.Lock()
@@ -454,13 +461,20 @@ type Status struct {
 	// would say so (the lease is held and the last successful renewal
 	// started less than RenewDeadline ago).
 	Leading bool
+	// Holding is true from an acquisition until the campaign loop has
+	// stepped down. It differs from Leading only while the loop is stuck
+	// (in a backend call that ignores its context, or in an Observer that
+	// blocks) past the renew deadline: belief has ended (Leading is false,
+	// the leader context is cancelled) but the loop has not yet noticed. A
+	// liveness probe looks for that.
+	Holding bool
 	// Lease is this candidate's lease while Leading.
 	Lease Lease
 	// Leader is the leader last seen; LeaderKnown says whether there is one.
 	Leader      Lease
 	LeaderKnown bool
 	// LastRenew is the start of the last successful acquire or renewal while
-	// Leading.
+	// Holding.
 	LastRenew time.Time
 	// LastContact is when the store last answered an operation (any outcome
 	// but a store failure).
@@ -469,6 +483,15 @@ type Status struct {
 	// passed through RedactError) and LastErrorAt when it happened.
 	LastError   error
 	LastErrorAt time.Time
+	// InFlight is the backend operation ("acquire", "renew", "release") the
+	// campaign loop is waiting for, "" when none, and InFlightSince when
+	// that call began. The elector bounds every call by its context
+	// (RenewDeadline at most), so a call in flight for much longer means
+	// the backend ignores its context and the loop is wedged: leadership
+	// has ended (the renew deadline timer does not depend on the loop), but
+	// no campaign goes on until the call returns.
+	InFlight      string
+	InFlightSince time.Time
 	// LeaseDuration, RenewDeadline and RetryPeriod are the effective timings.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
@@ -492,8 +515,14 @@ func (e *Elector) Status() Status {
 			s.Running = true
 		}
 	}
+	if t := e.term; t != nil {
+		s.Holding, s.LastRenew = true, t.lastRenew
+	}
 	if t := e.believed(); t != nil {
-		s.Leading, s.Lease, s.LastRenew = true, t.lease.Clone(), t.lastRenew
+		s.Leading, s.Lease = true, t.lease.Clone()
+	}
+	if in := e.inflight.Load(); in != nil {
+		s.InFlight, s.InFlightSince = in.op, in.since
 	}
 	return s
 }
@@ -712,8 +741,8 @@ func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
 // during records that the loop is in backend operation op until the
 // returned function is called.
 func (e *Elector) during(op string) (end func()) {
-	e.inflight.Store(op)
-	return func() { e.inflight.Store("") }
+	e.inflight.Store(&inflightOp{op: op, since: time.Now()})
+	return func() { e.inflight.Store(nil) }
 }
 
 // dropLate gives back a lease acquired just as the elector was stopped,
