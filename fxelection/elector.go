@@ -73,6 +73,9 @@ type leaderTerm struct {
 	lastRenew time.Time   // start of the last successful acquire/renew
 	deadline  time.Time   // lastRenew + RenewDeadline
 	ended     bool        // stepDown ran (guarded by Elector.mu)
+	// startedDone is closed when OnStartedLeading has returned (at once
+	// when there is none): OnStoppedLeading waits for it.
+	startedDone chan struct{}
 }
 
 type observerEntry struct{ o Observer }
@@ -277,8 +280,8 @@ func (e *Elector) Stop(ctx context.Context) error {
 
 	cancel()
 	var errs []error
-	if !waitFor(b.ctx(), loopDone) {
-		errs = append(errs, e.abandonLoop(b.ctx().Err()))
+	if lctx := b.ctx(); !waitFor(lctx, loopDone) {
+		errs = append(errs, e.abandonLoop(lctx.Err()))
 	}
 	// Leader work gets the deadline, not the grace period: that is kept for
 	// the release.
@@ -295,15 +298,15 @@ func (e *Elector) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if listenDone != nil && e.subscribed.Load() && !waitFor(b.ctx(), listenDone) {
+	if lctx := b.ctx(); listenDone != nil && e.subscribed.Load() && !waitFor(lctx, listenDone) {
 		e.log.Warn("push listener cancel did not return before the stop deadline")
-		errs = append(errs, fmt.Errorf("fxelection: stop: push listener cancel still running: %w", b.ctx().Err()))
+		errs = append(errs, fmt.Errorf("fxelection: stop: push listener cancel still running: %w", lctx.Err()))
 	}
 	e.detached.Store(true)
 	e.broadcast(Event{Kind: EventDetached})
-	if !waitFor(b.ctx(), e.disp.closed()) {
+	if dctx := b.ctx(); !waitFor(dctx, e.disp.closed()) {
 		e.log.Warn("callbacks still running at the stop deadline")
-		errs = append(errs, fmt.Errorf("fxelection: stop: callbacks still running: %w", b.ctx().Err()))
+		errs = append(errs, fmt.Errorf("fxelection: stop: callbacks still running: %w", dctx.Err()))
 	}
 	e.log.Debug("elector stopped")
 	return errors.Join(errs...)
@@ -849,6 +852,7 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 	t := &leaderTerm{
 		lease: lease, ctx: ContextWithLease(tctx, lease.Clone()), cancel: cancel,
 		lastRenew: start, deadline: start.Add(e.cfg.RenewDeadline),
+		startedDone: make(chan struct{}),
 	}
 	// The timer, not the loop, ends belief at the deadline: a backend call
 	// that ignores its context cannot stretch leadership.
@@ -866,14 +870,16 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 	run := e.cfg.Callbacks.OnStartedLeading
 	queued := e.disp.enqueue(PanicInStartedLeading, func() {
 		if run == nil {
+			close(t.startedDone)
 			e.work.done()
 			return
 		}
-		// Wait until the goroutine runs the callback, so that the matching
-		// OnStoppedLeading (queued behind this) cannot be delivered first.
+		// Wait until the goroutine runs the callback, so that no later
+		// callback can overtake its start.
 		began := make(chan struct{})
 		go func() {
 			defer e.work.done()
+			defer close(t.startedDone)
 			defer func() {
 				if v := recover(); v != nil {
 					e.recovered(PanicInStartedLeading, v, false)
@@ -885,9 +891,30 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 		<-began
 	}, false)
 	if !queued {
+		close(t.startedDone)
 		e.work.done()
 	}
 	return t
+}
+
+// awaitStarted waits, on the callback goroutine, until t's OnStartedLeading
+// has returned, so that OnStoppedLeading never runs before or alongside it;
+// the leader context is already cancelled, so a callback that honours it
+// returns promptly. One that does not is given StopTimeout, then
+// OnStoppedLeading is delivered anyway.
+func (e *Elector) awaitStarted(t *leaderTerm) {
+	select {
+	case <-t.startedDone:
+		return
+	default:
+	}
+	timer := time.NewTimer(e.cfg.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.startedDone:
+	case <-timer.C:
+		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
+	}
 }
 
 // extend records a successful renewal started at start; false if the
@@ -936,7 +963,10 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
 	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
 		l := t.lease.Clone()
-		e.disp.enqueue(PanicInStoppedLeading, func() { cb(l, reason) }, false)
+		e.disp.enqueue(PanicInStoppedLeading, func() {
+			e.awaitStarted(t)
+			cb(l, reason)
+		}, false)
 	}
 	return reason
 }

@@ -41,11 +41,13 @@ type Callbacks struct {
 	// before releasing the lease, bounded by the stop timeout.
 	OnStartedLeading func(ctx context.Context)
 	// OnStoppedLeading is called once after every OnStartedLeading, when
-	// leadership ends, with the lease that ended and why. It is delivered
-	// only once the goroutine running that OnStartedLeading has started and
-	// is calling it, never before; the two may then run concurrently (the
-	// leader context is already cancelled, and OnStartedLeading may still be
-	// returning). Stop delivers it before returning, within its bound.
+	// leadership ends, with the lease that ended and why. It is called only
+	// after that OnStartedLeading has returned, so state set in one and
+	// cleared in the other ends up cleared: the leader context is cancelled
+	// first, so an OnStartedLeading that honours it returns promptly. One
+	// that ignores its context is waited for at most StopTimeout, then
+	// OnStoppedLeading is called anyway (and later callbacks wait behind it
+	// meanwhile). Stop delivers it before returning, within its bound.
 	OnStoppedLeading func(lease Lease, reason StopReason)
 	// OnNewLeader is called when the observed leader (holder or term)
 	// changes, this candidate included.
