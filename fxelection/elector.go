@@ -18,6 +18,9 @@ import (
 // every RetryPeriod (jittered), back off exponentially on store failures,
 // and wake at once when the backend pushes a release.
 //
+// Panics in Observers and Callbacks are recovered (see PanicError), and
+// backend errors are redacted (RedactError) before anything else sees them.
+//
 // What it cannot promise: a process paused longer than LeaseDuration−
 // RenewDeadline at the wrong moment, or a clock running that much faster,
 // can act as leader after another took over. Use the fencing term
