@@ -658,3 +658,44 @@ func TestBackoffNeverOverflows(t *testing.T) {
 		t.Fatalf("Backoff(5, 1s, 10s) = %v, want in [10s, 12s]", got)
 	}
 }
+
+// With a store that hangs but honours contexts (Faulty.Hang), Stop returns
+// at once, without an error, for a follower and for a leader alike (the
+// leader's release fails within the bound and says so).
+func TestStopWithHungStore(t *testing.T) {
+	for _, leader := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leader=%v", leader), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := fxelection.NewMemoryBackend()
+				if !leader {
+					start(t, cfg("other"), store)
+					synctest.Wait()
+				}
+				fa := electiontest.NewFaulty(store)
+				e, err := fxelection.New(cfg("a"), fa)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				fa.Hang(true)
+				time.Sleep(retry + retry/3) // a call is now hanging
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				began := time.Now()
+				err = e.Stop(ctx)
+				if took := time.Since(began); took > 100*time.Millisecond {
+					t.Fatalf("Stop took %v", took)
+				}
+				switch {
+				case !leader && err != nil:
+					t.Fatalf("follower's Stop = %v", err)
+				case leader && (err == nil || strings.Contains(err.Error(), "leader work") || !errors.Is(err, context.DeadlineExceeded)):
+					t.Fatalf("leader's Stop = %v, want the release's deadline", err)
+				}
+			})
+		})
+	}
+}
