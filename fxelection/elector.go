@@ -249,9 +249,11 @@ func (e *Elector) Start(ctx context.Context) error {
 // passed, what remains (the campaign loop's exit when ctx was already done,
 // the release, queued callbacks) shares one grace period of at most
 // RetryPeriod, so that the lease is not lost merely because shutdown was
-// slow or ctx was already done. Stop therefore returns
-// within its deadline plus at most one RetryPeriod, even when the backend
-// ignores its context and a call never returns.
+// slow or ctx was already done. Each step also allows 10ms, once its bound
+// has passed, for what it waited on to notice and finish. Stop therefore
+// returns within its deadline plus at most one RetryPeriod and a few tens of
+// milliseconds, even when the backend ignores its context and a call never
+// returns.
 //
 // What it leaves behind: a campaign loop still inside a backend call at the
 // deadline is left to finish on its own (its goroutine ends when the call
@@ -351,7 +353,9 @@ func (b *stopBound) close() {
 }
 
 // waitFor waits until ch is closed or ctx is done and reports whether ch
-// closed; it prefers ch when both are ready.
+// closed; it prefers ch when both are ready, and once ctx is done it still
+// gives ch stopGrace to close (a goroutine that was about to finish, or a
+// backend call noticing its context).
 func waitFor(ctx context.Context, ch <-chan struct{}) bool {
 	select {
 	case <-ch:
@@ -362,12 +366,14 @@ func waitFor(ctx context.Context, ch <-chan struct{}) bool {
 	case <-ch:
 		return true
 	case <-ctx.Done():
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
+	}
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-grace.C:
+		return false
 	}
 }
 
@@ -414,8 +420,9 @@ func (e *Elector) stopRelease(ctx context.Context, final Lease) error {
 	}
 }
 
-// stopGrace is how long Stop waits, after a call's context is done, for a
-// backend that honours it to return.
+// stopGrace is how long Stop waits, once a step's bound has passed, for
+// what it waited on to finish anyway (a backend call that honours its
+// context returns at once then).
 const stopGrace = 10 * time.Millisecond
 
 // IsLeader reports whether this candidate leads now: it holds the lease and
