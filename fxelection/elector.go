@@ -255,15 +255,18 @@ func (e *Elector) Start(ctx context.Context) error {
 // milliseconds, even when the backend ignores its context and a call never
 // returns.
 //
-// What it leaves behind: a campaign loop still inside a backend call at the
-// deadline is left to finish on its own (its goroutine ends when the call
-// returns); the leadership ends at once all the same (the leader context is
-// cancelled, OnStoppedLeading is queued) and the lease, not released,
-// expires after LeaseDuration. Leader work, a release or callbacks still
-// running after the grace period are left to return. Each is logged once and
-// named in the returned error (for example "backend renew call still
-// running"). A push subscription (Notifier.Subscribe) that has not returned
-// never delays Stop: it is cancelled as soon as it returns.
+// What it leaves behind: a campaign loop that has not returned by the
+// deadline (stuck in a backend call that ignores its context, or in an
+// Observer that blocks) is left to finish on its own: its goroutine ends
+// when the call returns, and observers hear nothing from it after
+// EventDetached. The leadership ends at once all the same (the leader
+// context is cancelled, OnStoppedLeading is queued) and the lease, not
+// released, expires after LeaseDuration. Leader work, a release or callbacks
+// still running after their bound are left to return. Each is logged once
+// and named in the returned error (for example "fxelection: stop: backend
+// renew call still running: context deadline exceeded"). A push
+// subscription (Notifier.Subscribe) that has not returned never delays
+// Stop: it is cancelled as soon as it returns.
 //
 // Stop is idempotent; it returns nil when everything finished in time and
 // the release (if any) succeeded.
