@@ -32,6 +32,9 @@ const (
 	// JitterFactor is how much longer than RetryPeriod a candidate may wait
 	// between attempts: waits are drawn from [RetryPeriod, JitterFactor×RetryPeriod).
 	JitterFactor = 1.2
+	// MinRetryPeriod is the shortest RetryPeriod accepted. Shorter periods
+	// would turn every follower into a busy loop against the store.
+	MinRetryPeriod = 10 * time.Millisecond
 )
 
 // Config configures one Elector. The zero value of every field but Name means
@@ -52,7 +55,8 @@ type Config struct {
 	Metadata map[string]string
 
 	// LeaseDuration is how long a lease lasts without renewal: a leader that
-	// vanishes is replaced after at most about this long. Default: 15s.
+	// vanishes is replaced after at most about this long. At most
+	// MaxRecordDuration (one year). Default: 15s.
 	LeaseDuration time.Duration
 
 	// RenewDeadline bounds how long a leader keeps believing it leads without
@@ -63,12 +67,16 @@ type Config struct {
 	RenewDeadline time.Duration
 
 	// RetryPeriod is how often the leader renews and followers try to acquire
-	// (followers wait RetryPeriod to 1.2×RetryPeriod, jittered). It must be
+	// (followers wait RetryPeriod to 1.2×RetryPeriod, jittered). The first
+	// renewal after an acquisition comes at a random point in
+	// [RetryPeriod/2, RetryPeriod), so elections started together do not
+	// renew in lockstep; every later one RetryPeriod after the start of the
+	// previous successful one. It must be at least MinRetryPeriod (10ms) and
 	// shorter than RenewDeadline/1.2. Default: 2s.
 	RetryPeriod time.Duration
 
 	// MaxBackoff caps the exponential backoff followers use after store
-	// failures. Default: 30s.
+	// failures. At most MaxRecordDuration. Default: 30s.
 	MaxBackoff time.Duration
 
 	// KeepLeaseOnStop leaves the lease in the store when the elector stops,
@@ -81,8 +89,10 @@ type Config struct {
 	// (false): re-campaign.
 	NoRecampaign bool
 
-	// StopTimeout bounds Stop (draining leader work, then releasing) when the
-	// context given to Stop has no earlier deadline. Default: 10s.
+	// StopTimeout bounds Stop (waiting for the campaign loop and leader
+	// work, then releasing) when the context given to Stop has no earlier
+	// deadline; see Elector.Stop for the exact bound. At most
+	// MaxRecordDuration. Default: 10s.
 	StopTimeout time.Duration
 
 	// Callbacks are called on leadership changes and store failures, never on
@@ -141,6 +151,9 @@ func (c Config) normalize() (Config, error) {
 	if size > MaxMetadataBytes {
 		return c, fmt.Errorf("fxelection: Metadata (%d bytes) must be at most %d bytes", size, MaxMetadataBytes)
 	}
+	// Every duration is checked against MaxRecordDuration first, so that
+	// no sum or product below (nor LeaseDuration+StopTimeout in a caller)
+	// can overflow.
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -148,14 +161,20 @@ func (c Config) normalize() (Config, error) {
 		{"LeaseDuration", c.LeaseDuration}, {"RenewDeadline", c.RenewDeadline}, {"RetryPeriod", c.RetryPeriod},
 		{"MaxBackoff", c.MaxBackoff}, {"StopTimeout", c.StopTimeout},
 	} {
-		if d.v < 0 {
+		switch {
+		case d.v < 0:
 			return c, fmt.Errorf("fxelection: %s (%v) must be positive", d.name, d.v)
+		case d.v > MaxRecordDuration:
+			return c, fmt.Errorf("fxelection: %s (%v) must be at most %v", d.name, d.v, MaxRecordDuration)
 		}
+	}
+	if c.RetryPeriod < MinRetryPeriod {
+		return c, fmt.Errorf("fxelection: RetryPeriod (%v) must be at least %v", c.RetryPeriod, MinRetryPeriod)
 	}
 	if c.RenewDeadline >= c.LeaseDuration {
 		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be shorter than LeaseDuration (%v)", c.RenewDeadline, c.LeaseDuration)
 	}
-	if jittered := time.Duration(JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= jittered {
+	if jittered := jitterMax(c.RetryPeriod); c.RenewDeadline <= jittered {
 		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be longer than 1.2 × RetryPeriod (%v)", c.RenewDeadline, jittered)
 	}
 	if c.MaxBackoff < c.RetryPeriod {

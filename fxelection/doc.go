@@ -15,6 +15,20 @@
 // leader steps down before its lease can expire in the store and another
 // candidate take over. No two clocks are ever compared.
 //
+// The first renewal after an acquisition comes at a random point of the
+// first retry period, so elections started together do not renew in
+// lockstep. Stop returns within its deadline (ctx or StopTimeout) plus at
+// most one RetryPeriod for the release, even when a backend call ignores its
+// context; a call still running is left to finish on its own and named in
+// the returned error.
+//
+// Nothing a store or an application hook does can crash the elector: every
+// decoded record is checked (CheckLease, DurationFromMillis) and terms never
+// wrap (NextTerm, ErrTermExhausted); a panicking Observer or callback is
+// recovered and reported as a *PanicError (to OnError) and an EventPanic (to
+// observers); every store failure passes through RedactError before any
+// callback, observer, log line or Status sees it.
+//
 // The core owns all timing, events and metrics hooks; a Backend is only four
 // atomic storage operations, proven by the conformance suite in package
 // electiontest. Backends register by name (RegisterBackend) so programs can

@@ -18,6 +18,9 @@ import (
 // every RetryPeriod (jittered), back off exponentially on store failures,
 // and wake at once when the backend pushes a release.
 //
+// Panics in Observers and Callbacks are recovered (see PanicError), and
+// backend errors are redacted (RedactError) before anything else sees them.
+//
 // What it cannot promise: a process paused longer than LeaseDuration−
 // RenewDeadline at the wrong moment, or a clock running that much faster,
 // can act as leader after another took over. Use the fencing term
@@ -39,11 +42,22 @@ type Elector struct {
 	obs    atomic.Pointer[[]*observerEntry]
 	lifeMu sync.Mutex // serialises Start and Stop
 
+	// inflight is the backend operation the campaign loop is in (nil when
+	// none), so that Stop can say what it gave up waiting for and Status
+	// can show a wedged loop.
+	inflight atomic.Pointer[inflightOp]
+	// detached is set once Stop has sent EventDetached: observers get
+	// nothing after it, even from a loop Stop had to leave running.
+	detached atomic.Bool
+	// subscribed is set once Notifier.Subscribe has returned.
+	subscribed atomic.Bool
+
 	mu          sync.Mutex
 	started     bool
 	stopped     bool
 	cancel      context.CancelFunc
 	loopDone    chan struct{}
+	listenDone  chan struct{} // closed when the push listener goroutine ends
 	term        *leaderTerm
 	finalLease  Lease // lease to release on Stop, set by the loop on exit
 	leader      Lease
@@ -61,9 +75,19 @@ type leaderTerm struct {
 	timer     *time.Timer // cancels ctx at the renew deadline
 	lastRenew time.Time   // start of the last successful acquire/renew
 	deadline  time.Time   // lastRenew + RenewDeadline
+	ended     bool        // stepDown ran (guarded by Elector.mu)
+	// startedDone is closed when OnStartedLeading has returned (at once
+	// when there is none): OnStoppedLeading waits for it.
+	startedDone chan struct{}
 }
 
 type observerEntry struct{ o Observer }
+
+// inflightOp is one backend call of the campaign loop.
+type inflightOp struct {
+	op    string
+	since time.Time
+}
 
 type requestKind int
 
@@ -122,7 +146,9 @@ func (e *Elector) BackendName() string { return e.kind }
 func (e *Elector) Config() Config { return e.cfg }
 
 // AddObserver attaches o; it receives events until the returned function is
-// called. Observers see every backend operation, so keep them fast.
+// called or the elector stops (EventDetached is the last event). Observers
+// see every backend operation, so keep them fast. A panic in o is recovered
+// and reported as an EventPanic; see Observer.
 func (e *Elector) AddObserver(o Observer) (remove func()) {
 	entry := &observerEntry{o}
 	for {
@@ -153,6 +179,14 @@ func (e *Elector) AddObserver(o Observer) (remove func()) {
 }
 
 func (e *Elector) observe(ev Event) {
+	if e.detached.Load() {
+		return
+	}
+	e.broadcast(ev)
+}
+
+// broadcast delivers ev to every observer.
+func (e *Elector) broadcast(ev Event) {
 	list := e.obs.Load()
 	if list == nil || len(*list) == 0 {
 		return
@@ -162,8 +196,18 @@ func (e *Elector) observe(ev Event) {
 		ev.Time = time.Now()
 	}
 	for _, x := range *list {
-		x.o.Observe(ev)
+		e.deliver(x.o, ev)
 	}
+}
+
+// deliver calls one observer, recovering a panic.
+func (e *Elector) deliver(o Observer, ev Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.recovered(PanicInObserver, v, ev.Kind == EventPanic)
+		}
+	}()
+	o.Observe(ev)
 }
 
 // Start begins campaigning in the background and returns at once. Calling it
@@ -185,7 +229,11 @@ func (e *Elector) Start(ctx context.Context) error {
 	// The loop must outlive Start's context (fx cancels OnStart contexts).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
-	e.disp = newDispatcher()
+	e.disp = newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	if e.notifier != nil {
+		e.listenDone = make(chan struct{})
+		go e.listen(runCtx, e.listenDone)
+	}
 	go e.run(runCtx)
 	e.log.Debug("elector started")
 	return nil
@@ -193,12 +241,35 @@ func (e *Elector) Start(ctx context.Context) error {
 
 // Stop ends campaigning. If leading, it cancels the leader context, waits for
 // leader work (OnStartedLeading, RunIfLeader) to return, then releases the
-// lease so another candidate leads at once (unless KeepLeaseOnStop). Waiting
-// is bounded by ctx and StopTimeout; the release still gets one attempt of
-// at most RetryPeriod even when that bound has passed, so Stop always
-// returns and the lease is not lost merely because shutdown was slow.
-// Callbacks already queued are delivered before Stop returns, within the
-// same bound. Stop is idempotent; it returns the release error, if any.
+// lease so another candidate leads at once (unless KeepLeaseOnStop), and
+// delivers the callbacks already queued.
+//
+// The bound: Stop's deadline is ctx's or StopTimeout from the call,
+// whichever is earlier; waiting for leader work ends there. Once it has
+// passed, what remains (the campaign loop's exit when ctx was already done,
+// the release, queued callbacks) shares one grace period of at most
+// RetryPeriod, so that the lease is not lost merely because shutdown was
+// slow or ctx was already done. Each step also allows 10ms, once its bound
+// has passed, for what it waited on to notice and finish. Stop therefore
+// returns within its deadline plus at most one RetryPeriod and a few tens of
+// milliseconds, even when the backend ignores its context and a call never
+// returns.
+//
+// What it leaves behind: a campaign loop that has not returned by the
+// deadline (stuck in a backend call that ignores its context, or in an
+// Observer that blocks) is left to finish on its own: its goroutine ends
+// when the call returns, and observers hear nothing from it after
+// EventDetached. The leadership ends at once all the same (the leader
+// context is cancelled, OnStoppedLeading is queued) and the lease, not
+// released, expires after LeaseDuration. Leader work, a release or callbacks
+// still running after their bound are left to return. Each is logged once
+// and named in the returned error (for example "fxelection: stop: backend
+// renew call still running: context deadline exceeded"). A push
+// subscription (Notifier.Subscribe) that has not returned never delays
+// Stop: it is cancelled as soon as it returns.
+//
+// Stop is idempotent; it returns nil when everything finished in time and
+// the release (if any) succeeded.
 func (e *Elector) Stop(ctx context.Context) error {
 	e.lifeMu.Lock()
 	defer e.lifeMu.Unlock()
@@ -209,43 +280,153 @@ func (e *Elector) Stop(ctx context.Context) error {
 		return nil
 	}
 	e.stopped = true
-	cancel, loopDone := e.cancel, e.loopDone
+	cancel, loopDone, listenDone := e.cancel, e.loopDone, e.listenDone
 	e.mu.Unlock()
 
-	ctx, cancelTimeout := context.WithTimeout(ctx, e.cfg.StopTimeout)
-	defer cancelTimeout()
+	b := newStopBound(ctx, e.cfg.StopTimeout, e.cfg.RetryPeriod)
+	defer b.close()
 
 	cancel()
-	<-loopDone // the loop returns promptly: every wait selects on its context
-
 	var errs []error
-	select {
-	case <-e.work.wait():
-	case <-ctx.Done():
-		e.log.Warn("leader work did not return before the stop deadline; releasing anyway")
-		errs = append(errs, fmt.Errorf("fxelection: wait for leader work: %w", ctx.Err()))
+	if lctx := b.ctx(); !waitFor(lctx, loopDone) {
+		errs = append(errs, e.abandonLoop(lctx.Err()))
+	}
+	// Leader work gets the deadline, not the grace period: that is kept for
+	// the release.
+	if !waitFor(b.soft, e.work.wait()) {
+		e.log.Warn("leader work did not return before the stop deadline")
+		errs = append(errs, fmt.Errorf("fxelection: stop: leader work (OnStartedLeading or RunIfLeader) still running: %w", b.soft.Err()))
 	}
 
 	e.mu.Lock()
 	final := e.finalLease
 	e.mu.Unlock()
 	if !final.IsZero() && !e.cfg.KeepLeaseOnStop {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RetryPeriod)
-		if ctx.Err() == nil {
-			rctx, rcancel = ctx, func() {}
-		}
-		if err := e.release(rctx, final); err != nil {
+		if err := e.stopRelease(b.ctx(), final); err != nil {
 			errs = append(errs, err)
 		}
-		rcancel()
 	}
-	e.observe(Event{Kind: EventDetached})
-	if err := e.disp.close(ctx); err != nil {
-		e.log.Warn("callbacks still running at stop deadline")
+	if lctx := b.ctx(); listenDone != nil && e.subscribed.Load() && !waitFor(lctx, listenDone) {
+		e.log.Warn("push listener cancel did not return before the stop deadline")
+		errs = append(errs, fmt.Errorf("fxelection: stop: push listener cancel still running: %w", lctx.Err()))
+	}
+	e.detached.Store(true)
+	e.broadcast(Event{Kind: EventDetached})
+	if dctx := b.ctx(); !waitFor(dctx, e.disp.closed()) {
+		e.log.Warn("callbacks still running at the stop deadline")
+		errs = append(errs, fmt.Errorf("fxelection: stop: callbacks still running: %w", dctx.Err()))
 	}
 	e.log.Debug("elector stopped")
 	return errors.Join(errs...)
 }
+
+// stopBound is Stop's bound: the deadline (ctx's or StopTimeout), then one
+// grace period that starts when a step first finds the deadline passed.
+type stopBound struct {
+	parent      context.Context
+	soft        context.Context
+	cancelSoft  context.CancelFunc
+	graceLen    time.Duration
+	grace       context.Context
+	cancelGrace context.CancelFunc
+}
+
+func newStopBound(ctx context.Context, timeout, grace time.Duration) *stopBound {
+	soft, cancel := context.WithTimeout(ctx, timeout)
+	return &stopBound{parent: ctx, soft: soft, cancelSoft: cancel, graceLen: grace}
+}
+
+// ctx returns the context bounding the next step: the deadline while it has
+// not passed, the grace period after. Only Stop's goroutine calls it.
+func (b *stopBound) ctx() context.Context {
+	if b.soft.Err() == nil {
+		return b.soft
+	}
+	if b.grace == nil {
+		b.grace, b.cancelGrace = context.WithTimeout(context.WithoutCancel(b.parent), b.graceLen)
+	}
+	return b.grace
+}
+
+func (b *stopBound) close() {
+	b.cancelSoft()
+	if b.cancelGrace != nil {
+		b.cancelGrace()
+	}
+}
+
+// waitFor waits until ch is closed or ctx is done and reports whether ch
+// closed; it prefers ch when both are ready, and once ctx is done it still
+// gives ch stopGrace to close (a goroutine that was about to finish, or a
+// backend call noticing its context).
+func waitFor(ctx context.Context, ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-grace.C:
+		return false
+	}
+}
+
+// abandonLoop is Stop giving up on a campaign loop that did not return by
+// the stop deadline (a backend call that ignores its context): the loop is
+// left to finish on its own, and the leadership, if any, ends now.
+func (e *Elector) abandonLoop(cause error) error {
+	what := "campaign loop still running"
+	if in := e.inflight.Load(); in != nil {
+		what = "backend " + in.op + " call still running"
+	}
+	e.log.Warn("stop deadline passed; leaving the campaign loop to finish on its own", "still_running", what)
+	e.mu.Lock()
+	t := e.term
+	e.mu.Unlock()
+	if t != nil {
+		// The store does not answer: do not try to release (the lease
+		// expires); end belief and deliver OnStoppedLeading now.
+		e.stepDown(t, ReasonStopped, false)
+	}
+	return fmt.Errorf("fxelection: stop: %s: %w", what, cause)
+}
+
+// stopRelease releases final for Stop within ctx (Stop's bound). The call
+// runs on its own goroutine so that a backend ignoring its context cannot
+// hold Stop past that bound.
+func (e *Elector) stopRelease(ctx context.Context, final Lease) error {
+	done := make(chan error, 1)
+	go func() { done <- e.release(ctx, final) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	// A backend that honours its context returns at once now.
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-grace.C:
+		e.log.Warn("release did not return before the stop deadline; leaving it to finish on its own")
+		return fmt.Errorf("fxelection: stop: backend release call still running: %w", ctx.Err())
+	}
+}
+
+// stopGrace is how long Stop waits, once a step's bound has passed, for
+// what it waited on to finish anyway (a backend call that honours its
+// context returns at once then).
+const stopGrace = 10 * time.Millisecond
 
 // IsLeader reports whether this candidate leads now: it holds the lease and
 // its last successful renewal started less than RenewDeadline ago.
@@ -258,11 +439,22 @@ func (e *Elector) IsLeader() bool {
 func (e *Elector) Lease() (Lease, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := e.term
-	if t == nil || t.ctx.Err() != nil || !time.Now().Before(t.deadline) {
+	t := e.believed()
+	if t == nil {
 		return Lease{}, false
 	}
 	return t.lease.Clone(), true
+}
+
+// believed returns the current leadership if this candidate still believes
+// in it: held, not ended, and its renew deadline not yet passed (even if the
+// deadline timer has not fired yet). Called with e.mu held.
+func (e *Elector) believed() *leaderTerm {
+	t := e.term
+	if t == nil || t.ended || t.ctx.Err() != nil || !time.Now().Before(t.deadline) {
+		return nil
+	}
+	return t
 }
 
 // Leader returns the current leader as last seen by this candidate — itself
@@ -281,23 +473,41 @@ type Status struct {
 	Backend  string
 	// Running is true between Start and Stop while the campaign loop runs.
 	Running bool
-	// Leading is true while the loop believes it leads (the lease is held and
-	// the renew deadline has not yet stepped it down).
+	// Leading is true while this candidate leads: exactly when IsLeader
+	// would say so (the lease is held and the last successful renewal
+	// started less than RenewDeadline ago).
 	Leading bool
+	// Holding is true from an acquisition until the campaign loop has
+	// stepped down. It differs from Leading only while the loop is stuck
+	// (in a backend call that ignores its context, or in an Observer that
+	// blocks) past the renew deadline: belief has ended (Leading is false,
+	// the leader context is cancelled) but the loop has not yet noticed. A
+	// liveness probe looks for that.
+	Holding bool
 	// Lease is this candidate's lease while Leading.
 	Lease Lease
 	// Leader is the leader last seen; LeaderKnown says whether there is one.
 	Leader      Lease
 	LeaderKnown bool
 	// LastRenew is the start of the last successful acquire or renewal while
-	// Leading.
+	// Holding.
 	LastRenew time.Time
 	// LastContact is when the store last answered an operation (any outcome
 	// but a store failure).
 	LastContact time.Time
-	// LastError is the last store failure and LastErrorAt when it happened.
+	// LastError is the last store failure (an *OpError whose message has
+	// passed through RedactError) and LastErrorAt when it happened.
 	LastError   error
 	LastErrorAt time.Time
+	// InFlight is the backend operation ("acquire", "renew", "release") the
+	// campaign loop is waiting for, "" when none, and InFlightSince when
+	// that call began. The elector bounds every call by its context
+	// (RenewDeadline at most), so a call in flight for much longer means
+	// the backend ignores its context and the loop is wedged: leadership
+	// has ended (the renew deadline timer does not depend on the loop), but
+	// no campaign goes on until the call returns.
+	InFlight      string
+	InFlightSince time.Time
 	// LeaseDuration, RenewDeadline and RetryPeriod are the effective timings.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
@@ -322,7 +532,13 @@ func (e *Elector) Status() Status {
 		}
 	}
 	if t := e.term; t != nil {
-		s.Leading, s.Lease, s.LastRenew = true, t.lease.Clone(), t.lastRenew
+		s.Holding, s.LastRenew = true, t.lastRenew
+	}
+	if t := e.believed(); t != nil {
+		s.Leading, s.Lease = true, t.lease.Clone()
+	}
+	if in := e.inflight.Load(); in != nil {
+		s.InFlight, s.InFlightSince = in.op, in.since
 	}
 	return s
 }
@@ -333,8 +549,8 @@ func (e *Elector) Status() Status {
 // return before releasing the lease.
 func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) error) (ran bool, err error) {
 	e.mu.Lock()
-	t := e.term
-	if t == nil || t.ctx.Err() != nil || !time.Now().Before(t.deadline) {
+	t := e.believed()
+	if t == nil {
 		e.mu.Unlock()
 		return false, nil
 	}
@@ -405,13 +621,23 @@ func (e *Elector) poke() {
 	}
 }
 
+// listen runs the push wake-up subscription on a goroutine of its own, so
+// that a Subscribe or cancel that blocks (a hung store) can delay neither
+// the campaign loop nor Stop. If Subscribe returns after the elector
+// stopped, the subscription is cancelled at once.
+func (e *Elector) listen(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
+	e.subscribed.Store(true)
+	<-ctx.Done()
+	if cancel != nil {
+		cancel()
+	}
+}
+
 // run is the campaign loop: campaign, lead, repeat.
 func (e *Elector) run(ctx context.Context) {
 	defer close(e.loopDone)
-	if e.notifier != nil {
-		cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
-		defer cancel()
-	}
 	var sitOut time.Duration
 	for {
 		lease, start, pending, ok := e.campaign(ctx, sitOut)
@@ -419,7 +645,7 @@ func (e *Elector) run(ctx context.Context) {
 			return
 		}
 		reason := e.lead(ctx, lease, start, pending)
-		if reason == ReasonStopped || e.cfg.NoRecampaign {
+		if reason == ReasonStopped || ctx.Err() != nil || e.cfg.NoRecampaign {
 			return
 		}
 		sitOut = 0
@@ -461,6 +687,11 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 			}
 			if req != nil {
 				l, s, err := e.attempt(ctx)
+				if err == nil && ctx.Err() != nil {
+					e.dropLate(ctx, l)
+					req.reply <- result{}
+					return Lease{}, time.Time{}, nil, false
+				}
 				if err == nil {
 					return l, s, req, true
 				}
@@ -474,6 +705,9 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 		}
 		l, s, err := e.attempt(ctx)
 		switch {
+		case err == nil && ctx.Err() != nil:
+			e.dropLate(ctx, l)
+			return Lease{}, time.Time{}, nil, false
 		case err == nil:
 			return l, s, nil, true
 		case ctx.Err() != nil:
@@ -496,9 +730,12 @@ func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
 	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
 	defer cancel()
+	end := e.during(OpAcquire)
 	l, err := e.backend.Acquire(actx, AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
 	})
+	end()
+	err = RedactError(err)
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
 	var held *HeldError
 	switch {
@@ -517,6 +754,27 @@ func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
 	}
 }
 
+// during records that the loop is in backend operation op until the
+// returned function is called.
+func (e *Elector) during(op string) (end func()) {
+	e.inflight.Store(&inflightOp{op: op, since: time.Now()})
+	return func() { e.inflight.Store(nil) }
+}
+
+// dropLate gives back a lease acquired just as the elector was stopped,
+// without announcing it: nobody was told it led, so nobody must be told it
+// stopped. KeepLeaseOnStop leaves it to expire.
+func (e *Elector) dropLate(ctx context.Context, l Lease) {
+	if e.cfg.KeepLeaseOnStop {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RetryPeriod)
+	defer cancel()
+	end := e.during(OpRelease)
+	_ = e.release(rctx, l) // reported by release
+	end()
+}
+
 // lead holds the lease until it is lost, resigned or the loop is stopped,
 // and returns why it ended.
 func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pending *request) StopReason {
@@ -525,7 +783,10 @@ func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pendin
 		pending.reply <- result{leading: true}
 	}
 	failures := 0
-	next := start.Add(e.cfg.RetryPeriod)
+	// The first renewal comes at a random point of the first retry period,
+	// so that elections acquired together spread out; later ones follow the
+	// last success by exactly RetryPeriod, keeping that phase.
+	next := start.Add(firstRenewal(e.cfg.RetryPeriod))
 	timer := time.NewTimer(time.Until(next))
 	defer timer.Stop()
 	for {
@@ -552,7 +813,9 @@ func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pendin
 			// the loop (and so Stop) waiting on the caller's context.
 			rctx, cancel := context.WithTimeout(r.ctx, e.cfg.RenewDeadline)
 			stop := context.AfterFunc(ctx, cancel)
+			end := e.during(OpRelease)
 			err := e.release(rctx, t.lease)
+			end()
 			stop()
 			cancel()
 			r.reply <- result{err: err}
@@ -562,8 +825,11 @@ func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pendin
 
 		renewStart := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, t.deadline)
+		end := e.during(OpRenew)
 		l, err := e.backend.Renew(rctx, t.lease)
+		end()
 		cancel()
+		err = RedactError(err)
 		took := time.Since(renewStart)
 		e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
 		switch {
@@ -599,6 +865,7 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 	t := &leaderTerm{
 		lease: lease, ctx: ContextWithLease(tctx, lease.Clone()), cancel: cancel,
 		lastRenew: start, deadline: start.Add(e.cfg.RenewDeadline),
+		startedDone: make(chan struct{}),
 	}
 	// The timer, not the loop, ends belief at the deadline: a backend call
 	// that ignores its context cannot stretch leadership.
@@ -614,17 +881,53 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 
 	e.work.add()
 	run := e.cfg.Callbacks.OnStartedLeading
-	e.disp.enqueue(func() {
+	queued := e.disp.enqueue(PanicInStartedLeading, func() {
 		if run == nil {
+			close(t.startedDone)
 			e.work.done()
 			return
 		}
+		// Wait until the goroutine runs the callback, so that no later
+		// callback can overtake its start.
+		began := make(chan struct{})
 		go func() {
 			defer e.work.done()
+			defer close(t.startedDone)
+			defer func() {
+				if v := recover(); v != nil {
+					e.recovered(PanicInStartedLeading, v, false)
+				}
+			}()
+			close(began)
 			run(t.ctx)
 		}()
+		<-began
 	}, false)
+	if !queued {
+		close(t.startedDone)
+		e.work.done()
+	}
 	return t
+}
+
+// awaitStarted waits, on the callback goroutine, until t's OnStartedLeading
+// has returned, so that OnStoppedLeading never runs before or alongside it;
+// the leader context is already cancelled, so a callback that honours it
+// returns promptly. One that does not is given StopTimeout, then
+// OnStoppedLeading is delivered anyway.
+func (e *Elector) awaitStarted(t *leaderTerm) {
+	select {
+	case <-t.startedDone:
+		return
+	default:
+	}
+	timer := time.NewTimer(e.cfg.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.startedDone:
+	case <-timer.C:
+		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
+	}
 }
 
 // extend records a successful renewal started at start; false if the
@@ -635,6 +938,10 @@ func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
 	}
 	margin := e.cfg.LeaseDuration - time.Since(t.lastRenew)
 	e.mu.Lock()
+	if t.ended { // Stop ended it while the renewal ran
+		e.mu.Unlock()
+		return false
+	}
 	t.lease, t.lastRenew, t.deadline = l, start, start.Add(e.cfg.RenewDeadline)
 	e.mu.Unlock()
 	t.timer.Reset(time.Until(t.deadline))
@@ -642,13 +949,20 @@ func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
 	return true
 }
 
-// stepDown ends leadership t and announces it. keep marks the lease for
-// release by Stop.
+// stepDown ends leadership t and announces it, once: later calls for the
+// same t do nothing. keep marks the lease for release by Stop.
 func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReason {
 	t.timer.Stop()
 	t.cancel()
 	e.mu.Lock()
-	e.term = nil
+	if t.ended {
+		e.mu.Unlock()
+		return reason
+	}
+	t.ended = true
+	if e.term == t {
+		e.term = nil
+	}
 	e.leader, e.leaderKnown = Lease{}, false
 	if keep {
 		e.finalLease = t.lease
@@ -662,7 +976,10 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
 	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
 		l := t.lease.Clone()
-		e.disp.enqueue(func() { cb(l, reason) }, false)
+		e.disp.enqueue(PanicInStoppedLeading, func() {
+			e.awaitStarted(t)
+			cb(l, reason)
+		}, false)
 	}
 	return reason
 }
@@ -670,7 +987,7 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 // release gives the lease back, reporting a store failure.
 func (e *Elector) release(ctx context.Context, l Lease) error {
 	start := time.Now()
-	err := e.backend.Release(ctx, l)
+	err := RedactError(e.backend.Release(ctx, l))
 	e.observe(Event{Kind: EventOperation, Op: OpRelease, Duration: time.Since(start), Err: err})
 	if err != nil {
 		e.fail(OpRelease, err)
@@ -694,7 +1011,7 @@ func (e *Elector) observeLeader(l Lease) {
 	e.observe(Event{Kind: EventNewLeader, Lease: l.Clone()})
 	if cb := e.cfg.Callbacks.OnNewLeader; cb != nil {
 		l = l.Clone()
-		e.disp.enqueue(func() { cb(l) }, true)
+		e.disp.enqueue(PanicInNewLeader, func() { cb(l) }, true)
 	}
 }
 
@@ -704,7 +1021,10 @@ func (e *Elector) contact() {
 	e.mu.Unlock()
 }
 
-// fail records and announces a store failure.
+// fail records and announces a store failure. err has passed through
+// RedactError where the backend call returned it: that is the one place
+// the core redacts, before anything (observers, callbacks, logs, Status)
+// sees the error.
 func (e *Elector) fail(op string, err error) {
 	oe := &OpError{Election: e.cfg.Name, Op: op, Err: err}
 	e.mu.Lock()
@@ -712,7 +1032,7 @@ func (e *Elector) fail(op string, err error) {
 	e.mu.Unlock()
 	e.log.Warn("election error", "op", op, "error", err)
 	if cb := e.cfg.Callbacks.OnError; cb != nil {
-		e.disp.enqueue(func() { cb(oe) }, true)
+		e.disp.enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
 	}
 }
 

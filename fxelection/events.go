@@ -25,8 +25,15 @@ const (
 // elector's renewal goroutine: they are called in order from one delivery
 // goroutine per elector (OnStartedLeading gets a goroutine of its own), so a
 // slow handler delays only later callbacks, never a renewal. Leadership
-// callbacks are never dropped; OnNewLeader and OnError calls are dropped
-// while more than 1024 callbacks wait behind a blocked handler.
+// callbacks are never dropped while the elector runs; OnNewLeader and
+// OnError calls are dropped while more than 1024 callbacks wait behind a
+// blocked handler.
+//
+// A callback that panics is recovered: the panic is logged, delivered to
+// OnError as a *PanicError (matching ErrPanic) and to observers as an
+// EventPanic, and the elector carries on as if the callback had returned (a
+// panicking OnStartedLeading does not end the leadership; its leader work
+// counts as finished). A panic in OnError is only logged.
 type Callbacks struct {
 	// OnStartedLeading runs in its own goroutine when this candidate becomes
 	// leader. ctx is cancelled the moment leadership ends and carries the
@@ -34,15 +41,21 @@ type Callbacks struct {
 	// before releasing the lease, bounded by the stop timeout.
 	OnStartedLeading func(ctx context.Context)
 	// OnStoppedLeading is called once after every OnStartedLeading, when
-	// leadership ends, with the lease that ended and why. The leader context
-	// is already cancelled; the OnStartedLeading goroutine may still be
-	// returning.
+	// leadership ends, with the lease that ended and why. It is called only
+	// after that OnStartedLeading has returned, so state set in one and
+	// cleared in the other ends up cleared: the leader context is cancelled
+	// first, so an OnStartedLeading that honours it returns promptly. One
+	// that ignores its context is waited for at most StopTimeout, then
+	// OnStoppedLeading is called anyway (and later callbacks wait behind it
+	// meanwhile). Stop delivers it before returning, within its bound.
 	OnStoppedLeading func(lease Lease, reason StopReason)
 	// OnNewLeader is called when the observed leader (holder or term)
 	// changes, this candidate included.
 	OnNewLeader func(leader Lease)
-	// OnError is called with an *OpError for every store failure. "Held by
-	// someone else" and "lease lost" are not errors.
+	// OnError is called with an *OpError for every store failure (its
+	// message passed through RedactError), and with a *PanicError when an
+	// observer or another callback panicked. "Held by someone else" and
+	// "lease lost" are not errors.
 	OnError func(err error)
 }
 
@@ -67,8 +80,11 @@ const (
 	// left when it was extended.
 	EventRenewed
 	// EventDetached: the elector stopped; an observer should drop its state
-	// for this elector.
+	// for this elector. Observers receive nothing after it.
 	EventDetached
+	// EventPanic: an Observer or a callback panicked and was recovered; Err
+	// is the *PanicError. A panic while observing EventPanic is only logged.
+	EventPanic
 )
 
 // String returns the kind's name.
@@ -86,6 +102,8 @@ func (k EventKind) String() string {
 		return "renewed"
 	case EventDetached:
 		return "detached"
+	case EventPanic:
+		return "panic"
 	}
 	return "unknown"
 }
@@ -113,7 +131,9 @@ type Event struct {
 	Lease Lease
 	// Reason is why leadership ended (EventStoppedLeading).
 	Reason StopReason
-	// Op, Duration and Err describe one backend call (EventOperation).
+	// Op, Duration and Err describe one backend call (EventOperation). Err
+	// has passed through RedactError. For EventPanic, Err is the
+	// *PanicError.
 	Op       string
 	Duration time.Duration
 	Err      error
@@ -124,7 +144,9 @@ type Event struct {
 // Observer receives an elector's events synchronously, on the goroutine
 // that produced them (often the renewal loop): Observe must be fast and must
 // not block or call back into the elector. It is how metrics plug in; use
-// Callbacks for application logic.
+// Callbacks for application logic. A panic in Observe is recovered and
+// reported (an EventPanic to every observer, a *PanicError to OnError); it
+// never reaches the elector's goroutines.
 type Observer interface {
 	Observe(Event)
 }
@@ -138,38 +160,50 @@ func (f ObserverFunc) Observe(ev Event) { f(ev) }
 // maxQueued bounds droppable callbacks waiting behind a slow handler.
 const maxQueued = 1024
 
-// dispatcher runs callbacks in order on one goroutine it owns.
+// dispatcher runs callbacks in order on one goroutine it owns. A callback
+// that panics is recovered and handed to onPanic; the goroutine goes on.
 type dispatcher struct {
+	onPanic func(where string, v any)
+
 	mu      sync.Mutex
-	queue   []func()
+	queue   []callback
 	signal  chan struct{}
 	closing bool
 	done    chan struct{}
 	dropped int
 }
 
-func newDispatcher() *dispatcher {
-	d := &dispatcher{signal: make(chan struct{}, 1), done: make(chan struct{})}
+// callback is one queued call and the hook it runs (for panic reports).
+type callback struct {
+	where string
+	f     func()
+}
+
+func newDispatcher(onPanic func(where string, v any)) *dispatcher {
+	d := &dispatcher{onPanic: onPanic, signal: make(chan struct{}, 1), done: make(chan struct{})}
 	go d.run()
 	return d
 }
 
-// enqueue adds f; droppable calls are discarded when the queue is long.
-func (d *dispatcher) enqueue(f func(), droppable bool) {
+// enqueue adds f, which runs the hook where; droppable calls are discarded
+// when the queue is long. It reports whether f was queued (after close,
+// nothing is).
+func (d *dispatcher) enqueue(where string, f func(), droppable bool) bool {
 	d.mu.Lock()
 	if d.closing || (droppable && len(d.queue) >= maxQueued) {
 		if droppable {
 			d.dropped++
 		}
 		d.mu.Unlock()
-		return
+		return false
 	}
-	d.queue = append(d.queue, f)
+	d.queue = append(d.queue, callback{where, f})
 	d.mu.Unlock()
 	select {
 	case d.signal <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (d *dispatcher) run() {
@@ -185,18 +219,29 @@ func (d *dispatcher) run() {
 			<-d.signal
 			continue
 		}
-		f := d.queue[0]
-		d.queue[0] = nil
+		c := d.queue[0]
+		d.queue[0] = callback{}
 		d.queue = d.queue[1:]
 		d.mu.Unlock()
-		f()
+		d.call(c)
 	}
 }
 
-// close delivers what is queued, then ends the goroutine. It waits until
-// then or ctx is done; in the latter case the goroutine ends when the
-// handler it is blocked in returns.
-func (d *dispatcher) close(ctx context.Context) error {
+// call runs one callback, recovering a panic.
+func (d *dispatcher) call(c callback) {
+	defer func() {
+		if v := recover(); v != nil && d.onPanic != nil {
+			d.onPanic(c.where, v)
+		}
+	}()
+	c.f()
+}
+
+// closed makes the dispatcher deliver what is queued, accept nothing more
+// and then end its goroutine; it returns a channel closed when it has. If
+// the caller stops waiting, the goroutine ends when the handler it is
+// blocked in returns.
+func (d *dispatcher) closed() <-chan struct{} {
 	d.mu.Lock()
 	d.closing = true
 	d.mu.Unlock()
@@ -204,12 +249,7 @@ func (d *dispatcher) close(ctx context.Context) error {
 	case d.signal <- struct{}{}:
 	default:
 	}
-	select {
-	case <-d.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return d.done
 }
 
 // tracker counts running leader work so Stop can wait for it.

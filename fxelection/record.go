@@ -23,15 +23,21 @@ type wireRecord struct {
 
 // MarshalRecord encodes l for backends that store a record as one value (S3
 // objects, cache entries, the in-memory backend). Version and ExpiresAt are
-// not encoded: they belong to the store.
+// not encoded: they belong to the store. The duration is stored in whole
+// milliseconds, rounded up, so that a positive duration never becomes zero
+// and a reader never waits less than the holder asked for.
 func MarshalRecord(l Lease) ([]byte, error) {
+	ms := l.Duration.Milliseconds()
+	if l.Duration%time.Millisecond > 0 {
+		ms++
+	}
 	b, err := json.Marshal(wireRecord{
 		Format:     recordFormat,
 		Election:   l.Election,
 		Holder:     l.Holder,
 		Metadata:   l.Metadata,
 		Term:       l.Term,
-		DurationMS: l.Duration.Milliseconds(),
+		DurationMS: ms,
 		AcquiredAt: l.AcquiredAt.UTC().Round(0),
 	})
 	if err != nil {

@@ -11,19 +11,27 @@ const Redacted = "xxxxx"
 
 // secretPatterns find secrets by their shape, whatever the store: URL
 // userinfo and query strings (SAS tokens travel in them: sig=…), the key=value
-// spellings of passwords and keys in libpq DSNs and Azure connection strings
-// (with or without spaces around "=", quoted or not).
+// spellings of passwords and keys in libpq DSNs, Azure connection strings and
+// environment variables (with or without spaces around "=", quoted or not,
+// URL-encoded "=" too), JSON "key": "value" pairs and Authorization headers.
 var secretPatterns = []struct {
 	re   *regexp.Regexp
 	repl string
 }{
-	// scheme://user:password@host → scheme://xxxxx@host
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s"']*@`), "${1}" + Redacted + "@"},
+	// scheme://user:password@host → scheme://xxxxx@host. The password may
+	// hold "@" or spaces (unencoded, as users type them): everything up to
+	// the last "@" before the host is replaced.
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#"'\r\n]*@`), "${1}" + Redacted + "@"},
 	// URL query strings: everything from "?" to the end of the URL.
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^?\s"']*)\?[^\s"']*`), "${1}?" + Redacted},
 	// Secret-bearing keys in key=value lists (libpq DSNs, Azure connection
-	// strings, bare SAS tokens): value quoted or up to the next separator.
-	{regexp.MustCompile(`(?i)\b((?:ssl)?password|passwd|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key)(\s*=\s*)('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s;&,"']*)`), "${1}${2}" + Redacted},
+	// strings, bare SAS tokens, PGPASSWORD=…): value quoted or up to the
+	// next separator.
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*?(?:password|passwd|pass|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key|api_?key))(\s*(?:=|%3d)\s*)('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s;&,"']*)`), "${1}${2}" + Redacted},
+	// The same keys as JSON members: "password": "…".
+	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*?(?:password|passwd|pass|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key|api_?key)"\s*:\s*)"(?:[^"\\]|\\.)*"?`), "${1}\"" + Redacted + "\""},
+	// Authorization headers, to the end of the line.
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*:\s*)[^\r\n"]*`), "${1}" + Redacted},
 }
 
 // RedactText returns s with every secret removed: each of secrets (values a

@@ -2,6 +2,7 @@ package fxelection
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -140,10 +141,15 @@ func (r *hubRun) stop() {
 
 // Backoff returns the wait after n consecutive failures: base doubling per
 // failure, capped at max, plus up to 20% jitter (so at most 1.2×max). The
-// elector and backends' reconnect loops share it.
+// elector and backends' reconnect loops share it. It never overflows: the
+// doubling stops at max, and the jitter saturates at the largest Duration.
 func Backoff(n int, base, max time.Duration) time.Duration {
 	d := base
 	for i := 1; i < n && d < max; i++ {
+		if d > max/2 {
+			d = max
+			break
+		}
 		d *= 2
 	}
 	return jitter(min(d, max))
@@ -162,10 +168,37 @@ func SleepContext(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// jitter returns a duration in [d, 1.2·d).
+// jitter returns a duration in [d, 1.2·d], saturating at the largest
+// Duration instead of overflowing.
 func jitter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return d
 	}
-	return d + time.Duration(rand.Int64N(int64(float64(d)*(JitterFactor-1))+1))
+	extra := time.Duration(rand.Int64N(int64(d/5) + 1))
+	if d > math.MaxInt64-extra {
+		return math.MaxInt64
+	}
+	return d + extra
+}
+
+// jitterMax is 1.2·d (the longest jitter(d)), computed in integers so that
+// it cannot overflow for any d up to MaxRecordDuration, and saturating
+// beyond.
+func jitterMax(d time.Duration) time.Duration {
+	if d > math.MaxInt64-d/5 {
+		return math.MaxInt64
+	}
+	return d + d/5
+}
+
+// firstRenewal returns when, after an acquisition, the leader first renews:
+// a uniformly random point in [p/2, p), so that elections acquired together
+// spread their renewals over a retry period instead of hitting the store in
+// lockstep forever.
+func firstRenewal(p time.Duration) time.Duration {
+	if p <= 1 {
+		return p
+	}
+	half := p / 2
+	return half + time.Duration(rand.Int64N(int64(p-half)))
 }

@@ -41,11 +41,14 @@ func LeaderOnly(electors ...*fxelection.Elector) http.Handler {
 }
 
 // Liveness returns a handler for a liveness probe. It answers 503 only when
-// an elector believes it leads (Status.Leading) but its last successful
-// renewal started more than LeaseDuration+Grace ago: the elector's loop is
-// wedged (a normal loop steps down at RenewDeadline, well before that), and
-// restarting the process is the fix. Everything else, including store
-// outages, stopped electors and followers, passes: a restart would not help.
+// an elector's campaign loop is wedged, and restarting the process is the
+// fix: the loop still holds a leadership (Status.Holding) whose last
+// successful renewal started more than LeaseDuration+Grace ago (a normal
+// loop steps down at RenewDeadline, well before that), or it has waited
+// for one backend call (Status.InFlight) for more than LeaseDuration+Grace
+// (the elector bounds every call by RenewDeadline, so the backend ignores
+// its context). Everything else, including store outages, stopped electors
+// and followers, passes: a restart would not help.
 func (o HealthOptions) Liveness(electors ...*fxelection.Elector) http.Handler {
 	return o.handler("liveness", electors, true, o.live)
 }
@@ -155,18 +158,23 @@ func report(s fxelection.Status) ElectorCheck {
 	return c
 }
 
-// live fails only a wedged leader.
+// live fails only a wedged loop.
 func (o HealthOptions) live(s fxelection.Status, now time.Time) (bool, string) {
-	if !s.Leading || s.LastRenew.IsZero() {
-		return true, ""
-	}
 	grace := o.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	if since := now.Sub(s.LastRenew); since > s.LeaseDuration+grace {
-		return false, fmt.Sprintf("leading but no successful renewal for %v (lease duration %v + grace %v)",
-			since.Round(time.Millisecond), s.LeaseDuration, grace)
+	if s.Holding && !s.LastRenew.IsZero() {
+		if since := now.Sub(s.LastRenew); since > s.LeaseDuration+grace {
+			return false, fmt.Sprintf("leading but no successful renewal for %v (lease duration %v + grace %v)",
+				since.Round(time.Millisecond), s.LeaseDuration, grace)
+		}
+	}
+	if s.InFlight != "" && !s.InFlightSince.IsZero() {
+		if since := now.Sub(s.InFlightSince); since > s.LeaseDuration+grace {
+			return false, fmt.Sprintf("backend %s call running for %v (lease duration %v + grace %v)",
+				s.InFlight, since.Round(time.Millisecond), s.LeaseDuration, grace)
+		}
 	}
 	return true, ""
 }

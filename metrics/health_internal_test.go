@@ -19,7 +19,7 @@ func TestHealthRules(t *testing.T) {
 		LastContact: ago(time.Second),
 	}
 	leader := base
-	leader.Leading, leader.LastRenew = true, ago(time.Second)
+	leader.Leading, leader.Holding, leader.LastRenew = true, true, ago(time.Second)
 	leader.Lease = fxelection.Lease{Holder: "a", Term: 7}
 	with := func(s fxelection.Status, f func(*fxelection.Status)) fxelection.Status { f(&s); return s }
 
@@ -49,6 +49,12 @@ func TestHealthRules(t *testing.T) {
 		{"wedged leader, shorter grace", HealthOptions{Grace: time.Second}, with(leader, func(s *fxelection.Status) {
 			s.LastRenew = ago(17 * time.Second)
 		}), want{false, true, false}},
+		{"follower stuck in a backend call", HealthOptions{}, with(base, func(s *fxelection.Status) {
+			s.InFlight, s.InFlightSince = fxelection.OpAcquire, ago(20*time.Second+time.Millisecond)
+		}), want{false, true, false}},
+		{"follower in a slow backend call", HealthOptions{}, with(base, func(s *fxelection.Status) {
+			s.InFlight, s.InFlightSince = fxelection.OpAcquire, ago(20*time.Second)
+		}), want{true, true, false}},
 		{"follower long after a store error", HealthOptions{}, with(base, func(s *fxelection.Status) {
 			s.LastError, s.LastErrorAt = errors.New("boom"), ago(time.Hour)
 		}), want{true, true, false}},
@@ -68,7 +74,7 @@ func TestHealthRules(t *testing.T) {
 				t.Errorf("leading = %v (%s), want %v", leading, why, tt.want.leading)
 			}
 			if !live {
-				if _, why := tt.opts.live(tt.s, now); !strings.Contains(why, "no successful renewal") {
+				if _, why := tt.opts.live(tt.s, now); !strings.Contains(why, "no successful renewal") && !strings.Contains(why, "backend acquire call running for 20.001s") {
 					t.Errorf("liveness reason = %q", why)
 				}
 			}

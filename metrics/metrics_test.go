@@ -3,8 +3,10 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -48,6 +50,11 @@ func TestScriptedSequence(t *testing.T) {
 		defer detach()
 		defer stop(t, b)
 		defer stop(t, a)
+		// What a's events say, for the expected metrics: the first renewal
+		// comes at a random point of the first retry period, so how many
+		// renewals fall into each window of the script varies.
+		rec := &eventLog{}
+		a.AddObserver(rec)
 
 		origin := time.Now()
 		start(t, a)
@@ -86,6 +93,26 @@ func TestScriptedSequence(t *testing.T) {
 		const l = `election="jobs",identity="a"`
 		const bl = `backend="memory",election="jobs",identity="a"`
 		ops := metrics.OperationBuckets()
+		rec.mu.Lock()
+		var opHists string
+		for _, k := range []string{"acquire/ok", "acquire/held", "renew/ok", "renew/error", "renew/lost"} {
+			if n := rec.ops[k]; n > 0 {
+				op, res, _ := strings.Cut(k, "/")
+				opHists += histogram(metrics.NameOperationDuration, bl+`,operation="`+op+`",result="`+res+`"`, ops, make([]float64, n)...)
+			}
+		}
+		if len(rec.ops) != 5 || rec.ops["renew/ok"] < 2 || rec.ops["renew/lost"] != 1 || rec.ops["acquire/ok"] != 1 {
+			t.Fatalf("unexpected script: operations %v", rec.ops)
+		}
+		margins, minMargin := rec.margins, slices.Min(rec.margins)
+		lastOK := rec.lastOK
+		renewErrors := rec.ops["renew/error"]
+		rec.mu.Unlock()
+		for _, m := range margins {
+			if m < leaseDuration.Seconds()-retryPeriod.Seconds()-1e-9 || m > leaseDuration.Seconds()-retryPeriod.Seconds()/2 {
+				t.Fatalf("margin %v outside [lease − retry, lease − retry/2]", m)
+			}
+		}
 		want := `
 # HELP fxelection_is_leader Whether this candidate leads the election (1) or not (0).
 # TYPE fxelection_is_leader gauge
@@ -102,23 +129,19 @@ fxelection_leadership_transitions_total{direction="lost",` + l + `} 1
 fxelection_backend_errors_total{` + bl + `,operation="acquire"} 0
 fxelection_backend_errors_total{` + bl + `,operation="get"} 0
 fxelection_backend_errors_total{` + bl + `,operation="release"} 0
-fxelection_backend_errors_total{` + bl + `,operation="renew"} 1
+fxelection_backend_errors_total{` + bl + `,operation="renew"} ` + strconv.Itoa(renewErrors) + `
 # HELP fxelection_backend_operation_duration_seconds Duration of backend operations, by operation and result (ok, held, lost, none, canceled, error).
 # TYPE fxelection_backend_operation_duration_seconds histogram
-` + histogram(metrics.NameOperationDuration, bl+`,operation="acquire",result="ok"`, ops, 0) +
-			histogram(metrics.NameOperationDuration, bl+`,operation="acquire",result="held"`, ops, 0, 0) +
-			histogram(metrics.NameOperationDuration, bl+`,operation="renew",result="ok"`, ops, 0, 0) +
-			histogram(metrics.NameOperationDuration, bl+`,operation="renew",result="error"`, ops, 0) +
-			histogram(metrics.NameOperationDuration, bl+`,operation="renew",result="lost"`, ops, 0) + `
+` + opHists + `
 # HELP fxelection_last_renew_timestamp_seconds Unix time at which the last successful acquisition or renewal of the lease started.
 # TYPE fxelection_last_renew_timestamp_seconds gauge
-fxelection_last_renew_timestamp_seconds{` + l + `} ` + unix(origin.Add(400*time.Millisecond)) + `
+fxelection_last_renew_timestamp_seconds{` + l + `} ` + unix(lastOK) + `
 # HELP fxelection_renew_margin_seconds Lease time left at each successful renewal: lease duration minus the time from the previous successful renewal's (or the acquisition's) start to this renewal's completion.
 # TYPE fxelection_renew_margin_seconds histogram
-` + histogram(metrics.NameRenewMargin, l, metrics.MarginBuckets(), 1.3, 1.3) + `
+` + histogram(metrics.NameRenewMargin, l, metrics.MarginBuckets(), margins...) + `
 # HELP fxelection_renew_margin_min_seconds Smallest renew margin seen since metrics were attached to this elector.
 # TYPE fxelection_renew_margin_min_seconds gauge
-fxelection_renew_margin_min_seconds{` + l + `} 1.3
+fxelection_renew_margin_min_seconds{` + l + `} ` + strconv.FormatFloat(minMargin, 'g', -1, 64) + `
 # HELP fxelection_leader_info Leader of the election as last observed by this candidate: one series with value 1, absent while unknown.
 # TYPE fxelection_leader_info gauge
 fxelection_leader_info{` + l + `,leader="b"} 1
@@ -134,6 +157,41 @@ fxelection_leader_info{` + l + `,leader="b"} 1
 			t.Errorf("after a stopped: %d series left (err %v)", n, err)
 		}
 	})
+}
+
+// eventLog counts one elector's operations by "op/result" and records its
+// renew margins and the start of its last successful acquire or renewal.
+type eventLog struct {
+	mu      sync.Mutex
+	ops     map[string]int
+	margins []float64
+	lastOK  time.Time
+}
+
+func (r *eventLog) Observe(ev fxelection.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Kind {
+	case fxelection.EventOperation:
+		res := "error"
+		switch {
+		case ev.Err == nil:
+			res = "ok"
+			if ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew {
+				r.lastOK = ev.Time.Add(-ev.Duration)
+			}
+		case errors.Is(ev.Err, fxelection.ErrLeaseHeld):
+			res = "held"
+		case errors.Is(ev.Err, fxelection.ErrLeaseLost):
+			res = "lost"
+		}
+		if r.ops == nil {
+			r.ops = map[string]int{}
+		}
+		r.ops[ev.Op+"/"+res]++
+	case fxelection.EventRenewed:
+		r.margins = append(r.margins, ev.Margin.Seconds())
+	}
 }
 
 func unix(t time.Time) string {

@@ -44,7 +44,7 @@ type opResult struct{ op, result string }
 var _ fxelection.Observer = (*attachment)(nil)
 
 func newAttachment(c *collector, e *fxelection.Elector) *attachment {
-	return &attachment{c: c, e: e, election: e.Name(), identity: e.Identity(), backend: e.BackendName(), refs: 1}
+	return &attachment{c: c, e: e, election: labelValue(e.Name()), identity: labelValue(e.Identity()), backend: labelValue(e.BackendName()), refs: 1}
 }
 
 // Observe implements fxelection.Observer. It never blocks on anything but
@@ -156,8 +156,11 @@ func (a *attachment) errCounter(op string) prometheus.Counter {
 	return c
 }
 
-// setLeader replaces the leader_info series. Called with a.mu held.
+// setLeader replaces the leader_info series. leader comes from the store
+// (through the elector), so it is made safe as a label value first. Called
+// with a.mu held.
 func (a *attachment) setLeader(leader string, known bool) {
+	leader = labelValue(leader)
 	if a.hasLeader && (!known || leader != a.leader) {
 		a.c.leaderInfo.DeleteLabelValues(a.election, a.identity, a.leader)
 	}

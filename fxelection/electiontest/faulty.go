@@ -26,6 +26,7 @@ type Faulty struct {
 	fail  map[string]error // op ("" = all) → error
 	delay time.Duration
 	hang  bool
+	wedge map[string]chan struct{} // op ("" = all) → closed by Wedge(op, false)
 	calls map[string]int
 }
 
@@ -37,7 +38,7 @@ var (
 
 // NewFaulty wraps inner; it passes every call through until told otherwise.
 func NewFaulty(inner fxelection.Backend) *Faulty {
-	return &Faulty{inner: inner, fail: map[string]error{}, calls: map[string]int{}}
+	return &Faulty{inner: inner, fail: map[string]error{}, wedge: map[string]chan struct{}{}, calls: map[string]int{}}
 }
 
 // Fail makes operation op (fxelection.OpAcquire, …; "" for all) return err.
@@ -76,6 +77,25 @@ func (f *Faulty) Hang(on bool) {
 	f.hang = on
 }
 
+// Wedge makes operation op ("" for all) block while on, ignoring its
+// context, as an SDK that does not abort a blocked read when its context is
+// cancelled (go-redis honours only deadlines). Wedge(op, false) lets the
+// blocked calls go on to the wrapped backend (or return their context's
+// error if it is done); tests must call it before they end so that no
+// goroutine stays blocked.
+func (f *Faulty) Wedge(op string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, wedged := f.wedge[op]
+	switch {
+	case on && !wedged:
+		f.wedge[op] = make(chan struct{})
+	case !on && wedged:
+		close(ch)
+		delete(f.wedge, op)
+	}
+}
+
 // Calls returns how many times op has been called.
 func (f *Faulty) Calls(op string) int {
 	f.mu.Lock()
@@ -94,7 +114,18 @@ func (f *Faulty) before(ctx context.Context, op string) error {
 	if err == nil {
 		err = f.fail[""]
 	}
+	wedges := []chan struct{}{f.wedge[op], f.wedge[""]}
 	f.mu.Unlock()
+	waited := false
+	for _, w := range wedges {
+		if w != nil {
+			<-w // deliberately ignores ctx
+			waited = true
+		}
+	}
+	if waited && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if hang {
 		<-ctx.Done()
 		return ctx.Err()
@@ -152,7 +183,7 @@ func (f *Faulty) Subscribe(election string, wake func()) func() {
 	}
 	return n.Subscribe(election, func() {
 		f.mu.Lock()
-		cut := f.fail[""] != nil || f.hang
+		cut := f.fail[""] != nil || f.hang || f.wedge[""] != nil
 		f.mu.Unlock()
 		if !cut {
 			wake()

@@ -1,0 +1,59 @@
+package fxelection
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// ErrPanic matches every *PanicError: an Observer or a callback panicked.
+var ErrPanic = errors.New("fxelection: observer or callback panicked")
+
+// Where a recovered panic happened (PanicError.Where).
+const (
+	PanicInObserver       = "Observer"
+	PanicInStartedLeading = "OnStartedLeading"
+	PanicInStoppedLeading = "OnStoppedLeading"
+	PanicInNewLeader      = "OnNewLeader"
+	PanicInErrorCallback  = "OnError"
+)
+
+// PanicError reports a panic the Elector recovered from an Observer or one
+// of the Callbacks. The panic does not propagate: the elector's campaign
+// loop and callback goroutine go on as if the call had returned. It is
+// delivered to OnError (unless OnError itself panicked) and to observers as
+// an EventPanic, and logged at error level with its stack.
+// errors.Is(err, ErrPanic) is true for it.
+type PanicError struct {
+	// Election is the elector's Config.Name.
+	Election string
+	// Where is the panicking hook: PanicInObserver, PanicInStartedLeading, …
+	Where string
+	// Value is what was passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack at the recovery.
+	Stack []byte
+}
+
+// Error implements error.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("fxelection: %s panicked in election %q: %v", e.Where, e.Election, e.Value)
+}
+
+// Is makes errors.Is(err, ErrPanic) true.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// recovered reports a panic recovered in where. quiet reports it only in the
+// log: for panics while reporting a panic (an observer panicking on
+// EventPanic, OnError panicking), which would otherwise loop.
+func (e *Elector) recovered(where string, v any, quiet bool) {
+	pe := &PanicError{Election: e.cfg.Name, Where: where, Value: v, Stack: debug.Stack()}
+	e.log.Error("recovered panic", "in", where, "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+	if quiet {
+		return
+	}
+	e.observe(Event{Kind: EventPanic, Err: pe})
+	if cb := e.cfg.Callbacks.OnError; cb != nil && where != PanicInErrorCallback && e.disp != nil {
+		e.disp.enqueue(PanicInErrorCallback, func() { cb(pe) }, true)
+	}
+}
