@@ -21,10 +21,9 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // Bounds on the example's durations.
 const (
-	// minRetryPeriod mirrors the core's lower bound on Config.RetryPeriod:
-	// each retry is a store round trip, so a shorter period floods the store
-	// (1ns sent ~45,000 commands/s from one follower).
-	minRetryPeriod = 10 * time.Millisecond
+	// minRetryPeriod is the core's lower bound on Config.RetryPeriod: each
+	// retry is a store round trip, so a shorter period floods the store.
+	minRetryPeriod = fxelection.MinRetryPeriod
 	// minWorkInterval keeps the leader's demo work (one log line each) from
 	// flooding the log.
 	minWorkInterval = 10 * time.Millisecond

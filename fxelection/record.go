@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // recordFormat is the version of the encoding written by MarshalRecord.
@@ -51,6 +52,10 @@ func MarshalRecord(l Lease) ([]byte, error) {
 // unknown format, a holder that is not printable UTF-8, a duration that is
 // out of range — gives an error matching ErrInvalidRecord, never a panic.
 func UnmarshalRecord(b []byte) (Lease, error) {
+	if !utf8.Valid(b) {
+		// encoding/json would silently turn invalid bytes into U+FFFD.
+		return Lease{}, fmt.Errorf("%w: record is not valid UTF-8", ErrInvalidRecord)
+	}
 	var w wireRecord
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Lease{}, fmt.Errorf("%w: not a JSON lease record", ErrInvalidRecord)

@@ -31,7 +31,8 @@ var ErrTermExhausted = errors.New("fxelection: fencing term exhausted")
 // holder are non-empty, printable UTF-8 and within MaxNameLen and
 // MaxIdentityLen (the same rules Config applies); metadata keys and values
 // are valid UTF-8 without control characters and within MaxMetadataBytes;
-// the term is in [1, MaxTerm]; the duration is in (0, MaxRecordDuration].
+// the term is in [1, MaxTerm]; the duration is in (0, MaxRecordDuration];
+// AcquiredAt, when set, falls in the years 1 to 9999 (UTC).
 // An empty Election is accepted (some stores keep it in the key, not the
 // record). The error matches ErrInvalidRecord and quotes no stored value
 // unescaped.
@@ -73,6 +74,13 @@ func CheckLease(l Lease) error {
 		return bad("non-positive duration")
 	case l.Duration > MaxRecordDuration:
 		return bad("duration exceeds %v", MaxRecordDuration)
+	}
+	if !l.AcquiredAt.IsZero() {
+		// Outside these years the record could not be encoded again, so
+		// the holder's own next write would fail.
+		if y := l.AcquiredAt.UTC().Year(); y < 1 || y > 9999 {
+			return bad("acquisition time out of range")
+		}
 	}
 	return nil
 }

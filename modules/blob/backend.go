@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -204,18 +203,9 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", fxelection.ErrInvalidRecord, MetadataKey)
 	}
-	if !utf8.Valid(raw) {
-		// encoding/json would silently turn invalid bytes into U+FFFD.
-		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not valid UTF-8", fxelection.ErrInvalidRecord, MetadataKey)
-	}
 	l, err := fxelection.UnmarshalRecord(raw)
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, err
-	}
-	if _, err := fxelection.MarshalRecord(l); err != nil {
-		// A field the core does not range-check (acquired_at beyond year
-		// 9999 in UTC) must not make the holder's own rewrite fail later.
-		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record cannot be re-encoded (acquired_at out of range)", fxelection.ErrInvalidRecord)
 	}
 	if l.Election != election {
 		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-	"unicode/utf8"
 
 	"github.com/minio/minio-go/v7"
 
@@ -138,13 +137,10 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 // unknown format, a record that fxelection.UnmarshalRecord rejects (holder
 // or metadata not printable UTF-8, term outside [1, MaxTerm], duration not
 // in (0, MaxRecordDuration]), a record naming another election, or one
-// that cannot be encoded again (acquired_at out of range). Error messages
+// that cannot be encoded again (acquired_at out of range; both checked by
+// fxelection.UnmarshalRecord). Error messages
 // quote no stored value unescaped.
 func decode(body []byte, election string) (stored, error) {
-	if !utf8.Valid(body) {
-		// encoding/json would silently turn invalid bytes into U+FFFD.
-		return stored{}, fmt.Errorf("%w: object is not valid UTF-8", fxelection.ErrInvalidRecord)
-	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		return stored{}, fmt.Errorf("%w: object is not a JSON lease envelope", fxelection.ErrInvalidRecord)
@@ -158,11 +154,6 @@ func decode(body []byte, election string) (stored, error) {
 	l, err := fxelection.UnmarshalRecord(env.Record)
 	if err != nil {
 		return stored{}, err
-	}
-	if _, err := fxelection.MarshalRecord(l); err != nil {
-		// A field the core does not range-check (acquired_at beyond year
-		// 9999 in UTC) must not make the holder's own rewrite fail later.
-		return stored{}, fmt.Errorf("%w: record cannot be re-encoded (acquired_at out of range)", fxelection.ErrInvalidRecord)
 	}
 	if l.Election != election {
 		return stored{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
