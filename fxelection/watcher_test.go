@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,32 +13,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
-
-// changeLog collects a watcher's OnChange calls.
-type changeLog struct {
-	mu  sync.Mutex
-	all []fxelection.LeaderInfo
-}
-
-func (c *changeLog) add(i fxelection.LeaderInfo) {
-	c.mu.Lock()
-	c.all = append(c.all, i)
-	c.mu.Unlock()
-}
-
-func (c *changeLog) holders() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var s []string
-	for _, i := range c.all {
-		if i.HasLeader {
-			s = append(s, i.Leader.Holder)
-		} else {
-			s = append(s, "-")
-		}
-	}
-	return strings.Join(s, " ")
-}
 
 func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Elector {
 	t.Helper()
@@ -63,9 +36,9 @@ func TestWatcherFollowsLeader(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := fxelection.NewMemoryBackend()
-		changes := &changeLog{}
+		changes := &electiontest.ChangeLog{}
 		const poll = time.Second
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll, OnChange: changes.add}, mem)
+		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,10 +104,10 @@ func TestWatcherFollowsLeader(t *testing.T) {
 		if err := w.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := changes.holders(); got != "- a - b - a -" && got != "- a b - a -" && got != "- a b a -" && got != "- a - b a -" {
+		if got := changes.Holders(); got != "- a - b - a -" && got != "- a b - a -" && got != "- a b a -" && got != "- a - b a -" {
 			t.Fatalf("changes seen: %q", got)
 		}
-		t.Logf("changes seen: %q", changes.holders())
+		t.Logf("changes seen: %q", changes.Holders())
 	})
 }
 

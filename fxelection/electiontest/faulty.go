@@ -1,6 +1,7 @@
 // Package electiontest is the conformance suite every fxelection.Backend
-// runs (RunBackendTests), plus helpers for users' own tests: a fault
-// injecting Backend wrapper and a recorder of leadership intervals.
+// runs (RunBackendTests), a Watcher test for real stores (RunWatcherTest),
+// plus helpers for users' own tests: a fault injecting Backend wrapper, a
+// recorder of leadership intervals and a recorder of a Watcher's changes.
 package electiontest
 
 import (

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -34,7 +35,7 @@ func TestFaultTerminatedConnections(t *testing.T) {
 	b := startCandidate(t, d, e, "b", pglease.Options{})
 	leader := leaderOf(t, 15*time.Second, a, b)
 	first, _ := leader.e.Lease()
-	waitFor(t, 10*time.Second, "the leader's listener", func() bool { return listeners(t, adm, leader.app) == 1 })
+	testserver.WaitFor(t, 10*time.Second, "the leader's listener", func() bool { return listeners(t, adm, leader.app) == 1 })
 
 	for round := range 3 {
 		var killed int
@@ -47,10 +48,10 @@ func TestFaultTerminatedConnections(t *testing.T) {
 		}
 		renewed := len(leader.ev.all(kind(fxelection.EventRenewed)))
 		// Several renewals after the kill, well past the renew deadline.
-		waitFor(t, 4*faultTiming.deadline+5*time.Second, "renewals after the kill", func() bool {
+		testserver.WaitFor(t, 4*faultTiming.deadline+5*time.Second, "renewals after the kill", func() bool {
 			return len(leader.ev.all(kind(fxelection.EventRenewed))) >= renewed+5
 		})
-		waitFor(t, 10*time.Second, "the leader's listener back", func() bool { return listeners(t, adm, leader.app) == 1 })
+		testserver.WaitFor(t, 10*time.Second, "the leader's listener back", func() bool { return listeners(t, adm, leader.app) == 1 })
 	}
 	if stops := leader.ev.all(kind(fxelection.EventStoppedLeading)); len(stops) != 0 {
 		t.Fatalf("leader stepped down after its connections were killed: %+v", stops[0])
@@ -88,7 +89,7 @@ func TestFaultServerDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, faultTiming.deadline+5*time.Second, "the leader to step down", func() bool {
+			testserver.WaitFor(t, faultTiming.deadline+5*time.Second, "the leader to step down", func() bool {
 				return len(leader.ev.all(kind(fxelection.EventStoppedLeading))) > 0
 			})
 			stop := leader.ev.all(kind(fxelection.EventStoppedLeading))[0]
@@ -163,7 +164,7 @@ func TestFaultServerDownAtStart(t *testing.T) {
 			return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpAcquire && ev.Err != nil
 		})
 	}
-	waitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
+	testserver.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
 	evs := failed()
 	for _, ev := range evs {
 		if errors.Is(ev.Err, fxelection.ErrLeaseHeld) || errors.Is(ev.Err, fxelection.ErrInvalidRecord) {
@@ -200,7 +201,7 @@ func TestFaultRowEditedOutside(t *testing.T) {
 		t.Fatalf("update: %v, %v", tag, err)
 	}
 	edited := time.Now()
-	waitFor(t, faultTiming.deadline+5*time.Second, "the leader to step down", func() bool {
+	testserver.WaitFor(t, faultTiming.deadline+5*time.Second, "the leader to step down", func() bool {
 		return len(c.ev.all(kind(fxelection.EventStoppedLeading))) > 0
 	})
 	stop := c.ev.all(kind(fxelection.EventStoppedLeading))[0]

@@ -5,9 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/modules/postgres/internal/pgident"
 )
 
 // Listener reconnect backoff: doubling from the first to the cap, jittered.
@@ -37,7 +36,7 @@ func newPusher(db DB, opts Options, redact func(error) error) *pusher {
 	p := &pusher{
 		db:      db,
 		channel: opts.Channel,
-		listen:  "LISTEN " + pgx.Identifier{opts.Channel}.Sanitize(),
+		listen:  "LISTEN " + pgident.Quote(opts.Channel),
 		log:     log.With("channel", opts.Channel),
 		redact:  redact,
 	}

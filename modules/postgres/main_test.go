@@ -107,18 +107,6 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// waitFor polls cond every 10ms until it holds or limit passes.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // events records an elector's events.
 type events struct {
 	mu  sync.Mutex
@@ -186,7 +174,7 @@ func startCandidate(t *testing.T, dsn, election, id string, opts pglease.Options
 func leaderOf(t *testing.T, limit time.Duration, cs ...*candidate) *candidate {
 	t.Helper()
 	var leader *candidate
-	waitFor(t, limit, "a leader", func() bool {
+	testserver.WaitFor(t, limit, "a leader", func() bool {
 		leader = nil
 		n := 0
 		for _, c := range cs {

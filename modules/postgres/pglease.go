@@ -94,6 +94,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/modules/postgres/internal/pgident"
 )
 
 // Defaults for Options' zero values.
@@ -160,9 +161,8 @@ func (o Options) normalize(label func(field string) string) (Options, error) {
 		if f.field == "Schema" && f.value == "" {
 			continue
 		}
-		if !validIdentifier(f.value) {
-			return o, fmt.Errorf("%w: %s %q: want a letter or underscore followed by letters, digits or underscores, at most 63 bytes",
-				ErrInvalidIdentifier, label(f.field), f.value)
+		if err := pgident.Check(ErrInvalidIdentifier, label(f.field), f.value); err != nil {
+			return o, err
 		}
 	}
 	return o, nil
@@ -170,30 +170,8 @@ func (o Options) normalize(label func(field string) string) (Options, error) {
 
 func optionLabel(field string) string { return "Options." + field }
 
-// validIdentifier reports whether s matches ^[A-Za-z_][A-Za-z0-9_]{0,62}$.
-func validIdentifier(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // qualifiedTable returns the quoted, schema-qualified table name.
-func (o Options) qualifiedTable() string {
-	if o.Schema == "" {
-		return pgx.Identifier{o.Table}.Sanitize()
-	}
-	return pgx.Identifier{o.Schema, o.Table}.Sanitize()
-}
+func (o Options) qualifiedTable() string { return pgident.Qualified(o.Schema, o.Table) }
 
 // CreateTableStatement returns the CREATE TABLE statement for opts' table,
 // for operators who create it themselves (with SkipCreateTable). It returns

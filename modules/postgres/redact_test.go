@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -164,7 +165,7 @@ func TestWrongPasswordRealServer(t *testing.T) {
 			}
 			defer b.(io.Closer).Close()
 			var gerr error
-			waitFor(t, 10*time.Second, "the reloaded pg_hba.conf", func() bool {
+			testserver.WaitFor(t, 10*time.Second, "the reloaded pg_hba.conf", func() bool {
 				_, gerr = b.Get(ctxT(t), "e")
 				return gerr != nil && strings.Contains(gerr.Error(), "password authentication failed")
 			})

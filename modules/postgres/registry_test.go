@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -148,7 +149,7 @@ func TestFxModule(t *testing.T) {
 	if err := app.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
+	testserver.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
 	if fxelection.BackendName(backend) != "postgres" || backend.Table() != `"pgl_fx"` {
 		t.Fatalf("backend %s on table %s", fxelection.BackendName(backend), backend.Table())
 	}

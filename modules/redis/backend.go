@@ -15,10 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
-const DefaultKeyPrefix = "fxelection:"
+const DefaultKeyPrefix = rediskey.DefaultPrefix
 
 // Options configure a Backend. The zero value means the documented defaults.
 type Options struct {
@@ -140,44 +141,17 @@ func (b *Backend) BackendName() string { return "redis" }
 // Keys returns the names of election's lease and term counter keys,
 // for operators and tests. Both are in the same Redis Cluster hash slot.
 func (b *Backend) Keys(election string) (lease, term string) {
-	tag := escapeTag(election)
-	return b.prefix + "{" + tag + "}:lease", b.prefix + "{" + tag + "}:term"
+	return rediskey.Key(b.prefix, election, "lease"), rediskey.Key(b.prefix, election, "term")
 }
 
 // leaseKey is Keys's lease key alone.
 func (b *Backend) leaseKey(election string) string {
-	return b.prefix + "{" + escapeTag(election) + "}:lease"
+	return rediskey.Key(b.prefix, election, "lease")
 }
 
 // WakeChannel returns the pub/sub channel on which Release publishes the
 // released election's name.
 func (b *Backend) WakeChannel() string { return b.channel }
-
-// escapeTag percent-escapes '%', '{' and '}' so the election name makes a
-// non-empty hash tag that ends where the name does, and distinct names stay
-// distinct. The empty name becomes "%", which no escaped name can be.
-func escapeTag(s string) string {
-	if s == "" {
-		return "%"
-	}
-	if !strings.ContainsAny(s, "%{}") {
-		return s
-	}
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '%':
-			sb.WriteString("%25")
-		case '{':
-			sb.WriteString("%7B")
-		case '}':
-			sb.WriteString("%7D")
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return sb.String()
-}
 
 // Acquire implements fxelection.Backend: one script that takes the lease if
 // the key is absent, refreshes it (same term, new metadata and expiry) if

@@ -33,7 +33,7 @@ func stoppedEvent(t *testing.T, c *candidate, term uint64, limit time.Duration) 
 func waitNewTerm(t *testing.T, cs []*candidate, old uint64) fxelection.Lease {
 	t.Helper()
 	var l fxelection.Lease
-	waitUntil(t, leaderLimit, "a leader with a higher term", func() bool {
+	testserver.WaitFor(t, leaderLimit, "a leader with a higher term", func() bool {
 		for _, c := range cs {
 			if got, ok := c.e.Lease(); ok && got.Term > old {
 				l = got
@@ -148,7 +148,7 @@ func TestServerDownAtStart(t *testing.T) {
 		}
 		return out
 	}
-	waitUntil(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
+	testserver.WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
 	fs := failures()
 	// Lower bounds only: waits never end early. Failure n is followed by
 	// RetryPeriod·2^(n−1), capped at MaxBackoff, plus jitter.
@@ -158,7 +158,7 @@ func TestServerDownAtStart(t *testing.T) {
 			t.Errorf("gap after failure %d = %v, want at least %v (backoff)", i, gap, want)
 		}
 	}
-	waitUntil(t, 10*time.Second, "OnError calls", func() bool {
+	testserver.WaitFor(t, 10*time.Second, "OnError calls", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(opErrs) > 0
@@ -190,7 +190,7 @@ func TestReacquireAfterCrash(t *testing.T) {
 	a := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
 	_, first := waitLeader(t, []*candidate{a}, leaderLimit)
 	other := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
-	waitUntil(t, leaderLimit, "the other candidate to see the leader", func() bool {
+	testserver.WaitFor(t, leaderLimit, "the other candidate to see the leader", func() bool {
 		l, ok := other.e.Leader()
 		return ok && l.Holder == "fixed"
 	})
@@ -219,7 +219,7 @@ func TestPushWakesFollower(t *testing.T) {
 	leader := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "leader", slow)
 	waitLeader(t, []*candidate{leader}, 10*time.Second)
 	follower := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "follower", slow)
-	waitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
+	testserver.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
 		l, ok := follower.e.Leader()
 		return ok && l.Holder == "leader"
 	})

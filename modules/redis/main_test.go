@@ -87,24 +87,12 @@ func (w *watch) find(pred func(fxelection.Event) bool) (fxelection.Event, bool) 
 func (w *watch) waitFor(t *testing.T, limit time.Duration, what string, pred func(fxelection.Event) bool) fxelection.Event {
 	t.Helper()
 	var ev fxelection.Event
-	waitUntil(t, limit, what, func() bool {
+	testserver.WaitFor(t, limit, what, func() bool {
 		var ok bool
 		ev, ok = w.find(pred)
 		return ok
 	})
 	return ev
-}
-
-// waitUntil polls cond until it holds, failing the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 type candidate struct {
@@ -145,7 +133,7 @@ func waitLeader(t *testing.T, cs []*candidate, limit time.Duration) (*candidate,
 	t.Helper()
 	var leader *candidate
 	var lease fxelection.Lease
-	waitUntil(t, limit, "a leader", func() bool {
+	testserver.WaitFor(t, limit, "a leader", func() bool {
 		n := 0
 		for _, c := range cs {
 			if l, ok := c.e.Lease(); ok {

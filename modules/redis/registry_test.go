@@ -152,7 +152,7 @@ func TestModule(t *testing.T) {
 		fx.Populate(&e, &rb),
 	)
 	app.RequireStart()
-	waitUntil(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	testserver.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
 	if lease, _ := rb.Keys("fx-module"); !strings.HasPrefix(lease, "fx:") {
 		t.Fatalf("Options from the graph not used: %s", lease)
 	}

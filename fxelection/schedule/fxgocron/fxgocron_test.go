@@ -147,23 +147,12 @@ func startNodes(t *testing.T, addr string, n int, job func(nd *node) gocron.Task
 	return nodes
 }
 
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // leader waits for one node other than not to lead and returns it and when
 // it was seen leading.
 func leader(t *testing.T, nodes []*node, not ...*node) (*node, time.Time) {
 	t.Helper()
 	var l *node
-	waitFor(t, 4*leaseDur, "a new leader", func() bool {
+	testserver.WaitFor(t, 4*leaseDur, "a new leader", func() bool {
 		for _, nd := range nodes {
 			if nd.e.IsLeader() && !slices.Contains(not, nd) {
 				l = nd

@@ -59,6 +59,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/modules/postgres/internal/pgident"
 )
 
 // DefaultTable is the fence table's name when Options.Table is empty.
@@ -178,32 +179,13 @@ func qualified(opts Options) (string, error) {
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
-	if !validIdentifier(opts.Table) {
-		return "", fmt.Errorf("%w: Options.Table %q: want a letter or underscore followed by letters, digits or underscores, at most 63 bytes", ErrInvalidIdentifier, opts.Table)
+	if err := pgident.Check(ErrInvalidIdentifier, "Options.Table", opts.Table); err != nil {
+		return "", err
 	}
-	if opts.Schema == "" {
-		return pgx.Identifier{opts.Table}.Sanitize(), nil
-	}
-	if !validIdentifier(opts.Schema) {
-		return "", fmt.Errorf("%w: Options.Schema %q: want a letter or underscore followed by letters, digits or underscores, at most 63 bytes", ErrInvalidIdentifier, opts.Schema)
-	}
-	return pgx.Identifier{opts.Schema, opts.Table}.Sanitize(), nil
-}
-
-// validIdentifier reports whether s matches ^[A-Za-z_][A-Za-z0-9_]{0,62}$
-// (pglease applies the same rule to its names).
-func validIdentifier(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
+	if opts.Schema != "" {
+		if err := pgident.Check(ErrInvalidIdentifier, "Options.Schema", opts.Schema); err != nil {
+			return "", err
 		}
 	}
-	return true
+	return pgident.Qualified(opts.Schema, opts.Table), nil
 }

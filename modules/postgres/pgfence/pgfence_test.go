@@ -17,6 +17,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
@@ -243,7 +244,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 		nodes = append(nodes, node{e, f})
 	}
 	var old, next node
-	waitFor(t, 10*time.Second, "a leader", func() bool {
+	testserver.WaitFor(t, 10*time.Second, "a leader", func() bool {
 		for i, n := range nodes {
 			if n.e.IsLeader() {
 				old, next = n, nodes[1-i]
@@ -265,7 +266,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 
 	old.f.Partition(true) // cut off from the lease store, not from the data
-	waitFor(t, 15*time.Second, "the other elector to lead", next.e.IsLeader)
+	testserver.WaitFor(t, 15*time.Second, "the other elector to lead", next.e.IsLeader)
 	ran, err = next.e.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		if lease.Term <= oldLease.Term {

@@ -55,11 +55,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
 )
 
 // DefaultKeyPrefix is the fence key prefix when Options.KeyPrefix is empty
 // (the same as the Redis lease backend's).
-const DefaultKeyPrefix = "fxelection:"
+const DefaultKeyPrefix = rediskey.DefaultPrefix
 
 // Options configure a Guard. The zero value uses the defaults.
 type Options struct {
@@ -89,11 +90,11 @@ func New(client redis.Scripter, opts Options) *Guard {
 // HashTag returns the Redis Cluster hash tag of election's fence key, e.g.
 // "{billing}". Put it in the names of the keys a guarded write touches so
 // they share the fence key's slot.
-func HashTag(election string) string { return "{" + escapeTag(election) + "}" }
+func HashTag(election string) string { return rediskey.HashTag(election) }
 
 // FenceKey returns the name of election's fence key, which holds the
 // highest term seen as a decimal string.
-func (g *Guard) FenceKey(election string) string { return g.prefix + HashTag(election) + ":fence" }
+func (g *Guard) FenceKey(election string) string { return rediskey.Key(g.prefix, election, "fence") }
 
 // Script is a Lua script of the caller's that runs behind the fence check.
 // Create it once with NewScript and run it with Guard.Run.
@@ -225,18 +226,4 @@ func (g *Guard) mapErr(tok fence.Token, err error) error {
 		return fmt.Errorf("redisfence: fence key %q: %w", g.FenceKey(tok.Election), fxelection.ErrInvalidRecord)
 	}
 	return fmt.Errorf("redisfence: guarded write: %w", fxelection.RedactError(err))
-}
-
-// escapeTag percent-escapes '%', '{' and '}' so the election name makes a
-// non-empty hash tag that ends where the name does (the lease backend
-// escapes the same way).
-func escapeTag(s string) string {
-	if s == "" {
-		return "%"
-	}
-	if !strings.ContainsAny(s, "%{}") {
-		return s
-	}
-	r := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
-	return r.Replace(s)
 }

@@ -170,7 +170,7 @@ func TestKeysShareLeaseSlot(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "cluster ok", func() bool {
+	testserver.WaitFor(t, 10*time.Second, "cluster ok", func() bool {
 		info, _ := admin.ClusterInfo(ctx).Result()
 		return strings.Contains(info, "cluster_state:ok")
 	})
@@ -227,7 +227,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 		nodes = append(nodes, node{e, f})
 	}
 	var old, next node
-	waitFor(t, 10*time.Second, "a leader", func() bool {
+	testserver.WaitFor(t, 10*time.Second, "a leader", func() bool {
 		for i, n := range nodes {
 			if n.e.IsLeader() {
 				old, next = n, nodes[1-i]
@@ -247,7 +247,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 
 	old.f.Partition(true)
-	waitFor(t, 15*time.Second, "the other elector to lead", next.e.IsLeader)
+	testserver.WaitFor(t, 15*time.Second, "the other elector to lead", next.e.IsLeader)
 	ran, err = next.e.RunIfLeader(ctx, func(ctx context.Context) error {
 		_, err := g.XAdd(ctx, stream, "writer", "new")
 		return err

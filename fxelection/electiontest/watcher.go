@@ -1,0 +1,178 @@
+package electiontest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// Watcher scenario timing: short, with the core's margins.
+const (
+	watchPoll  = 500 * time.Millisecond
+	watchLease = 2 * time.Second
+	watchRenew = 1300 * time.Millisecond
+	watchRetry = 300 * time.Millisecond
+	// watchBound is JitterFactor×PollInterval plus a generous allowance for
+	// one Get and a loaded machine.
+	watchBound = time.Duration(fxelection.JitterFactor*float64(watchPoll)) + time.Second
+)
+
+// RunWatcherTest checks a fxelection.Watcher on a real store: with three
+// electors on backends from newBackend (one per elector, and one for the
+// watcher), the watcher reports every change of leader — graceful hand-over
+// (Resign), a stopped leader, a leader cut off from the store — within
+// JitterFactor×PollInterval plus one second, with the leader's metadata,
+// and OnChange sees every leader in order. It takes a few lease durations
+// (2s each).
+func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backend) {
+	ctx := context.Background()
+	election := fmt.Sprintf("watch-%d", time.Now().UnixNano())
+	changes := &ChangeLog{}
+	w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: election, PollInterval: watchPoll, OnChange: changes.Add}, newBackend(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+
+	type node struct {
+		e *fxelection.Elector
+		f *Faulty
+	}
+	var nodes []*node
+	for i := range 3 {
+		id := fmt.Sprintf("n%d", i+1)
+		f := NewFaulty(newBackend(t))
+		e, err := fxelection.New(fxelection.Config{
+			Name: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"},
+			LeaseDuration: watchLease, RenewDeadline: watchRenew, RetryPeriod: watchRetry,
+		}, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Stop(ctx) })
+		nodes = append(nodes, &node{e, f})
+	}
+
+	// nextLeader waits for a node other than not to lead, then for the
+	// watcher to report it, and checks the delay against the bound.
+	var leaders []fxelection.Lease
+	nextLeader := func(step string, not ...*node) *node {
+		t.Helper()
+		var l *node
+		var lease fxelection.Lease
+		deadline := time.Now().Add(5 * watchLease)
+		for l == nil {
+			for _, n := range nodes {
+				if got, ok := n.e.Lease(); ok && !slices.Contains(not, n) {
+					l, lease = n, got
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no new leader", step)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		led := time.Now()
+		for {
+			info, _ := w.Leader()
+			if info.HasLeader && info.Leader.Holder == lease.Holder && info.Leader.Term == lease.Term {
+				if info.Leader.Metadata["addr"] != lease.Holder+":8080" {
+					t.Fatalf("%s: metadata %v", step, info.Leader.Metadata)
+				}
+				t.Logf("%s: %s (term %d) seen %v after it led", step, lease.Holder, lease.Term, time.Since(led).Round(time.Millisecond))
+				break
+			}
+			if time.Since(led) > watchBound {
+				t.Fatalf("%s: watcher did not report %s (term %d) within %v; it reports %+v", step, lease.Holder, lease.Term, watchBound, info)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		leaders = append(leaders, lease)
+		return l
+	}
+
+	l1 := nextLeader("first leader")
+	if err := l1.e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2 := nextLeader("graceful hand-over (Resign)", l1)
+	if err := l2.e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l3 := nextLeader("leader stopped", l2)
+	l3.f.Partition(true)
+	nextLeader("leader cut off", l2, l3)
+
+	// Every leader appears in the change log, in order.
+	seen := changes.Leaders()
+	i := 0
+	for _, s := range seen {
+		if i < len(leaders) && s.Holder == leaders[i].Holder && s.Term == leaders[i].Term {
+			i++
+		}
+	}
+	if i != len(leaders) {
+		t.Fatalf("OnChange saw %d of %d leaders in order: %q", i, len(leaders), changes.Holders())
+	}
+}
+
+// ChangeLog records a Watcher's OnChange calls: pass its Add as
+// WatcherConfig.OnChange. It is safe for concurrent use; the zero value is
+// ready.
+type ChangeLog struct {
+	mu  sync.Mutex
+	all []fxelection.LeaderInfo
+}
+
+// Add records one OnChange call.
+func (c *ChangeLog) Add(i fxelection.LeaderInfo) {
+	c.mu.Lock()
+	c.all = append(c.all, i)
+	c.mu.Unlock()
+}
+
+// Leaders returns the leases of the recorded calls that reported a leader,
+// in order.
+func (c *ChangeLog) Leaders() []fxelection.Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []fxelection.Lease
+	for _, i := range c.all {
+		if i.HasLeader {
+			out = append(out, i.Leader)
+		}
+	}
+	return out
+}
+
+// Holders lists the recorded calls' holders separated by spaces, "-" for a
+// call that reported no leader (e.g. "- a - b").
+func (c *ChangeLog) Holders() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var s []string
+	for _, i := range c.all {
+		if i.HasLeader {
+			s = append(s, i.Leader.Holder)
+		} else {
+			s = append(s, "-")
+		}
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,19 @@
+package pglease_test
+
+import (
+	"testing"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	pglease "github.com/fxelection/fxelection/modules/postgres"
+)
+
+// TestWatcher: a fxelection.Watcher on PostgreSQL sees every change of
+// leader (graceful hand-over, stop, cut) within its documented bound.
+func TestWatcher(t *testing.T) {
+	d := dsn(t)
+	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+		b, _ := newBackend(t, d, "watch", pglease.Options{})
+		return b
+	})
+}

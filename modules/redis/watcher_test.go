@@ -1,0 +1,18 @@
+package redislease
+
+import (
+	"testing"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// TestWatcher: a fxelection.Watcher on Redis sees every change of leader
+// (graceful hand-over, stop, cut) within its documented bound.
+func TestWatcher(t *testing.T) {
+	addr := newServer(t, testserver.RedisOptions{}).Addr()
+	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+		return newBackend(t, addr, Options{})
+	})
+}
