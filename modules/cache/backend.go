@@ -42,6 +42,9 @@ type Options struct {
 	// (passwords, tokens the adapter's client was configured with). URL
 	// userinfo and query strings and key=value secrets are removed anyway.
 	Secrets []string
+	// DisablePush turns push wake-up off even when the store can watch:
+	// followers then only poll. Default: false.
+	DisablePush bool
 }
 
 // Backend implements fxelection.Backend (and fxelection.Notifier) on any
@@ -92,7 +95,9 @@ func New(store Store, opts Options) (*Backend, error) {
 	if b.caps.MaxKeyLen > 0 && len(keyFor(prefix, "x", 0)) > b.caps.MaxKeyLen-len(hashMark)-64 {
 		return nil, fmt.Errorf("cachelease: Options.KeyPrefix is too long for the store's %d-byte keys", b.caps.MaxKeyLen)
 	}
-	b.watcher, _ = store.(Watcher)
+	if !opts.DisablePush {
+		b.watcher, _ = store.(Watcher)
+	}
 	b.hub = fxelection.NewWakeHub(b.listen)
 	return b, nil
 }
@@ -337,7 +342,8 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 // deleted, and (spuriously) for every election each time the watch is
 // (re)established, since a release may have been missed while it was down.
 // All subscriptions share one watch (fxelection.WakeHub). On any other
-// Store, Subscribe does nothing and followers poll.
+// Store, or with Options.DisablePush, Subscribe does nothing and followers
+// poll.
 func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 	if b.watcher == nil {
 		return func() {}
