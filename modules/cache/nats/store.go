@@ -32,7 +32,7 @@ var ErrBucketRequired = errors.New("natslease: a bucket name of A-Z a-z 0-9 _ - 
 // has no per-key TTL, and a bucket-wide MaxAge cannot follow each lease's
 // duration. It is safe for concurrent use.
 type Store struct {
-	js  jetstream.JetStream     // nil for a Store on a given bucket
+	js  jetstream.JetStream      // nil for a Store on a given bucket
 	cfg jetstream.KeyValueConfig // the bucket to create, with js
 
 	mu sync.Mutex
