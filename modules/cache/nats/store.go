@@ -35,8 +35,9 @@ type Store struct {
 	js  jetstream.JetStream      // nil for a Store on a given bucket
 	cfg jetstream.KeyValueConfig // the bucket to create, with js
 
-	mu sync.Mutex
-	kv jetstream.KeyValue // nil until bound (js set)
+	mu      sync.Mutex
+	kv      jetstream.KeyValue // nil until bound (js set)
+	suspect bool               // an operation timed out: check the stream exists
 }
 
 var (
@@ -115,16 +116,43 @@ func gone(err error) bool {
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }
 
-// do runs op on the bucket; for a Store that manages its bucket, an error
+// do runs op on the bucket. For a Store that manages its bucket, an error
 // saying the bucket is gone unbinds it and op is tried once more on a
-// re-created bucket.
+// re-created bucket; an operation that timed out makes the next one check
+// first that the bucket's stream still exists (a KV get on a stream that
+// vanished with a server restarted empty gets no answer at all, not an
+// error, so only a timeout shows it).
 func (s *Store) do(ctx context.Context, op func(jetstream.KeyValue) error) error {
+	if s.js != nil {
+		s.mu.Lock()
+		suspect, kv := s.suspect, s.kv
+		s.mu.Unlock()
+		if suspect && kv != nil {
+			_, err := s.js.Stream(ctx, "KV_"+s.cfg.Bucket)
+			if err == nil || gone(err) {
+				s.mu.Lock()
+				s.suspect = false
+				if err != nil && s.kv == kv {
+					s.kv = nil
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return err
 	}
 	err = op(kv)
-	if err == nil || s.js == nil || !gone(err) {
+	if err == nil || s.js == nil {
+		return err
+	}
+	if !gone(err) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			s.mu.Lock()
+			s.suspect = true
+			s.mu.Unlock()
+		}
 		return err
 	}
 	s.mu.Lock()

@@ -170,6 +170,13 @@ func WaitLeader(t *testing.T, cs []*Candidate, limit time.Duration) (*Candidate,
 func WaitNewTerm(t *testing.T, cs []*Candidate, old uint64, limit time.Duration) fxelection.Lease {
 	t.Helper()
 	var l fxelection.Lease
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, c := range cs {
+				t.Logf("candidate %d: last error: %v", i, c.E.Status().LastError)
+			}
+		}
+	})
 	WaitUntil(t, limit, "a leader with a higher term", func() bool {
 		for _, c := range cs {
 			if got, ok := c.E.Lease(); ok && got.Term > old {
