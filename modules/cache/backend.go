@@ -239,10 +239,17 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 }
 
 // own reads lease's value and returns it if it still holds lease: same
-// version, holder and term, not released. Otherwise it returns an error
-// matching fxelection.ErrLeaseLost (or a store failure).
+// holder and term, not released. Otherwise it returns an error matching
+// fxelection.ErrLeaseLost (or a store failure).
+//
+// The version is deliberately not compared: only the holder writes its own
+// term, so a value with the caller's holder and term is the caller's lease
+// even when the caller missed the answer to its last write (a renewal whose
+// reply was lost, or cancelled by Stop, changed the version). The write
+// that follows is a compare-and-swap on the version read here, so nothing
+// written in between is overwritten.
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, error) {
-	if lease.Version == "" || lease.Election == "" {
+	if lease.Election == "" || lease.Holder == "" || lease.Term == 0 {
 		return stored{}, fxelection.ErrLeaseLost
 	}
 	cur, found, err := b.read(ctx, lease.Election)
@@ -251,17 +258,17 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, erro
 		return stored{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
 	case err != nil:
 		return stored{}, err
-	case !found || cur.released || cur.lease.Version != lease.Version ||
-		cur.lease.Holder != lease.Holder || cur.lease.Term != lease.Term:
+	case !found || cur.released || cur.lease.Holder != lease.Holder || cur.lease.Term != lease.Term:
 		return stored{}, fxelection.ErrLeaseLost
 	}
 	return cur, nil
 }
 
 // Renew rewrites lease's value (same term, a fresh TTL where the store
-// expires keys) with a compare-and-swap on the version the caller holds;
-// if the value changed, was released, expired, was evicted or deleted, it
-// returns an error matching fxelection.ErrLeaseLost. The returned lease
+// expires keys) if the store still holds the caller's holder and term, with
+// a compare-and-swap on the version just read; if the lease was taken over,
+// released, expired, was evicted or deleted, it returns an error matching
+// fxelection.ErrLeaseLost. The returned lease
 // carries the new version.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	const op = "renew lease"
