@@ -42,6 +42,7 @@ type options struct {
 	s3AccessKey, s3SecretKey, s3Region  string
 	s3Insecure                          bool
 	blobConnectionString, blobContainer string
+	cacheOptions                        // memcached and nats: cache_flags.go
 }
 
 // demo reports whether to run the in-process demo: no backend chosen.
@@ -80,6 +81,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.s3Insecure, "s3-insecure", false, "plain HTTP to S3 (e.g. a local MinIO)")
 	fs.StringVar(&o.blobConnectionString, "blob-connection-string", "", "Azure Storage connection string")
 	fs.StringVar(&o.blobContainer, "blob-container", "", "Azure Blob container holding the lease blobs (must exist)")
+	addCacheFlags(fs, &o.cacheOptions)
 	return fs
 }
 
@@ -162,6 +164,10 @@ func (o options) validate() error {
 		if o.lease < 15*time.Second || o.lease > 60*time.Second {
 			return usagef("--lease (%v) must be between 15s and 60s for --backend blob (Azure lease limits)", o.lease)
 		}
+	case "memcached", "nats":
+		if err := o.cacheOptions.validate(o.backend, o.lease); err != nil {
+			return err
+		}
 	case "s3":
 		if o.s3Endpoint == "" {
 			return usagef("--s3-endpoint is required for --backend s3")
@@ -209,6 +215,8 @@ func (o options) settings() fxelection.Settings {
 		}
 	case "postgres":
 		return fxelection.Settings{"dsn": o.postgresDSN}
+	case "memcached", "nats":
+		return o.cacheOptions.settings(o.backend)
 	case "blob":
 		return fxelection.Settings{"connection_string": o.blobConnectionString, "container": o.blobContainer}
 	case "s3":

@@ -22,6 +22,8 @@ import (
 
 	// Backends register themselves by name from init.
 	_ "github.com/fxelection/fxelection/modules/blob"
+	_ "github.com/fxelection/fxelection/modules/cache/memcached"
+	_ "github.com/fxelection/fxelection/modules/cache/nats"
 	_ "github.com/fxelection/fxelection/modules/postgres"
 	_ "github.com/fxelection/fxelection/modules/redis"
 	_ "github.com/fxelection/fxelection/modules/s3"
