@@ -24,6 +24,8 @@ const natsReadyTimeout = 15 * time.Second
 type NatsOptions struct {
 	// Port is the TCP port to listen on; 0 picks a free one.
 	Port int
+	// User and Password, if set, are required of every client.
+	User, Password string
 }
 
 // Nats is a nats-server child process with JetStream enabled, listening on
@@ -102,6 +104,9 @@ func (n *Nats) launch(port int) (*process, error) {
 		"-js",
 		"-sd", n.storeDir(),
 	)
+	if n.opts.User != "" {
+		cmd.Args = append(cmd.Args, "--user", n.opts.User, "--pass", n.opts.Password)
+	}
 	cmd.Dir = n.dir
 	proc, err := startProcess(cmd, n.logPath(), nil)
 	if err != nil {
