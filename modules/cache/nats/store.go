@@ -18,10 +18,6 @@ import (
 // DefaultBucket is the bucket name registry-built backends use.
 const DefaultBucket = "fxelection"
 
-// watchDrain bounds how long a stopped watch is drained so that the
-// client's delivery goroutine is never left blocked on it.
-const watchDrain = time.Second
-
 // ErrBucketRequired is returned for an empty or invalid bucket name.
 var ErrBucketRequired = errors.New("natslease: a bucket name of A-Z a-z 0-9 _ - is required")
 
@@ -269,19 +265,19 @@ func (s *Store) Watch(ctx context.Context, prefix string, ready func(), change f
 	}
 }
 
-// stopWatch stops w and drains its channel for a while, so the client's
-// delivery goroutine is not left blocked on a full channel.
+// stopWatch stops w and drains what its channel holds, so the client's
+// delivery goroutine is not left blocked on a full channel (it sends with
+// the watcher's lock held). The channel is not closed by Stop, so it does
+// not wait for more.
 func stopWatch(w jetstream.KeyWatcher) {
 	_ = w.Stop()
-	t := time.NewTimer(watchDrain)
-	defer t.Stop()
 	for {
 		select {
 		case _, ok := <-w.Updates():
 			if !ok {
 				return
 			}
-		case <-t.C:
+		default:
 			return
 		}
 	}
