@@ -34,8 +34,9 @@ func init() {
 }
 
 // NewFromSettings builds a Backend with a client of its own from
-// configuration (the keys are the Setting* constants). It does no I/O: a
-// server that is down is reported by the elector's first operations. The
+// configuration (the keys are the Setting* constants). It connects to
+// nothing (host names are resolved once, here): a server that is down is
+// reported by the elector's first operations. The
 // returned Backend owns the client and implements io.Closer. Errors name
 // the setting, never its value.
 func NewFromSettings(_ context.Context, s fxelection.Settings) (fxelection.Backend, error) {

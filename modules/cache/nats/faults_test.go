@@ -103,6 +103,14 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("prefix %q: %v, want ErrInvalidPrefix", p, err)
 		}
 	}
+	// A duration no record may state is refused before anything is written.
+	e := electionName(t)
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 400 * 24 * time.Hour}); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("Acquire with a 400-day lease: %v, want refused", err)
+	}
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("a refused Acquire wrote something: %v", err)
+	}
 	// Names NATS would read as wildcards or subject separators each get
 	// their own key.
 	a := newBackend(t, srv.URL(), cachelease.Options{})
