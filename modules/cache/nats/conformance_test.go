@@ -15,7 +15,7 @@ import (
 // (push off).
 func TestConformance(t *testing.T) {
 	srv, admin := newServer(t)
-	keys, err := New(admin, cachelease.Options{})
+	keys, err := New(admin, nil, cachelease.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

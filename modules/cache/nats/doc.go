@@ -35,7 +35,12 @@
 // all its elections, started by the first subscription); a release or a
 // deleted key wakes the waiting candidates at once. The watch is
 // re-established with backoff when it breaks, and every subscriber is woken
-// then, since a release may have been missed.
+// then, since a release may have been missed. A KV watch does not survive
+// a server restart by itself: a Store that knows its connection (New or
+// NewStore given the *nats.Conn, NewBucketStore, the registry, Module when
+// the graph has a *nats.Conn) re-establishes it as soon as the connection
+// is back; without the connection push stays off after a restart and
+// followers poll every RetryPeriod.
 //
 // # Bucket lifecycle
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // value (never expiring: deleted by the scenario), down at start.
 func TestFaults(t *testing.T) {
 	srv, admin := newServer(t)
-	keys, err := New(admin, cachelease.Options{})
+	keys, err := New(admin, nil, cachelease.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("NewBucketStore(%q) = %v, want ErrBucketRequired", name, err)
 		}
 	}
-	if _, err := New(nil, cachelease.Options{}); err == nil {
+	if _, err := New(nil, nil, cachelease.Options{}); err == nil {
 		t.Error("New(nil) succeeded")
 	}
 	for _, p := range []string{".x", "a..b", "a>", "a*", "a b"} {
@@ -138,4 +139,41 @@ func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*ca
 		return nil, err
 	}
 	return backendOn(s, opts)
+}
+
+// TestPushSurvivesServerRestart: the KV watch comes back after the server
+// restarts (with its store): once it is re-established (every subscriber is
+// woken then), a release wakes the follower long before its next retry.
+func TestPushSurvivesServerRestart(t *testing.T) {
+	srv, _ := newServer(t)
+	e := electionName(t)
+	slow := func(cfg *fxelection.Config) {
+		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
+	}
+	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
+	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
+	fb := newBackend(t, srv.URL(), cachelease.Options{})
+	var woken atomic.Int32
+	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
+	cachetest.WaitUntil(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
+	follower := cachetest.Start(t, fb, e, "follower", slow)
+	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
+		l, ok := follower.E.Leader()
+		return ok && l.Holder == "leader"
+	})
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	woken.Store(0)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	cachetest.WaitUntil(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
+	stopped := time.Now()
+	if err := leader.E.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Without push the follower would wait for its next retry, up to 15s away.
+	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
+	t.Logf("hand-over with push after a server restart took %v", time.Since(stopped))
 }

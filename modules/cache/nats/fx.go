@@ -1,6 +1,7 @@
 package natslease
 
 import (
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/fx"
 
@@ -9,9 +10,10 @@ import (
 )
 
 // New returns a cachelease.Backend named "nats" on kv, a bucket the
-// application created and owns (see NewStore). It does no I/O.
-func New(kv jetstream.KeyValue, opts cachelease.Options) (*cachelease.Backend, error) {
-	s, err := NewStore(kv)
+// application created and owns, through connection nc (may be nil; see
+// NewStore for what it is used for). It does no I/O.
+func New(kv jetstream.KeyValue, nc *nats.Conn, opts cachelease.Options) (*cachelease.Backend, error) {
+	s, err := NewStore(kv, nc)
 	if err != nil {
 		return nil, err
 	}
@@ -27,17 +29,20 @@ func backendOn(s *Store, opts cachelease.Options) (*cachelease.Backend, error) {
 
 // Module provides a *cachelease.Backend, also as the graph's
 // fxelection.Backend, built from the application's jetstream.KeyValue
-// bucket and optional cachelease.Options. The application owns the
+// bucket, optional *nats.Conn (provide it so that push wake-up resumes at
+// once after a reconnect) and optional cachelease.Options. The application owns the
 // connection and the bucket; the Backend closes neither (fx stops its
 // watch when the app stops).
 //
 //	fx.New(
-//		fx.Provide(func(lc fx.Lifecycle) (jetstream.KeyValue, error) {
+//		fx.Provide(func(lc fx.Lifecycle) (*nats.Conn, error) {
 //			nc, err := nats.Connect("nats://10.0.0.1:4222")
-//			if err != nil {
-//				return nil, err
+//			if err == nil {
+//				lc.Append(fx.StopHook(nc.Close))
 //			}
-//			lc.Append(fx.StopHook(nc.Close))
+//			return nc, err
+//		}),
+//		fx.Provide(func(nc *nats.Conn) (jetstream.KeyValue, error) {
 //			js, err := jetstream.New(nc)
 //			if err != nil {
 //				return nil, err
@@ -59,6 +64,7 @@ type Params struct {
 
 	Lifecycle fx.Lifecycle
 	KeyValue  jetstream.KeyValue
+	Conn      *nats.Conn         `optional:"true"`
 	Options   cachelease.Options `optional:"true"`
 }
 
@@ -74,7 +80,7 @@ type Result struct {
 // NewFromParams builds the Backend for Module and stops its watch on app
 // stop.
 func NewFromParams(p Params) (Result, error) {
-	b, err := New(p.KeyValue, p.Options)
+	b, err := New(p.KeyValue, p.Conn, p.Options)
 	if err != nil {
 		return Result{}, err
 	}

@@ -81,11 +81,12 @@ func createBucket(t testing.TB, srv *testserver.Nats) jetstream.KeyValue {
 // test bucket.
 func newBackend(t testing.TB, url string, opts cachelease.Options) *cachelease.Backend {
 	t.Helper()
-	kv, err := jsOf(t, connect(t, url)).KeyValue(ctxT(t), testBucket)
+	nc := connect(t, url)
+	kv, err := jsOf(t, nc).KeyValue(ctxT(t), testBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(kv, opts)
+	b, err := New(kv, nc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

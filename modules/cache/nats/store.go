@@ -28,6 +28,7 @@ var ErrBucketRequired = errors.New("natslease: a bucket name of A-Z a-z 0-9 _ - 
 // has no per-key TTL, and a bucket-wide MaxAge cannot follow each lease's
 // duration. It is safe for concurrent use.
 type Store struct {
+	nc  *nats.Conn               // the connection, if known: the watch restarts when it reconnects
 	js  jetstream.JetStream      // nil for a Store on a given bucket
 	cfg jetstream.KeyValueConfig // the bucket to create, with js
 
@@ -42,14 +43,17 @@ var (
 )
 
 // NewStore returns a Store on kv, a bucket the application created and
-// owns. If the bucket is deleted (or the server restarts without its
-// store), every operation fails until the application re-creates it; use
-// NewBucketStore for a Store that re-creates it.
-func NewStore(kv jetstream.KeyValue) (*Store, error) {
+// owns. nc, if not nil, is the connection kv uses: the Store then
+// re-establishes its watch as soon as nc reconnects (a KV watch does not
+// survive a server restart by itself; without nc, push wake-up stays off
+// after one and followers poll). If the bucket is deleted (or the server
+// restarts without its store), every operation fails until the application
+// re-creates it; use NewBucketStore for a Store that re-creates it.
+func NewStore(kv jetstream.KeyValue, nc *nats.Conn) (*Store, error) {
 	if kv == nil {
 		return nil, errors.New("natslease: nil KeyValue")
 	}
-	return &Store{kv: kv}, nil
+	return &Store{kv: kv, nc: nc}, nil
 }
 
 // NewBucketStore returns a Store that binds to the bucket cfg.Bucket through
@@ -63,7 +67,7 @@ func NewBucketStore(js jetstream.JetStream, cfg jetstream.KeyValueConfig) (*Stor
 	if !ValidBucket(cfg.Bucket) {
 		return nil, ErrBucketRequired
 	}
-	return &Store{js: js, cfg: cfg}, nil
+	return &Store{js: js, nc: js.Conn(), cfg: cfg}, nil
 }
 
 // ValidBucket reports whether name is a valid bucket name.
@@ -221,7 +225,10 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ve
 }
 
 // Watch implements cachelease.Watcher with a KV watch (updates only) on
-// prefix+">" when prefix ends with '.', else on every key.
+// prefix+">" when prefix ends with '.', else on every key. When the Store
+// knows its connection, Watch returns when it reconnects, so that the
+// Backend establishes a new watch (and wakes every subscriber, since a
+// release may have been missed).
 func (s *Store) Watch(ctx context.Context, prefix string, ready func(), change func(key string, value []byte)) error {
 	kv, err := s.bucket(ctx)
 	if err != nil {
@@ -243,11 +250,18 @@ func (s *Store) Watch(ctx context.Context, prefix string, ready func(), change f
 		return fmt.Errorf("nats kv watch: %w", err)
 	}
 	defer stopWatch(w)
+	var reconnected chan nats.Status // nil: never ready
+	if s.nc != nil {
+		reconnected = s.nc.StatusChanged(nats.CONNECTED)
+		defer s.nc.RemoveStatusListener(reconnected)
+	}
 	ready()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-reconnected:
+			return errors.New("nats kv watch: connection re-established")
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("nats kv watch: closed")
