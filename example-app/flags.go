@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	memcachedlease "github.com/fxelection/fxelection/modules/cache/memcached"
+	natslease "github.com/fxelection/fxelection/modules/cache/nats"
 )
 
 // usageError is bad input: main prints it on one line and exits 2.
@@ -61,6 +63,10 @@ type options struct {
 	s3AccessKey, s3SecretKey, s3Region  string
 	s3Insecure                          bool
 	blobConnectionString, blobContainer string
+	memcachedAddr                       string
+	natsURL, natsUser, natsPassword     string
+	natsToken, natsBucket               string
+	natsReplicas                        int
 
 	// fromEnv maps a flag name to the environment variable that set it, for
 	// flags not given on the command line.
@@ -128,6 +134,17 @@ func (o *options) flagTable() []flagDef {
 			required: true, secret: true, usage: "Azure Storage connection string"},
 		{name: "blob-container", value: textFlag{&o.blobContainer}, backend: "blob", setting: "container", required: true,
 			usage: "Azure Blob container holding the lease blobs (must exist)"},
+		{name: "memcached-addr", value: addrFlag{p: &o.memcachedAddr, list: true}, backend: "memcached", setting: "addr", required: true,
+			usage: "memcached servers host:port, comma-separated"},
+		{name: "nats-url", value: textFlag{&o.natsURL}, backend: "nats", setting: "url", required: true, secret: true,
+			usage: "NATS server URLs, comma-separated (nats://host:4222)"},
+		{name: "nats-username", value: textFlag{&o.natsUser}, backend: "nats", setting: "username", usage: "NATS user name"},
+		{name: "nats-password", value: textFlag{&o.natsPassword}, backend: "nats", setting: "password", secret: true, usage: "NATS password"},
+		{name: "nats-token", value: textFlag{&o.natsToken}, backend: "nats", setting: "token", secret: true, usage: "NATS authentication token"},
+		{name: "nats-bucket", value: textFlag{&o.natsBucket}, backend: "nats", setting: "bucket",
+			usage: "NATS JetStream KV bucket (created if missing)"},
+		{name: "nats-replicas", value: intFlag{p: &o.natsReplicas, min: 1, max: 5}, backend: "nats", setting: "replicas",
+			usage: "replicas of the KV bucket when it is created (1-5)"},
 	}
 }
 
@@ -136,6 +153,18 @@ var backendRules = map[string]func(o options) error{
 	"blob": func(o options) error {
 		if o.lease < 15*time.Second || o.lease > 60*time.Second {
 			return usagef("%s (%v) must be between 15s and 60s for --backend blob (Azure lease limits)", o.label("lease"), o.lease)
+		}
+		return nil
+	},
+	"memcached": func(o options) error {
+		if o.lease > memcachedlease.MaxLease {
+			return usagef("%s (%v) must be at most %v for --backend memcached (memcached TTL limit)", o.label("lease"), o.lease, memcachedlease.MaxLease)
+		}
+		return nil
+	},
+	"nats": func(o options) error {
+		if !natslease.ValidBucket(o.natsBucket) {
+			return usagef("%s: not a bucket name (A-Z a-z 0-9 _ -)", o.label("nats-bucket"))
 		}
 		return nil
 	},
@@ -154,6 +183,8 @@ func defaults() options {
 		stopTimeout:   10 * time.Second,
 		httpAddr:      "127.0.0.1:8080",
 		logFormat:     "text",
+		natsBucket:    natslease.DefaultBucket,
+		natsReplicas:  1,
 	}
 }
 

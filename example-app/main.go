@@ -23,6 +23,8 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	// Backends register themselves by name from init.
 	_ "github.com/fxelection/fxelection/modules/blob"
+	_ "github.com/fxelection/fxelection/modules/cache/memcached"
+	_ "github.com/fxelection/fxelection/modules/cache/nats"
 	_ "github.com/fxelection/fxelection/modules/postgres"
 	_ "github.com/fxelection/fxelection/modules/redis"
 	_ "github.com/fxelection/fxelection/modules/s3"

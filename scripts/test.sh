@@ -7,8 +7,8 @@
 #   ./scripts/test.sh ./modules/redis/...   # some packages
 #
 # Under CI=true a test whose server binary is missing fails instead of skipping.
-# Servers: redis-server and PostgreSQL (Debian packages), MinIO (go install),
-# Azurite (npm).
+# Servers: redis-server, PostgreSQL, memcached and nats-server (Debian
+# packages), MinIO (go install), Azurite (npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +41,23 @@ if ! command -v initdb >/dev/null; then
 		pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 	fi
 	export PATH="$pgbin:$PATH"
+fi
+
+# memcached: the cache backend's memcached adapter tests start private
+# memcached processes. Debian package, pinned (bookworm's version).
+MEMCACHED_VERSION='1.6.18*'
+if ! command -v memcached >/dev/null; then
+	log "installing memcached $MEMCACHED_VERSION"
+	apt_install "memcached=$MEMCACHED_VERSION"
+fi
+
+# NATS: the cache backend's NATS adapter tests start private nats-server -js
+# processes. Debian package, pinned (bookworm's version); Debian puts it in
+# /usr/sbin, which the tests also search.
+NATS_SERVER_VERSION='2.9.10*'
+if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
+	log "installing nats-server $NATS_SERVER_VERSION"
+	apt_install "nats-server=$NATS_SERVER_VERSION"
 fi
 
 # MinIO: the S3 backend's tests start a real MinIO server. Built from source

@@ -1,0 +1,129 @@
+package testserver
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const memcachedReadyTimeout = 10 * time.Second
+
+// MemcachedOptions configures StartMemcached and NewMemcached.
+type MemcachedOptions struct {
+	// MemoryMB is the item memory limit (-m) in megabytes; a small limit
+	// lets a test make the server evict. Default: 64.
+	MemoryMB int
+	// Port is the TCP port to listen on; 0 picks a free one.
+	Port int
+}
+
+// Memcached is a memcached child process listening on 127.0.0.1. It keeps
+// nothing on disk: Kill and Restart give an empty cache. Its methods are
+// safe for concurrent use.
+type Memcached struct {
+	*server
+	bin  string
+	opts MemcachedOptions
+}
+
+// StartMemcached starts memcached on a free loopback port (or opts.Port)
+// and waits until it answers. The caller must call Close. It returns an
+// error wrapping ErrNotInstalled when memcached is not found.
+func StartMemcached(opts MemcachedOptions) (*Memcached, error) {
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		return nil, fmt.Errorf("start memcached: %w: %v (install it with: apt-get install memcached)", ErrNotInstalled, err)
+	}
+	if opts.MemoryMB <= 0 {
+		opts.MemoryMB = 64
+	}
+	dir, err := os.MkdirTemp("", "fxelection-memcached-*")
+	if err != nil {
+		return nil, fmt.Errorf("start memcached: %w", err)
+	}
+	m := &Memcached{bin: bin, opts: opts}
+	m.server = &server{name: "memcached", stopSig: syscall.SIGTERM, dir: dir, launch: m.launch}
+	if err := m.open(opts.Port, func() { _ = os.Remove(m.logPath()) }); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewMemcached starts a memcached server for the test and closes it in
+// t.Cleanup. When memcached is not installed the test is skipped, or fails
+// if the environment variable CI is "true".
+func NewMemcached(t testing.TB, opts MemcachedOptions) *Memcached {
+	t.Helper()
+	m, err := StartMemcached(opts)
+	return forTest(t, m, err)
+}
+
+func (m *Memcached) logPath() string { return filepath.Join(m.dir, "memcached.log") }
+
+// launch starts memcached on port and waits until it answers "stats" with
+// its own pid.
+func (m *Memcached) launch(port int) (*process, error) {
+	cmd := exec.Command(m.bin,
+		"-l", "127.0.0.1",
+		"-p", strconv.Itoa(port),
+		"-U", "0", // no UDP
+		"-m", strconv.Itoa(m.opts.MemoryMB),
+		"-t", "2",
+		"-c", "1024",
+	)
+	if os.Getuid() == 0 {
+		cmd.Args = append(cmd.Args, "-u", "root") // memcached refuses root otherwise
+	}
+	cmd.Dir = m.dir
+	proc, err := startProcess(cmd, m.logPath(), nil)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := waitReady(proc, memcachedReadyTimeout, func() error { return memcachedReady(addr, cmd.Process.Pid) }); err != nil {
+		_ = proc.kill()
+		return nil, withLog(err, m.logPath())
+	}
+	return proc, nil
+}
+
+// memcachedReady checks that the server at addr answers "stats" and is the
+// process with the given pid.
+func memcachedReady(addr string, pid int) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("stats\r\n")); err != nil {
+		return err
+	}
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		line = strings.TrimSpace(line)
+		if line == "END" {
+			return fmt.Errorf("stats without pid on %s", addr)
+		}
+		if v, ok := strings.CutPrefix(line, "STAT pid "); ok {
+			if v != strconv.Itoa(pid) {
+				return fmt.Errorf("another server answers on %s", addr)
+			}
+			return nil
+		}
+	}
+}

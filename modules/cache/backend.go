@@ -1,0 +1,400 @@
+package cachelease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
+const DefaultKeyPrefix = "fxelection."
+
+// acquireAttempts is how many read-decide-write rounds Acquire makes when
+// its conditional writes keep losing races.
+const acquireAttempts = 4
+
+const (
+	// watchMinBackoff and watchMaxBackoff bound the wait between attempts to
+	// re-establish a broken watch.
+	watchMinBackoff = 50 * time.Millisecond
+	watchMaxBackoff = 2 * time.Second
+)
+
+// ErrInvalidPrefix is returned by New for a key prefix with characters
+// outside [A-Za-z0-9._=-], a leading '.', or an empty dot-separated part.
+var ErrInvalidPrefix = errors.New("cachelease: Options.KeyPrefix may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part")
+
+// Options configures a Backend. The zero value is ready to use.
+type Options struct {
+	// KeyPrefix is prepended to every key. Keys are KeyPrefix followed by the
+	// election name with every byte outside [A-Za-z0-9_-] escaped as =XX
+	// (or "=h" and a SHA-256 of the name when that is too long for the
+	// store). Default: "fxelection.".
+	KeyPrefix string
+	// Name is what BackendName returns (metrics, logs). Default: "cache".
+	Name string
+	// Secrets are values removed from every error the Backend returns
+	// (passwords, tokens the adapter's client was configured with). URL
+	// userinfo and query strings and key=value secrets are removed anyway.
+	Secrets []string
+	// DisablePush turns push wake-up off even when the store can watch:
+	// followers then only poll. Default: false.
+	DisablePush bool
+}
+
+// Backend implements fxelection.Backend (and fxelection.Notifier) on any
+// Store; see the package documentation. It is safe for concurrent use.
+// Each Backend has its own expiry tracker: on a store without server TTL,
+// the observations that allow a takeover belong to the candidate (process)
+// that made them.
+type Backend struct {
+	store   Store
+	caps    Capabilities
+	watcher Watcher // nil: no push wake-up
+	prefix  string
+	name    string
+	secrets []string
+	tracker fxelection.ExpiryTracker
+	hub     *fxelection.WakeHub
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.Notifier     = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+)
+
+// New returns a Backend on store, which the caller owns. It does no I/O.
+func New(store Store, opts Options) (*Backend, error) {
+	if store == nil {
+		return nil, errors.New("cachelease: nil store")
+	}
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = DefaultKeyPrefix
+	}
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	name := opts.Name
+	if name == "" {
+		name = "cache"
+	}
+	b := &Backend{
+		store:   store,
+		caps:    store.Capabilities(),
+		prefix:  prefix,
+		name:    name,
+		secrets: append([]string(nil), opts.Secrets...),
+	}
+	if b.caps.MaxKeyLen > 0 && len(keyFor(prefix, "x", 0)) > b.caps.MaxKeyLen-len(hashMark)-64 {
+		return nil, fmt.Errorf("cachelease: Options.KeyPrefix is too long for the store's %d-byte keys", b.caps.MaxKeyLen)
+	}
+	if !opts.DisablePush {
+		b.watcher, _ = store.(Watcher)
+	}
+	b.hub = fxelection.NewWakeHub(b.listen)
+	return b, nil
+}
+
+func checkPrefix(p string) error {
+	if strings.HasPrefix(p, ".") || strings.Contains(p, "..") {
+		return ErrInvalidPrefix
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; !keyChar(c) && c != '.' && c != '=' {
+			return ErrInvalidPrefix
+		}
+	}
+	return nil
+}
+
+// BackendName returns Options.Name ("cache" by default).
+func (b *Backend) BackendName() string { return b.name }
+
+// Key returns the store key of election's lease, for operators and tests.
+func (b *Backend) Key(election string) string { return keyFor(b.prefix, election, b.caps.MaxKeyLen) }
+
+// ServerTTL reports whether the store expires leases by its own clock
+// (server-authoritative) rather than by observed time.
+func (b *Backend) ServerTTL() bool { return b.caps.ServerTTL }
+
+// Close stops push wake-up for good. The Backend stays usable without it.
+// It does not close the store.
+func (b *Backend) Close() error {
+	b.hub.Close()
+	return nil
+}
+
+// fail returns err with context, redacted.
+func (b *Backend) fail(op string, err error) error {
+	return fxelection.RedactError(fmt.Errorf("%s: %w", op, err), b.secrets...)
+}
+
+// read returns election's value; found is false if there is none.
+func (b *Backend) read(ctx context.Context, election string) (s stored, found bool, err error) {
+	e, err := b.store.Get(ctx, b.Key(election))
+	if errors.Is(err, ErrNotFound) {
+		return stored{}, false, nil
+	}
+	if err != nil {
+		return stored{}, false, err
+	}
+	s, err = decode(e.Value, election)
+	if err != nil {
+		return stored{}, true, err
+	}
+	if e.Version == "" {
+		return stored{}, true, errors.New("store returned no version")
+	}
+	s.lease.Version = e.Version
+	return s, true, nil
+}
+
+// ttl is the TTL for a live lease of duration d.
+func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
+	if !b.caps.ServerTTL {
+		return 0, nil
+	}
+	if b.caps.MaxTTL > 0 && d > b.caps.MaxTTL {
+		return 0, fmt.Errorf("%w: %v exceeds %v", ErrTTLRange, d, b.caps.MaxTTL)
+	}
+	return d, nil
+}
+
+// Acquire takes req.Election's lease for req.Identity if the key is absent
+// (free, expired, evicted or deleted), released, already held by
+// req.Identity (same term), or — on a store without server TTL — observed
+// unchanged by this Backend for the record's full Duration. A new holder's
+// term is fxelection.NextTerm of the last term the store shows, so it is
+// clock-seeded and rises even when the value was lost. Every write is an
+// add-if-absent or a compare-and-swap on the version just read.
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	const op = "acquire lease"
+	if req.Election == "" || req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
+	}
+	ttl, err := b.ttl(req.Duration)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	for range acquireAttempts {
+		cur, found, err := b.read(ctx, req.Election)
+		if err != nil {
+			return fxelection.Lease{}, b.fail(op, err)
+		}
+		next := fxelection.Lease{
+			Election:   req.Election,
+			Holder:     req.Identity,
+			Metadata:   maps.Clone(req.Metadata),
+			Duration:   req.Duration,
+			AcquiredAt: time.Now().UTC().Round(0),
+		}
+		var prev uint64
+		switch {
+		case !found:
+		case cur.released:
+			prev = cur.lease.Term
+		case cur.lease.Holder == req.Identity:
+			next.Term, next.AcquiredAt = cur.lease.Term, cur.lease.AcquiredAt
+		case !b.caps.ServerTTL && b.tracker.Expired(req.Election, cur.lease.Version, cur.lease.Duration):
+			prev = cur.lease.Term
+		default:
+			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
+		}
+		if next.Term == 0 {
+			if next.Term, err = fxelection.NextTerm(prev, time.Now()); err != nil {
+				return fxelection.Lease{}, b.fail(op, err)
+			}
+		}
+		if err := fxelection.CheckLease(next); err != nil {
+			return fxelection.Lease{}, b.fail(op, err)
+		}
+		value, err := encode(next, false)
+		if err != nil {
+			return fxelection.Lease{}, b.fail(op, err)
+		}
+		var version string
+		if found {
+			version, err = b.store.CompareAndSwap(ctx, b.Key(req.Election), value, cur.lease.Version, ttl)
+		} else {
+			version, err = b.store.Add(ctx, b.Key(req.Election), value, ttl)
+		}
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrExists) {
+			continue // someone wrote first: read again
+		}
+		if err != nil {
+			return fxelection.Lease{}, b.fail(op, err)
+		}
+		b.tracker.Forget(req.Election)
+		next.Version = version
+		return next, nil
+	}
+	return fxelection.Lease{}, fmt.Errorf("acquire lease: lost %d compare-and-swap races in a row", acquireAttempts)
+}
+
+// own reads lease's value and returns it if it still holds lease: same
+// holder and term, not released. Otherwise it returns an error matching
+// fxelection.ErrLeaseLost (or a store failure).
+//
+// The version is deliberately not compared: only the holder writes its own
+// term, so a value with the caller's holder and term is the caller's lease
+// even when the caller missed the answer to its last write (a renewal whose
+// reply was lost, or cancelled by Stop, changed the version). The write
+// that follows is a compare-and-swap on the version read here, so nothing
+// written in between is overwritten.
+func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, error) {
+	if lease.Election == "" || lease.Holder == "" || lease.Term == 0 {
+		return stored{}, fxelection.ErrLeaseLost
+	}
+	cur, found, err := b.read(ctx, lease.Election)
+	switch {
+	case errors.Is(err, fxelection.ErrInvalidRecord):
+		return stored{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
+	case err != nil:
+		return stored{}, err
+	case !found || cur.released || cur.lease.Holder != lease.Holder || cur.lease.Term != lease.Term:
+		return stored{}, fxelection.ErrLeaseLost
+	}
+	return cur, nil
+}
+
+// Renew rewrites lease's value (same term, a fresh TTL where the store
+// expires keys) if the store still holds the caller's holder and term, with
+// a compare-and-swap on the version just read; if the lease was taken over,
+// released, expired, was evicted or deleted, it returns an error matching
+// fxelection.ErrLeaseLost. The returned lease
+// carries the new version.
+func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	const op = "renew lease"
+	ttl, err := b.ttl(lease.Duration)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	cur, err := b.own(ctx, lease)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	next := cur.lease.Clone()
+	next.Metadata = maps.Clone(lease.Metadata)
+	next.Duration = lease.Duration
+	if err := fxelection.CheckLease(next); err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	value, err := encode(next, false)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.lease.Version, ttl)
+	if errors.Is(err, ErrConflict) {
+		return fxelection.Lease{}, b.fail(op, fxelection.ErrLeaseLost)
+	}
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	next.Version = version
+	return next, nil
+}
+
+// Release replaces lease's value, if it still holds lease, with a released
+// marker that keeps the term and has no TTL (a cache may still evict it;
+// terms stay clock-seeded then). Releasing a lease that is no longer the
+// caller's returns nil. Watchers of the store see the change (push wake-up).
+func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+	const op = "release lease"
+	cur, err := b.own(ctx, lease)
+	if errors.Is(err, fxelection.ErrLeaseLost) {
+		return nil
+	}
+	if err != nil {
+		return b.fail(op, err)
+	}
+	value, err := encode(cur.lease, true)
+	if err != nil {
+		return b.fail(op, err)
+	}
+	_, err = b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.lease.Version, 0)
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return b.fail(op, err)
+	}
+	return nil
+}
+
+// Get returns election's current holder with Version set to the store's
+// version and a zero ExpiresAt, or fxelection.ErrNoLease if the key is
+// absent or released. It changes nothing in the store; on a store without
+// server TTL it starts this Backend's observation of the version it saw,
+// as an Acquire would.
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	cur, found, err := b.read(ctx, election)
+	if err != nil {
+		return fxelection.Lease{}, b.fail("get lease", err)
+	}
+	if !found || cur.released {
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	}
+	if !b.caps.ServerTTL {
+		b.tracker.Expired(election, cur.lease.Version, cur.lease.Duration)
+	}
+	return cur.lease, nil
+}
+
+// Subscribe implements fxelection.Notifier. On a Store that implements
+// Watcher, wake is called when a lease of election is released or its key
+// deleted, and (spuriously) for every election each time the watch is
+// (re)established, since a release may have been missed while it was down.
+// All subscriptions share one watch (fxelection.WakeHub). On any other
+// Store, or with Options.DisablePush, Subscribe does nothing and followers
+// poll.
+func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
+	if b.watcher == nil {
+		return func() {}
+	}
+	return b.hub.Subscribe(election, wake)
+}
+
+// listen keeps a watch on the prefix until ctx is done, re-establishing it
+// with backoff when it breaks.
+func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+	failures := 0
+	for {
+		err := b.watcher.Watch(ctx, b.prefix, func() {
+			failures = 0
+			hub.WakeAll()
+		}, func(key string, value []byte) { b.changed(hub, key, value) })
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err // the elector keeps polling meanwhile
+		failures++
+		if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
+			return
+		}
+	}
+}
+
+// changed wakes the subscribers of the election whose key changed, if the
+// change freed the lease: a delete, or a released marker.
+func (b *Backend) changed(hub *fxelection.WakeHub, key string, value []byte) {
+	name, ok := strings.CutPrefix(key, b.prefix)
+	if !ok {
+		return
+	}
+	if value == nil {
+		if election, ok := unescapeName(name); ok {
+			hub.Wake(election)
+		} else {
+			hub.WakeAll() // a hashed key: the name is not in it
+		}
+		return
+	}
+	s, err := decodeValue(value)
+	if err == nil && s.released && b.Key(s.lease.Election) == key {
+		hub.Wake(s.lease.Election)
+	}
+}

@@ -1,0 +1,52 @@
+// Package natslease is the NATS JetStream key-value adapter of fxelection's
+// cache backend (package cachelease), on github.com/nats-io/nats.go's
+// jetstream package: Create for add-if-absent, Update with the last
+// revision for compare-and-swap, and a KV Watch for push wake-up.
+//
+// # Expiry: observed time
+//
+// nats-server before 2.11 has no per-key TTL (only a bucket-wide MaxAge,
+// which cannot follow each lease's duration), so this adapter uses observed
+// time: a candidate takes over a record only after it has seen the same
+// revision unchanged for the record's full duration on its own monotonic
+// clock, and then with Update on that revision (fxelection.ExpiryTracker).
+// No clock is compared with another node's. A candidate that starts while a
+// dead holder's record is in the bucket waits a full lease duration. Do not
+// give the bucket a MaxAge shorter than the lease duration: the server
+// would delete live leases.
+//
+// A foreign value under a lease key never expires (there is no TTL): it
+// blocks the election with fxelection.ErrInvalidRecord errors until an
+// operator deletes it.
+//
+// # Replicas
+//
+// A bucket with Replicas: 3 (or 5) is a Raft-replicated JetStream stream:
+// every Create and Update is acknowledged only once a majority of the
+// servers stored it, and compare-and-swap is checked by the stream's
+// leader, so the store is linearizable and survives the loss of a minority
+// of servers without losing a lease or a term, and without two candidates
+// both winning. Replicas: 1 loses the bucket with its server's disk; terms
+// stay clock-seeded (see cachelease).
+//
+// # Push wake-up
+//
+// A Backend watches the bucket's keys under its prefix (one watch shared by
+// all its elections, started by the first subscription); a release or a
+// deleted key wakes the waiting candidates at once. The watch is
+// re-established with backoff when it breaks, and every subscriber is woken
+// then, since a release may have been missed. A KV watch does not survive
+// a server restart by itself: a Store that knows its connection (New or
+// NewStore given the *nats.Conn, NewBucketStore, the registry, Module when
+// the graph has a *nats.Conn) re-establishes it as soon as the connection
+// is back; without the connection push stays off after a restart and
+// followers poll every RetryPeriod.
+//
+// # Bucket lifecycle
+//
+// New and Module use a bucket the application created (jetstream.KeyValue);
+// if it disappears (deleted, or a server restarted without its store), the
+// Backend's operations fail until the application re-creates it.
+// NewBucketStore (and the "nats" registry entry) binds the bucket by name,
+// creates it if missing, and re-creates it when it disappears.
+package natslease

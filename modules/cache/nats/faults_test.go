@@ -1,0 +1,179 @@
+package natslease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fxelection/fxelection/fxelection"
+	cachelease "github.com/fxelection/fxelection/modules/cache"
+	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
+)
+
+// TestFaults runs the shared fault scenarios against a real nats-server,
+// with stores that re-create their bucket: killed and restarted without its
+// JetStream store, the bucket's stream purged, the key deleted, a foreign
+// value (never expiring: deleted by the scenario), down at start.
+func TestFaults(t *testing.T) {
+	srv, admin := newServer(t)
+	keys, err := New(admin, nil, cachelease.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := jsOf(t, connect(t, srv.URL()))
+	cachetest.RunFaults(t, cachetest.Hooks{
+		NewBackend: func(t *testing.T) fxelection.Backend { return newBucketBackend(t, srv.URL(), cachelease.Options{}) },
+		Server:     srv,
+		Empty: func(t *testing.T) {
+			if err := srv.ClearData(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Flush: func(t *testing.T) {
+			st, err := js.Stream(ctxT(t), "KV_"+testBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Purge(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Delete: func(t *testing.T, election string) {
+			if err := admin.Delete(ctxT(t), keys.Key(election)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		PutForeign: func(t *testing.T, election string, _ time.Duration) {
+			if _, err := admin.Put(ctxT(t), keys.Key(election), []byte("foreign")); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}
+
+// TestPushWakesFollower: with a retry period far longer than the test's
+// bound, a follower takes over a released lease only thanks to the KV
+// watch.
+func TestPushWakesFollower(t *testing.T) {
+	srv, _ := newServer(t)
+	e := electionName(t)
+	slow := func(cfg *fxelection.Config) {
+		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
+	}
+	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
+	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
+	follower := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "follower", slow)
+	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
+		l, ok := follower.E.Leader()
+		return ok && l.Holder == "leader"
+	})
+	stopped := time.Now()
+	if err := leader.E.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Without push the follower would wait for its next retry, 15s away.
+	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
+	t.Logf("hand-over with push took %v", time.Since(stopped))
+}
+
+// TestBadInput: empty and invalid bucket names, bad prefixes and hostile
+// election names.
+func TestBadInput(t *testing.T) {
+	for _, name := range []string{"", "a b", "a.b", "a*", "a>", "é", strings.Repeat("x", 201)} {
+		if _, err := NewBucketStore(nil, jetstream.KeyValueConfig{Bucket: name}); err == nil {
+			t.Errorf("NewBucketStore(nil, %q) succeeded", name)
+		}
+	}
+	srv, _ := newServer(t)
+	js := jsOf(t, connect(t, srv.URL()))
+	for _, name := range []string{"", "a.b", "a b"} {
+		if _, err := NewBucketStore(js, jetstream.KeyValueConfig{Bucket: name}); !errors.Is(err, ErrBucketRequired) {
+			t.Errorf("NewBucketStore(%q) = %v, want ErrBucketRequired", name, err)
+		}
+	}
+	if _, err := New(nil, nil, cachelease.Options{}); err == nil {
+		t.Error("New(nil) succeeded")
+	}
+	for _, p := range []string{".x", "a..b", "a>", "a*", "a b"} {
+		if _, err := newBucketBackendErr(t, srv.URL(), cachelease.Options{KeyPrefix: p}); !errors.Is(err, cachelease.ErrInvalidPrefix) {
+			t.Errorf("prefix %q: %v, want ErrInvalidPrefix", p, err)
+		}
+	}
+	// A duration no record may state is refused before anything is written.
+	e := electionName(t)
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 400 * 24 * time.Hour}); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("Acquire with a 400-day lease: %v, want refused", err)
+	}
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("a refused Acquire wrote something: %v", err)
+	}
+	// Names NATS would read as wildcards or subject separators each get
+	// their own key.
+	a := newBackend(t, srv.URL(), cachelease.Options{})
+	b := newBackend(t, srv.URL(), cachelease.Options{})
+	names := []string{"*", ">", "a.>", "a.b", "a b", "a=2Eb", strings.Repeat("é", 100)}
+	terms := map[string]uint64{}
+	for _, n := range names {
+		l, err := a.Acquire(ctxT(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
+		if err != nil {
+			t.Fatalf("Acquire(%q): %v", n, err)
+		}
+		terms[n] = l.Term
+	}
+	for _, n := range names {
+		got, err := b.Get(ctxT(t), n)
+		if err != nil || got.Holder != "a" || got.Term != terms[n] || got.Election != n {
+			t.Fatalf("Get(%q) = %+v, %v", n, got, err)
+		}
+	}
+}
+
+func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*cachelease.Backend, error) {
+	s, err := NewBucketStore(jsOf(t, connect(t, url)), jetstream.KeyValueConfig{Bucket: testBucket})
+	if err != nil {
+		return nil, err
+	}
+	return backendOn(s, opts)
+}
+
+// TestPushSurvivesServerRestart: the KV watch comes back after the server
+// restarts (with its store): once it is re-established (every subscriber is
+// woken then), a release wakes the follower long before its next retry.
+func TestPushSurvivesServerRestart(t *testing.T) {
+	srv, _ := newServer(t)
+	e := electionName(t)
+	slow := func(cfg *fxelection.Config) {
+		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
+	}
+	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
+	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
+	fb := newBackend(t, srv.URL(), cachelease.Options{})
+	var woken atomic.Int32
+	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
+	cachetest.WaitUntil(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
+	follower := cachetest.Start(t, fb, e, "follower", slow)
+	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
+		l, ok := follower.E.Leader()
+		return ok && l.Holder == "leader"
+	})
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	woken.Store(0)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	cachetest.WaitUntil(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
+	stopped := time.Now()
+	if err := leader.E.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Without push the follower would wait for its next retry, up to 15s away.
+	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
+	t.Logf("hand-over with push after a server restart took %v", time.Since(stopped))
+}
