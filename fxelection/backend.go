@@ -110,10 +110,14 @@ type AcquireRequest struct {
 //     holder can re-acquire); term and holder live in blob metadata written
 //     under the lease. Azure leases last 15–60 s, so Duration must be in that
 //     range. Server-authoritative.
-//   - Cache with compare-and-swap (memcached gets/cas, add): the encoded
-//     record under one key with the server's TTL, a second key for the term
-//     counter; Version is the CAS token. Server-authoritative expiry; a cache
-//     that may evict the counter cannot promise monotonic terms.
+//   - Cache with compare-and-swap (modules/cache: memcached add and
+//     gets/cas, NATS JetStream KV create and update on revision): the
+//     encoded record under one key per election, kept with a released marker
+//     on release; Version is the CAS token or revision. Terms are
+//     clock-seeded (NextTerm), so eviction, a flush or a server restarted
+//     empty does not make them go back. memcached expiry is the server's TTL
+//     (whole seconds); NATS KV has no per-key TTL on every server, so it uses
+//     observed time (ExpiryTracker).
 //
 // Backends that can tell followers about a release implement Notifier too.
 type Backend interface {

@@ -115,7 +115,7 @@ func (s Settings) Int(key string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, fmt.Errorf("setting %q: %q is not an integer", key, v)
+		return 0, fmt.Errorf("setting %q: not an integer", key)
 	}
 	return n, nil
 }
@@ -128,7 +128,7 @@ func (s Settings) Bool(key string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("setting %q: %q is not a boolean", key, v)
+		return false, fmt.Errorf("setting %q: not a boolean", key)
 	}
 	return b, nil
 }
@@ -141,7 +141,7 @@ func (s Settings) Duration(key string, def time.Duration) (time.Duration, error)
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("setting %q: %q is not a duration", key, v)
+		return 0, fmt.Errorf("setting %q: not a duration", key)
 	}
 	return d, nil
 }
