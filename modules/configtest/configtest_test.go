@@ -61,9 +61,9 @@ const document = `{
 type electors struct {
 	fx.In
 
-	Alpha *fxelection.Elector `name:"alpha"`
-	Beta  *fxelection.Elector `name:"beta"`
-	Gamma *fxelection.Elector `name:"gamma_pg"`
+	Alpha *fxelection.Elector   `name:"alpha"`
+	Beta  *fxelection.Elector   `name:"beta"`
+	Gamma *fxelection.Elector   `name:"gamma_pg"`
 	All   []*fxelection.Elector `group:"fxelection.electors"`
 }
 
