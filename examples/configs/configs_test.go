@@ -161,4 +161,3 @@ func TestPostgresRuns(t *testing.T) {
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	run(t, "postgres.json", loader(nil, map[string]string{"/run/secrets/fxelection_pg_dsn": srv.DSN() + "\n"}))
 }
-
