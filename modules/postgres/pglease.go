@@ -50,9 +50,10 @@
 // Secrets: every error a Backend returns (and its listener logs) passes
 // through fxelection.RedactError with the pool's password, as pgx resolved
 // it (from the connection string, PGPASSWORD or a passfile) when db is a
-// *pgxpool.Pool; the registry entry adds the DSN's password in every
-// spelling libpq accepts (spaces or tabs around "=", quotes, escapes, URL
-// user info or query) and redacts its own errors the same way.
+// *pgxpool.Pool; the fxelection.backends.postgres module (ConfigModule)
+// adds the DSN's password in every spelling libpq accepts (spaces or tabs
+// around "=", quotes, escapes, URL user info or query) and redacts its own
+// errors the same way.
 //
 // No session state: unlike a session advisory lock, leadership is not tied
 // to a connection. The backend works through PgBouncer in transaction
@@ -147,7 +148,7 @@ type Options struct {
 }
 
 // normalize fills in defaults and validates the names; label names a field
-// in errors ("Options.Table", or a registry setting).
+// in errors ("Options.Table", or the config module's JSON key "table").
 func (o Options) normalize(label func(field string) string) (Options, error) {
 	if o.Table == "" {
 		o.Table = DefaultTable
@@ -166,6 +167,15 @@ func (o Options) normalize(label func(field string) string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// Validate checks opts without I/O: Table, Schema and Channel must be
+// valid identifiers (an error naming the field, matching
+// ErrInvalidIdentifier). New and the fxelection.backends.postgres module
+// both call it.
+func (o Options) Validate() error {
+	_, err := o.normalize(optionLabel)
+	return err
 }
 
 func optionLabel(field string) string { return "Options." + field }
@@ -203,7 +213,6 @@ func createTableSQL(table string) string {
 // pool and share it between the process's elections.
 type Backend struct {
 	db    DB
-	owned *pgxpool.Pool // closed by Close: the registry built it
 	opts  Options
 	table string // quoted, qualified
 	sql   statements
@@ -685,14 +694,11 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	return l, nil
 }
 
-// Close stops the push listener, if one runs, and closes the pool if the
-// backend built it (the "postgres" registry entry does). A pool passed to
-// New is never closed. After Close, Subscribe does nothing; Close is
+// Close stops the push listener, if one runs. It never closes the DB
+// passed to New (the fxelection.backends.postgres module closes the pool
+// it built in its Cleanup). After Close, Subscribe does nothing; Close is
 // idempotent and returns nil.
 func (b *Backend) Close() error {
 	b.push.close()
-	if b.owned != nil {
-		b.owned.Close()
-	}
 	return nil
 }
