@@ -254,3 +254,15 @@ func connAddrs(t *testing.T, addr string) map[string]bool {
 	t.Fatalf("stats conns: no END: %v", sc.Err())
 	return nil
 }
+
+// TestExampleConfig: examples/configs/memcached.json parses and validates.
+func TestExampleConfig(t *testing.T) {
+	doc, err := config.Loader{}.ParseFile("../../../examples/configs/memcached.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := doc.Backends["memcached"].Module.(*ConfigModule)
+	if !ok || m.timeout() != time.Second || len(doc.Elections) != 2 {
+		t.Fatalf("decoded %+v", doc)
+	}
+}

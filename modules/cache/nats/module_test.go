@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +308,26 @@ func TestFxModule(t *testing.T) {
 	app.RequireStop()
 	if _, err := newBackend(t, srv.URL(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("lease after fx stop: %v, want released", err)
+	}
+}
+
+// TestExampleConfig: examples/configs/nats.json parses and validates, its
+// password coming from the environment.
+func TestExampleConfig(t *testing.T) {
+	t.Setenv("NATS_PASSWORD", secret)
+	doc, err := config.Loader{}.ParseFile("../../../examples/configs/nats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := doc.Elections[0].Backend.Module.(*ConfigModule)
+	if !ok || m.Password.Value() != secret || m.replicas() != 3 {
+		t.Fatalf("decoded %+v", doc)
+	}
+	t.Setenv("NATS_PASSWORD", "")
+	if err := os.Unsetenv("NATS_PASSWORD"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (config.Loader{}).ParseFile("../../../examples/configs/nats.json"); !errors.Is(err, config.ErrPlaceholder) {
+		t.Fatalf("without NATS_PASSWORD: %v, want ErrPlaceholder", err)
 	}
 }
