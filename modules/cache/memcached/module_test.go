@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,5 +267,39 @@ func TestExampleConfig(t *testing.T) {
 	m, ok := doc.Backends["memcached"].Module.(*ConfigModule)
 	if !ok || m.timeout() != time.Second || len(doc.Elections) != 2 {
 		t.Fatalf("decoded %+v", doc)
+	}
+}
+
+// TestReadmeSettingsTable: the README's settings table for the module lists
+// exactly its settings (the struct's JSON keys).
+func TestReadmeSettingsTable(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "| `" + moduleID + "` setting |"
+	_, table, ok := strings.Cut(string(readme), header)
+	if !ok {
+		t.Fatalf("README has no table starting %q", header)
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var listed []string
+	for _, row := range strings.Split(table, "\n")[2:] {
+		first := strings.Split(row, "|")[1]
+		for _, k := range strings.Split(first, ",") {
+			listed = append(listed, strings.Trim(strings.TrimSpace(k), "`"))
+		}
+	}
+	var keys []string
+	rt := reflect.TypeFor[ConfigModule]()
+	for i := range rt.NumField() {
+		if tag := rt.Field(i).Tag.Get("json"); tag != "" {
+			keys = append(keys, strings.Split(tag, ",")[0])
+		}
+	}
+	slices.Sort(listed)
+	slices.Sort(keys)
+	if !slices.Equal(listed, keys) {
+		t.Fatalf("README lists %v, the module has %v", listed, keys)
 	}
 }
