@@ -102,18 +102,20 @@ func (m *ConfigModule) addrs() ([]string, error) {
 
 // Validate checks the settings without I/O: addr, timeout, and the
 // cachelease.Options they make through cachelease.Options.Validate with
-// memcached's capabilities, the check New runs. Errors name the setting.
+// memcached's capabilities, the check New runs. It reports every problem
+// (errors.Join); each error names its setting.
 func (m *ConfigModule) Validate() error {
+	var errs []error
 	if _, err := m.addrs(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if m.Timeout < 0 {
-		return fmt.Errorf("%w: timeout: must not be negative", ErrInvalidSettings)
+		errs = append(errs, fmt.Errorf("%w: timeout: must not be negative", ErrInvalidSettings))
 	}
 	if err := m.options().Validate(capabilities); err != nil {
-		return fmt.Errorf("prefix: %w", err)
+		errs = append(errs, fmt.Errorf("prefix: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Provision resolves the servers' host names (once, here) and creates the

@@ -155,22 +155,24 @@ func (m *ConfigModule) secrets() []string {
 
 // Validate checks the settings without I/O: url, replicas, bucket (with
 // ValidBucket, the check NewBucketStore runs) and the cachelease.Options
-// they make (with cachelease.Options.Validate, the check New runs). Errors
-// name the setting and never quote a value.
+// they make (with cachelease.Options.Validate, the check New runs). It
+// reports every problem (errors.Join); each error names its setting and
+// none quotes a value.
 func (m *ConfigModule) Validate() error {
+	var errs []error
 	if _, err := m.urls(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if r := m.Replicas; r < 0 || r > MaxReplicas {
-		return fmt.Errorf("%w: replicas: must be 1 to %d", ErrInvalidSettings, MaxReplicas)
+		errs = append(errs, fmt.Errorf("%w: replicas: must be 1 to %d", ErrInvalidSettings, MaxReplicas))
 	}
 	if !ValidBucket(m.bucket()) {
-		return fmt.Errorf("bucket: %w", ErrBucketRequired)
+		errs = append(errs, fmt.Errorf("bucket: %w", ErrBucketRequired))
 	}
 	if err := m.options().Validate(capabilities); err != nil {
-		return fmt.Errorf("prefix: %w", err)
+		errs = append(errs, fmt.Errorf("prefix: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Provision connects and creates the Backend. The connection is retried
