@@ -1,6 +1,7 @@
 package memcachedlease
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -118,18 +119,23 @@ func (m *ConfigModule) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Provision resolves the servers' host names (once, here) and creates the
-// client and the Backend. It does not connect: a server that is down is
-// reported by the electors' first operations.
-func (m *ConfigModule) Provision(config.Context) error {
+// Provision resolves the servers' host names (once, here, within ctx) and
+// creates the client and the Backend. It does not connect: a server that
+// is down is reported by the electors' first operations.
+func (m *ConfigModule) Provision(ctx config.Context) error {
 	addrs, err := m.addrs()
 	if err != nil {
 		return err
 	}
+	for i, a := range addrs {
+		if addrs[i], err = resolve(ctx, a); err != nil {
+			// Not %w: the resolver's error quotes the host.
+			return fmt.Errorf("addr: cannot resolve address %d", i+1)
+		}
+	}
 	var sl memcache.ServerList
 	if err := sl.SetServers(addrs...); err != nil {
-		// Not %w: the resolver's error quotes the host.
-		return errors.New("addr: cannot resolve the servers")
+		return errors.New("addr: cannot use the servers")
 	}
 	client := memcache.NewFromSelector(&sl)
 	client.Timeout = m.timeout()
@@ -141,6 +147,34 @@ func (m *ConfigModule) Provision(config.Context) error {
 	}
 	m.backend = b
 	return nil
+}
+
+// resolve turns host:port into ip:port within ctx, preferring IPv4 as
+// net.ResolveTCPAddr (which the client would otherwise call, without ctx)
+// does.
+func resolve(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return addr, nil
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	if len(ips) == 0 {
+		return "", errors.New("no address")
+	}
+	ip := ips[0].IP
+	for _, c := range ips {
+		if c.IP.To4() != nil {
+			ip = c.IP
+			break
+		}
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }
 
 // Backend returns the provisioned Backend.

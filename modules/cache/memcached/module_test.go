@@ -2,6 +2,7 @@ package memcachedlease
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -301,5 +302,28 @@ func TestReadmeSettingsTable(t *testing.T) {
 	slices.Sort(keys)
 	if !slices.Equal(listed, keys) {
 		t.Fatalf("README lists %v, the module has %v", listed, keys)
+	}
+}
+
+// TestModuleProvisionResolves: host names are resolved by Provision within
+// its context; a name that does not resolve fails Provision without
+// quoting it, and Cleanup after the failure is safe.
+func TestModuleProvisionResolves(t *testing.T) {
+	m := &ConfigModule{Addr: "localhost:11211, 127.0.0.1:11212"}
+	if err := m.Provision(config.Context{Context: ctxT(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m = &ConfigModule{Addr: "127.0.0.1:1, never-resolved.invalid:11211"}
+	err := m.Provision(config.Context{Context: ctx})
+	if err == nil || !strings.Contains(err.Error(), "address 2") || strings.Contains(err.Error(), "never-resolved") {
+		t.Fatalf("Provision with a cancelled context = %v", err)
+	}
+	if err := m.Cleanup(); err != nil {
+		t.Fatal(err)
 	}
 }
