@@ -259,15 +259,43 @@ func connAddrs(t *testing.T, addr string) map[string]bool {
 	return nil
 }
 
-// TestExampleConfig: examples/configs/memcached.json parses and validates.
+// TestExampleConfig: examples/configs/memcached.json, its addr from
+// MEMCACHED_ADDR, runs as an fx app on a real memcached: every election
+// gets a leader, and stopping the app releases them.
 func TestExampleConfig(t *testing.T) {
-	doc, err := config.Loader{}.ParseFile("../../../examples/configs/memcached.json")
+	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
+	l := config.Loader{LookupEnv: func(name string) (string, bool) {
+		return srv.Addr(), name == "MEMCACHED_ADDR"
+	}}
+	doc, err := l.ParseFile("../../../examples/configs/memcached.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := doc.Backends["memcached"].Module.(*ConfigModule)
-	if !ok || m.timeout() != time.Second || len(doc.Elections) != 2 {
-		t.Fatalf("decoded %+v", doc)
+	opt, err := config.Build(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all struct {
+		fx.In
+		Electors []*fxelection.Elector `group:"fxelection.electors"`
+	}
+	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
+	app.RequireStart()
+	if len(all.Electors) != len(doc.Elections) {
+		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
+	}
+	for _, e := range all.Electors {
+		cachetest.WaitUntil(t, cachetest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
+	}
+	app.RequireStop()
+	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})
+	for _, e := range doc.Elections {
+		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
+			t.Fatalf("%s after stop: %v, want released", e.Name, err)
+		}
+	}
+	if _, err := (config.Loader{LookupEnv: func(string) (string, bool) { return "", false }}).ParseFile("../../../examples/configs/memcached.json"); !errors.Is(err, config.ErrPlaceholder) {
+		t.Fatalf("without MEMCACHED_ADDR: %v, want ErrPlaceholder", err)
 	}
 }
 

@@ -313,23 +313,55 @@ func TestFxModule(t *testing.T) {
 	}
 }
 
-// TestExampleConfig: examples/configs/nats.json parses and validates, its
-// password coming from the environment.
+// TestExampleConfig: examples/configs/nats.json, its URL and password
+// from NATS_URL and NATS_PASSWORD, runs as an fx app on a real nats-server
+// that requires the password: the election gets a leader, and stopping the
+// app releases it. Without NATS_PASSWORD the file does not load.
 func TestExampleConfig(t *testing.T) {
-	t.Setenv("NATS_PASSWORD", secret)
-	doc, err := config.Loader{}.ParseFile("../../../examples/configs/nats.json")
+	srv := testserver.NewNats(t, testserver.NatsOptions{User: "fxelection", Password: secret})
+	env := map[string]string{"NATS_URL": srv.URL(), "NATS_PASSWORD": secret}
+	l := config.Loader{LookupEnv: func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}}
+	doc, err := l.ParseFile("../../../examples/configs/nats.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := doc.Elections[0].Backend.Module.(*ConfigModule)
-	if !ok || m.Password.Value() != secret || m.replicas() != 3 {
-		t.Fatalf("decoded %+v", doc)
-	}
-	t.Setenv("NATS_PASSWORD", "")
-	if err := os.Unsetenv("NATS_PASSWORD"); err != nil {
+	opt, err := config.Build(doc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (config.Loader{}).ParseFile("../../../examples/configs/nats.json"); !errors.Is(err, config.ErrPlaceholder) {
+	var all struct {
+		fx.In
+		Electors []*fxelection.Elector `group:"fxelection.electors"`
+	}
+	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
+	app.RequireStart()
+	if len(all.Electors) != len(doc.Elections) {
+		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
+	}
+	for _, e := range all.Electors {
+		cachetest.WaitUntil(t, cachetest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
+	}
+	app.RequireStop()
+	admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())
+	kv, err := jsOf(t, admin).KeyValue(ctxT(t), DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := New(kv, admin, cachelease.Options{KeyPrefix: "myapp."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	for _, e := range doc.Elections {
+		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
+			t.Fatalf("%s after stop: %v, want released", e.Name, err)
+		}
+	}
+	delete(env, "NATS_PASSWORD")
+	if _, err := l.ParseFile("../../../examples/configs/nats.json"); !errors.Is(err, config.ErrPlaceholder) {
 		t.Fatalf("without NATS_PASSWORD: %v, want ErrPlaceholder", err)
 	}
 }
