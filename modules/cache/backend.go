@@ -25,9 +25,10 @@ const (
 	watchMaxBackoff = 2 * time.Second
 )
 
-// ErrInvalidPrefix is returned by New for a key prefix with characters
-// outside [A-Za-z0-9._=-], a leading '.', or an empty dot-separated part.
-var ErrInvalidPrefix = errors.New("cachelease: Options.KeyPrefix may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part")
+// ErrInvalidPrefix is returned by Options.Validate (and so by New) for a key
+// prefix with characters outside [A-Za-z0-9._=-], a leading '.', an empty
+// dot-separated part, or too long for the store's keys.
+var ErrInvalidPrefix = errors.New("cachelease: invalid Options.KeyPrefix")
 
 // Options configures a Backend. The zero value is ready to use.
 type Options struct {
@@ -74,11 +75,8 @@ func New(store Store, opts Options) (*Backend, error) {
 	if store == nil {
 		return nil, errors.New("cachelease: nil store")
 	}
-	prefix := opts.KeyPrefix
-	if prefix == "" {
-		prefix = DefaultKeyPrefix
-	}
-	if err := checkPrefix(prefix); err != nil {
+	caps := store.Capabilities()
+	if err := opts.Validate(caps); err != nil {
 		return nil, err
 	}
 	name := opts.Name
@@ -87,13 +85,10 @@ func New(store Store, opts Options) (*Backend, error) {
 	}
 	b := &Backend{
 		store:   store,
-		caps:    store.Capabilities(),
-		prefix:  prefix,
+		caps:    caps,
+		prefix:  opts.keyPrefix(),
 		name:    name,
 		secrets: append([]string(nil), opts.Secrets...),
-	}
-	if b.caps.MaxKeyLen > 0 && len(keyFor(prefix, "x", 0)) > b.caps.MaxKeyLen-len(hashMark)-64 {
-		return nil, fmt.Errorf("cachelease: Options.KeyPrefix is too long for the store's %d-byte keys", b.caps.MaxKeyLen)
 	}
 	if !opts.DisablePush {
 		b.watcher, _ = store.(Watcher)
@@ -102,13 +97,36 @@ func New(store Store, opts Options) (*Backend, error) {
 	return b, nil
 }
 
+// Validate checks o for a Store with capabilities caps, without I/O: it is
+// the check New runs, exported so that configuration modules reject the
+// same options before they create a client. An invalid KeyPrefix gives an
+// error matching ErrInvalidPrefix that does not quote it.
+func (o Options) Validate(caps Capabilities) error {
+	prefix := o.keyPrefix()
+	if err := checkPrefix(prefix); err != nil {
+		return err
+	}
+	if caps.MaxKeyLen > 0 && len(keyFor(prefix, "x", 0)) > caps.MaxKeyLen-len(hashMark)-64 {
+		return fmt.Errorf("%w: too long for the store's %d-byte keys", ErrInvalidPrefix, caps.MaxKeyLen)
+	}
+	return nil
+}
+
+// keyPrefix returns KeyPrefix or its default.
+func (o Options) keyPrefix() string {
+	if o.KeyPrefix == "" {
+		return DefaultKeyPrefix
+	}
+	return o.KeyPrefix
+}
+
 func checkPrefix(p string) error {
 	if strings.HasPrefix(p, ".") || strings.Contains(p, "..") {
-		return ErrInvalidPrefix
+		return fmt.Errorf("%w: may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part", ErrInvalidPrefix)
 	}
 	for i := 0; i < len(p); i++ {
 		if c := p[i]; !keyChar(c) && c != '.' && c != '=' {
-			return ErrInvalidPrefix
+			return fmt.Errorf("%w: may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part", ErrInvalidPrefix)
 		}
 	}
 	return nil

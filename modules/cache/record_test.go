@@ -207,3 +207,31 @@ func TestNewRejectsBadPrefixes(t *testing.T) {
 		t.Error("New(nil) succeeded")
 	}
 }
+
+// TestOptionsValidate: Validate is New's prefix check (characters and, for
+// a store with a key limit, length), and its errors never quote the prefix.
+func TestOptionsValidate(t *testing.T) {
+	limited := Capabilities{MaxKeyLen: 250}
+	long := strings.Repeat("p", 200)
+	for _, tc := range []struct {
+		prefix string
+		caps   Capabilities
+		ok     bool
+	}{
+		{"", limited, true},
+		{"a.b_c=d-", limited, true},
+		{long, Capabilities{}, true},
+		{long, limited, false},
+		{"a b", Capabilities{}, false},
+		{".a", Capabilities{}, false},
+		{"a..b", Capabilities{}, false},
+	} {
+		err := Options{KeyPrefix: tc.prefix}.Validate(tc.caps)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidPrefix) {
+			t.Errorf("Validate(%q, %+v) = %v", tc.prefix, tc.caps, err)
+		}
+		if err != nil && tc.prefix != "" && strings.Contains(err.Error(), tc.prefix) {
+			t.Errorf("error %q quotes the prefix", err)
+		}
+	}
+}

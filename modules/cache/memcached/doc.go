@@ -37,7 +37,7 @@
 // # Timeouts
 //
 // gomemcache has no context support: each call is bounded by the client's
-// Timeout (the registry's default is 1 s), not by ctx. A ctx that is already
+// Timeout (ConfigModule's default is 1 s), not by ctx. A ctx that is already
 // done is honoured before every call. The elector's Stop and step-down
 // bounds do not depend on the backend honouring ctx.
 //

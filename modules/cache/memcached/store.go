@@ -43,10 +43,11 @@ func NewStore(client *memcache.Client) (*Store, error) {
 	return &Store{client: client}, nil
 }
 
+// capabilities are every Store's: server TTL, MaxLease, 250-byte keys.
+var capabilities = cachelease.Capabilities{ServerTTL: true, MaxTTL: MaxLease, MaxKeyLen: maxKeyLen}
+
 // Capabilities reports server TTL, MaxLease and memcached's 250-byte keys.
-func (s *Store) Capabilities() cachelease.Capabilities {
-	return cachelease.Capabilities{ServerTTL: true, MaxTTL: MaxLease, MaxKeyLen: maxKeyLen}
-}
+func (s *Store) Capabilities() cachelease.Capabilities { return capabilities }
 
 // Expiration converts a lease duration into memcached's expiration in
 // seconds: rounded up to whole seconds, plus one. memcached's clock ticks

@@ -37,7 +37,7 @@
 // re-established with backoff when it breaks, and every subscriber is woken
 // then, since a release may have been missed. A KV watch does not survive
 // a server restart by itself: a Store that knows its connection (New or
-// NewStore given the *nats.Conn, NewBucketStore, the registry, Module when
+// NewStore given the *nats.Conn, NewBucketStore, ConfigModule, Module when
 // the graph has a *nats.Conn) re-establishes it as soon as the connection
 // is back; without the connection push stays off after a restart and
 // followers poll every RetryPeriod.
@@ -47,6 +47,6 @@
 // New and Module use a bucket the application created (jetstream.KeyValue);
 // if it disappears (deleted, or a server restarted without its store), the
 // Backend's operations fail until the application re-creates it.
-// NewBucketStore (and the "nats" registry entry) binds the bucket by name,
+// NewBucketStore (and ConfigModule, fxelection.backends.nats) binds the bucket by name,
 // creates it if missing, and re-creates it when it disappears.
 package natslease

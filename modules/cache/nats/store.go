@@ -15,7 +15,7 @@ import (
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-// DefaultBucket is the bucket name registry-built backends use.
+// DefaultBucket is the bucket a ConfigModule uses when Bucket is empty.
 const DefaultBucket = "fxelection"
 
 // ErrBucketRequired is returned for an empty or invalid bucket name.
@@ -84,10 +84,11 @@ func ValidBucket(name string) bool {
 	return true
 }
 
+// capabilities are every Store's: observed-time expiry, no key length limit.
+var capabilities = cachelease.Capabilities{ServerTTL: false}
+
 // Capabilities reports observed-time expiry and no key length limit.
-func (s *Store) Capabilities() cachelease.Capabilities {
-	return cachelease.Capabilities{ServerTTL: false}
-}
+func (s *Store) Capabilities() cachelease.Capabilities { return capabilities }
 
 // bucket returns the bound bucket, binding (and creating) it if needed.
 func (s *Store) bucket(ctx context.Context) (jetstream.KeyValue, error) {

@@ -1,0 +1,205 @@
+package memcachedlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+	cachelease "github.com/fxelection/fxelection/modules/cache"
+)
+
+func init() { config.RegisterModule(ConfigModule{}) }
+
+// DefaultTimeout is the client timeout of a ConfigModule whose Timeout is
+// zero.
+const DefaultTimeout = time.Second
+
+// ErrInvalidSettings is matched by ConfigModule.Validate's errors for a bad
+// addr or timeout (a bad prefix matches cachelease.ErrInvalidPrefix).
+var ErrInvalidSettings = errors.New("memcachedlease: invalid settings")
+
+// ConfigModule is the configuration-document module
+// fxelection.backends.memcached: a Backend with a memcached client of its
+// own, created by Provision and closed by Cleanup. Its exported fields are
+// its settings, named by their JSON keys:
+//
+//	{"module": "fxelection.backends.memcached", "addr": "10.0.0.1:11211,10.0.0.2:11211",
+//	 "timeout": "1s", "prefix": "billing."}
+//
+// Errors never quote addr.
+type ConfigModule struct {
+	// Addr is the servers' host:port, comma-separated; keys are sharded
+	// across them. Not a URL. Required.
+	Addr string `json:"addr" config:"required"`
+	// Timeout bounds each call (memcache.Client.Timeout: gomemcache has no
+	// context support). Must not be negative. Default (also for "0s"): 1s.
+	Timeout config.Duration `json:"timeout,omitempty"`
+	// Prefix is cachelease.Options.KeyPrefix. Default: "fxelection.".
+	Prefix string `json:"prefix,omitempty"`
+
+	client  *memcache.Client // set by Provision, closed by Cleanup
+	backend *cachelease.Backend
+}
+
+var (
+	_ config.BackendModule = (*ConfigModule)(nil)
+	_ config.Validator     = (*ConfigModule)(nil)
+	_ config.Provisioner   = (*ConfigModule)(nil)
+	_ config.CleanerUpper  = (*ConfigModule)(nil)
+)
+
+// ElectionModule returns the module's ModuleInfo.
+func (ConfigModule) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{
+		ID:  "fxelection.backends.memcached",
+		Doc: "memcached (add + gets/cas): server-side expiry in whole seconds, no push wake-up",
+		New: func() config.Module { return new(ConfigModule) },
+	}
+}
+
+// options returns the cachelease.Options the settings describe.
+func (m *ConfigModule) options() cachelease.Options {
+	return cachelease.Options{KeyPrefix: m.Prefix}
+}
+
+// timeout returns Timeout or its default.
+func (m *ConfigModule) timeout() time.Duration {
+	if m.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return time.Duration(m.Timeout)
+}
+
+// addrs splits Addr and checks each address is host:port. Errors never
+// quote the value.
+func (m *ConfigModule) addrs() ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(m.Addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: addr: no address", ErrInvalidSettings)
+	}
+	for i, a := range addrs {
+		if strings.Contains(a, "://") {
+			return nil, fmt.Errorf("%w: addr: address %d is a URL; give host:port", ErrInvalidSettings, i+1)
+		}
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" || port == "" || strings.ContainsAny(a, "@/") {
+			return nil, fmt.Errorf("%w: addr: address %d is not host:port", ErrInvalidSettings, i+1)
+		}
+	}
+	return addrs, nil
+}
+
+// Validate checks the settings without I/O: addr, timeout, and the
+// cachelease.Options they make through cachelease.Options.Validate with
+// memcached's capabilities, the check New runs. It reports every problem
+// (errors.Join); each error names its setting.
+func (m *ConfigModule) Validate() error {
+	var errs []error
+	if _, err := m.addrs(); err != nil {
+		errs = append(errs, err)
+	}
+	if m.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: timeout: must not be negative", ErrInvalidSettings))
+	}
+	if err := m.options().Validate(capabilities); err != nil {
+		errs = append(errs, fmt.Errorf("prefix: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Provision resolves the servers' host names (once, here, within ctx) and
+// creates the client and the Backend. It does not connect: a server that
+// is down is reported by the electors' first operations.
+func (m *ConfigModule) Provision(ctx config.Context) error {
+	addrs, err := m.addrs()
+	if err != nil {
+		return err
+	}
+	for i, a := range addrs {
+		if addrs[i], err = resolve(ctx, a); err != nil {
+			// Not %w: the resolver's error quotes the host.
+			return fmt.Errorf("addr: cannot resolve address %d", i+1)
+		}
+	}
+	var sl memcache.ServerList
+	if err := sl.SetServers(addrs...); err != nil {
+		return errors.New("addr: cannot use the servers")
+	}
+	client := memcache.NewFromSelector(&sl)
+	client.Timeout = m.timeout()
+	client.MaxIdleConns = 16
+	m.client = client
+	b, err := New(client, m.options())
+	if err != nil {
+		return fmt.Errorf("prefix: %w", err)
+	}
+	m.backend = b
+	return nil
+}
+
+// resolve turns host:port into ip:port within ctx, preferring IPv4 as
+// net.ResolveTCPAddr (which the client would otherwise call, without ctx)
+// does.
+func resolve(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return addr, nil
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	if len(ips) == 0 {
+		return "", errors.New("no address")
+	}
+	ip := ips[0].IP
+	for _, c := range ips {
+		if c.IP.To4() != nil {
+			ip = c.IP
+			break
+		}
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// Backend returns the provisioned Backend.
+func (m *ConfigModule) Backend() (fxelection.Backend, error) {
+	if m.backend == nil {
+		return nil, errors.New("memcachedlease: module not provisioned")
+	}
+	return m.backend, nil
+}
+
+// Cleanup closes the client's connections. It is safe after a failed or
+// missing Provision, and runs after every elector using the Backend has
+// stopped.
+func (m *ConfigModule) Cleanup() error {
+	if m.backend != nil {
+		_ = m.backend.Close() // always nil
+		m.backend = nil
+	}
+	if m.client == nil {
+		return nil
+	}
+	err := m.client.Close()
+	m.client = nil
+	if err != nil {
+		return fmt.Errorf("close memcached client: %w", err)
+	}
+	return nil
+}
