@@ -46,7 +46,15 @@ func main() {
 		}
 	}
 
-	cut := electiontest.NewFaulty(redislease.New(client, redislease.Options{}))
+	backend := func() *redislease.Backend {
+		b, err := redislease.New(client, redislease.Options{})
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+
+	cut := electiontest.NewFaulty(backend())
 	a := start("a", cut)
 	defer a.Stop(ctx)
 	waitLeading(a)
@@ -60,7 +68,7 @@ func main() {
 	})
 
 	cut.Partition(true) // a is cut off: its lease expires, b takes over
-	b := start("b", redislease.New(client, redislease.Options{}))
+	b := start("b", backend())
 	defer b.Stop(ctx)
 	waitLeading(b)
 	_, _ = b.RunIfLeader(ctx, func(ctx context.Context) error {

@@ -75,8 +75,8 @@ type Backend struct {
 	client    *azblob.Client
 	container string
 	prefix    string
-	closer    func()   // registry-built backends: frees the client's idle connections
-	secrets   []string // known secrets (registry-built: account key, SAS), removed from every error
+	closer    func()   // set by the config module: frees the client's idle connections
+	secrets   []string // known secrets (config module: account key, SAS), removed from every error
 }
 
 var (
@@ -84,15 +84,25 @@ var (
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
 
+// Validate checks opts without I/O: Container is required
+// (ErrContainerRequired). New and the fxelection.backends.blob module both
+// call it.
+func (o Options) Validate() error {
+	if o.Container == "" {
+		return ErrContainerRequired
+	}
+	return nil
+}
+
 // New returns a Backend storing leases as blobs in opts.Container through
-// client, which the caller owns. It does no I/O; the container must exist
-// before first use.
+// client, which the caller owns. It validates opts with Options.Validate
+// and does no I/O; the container must exist before first use.
 func New(client *azblob.Client, opts Options) (*Backend, error) {
 	if client == nil {
 		return nil, errors.New("bloblease: nil client")
 	}
-	if opts.Container == "" {
-		return nil, ErrContainerRequired
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -119,7 +129,8 @@ func (b *Backend) BlobName(election string) string {
 }
 
 // Close frees the idle connections of a client the backend created itself
-// (registry-built backends); for a Backend made by New it does nothing.
+// (the fxelection.backends.blob module's); for a Backend made by New it
+// does nothing.
 // The Backend stays usable.
 func (b *Backend) Close() error {
 	if b.closer != nil {

@@ -2,6 +2,7 @@ package pglease_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -192,4 +194,21 @@ func leaderOf(t *testing.T, limit time.Duration, cs ...*candidate) *candidate {
 
 func election(t testing.TB) string {
 	return "pgl-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
+}
+
+// provision decodes settings (JSON values; the "module" key is added) as
+// an fxelection.backends.postgres module object, validates and provisions
+// it. Its Cleanup runs when the test ends, or earlier through cleanup.
+func provision(t testing.TB, settings map[string]any) (b fxelection.Backend, cleanup func() error, err error) {
+	t.Helper()
+	settings["module"] = "fxelection.backends.postgres"
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := moduletest.Decode(string(raw), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return moduletest.Provision(t, ctxT(t), m)
 }

@@ -168,6 +168,15 @@ func (o Options) normalize(label func(field string) string) (Options, error) {
 	return o, nil
 }
 
+// Validate checks opts without I/O: Table, Schema and Channel must be
+// valid identifiers (an error naming the field, matching
+// ErrInvalidIdentifier). New and the fxelection.backends.postgres module
+// both call it.
+func (o Options) Validate() error {
+	_, err := o.normalize(optionLabel)
+	return err
+}
+
 func optionLabel(field string) string { return "Options." + field }
 
 // qualifiedTable returns the quoted, schema-qualified table name.
@@ -203,7 +212,6 @@ func createTableSQL(table string) string {
 // pool and share it between the process's elections.
 type Backend struct {
 	db    DB
-	owned *pgxpool.Pool // closed by Close: the registry built it
 	opts  Options
 	table string // quoted, qualified
 	sql   statements
@@ -685,14 +693,11 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	return l, nil
 }
 
-// Close stops the push listener, if one runs, and closes the pool if the
-// backend built it (the "postgres" registry entry does). A pool passed to
-// New is never closed. After Close, Subscribe does nothing; Close is
+// Close stops the push listener, if one runs. It never closes the DB
+// passed to New (the fxelection.backends.postgres module closes the pool
+// it built in its Cleanup). After Close, Subscribe does nothing; Close is
 // idempotent and returns nil.
 func (b *Backend) Close() error {
 	b.push.close()
-	if b.owned != nil {
-		b.owned.Close()
-	}
 	return nil
 }

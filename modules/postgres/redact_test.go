@@ -2,7 +2,6 @@ package pglease_test
 
 import (
 	"errors"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -45,33 +44,32 @@ func leaks(s string, pws ...string) bool {
 	return false
 }
 
-// TestRegistryRedactsEverySpelling: with each spelling of the password,
+// TestConfigModuleRedactsEverySpelling: with each spelling of the password,
 // a DSN that cannot be parsed (bad port) gives a constructor error without
 // the password, and a parsable DSN to a port nobody listens on gives
 // operation errors without it.
-func TestRegistryRedactsEverySpelling(t *testing.T) {
+func TestConfigModuleRedactsEverySpelling(t *testing.T) {
 	const pw, pwSpaced = "Sup3r-Secret_pw", "Sup3r Secret-pw"
 	for name, dsn := range pwSpellings(pw, pwSpaced, "127.0.0.1", "notaport") {
 		t.Run("Unparsable/"+name, func(t *testing.T) {
-			_, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": dsn + " sslmode=bogus"})
+			_, _, err := provision(t, map[string]any{"dsn": dsn + " sslmode=bogus"})
 			if err == nil {
 				t.Fatal("broken DSN accepted")
 			}
 			if leaks(err.Error(), pw, pwSpaced) {
 				t.Fatalf("error leaks the password: %v", err)
 			}
-			if !strings.Contains(err.Error(), `"dsn"`) {
+			if !strings.Contains(err.Error(), "dsn:") {
 				t.Fatalf("error does not name the setting: %v", err)
 			}
 		})
 	}
 	for name, dsn := range pwSpellings(pw, pwSpaced, "127.0.0.1", "1") {
 		t.Run("ClosedPort/"+name, func(t *testing.T) {
-			b, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": dsn, "disable_push": "true"})
+			b, _, err := provision(t, map[string]any{"dsn": dsn, "disable_push": true})
 			if err != nil {
 				t.Fatalf("valid DSN refused: %v", err)
 			}
-			defer b.(io.Closer).Close()
 			_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
 			if err == nil || errors.Is(err, fxelection.ErrLeaseHeld) {
 				t.Fatalf("Acquire against a closed port: %v", err)
@@ -101,11 +99,10 @@ func TestDSNSecrets(t *testing.T) {
 func TestRedactsPGPASSWORD(t *testing.T) {
 	const pw = "pgpass-host-7c1e.invalid"
 	t.Setenv("PGPASSWORD", pw)
-	b, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": "host=" + pw + " port=1 user=u dbname=db connect_timeout=2", "disable_push": "true"})
+	b, _, err := provision(t, map[string]any{"dsn": "host=" + pw + " port=1 user=u dbname=db connect_timeout=2", "disable_push": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.(io.Closer).Close()
 	for name, err := range map[string]error{
 		"Acquire": func() error {
 			_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
@@ -159,11 +156,10 @@ func TestWrongPasswordRealServer(t *testing.T) {
 	for name, dsn := range pwSpellings(pw, pwSpaced, host, port) {
 		t.Run(name, func(t *testing.T) {
 			dsn = strings.NewReplacer("user=u", "user=pgl_pw", "dbname=db", "dbname=postgres", "u:", "pgl_pw:", "u@", "pgl_pw@", "/db?", "/postgres?sslmode=disable&").Replace(dsn)
-			b, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": dsn, "disable_push": "true"})
+			b, _, err := provision(t, map[string]any{"dsn": dsn, "disable_push": true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer b.(io.Closer).Close()
 			var gerr error
 			testserver.WaitFor(t, 10*time.Second, "the reloaded pg_hba.conf", func() bool {
 				_, gerr = b.Get(ctxT(t), "e")
@@ -174,11 +170,10 @@ func TestWrongPasswordRealServer(t *testing.T) {
 			}
 		})
 	}
-	ok, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": "postgres://pgl_pw:" + right + "@" + hostPort + "/postgres?sslmode=disable", "disable_push": "true"})
+	ok, _, err := provision(t, map[string]any{"dsn": "postgres://pgl_pw:" + right + "@" + hostPort + "/postgres?sslmode=disable", "disable_push": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ok.(io.Closer).Close()
 	// The role may not create the table; it authenticates, which is the point.
 	if _, err := ok.Get(ctxT(t), "e"); err != nil && strings.Contains(err.Error(), "password authentication failed") {
 		t.Fatalf("Get with the right password: %v", err)

@@ -67,10 +67,35 @@ var (
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
 
+// ErrInvalidOptions is matched by the errors of Options.Validate (and so of
+// New, and of the fxelection.backends.redis module's Validate).
+var ErrInvalidOptions = errors.New("redislease: invalid options")
+
+// Validate checks opts without I/O: KeyPrefix must not contain '{' or '}'
+// (they would make Redis Cluster hash tags, and keys of one election could
+// land in different slots). New and the fxelection.backends.redis module
+// both call it. The error matches ErrInvalidOptions and names the field.
+func (o Options) Validate() error { return o.validate(optionLabel) }
+
+// validate is Validate with field names given by label (Options fields for
+// New, JSON keys for the config module).
+func (o Options) validate(label func(field string) string) error {
+	if strings.ContainsAny(o.KeyPrefix, "{}") {
+		return fmt.Errorf("%w: %s %q must not contain '{' or '}'", ErrInvalidOptions, label("KeyPrefix"), o.KeyPrefix)
+	}
+	return nil
+}
+
+func optionLabel(field string) string { return "Options." + field }
+
 // New returns a Backend storing leases through client, which may be a
-// single-node, Sentinel failover or Cluster client. It does no I/O. Set
-// ContextTimeoutEnabled on the client so calls honour context deadlines.
-func New(client redis.UniversalClient, opts Options) *Backend {
+// single-node, Sentinel failover or Cluster client. It validates opts with
+// Options.Validate and does no I/O. Set ContextTimeoutEnabled on the client
+// so calls honour context deadlines.
+func New(client redis.UniversalClient, opts Options) (*Backend, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	prefix := opts.KeyPrefix
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
@@ -93,7 +118,7 @@ func New(client redis.UniversalClient, opts Options) *Backend {
 	}
 	b.secrets = clientSecrets(client)
 	b.hub = fxelection.NewWakeHub(b.listen)
-	return b
+	return b, nil
 }
 
 // clientSecrets returns the credentials of client, when its type exposes

@@ -29,7 +29,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	client := newClient(b, srv.Addr())
 	ctx := context.Background()
 	b.Run("fxelection", func(b *testing.B) {
-		be := New(client, Options{})
+		be := mustNew(b, client, Options{})
 		req := fxelection.AcquireRequest{Election: "bench-ar", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
 		b.ReportAllocs()
 		done := serverTime(b, client)
@@ -61,7 +61,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		done()
 	})
 	b.Run("paired", func(b *testing.B) {
-		be := New(client, Options{})
+		be := mustNew(b, client, Options{})
 		req := fxelection.AcquireRequest{Election: "bench-ar-paired", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
 		locker := redislock.New(client)
 		opt := &redislock.Options{Metadata: "10.0.0.1:8080"}
@@ -165,7 +165,7 @@ func BenchmarkRenew(b *testing.B) {
 	client := newClient(b, srv.Addr())
 	ctx := context.Background()
 	b.Run("fxelection", func(b *testing.B) {
-		be := New(client, Options{})
+		be := mustNew(b, client, Options{})
 		l, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: fmt.Sprintf("bench-renew-%d", time.Now().UnixNano()), Identity: "a", Duration: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
@@ -196,7 +196,7 @@ func BenchmarkRenew(b *testing.B) {
 		_ = lock.Release(ctx)
 	})
 	b.Run("paired", func(b *testing.B) {
-		be := New(client, Options{})
+		be := mustNew(b, client, Options{})
 		l, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: fmt.Sprintf("bench-renew-paired-%d", time.Now().UnixNano()), Identity: "a", Duration: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)

@@ -16,7 +16,7 @@ import (
 func TestConformance(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
-	keys := New(admin, Options{})
+	keys := mustNew(t, admin, Options{})
 	deleteRecord := func(t *testing.T, election string) {
 		lease, term := keys.Keys(election)
 		if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {

@@ -54,7 +54,7 @@ func TestLeaseDeletedFromOutside(t *testing.T) {
 	e := electionName(t)
 	cs := twoCandidates(t, srv.Addr(), e)
 	leader, first := waitLeader(t, cs, leaderLimit)
-	lease, _ := New(admin, Options{}).Keys(e)
+	lease, _ := mustNew(t, admin, Options{}).Keys(e)
 	if err := admin.Del(ctxT(t), lease).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,10 @@ type Result struct {
 }
 
 // NewFromParams builds the Backend for Module.
-func NewFromParams(p Params) Result {
-	b := New(p.Client, p.Options)
-	return Result{Backend: b, Redis: b}
+func NewFromParams(p Params) (Result, error) {
+	b, err := New(p.Client, p.Options)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Backend: b, Redis: b}, nil
 }

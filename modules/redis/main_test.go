@@ -43,7 +43,17 @@ func newClient(t testing.TB, addr string) *redis.Client {
 
 func newBackend(t testing.TB, addr string, opts Options) *Backend {
 	t.Helper()
-	return New(newClient(t, addr), opts)
+	return mustNew(t, newClient(t, addr), opts)
+}
+
+// mustNew is New for options known to be valid.
+func mustNew(t testing.TB, c redis.UniversalClient, opts Options) *Backend {
+	t.Helper()
+	b, err := New(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func ctxT(t testing.TB) context.Context {

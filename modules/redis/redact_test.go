@@ -2,7 +2,6 @@ package redislease
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,14 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-// TestRegistryAddrNeverEchoed: an addr setting that is a URL or carries
-// user info (a password pasted into it) is refused with an error that
-// names the setting and contains neither the password nor the value; so do
-// errors from other settings while the password is set.
-func TestRegistryAddrNeverEchoed(t *testing.T) {
+// TestConfigModuleAddrNeverEchoed: an addr setting that is a URL or
+// carries user info (a password pasted into it) is refused with an error
+// that names the setting and contains neither the password nor the value;
+// so do errors from other settings while the password is set.
+func TestConfigModuleAddrNeverEchoed(t *testing.T) {
 	const pw = "pw-in-the-addr-9f3"
 	addrs := []string{
 		"redis://:" + pw + "@127.0.0.1:6379/0",
@@ -32,7 +32,7 @@ func TestRegistryAddrNeverEchoed(t *testing.T) {
 		"redis://:" + pw + "@[::1",
 	}
 	for _, addr := range addrs {
-		_, err := fxelection.NewBackend(ctxT(t), "redis", fxelection.Settings{"addr": addr})
+		_, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "`+addr+`"}`, nil)
 		if err == nil {
 			t.Errorf("addr %q accepted", addr)
 			continue
@@ -40,17 +40,17 @@ func TestRegistryAddrNeverEchoed(t *testing.T) {
 		if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "app-user") {
 			t.Errorf("error %q leaks the addr's credentials", err)
 		}
-		if !strings.Contains(err.Error(), `"addr"`) {
+		if !strings.Contains(err.Error(), "addr:") || !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("error %q does not name the setting", err)
 		}
 	}
 	// Errors about other settings never contain the password or user name.
-	for _, s := range []fxelection.Settings{
-		{"addr": "127.0.0.1:1", "db": "x" + pw, "password": pw, "username": "app-user"},
-		{"addr": "127.0.0.1:1", "prefix": "{" + pw, "password": pw},
-		{"addr": "127.0.0.1:1", "tls": pw, "password": pw},
+	for _, rest := range []string{
+		`"db": "x` + pw + `", "username": "app-user"`,
+		`"prefix": "{` + pw + `"`,
+		`"tls": "` + pw + `"`,
 	} {
-		_, err := fxelection.NewBackend(ctxT(t), "redis", s)
+		_, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "127.0.0.1:1", "password": "`+pw+`", `+rest+`}`, nil)
 		if err == nil || strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "app-user") {
 			t.Errorf("settings error %v: nil, or leaks a credential", err)
 		}
@@ -60,7 +60,7 @@ func TestRegistryAddrNeverEchoed(t *testing.T) {
 // TestErrorsRedacted: every error that leaves the backend is redacted with
 // the client's password and user name, whatever the SDK put in it. Here the
 // password is (by a configuration mistake) also part of the socket path, so
-// go-redis's dial error contains it; it also covers the registry-built
+// go-redis's dial error contains it; it also covers the config module's
 // backend and a wrong password on a real server.
 func TestErrorsRedacted(t *testing.T) {
 	const pw = "sock-secret-5d1c"
@@ -69,7 +69,7 @@ func TestErrorsRedacted(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Password: pw, Username: "app-user-77",
 		MaxRetries: -1, DialTimeout: time.Second, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	b := New(client, Options{DisablePush: true})
+	b := mustNew(t, client, Options{DisablePush: true})
 	e := electionName(t)
 	l := fxelection.Lease{Election: e, Holder: "a", Term: 1, Duration: time.Minute}
 	_, errA := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
@@ -97,17 +97,20 @@ func TestErrorsRedacted(t *testing.T) {
 	t.Cleanup(func() { _ = admin.ConfigSet(ctxT(t), "requirepass", "").Err() })
 	admin2 := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: "the-right-one"})
 	t.Cleanup(func() { _ = admin2.Close() })
-	wrong, err := fxelection.NewBackend(ctxT(t), "redis", fxelection.Settings{"addr": srv.Addr(), "password": pw, "username": "default"})
+	m, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`", "password": "`+pw+`", "username": "default"}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer wrong.(io.Closer).Close()
+	wrong, _, err := moduletest.Provision(t, ctxT(t), m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = wrong.Get(ctxT(t), e)
 	if err == nil || errors.Is(err, fxelection.ErrNoLease) || strings.Contains(err.Error(), pw) {
 		t.Fatalf("Get with a wrong password: %v", err)
 	}
 	// Held errors keep their holder through the redaction.
-	right := New(admin2, Options{})
+	right := mustNew(t, admin2, Options{})
 	if _, err := right.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "x-" + "the-right-one", Duration: time.Minute}); err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,8 @@ func TestKeysShareSlot(t *testing.T) {
 	if got := crc16([]byte("123456789")); got != 0x31C3 {
 		t.Fatalf("crc16 check value = %#x, want 0x31c3", got)
 	}
-	for _, prefix := range []string{"", "app:", "a{b:", "x}y:"} {
-		b := New(nil, Options{KeyPrefix: prefix})
+	for _, prefix := range []string{"", "app:", "a:b:", "x%y:"} {
+		b := mustNew(t, nil, Options{KeyPrefix: prefix})
 		seen := map[string]string{}
 		for _, name := range slotNames {
 			lease, term := b.Keys(name)
@@ -64,7 +64,7 @@ func TestKeysShareSlot(t *testing.T) {
 			seen[lease] = name
 		}
 	}
-	b := New(nil, Options{})
+	b := mustNew(t, nil, Options{})
 	if lease, term := b.Keys("billing"); lease != "fxelection:{billing}:lease" || term != "fxelection:{billing}:term" {
 		t.Errorf("keys = %s, %s", lease, term)
 	}
@@ -102,7 +102,7 @@ func TestCluster(t *testing.T) {
 		return c
 	}
 	admin := newCluster(t)
-	keys := New(admin, Options{})
+	keys := mustNew(t, admin, Options{})
 
 	t.Run("KeySlot", func(t *testing.T) {
 		for _, name := range slotNames {
@@ -128,7 +128,7 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("Conformance", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
-			return New(newCluster(t), Options{})
+			return mustNew(t, newCluster(t), Options{})
 		}, electiontest.Options{
 			Candidates: 20,
 			Rounds:     10,

@@ -54,8 +54,8 @@ type Backend struct {
 	bucket  string
 	prefix  string
 	tracker fxelection.ExpiryTracker
-	closer  func()   // set for registry-built backends: frees the client's connections
-	secrets []string // known secrets (registry-built: the secret key), removed from every error
+	closer  func()   // set by the config module: frees the client's connections
+	secrets []string // known secrets (config module: the secret key), removed from every error
 }
 
 var (
@@ -63,14 +63,24 @@ var (
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
 
+// Validate checks opts without I/O: Bucket is required (ErrBucketRequired).
+// New and the fxelection.backends.s3 module both call it.
+func (o Options) Validate() error {
+	if o.Bucket == "" {
+		return ErrBucketRequired
+	}
+	return nil
+}
+
 // New returns a Backend storing leases in opts.Bucket through client, which
-// the caller owns. It does no I/O; the bucket must exist before first use.
+// the caller owns. It validates opts with Options.Validate and does no I/O;
+// the bucket must exist before first use.
 func New(client *minio.Client, opts Options) (*Backend, error) {
 	if client == nil {
 		return nil, errors.New("s3lease: nil client")
 	}
-	if opts.Bucket == "" {
-		return nil, ErrBucketRequired
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -91,7 +101,8 @@ func (b *Backend) Key(election string) string {
 }
 
 // Close frees the idle connections of a client the backend created itself
-// (registry-built backends); for a Backend made by New it does nothing.
+// (the fxelection.backends.s3 module's); for a Backend made by New it
+// does nothing.
 // The Backend stays usable.
 func (b *Backend) Close() error {
 	if b.closer != nil {

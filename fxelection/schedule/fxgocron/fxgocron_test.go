@@ -118,7 +118,11 @@ func startNodes(t *testing.T, addr string, n int, job func(nd *node) gocron.Task
 	for i := range n {
 		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = c.Close() })
-		nd := &node{id: fmt.Sprintf("n%d", i+1), f: electiontest.NewFaulty(redislease.New(c, redislease.Options{}))}
+		b, err := redislease.New(c, redislease.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd := &node{id: fmt.Sprintf("n%d", i+1), f: electiontest.NewFaulty(b)}
 		e, err := fxelection.New(fxelection.Config{
 			Name: election, Identity: nd.id,
 			LeaseDuration: leaseDur, RenewDeadline: renewDead, RetryPeriod: retry,

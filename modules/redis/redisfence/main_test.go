@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	redislease "github.com/fxelection/fxelection/modules/redis"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,6 +21,16 @@ func newClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// newLease is redislease.New for options known to be valid.
+func newLease(t testing.TB, c redis.UniversalClient) *redislease.Backend {
+	t.Helper()
+	b, err := redislease.New(c, redislease.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func newServer(t testing.TB) *testserver.Redis {

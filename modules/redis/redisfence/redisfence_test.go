@@ -17,7 +17,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/internal/testserver"
-	redislease "github.com/fxelection/fxelection/modules/redis"
 	"github.com/fxelection/fxelection/modules/redis/redisfence"
 )
 
@@ -159,7 +158,7 @@ func TestHostileFenceKey(t *testing.T) {
 // while a key in another slot is refused whole.
 func TestKeysShareLeaseSlot(t *testing.T) {
 	for _, name := range []string{"billing", "a{b}c", "%7B", "ünï"} {
-		lease, _ := redislease.New(nil, redislease.Options{}).Keys(name)
+		lease, _ := newLease(t, nil).Keys(name)
 		if !strings.Contains(lease, redisfence.HashTag(name)+":") {
 			t.Errorf("lease key %q does not carry tag %q", lease, redisfence.HashTag(name))
 		}
@@ -213,7 +212,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 	var nodes []node
 	for _, id := range []string{"a", "b"} {
-		f := electiontest.NewFaulty(redislease.New(newClient(t, addr), redislease.Options{}))
+		f := electiontest.NewFaulty(newLease(t, newClient(t, addr)))
 		e, err := fxelection.New(fxelection.Config{
 			Name: el, Identity: id, LeaseDuration: leaseDur, RenewDeadline: renewDead, RetryPeriod: retry,
 		}, f)

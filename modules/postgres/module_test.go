@@ -3,7 +3,6 @@ package pglease_test
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,21 +11,21 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
-func TestRegistry(t *testing.T) {
+// TestConfigModule: fxelection.backends.postgres decodes its settings,
+// provisions a pool of its own, stores leases in the configured table, and
+// Cleanup closes the pool.
+func TestConfigModule(t *testing.T) {
 	d := dsn(t)
-	b, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": d, "table": "pgl_registry", "channel": "pgl_reg"})
+	b, cleanup, err := provision(t, map[string]any{"dsn": d, "table": "pgl_registry", "channel": "pgl_reg"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	closer, ok := b.(io.Closer)
-	if !ok {
-		t.Fatal("registry-built backend is not an io.Closer: it owns its pool")
-	}
-	defer closer.Close()
 	if name := fxelection.BackendName(b); name != "postgres" {
 		t.Fatalf("BackendName = %q", name)
 	}
@@ -42,43 +41,61 @@ func TestRegistry(t *testing.T) {
 	if err := b.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	if err := closer.Close(); err != nil {
+	if err := cleanup(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Get(ctxT(t), e); err == nil {
-		t.Fatal("Get after Close succeeded: the pool should be closed")
+		t.Fatal("Get after Cleanup succeeded: the pool should be closed")
 	}
 }
 
-func TestRegistrySettingErrors(t *testing.T) {
-	cases := []struct {
-		settings fxelection.Settings
-		want     string
-	}{
-		{fxelection.Settings{}, `"dsn"`},
-		{fxelection.Settings{"dsn": ""}, `"dsn"`},
-		{fxelection.Settings{"dsn": "postgres://x@127.0.0.1:1/db", "table": "x; DROP TABLE y"}, `setting "table"`},
-		{fxelection.Settings{"dsn": "postgres://x@127.0.0.1:1/db", "schema": `a"b`}, `setting "schema"`},
-		{fxelection.Settings{"dsn": "postgres://x@127.0.0.1:1/db", "channel": "a b"}, `setting "channel"`},
-		{fxelection.Settings{"dsn": "postgres://x@127.0.0.1:1/db", "disable_push": "maybe"}, `"disable_push"`},
-		{fxelection.Settings{"dsn": "postgres://x@127.0.0.1:1/db", "skip_create_table": "2"}, `"skip_create_table"`},
+// TestConfigModuleErrors: strict decoding and Validate name the JSON path
+// or the setting, and never show the DSN's password.
+func TestConfigModuleErrors(t *testing.T) {
+	const pw = "Sup3r-Secret_pw"
+	env := map[string]string{"PG_DSN": "postgres://x:" + pw + "@127.0.0.1:1/db"}
+	obj := func(rest string) string {
+		return `{"module": "fxelection.backends.postgres", "dsn": "{env.PG_DSN}"` + rest + `}`
 	}
-	for _, c := range cases {
-		b, err := fxelection.NewBackend(ctxT(t), "postgres", c.settings)
-		if err == nil {
-			_ = b.(io.Closer).Close()
-			t.Errorf("settings %v accepted", c.settings)
-			continue
+	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
+	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key + " \""} }
+	moduletest.CheckErrors(t, env, []moduletest.Case{
+		{Settings: `{"module": "fxelection.backends.postgres"}`, Want: at("dsn"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.postgres", "dsn": ""}`, Want: at("dsn"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.postgres", "dsn": 5}`, Want: at("dsn"), Is: config.ErrWrongType},
+		{Settings: obj(`, "tabel": "t"`), Want: at("tabel"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "table": "x; DROP TABLE y"`), Want: validate("table"), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "schema": "a\"b"`), Want: validate("schema"), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "channel": "a b"`), Want: validate("channel"), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "table": 1`), Want: at("table"), Is: config.ErrWrongType},
+		{Settings: obj(`, "disable_push": "maybe"`), Want: at("disable_push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "skip_create_table": 2`), Want: at("skip_create_table"), Is: config.ErrWrongType},
+	}, pw)
+}
+
+// TestOptionsValidateBothPaths: New and the module refuse the same names
+// through Options.Validate, each naming the field its own way.
+func TestOptionsValidateBothPaths(t *testing.T) {
+	pool := admin(t, dsn(t))
+	for _, opts := range []pglease.Options{{Table: "bad name"}, {Schema: `a"b`}, {Channel: "x;y"}} {
+		_, errNew := pglease.New(pool, opts)
+		errValidate := opts.Validate()
+		m := &pglease.ConfigModule{DSN: config.NewSecret("postgres://127.0.0.1:1/db"), Table: opts.Table, Schema: opts.Schema, Channel: opts.Channel}
+		errModule := m.Validate()
+		for name, err := range map[string]error{"New": errNew, "Options.Validate": errValidate, "module": errModule} {
+			if !errors.Is(err, pglease.ErrInvalidIdentifier) {
+				t.Errorf("%+v: %s: %v, want ErrInvalidIdentifier", opts, name, err)
+			}
 		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("settings %v: error %q does not name %s", c.settings, err, c.want)
+		if !strings.Contains(errNew.Error(), "Options.") || strings.Contains(errModule.Error(), "Options.") {
+			t.Errorf("%+v: New %q should name the Options field, the module %q its JSON key", opts, errNew, errModule)
 		}
 	}
 }
 
-// TestRegistryRedactsPassword checks that neither a DSN that cannot be
+// TestConfigModuleRedactsPassword checks that neither a DSN that cannot be
 // parsed nor a failing connection puts the password in an error.
-func TestRegistryRedactsPassword(t *testing.T) {
+func TestConfigModuleRedactsPassword(t *testing.T) {
 	const pw = "Sup3r-Secret_pw"
 	broken := []string{
 		"postgres://user:" + pw + "@127.0.0.1:notaport/db",
@@ -90,7 +107,7 @@ func TestRegistryRedactsPassword(t *testing.T) {
 		"postgres://user:" + "Sup3r%2DSecret_pw" + "@127.0.0.1:x/db",
 	}
 	for _, dsn := range broken {
-		_, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": dsn})
+		_, _, err := provision(t, map[string]any{"dsn": dsn})
 		if err == nil {
 			t.Errorf("broken DSN accepted")
 			continue
@@ -98,17 +115,16 @@ func TestRegistryRedactsPassword(t *testing.T) {
 		if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "Sup3r%2DSecret") {
 			t.Errorf("error leaks the password: %v", err)
 		}
-		if !strings.Contains(err.Error(), `"dsn"`) {
+		if !strings.Contains(err.Error(), "dsn:") {
 			t.Errorf("error does not name the setting: %v", err)
 		}
 	}
 	// A valid DSN to a port nobody listens on: the backend is built (no I/O
-	// at construction), and its operations fail without the password.
-	b, err := fxelection.NewBackend(ctxT(t), "postgres", fxelection.Settings{"dsn": "postgres://user:" + pw + "@127.0.0.1:1/db?connect_timeout=2"})
+	// at provisioning), and its operations fail without the password.
+	b, _, err := provision(t, map[string]any{"dsn": "postgres://user:" + pw + "@127.0.0.1:1/db?connect_timeout=2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.(io.Closer).Close()
 	_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
 	if err == nil || errors.Is(err, fxelection.ErrLeaseHeld) {
 		t.Fatalf("Acquire against a closed port: %v", err)

@@ -1,91 +1,11 @@
 package pglease
 
 import (
-	"context"
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
-
-func init() {
-	fxelection.RegisterBackend(fxelection.BackendModule{
-		Name: "postgres",
-		Doc: "PostgreSQL lease table; settings: dsn (required, pgx connection string or URL), " +
-			"table, schema, channel, skip_create_table, disable_push",
-		New: newFromSettings,
-	})
-}
-
-// newFromSettings builds a backend with a pool of its own, closed by the
-// backend's Close. Its errors, and every error the backend returns later,
-// pass through fxelection.RedactError with the DSN's password in every
-// spelling libpq accepts (see dsnSecrets) and the password pgx resolved
-// (from the DSN, PGPASSWORD or a passfile).
-func newFromSettings(ctx context.Context, s fxelection.Settings) (fxelection.Backend, error) {
-	secrets := dsnSecrets(s["dsn"])
-	b, err := buildFromSettings(ctx, s, secrets)
-	if err != nil {
-		return nil, fxelection.RedactError(err, secrets...)
-	}
-	return b, nil
-}
-
-func buildFromSettings(ctx context.Context, s fxelection.Settings, secrets []string) (*Backend, error) {
-	dsn, err := s.Required("dsn")
-	if err != nil {
-		return nil, err
-	}
-	opts := Options{
-		Table:   s.String("table", ""),
-		Schema:  s.String("schema", ""),
-		Channel: s.String("channel", ""),
-	}
-	if opts.SkipCreateTable, err = s.Bool("skip_create_table", false); err != nil {
-		return nil, err
-	}
-	if opts.DisablePush, err = s.Bool("disable_push", false); err != nil {
-		return nil, err
-	}
-	if _, err := opts.normalize(settingLabel); err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		// Not %w: the parse error may quote the DSN, and unwrapping would
-		// reach the unredacted text.
-		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.RedactText(err.Error(), secrets...))
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("setting %q: %s", "dsn", fxelection.RedactText(err.Error(), secrets...))
-	}
-	b, err := New(pool, opts)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	b.owned = pool
-	b.secrets = append(b.secrets, secrets...)
-	return b, nil
-}
-
-// settingLabel names an Options field by its registry setting.
-func settingLabel(field string) string {
-	switch field {
-	case "Table":
-		return `setting "table"`
-	case "Schema":
-		return `setting "schema"`
-	case "Channel":
-		return `setting "channel"`
-	}
-	return optionLabel(field)
-}
 
 // dsnSecrets returns every form in which dsn's passwords may appear in an
 // error: the password pgx resolves (when dsn parses; this includes

@@ -1,0 +1,109 @@
+// Package moduletest holds test helpers for the backends' configuration
+// modules (fxelection/config): decoding one module object through a whole
+// document, checking that bad settings give errors naming their JSON path
+// without secrets, and provisioning a module the way the config package's
+// life cycle does.
+package moduletest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+// BackendPath is the JSON path of the module object in the documents Decode
+// builds.
+const BackendPath = "elections[0].backend"
+
+// Decode parses (strictly, with Validate) a document with one election
+// whose backend is the module object settings (JSON text), and returns the
+// decoded module. Placeholders are resolved with env.
+func Decode(settings string, env map[string]string) (config.BackendModule, error) {
+	l := config.Loader{LookupEnv: func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}}
+	doc, err := l.Parse([]byte(`{"elections": [{"name": "e", "backend": ` + settings + `}]}`))
+	if err != nil {
+		return nil, err
+	}
+	return doc.Elections[0].Backend.Module, nil
+}
+
+// Case is one bad module object and what its error must say.
+type Case struct {
+	// Settings is the module object, in JSON.
+	Settings string
+	// Want are substrings of the error, such as the JSON path
+	// "elections[0].backend.addr" or, for errors from the module's
+	// Validate, "elections[0].backend: " and the setting's key.
+	Want []string
+	// Is, if set, must match the error with errors.Is.
+	Is error
+}
+
+// CheckErrors decodes every case, requiring an error that contains each of
+// its Want strings, matches Is, and contains none of secrets. env resolves
+// placeholders.
+func CheckErrors(t *testing.T, env map[string]string, cases []Case, secrets ...string) {
+	t.Helper()
+	for _, c := range cases {
+		_, err := Decode(c.Settings, env)
+		if err == nil {
+			t.Errorf("%s: no error", c.Settings)
+			continue
+		}
+		for _, w := range c.Want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not contain %q", c.Settings, err, w)
+			}
+		}
+		if c.Is != nil && !errors.Is(err, c.Is) {
+			t.Errorf("%s: error %q does not match %v", c.Settings, err, c.Is)
+		}
+		for _, s := range secrets {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: error %q contains a secret", c.Settings, err)
+			}
+		}
+	}
+}
+
+// Provision provisions m as the config package does when an app starts
+// (Provision if implemented, then Backend) and returns its Backend, or the
+// error (after Cleanup, as the config package does). A successful
+// module's Cleanup runs when the test ends, unless the test called the
+// returned cleanup first.
+func Provision(t testing.TB, ctx context.Context, m config.BackendModule) (b fxelection.Backend, cleanup func() error, err error) {
+	t.Helper()
+	var once bool
+	cleanup = func() error {
+		if once {
+			return nil
+		}
+		once = true
+		if c, ok := m.(config.CleanerUpper); ok {
+			return c.Cleanup()
+		}
+		return nil
+	}
+	if p, ok := m.(config.Provisioner); ok {
+		if err := p.Provision(config.Context{Context: ctx}); err != nil {
+			return nil, nil, errors.Join(err, cleanup())
+		}
+	}
+	b, err = m.Backend()
+	if err != nil {
+		return nil, nil, errors.Join(err, cleanup())
+	}
+	t.Cleanup(func() {
+		if err := cleanup(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return b, cleanup, nil
+}

@@ -1,0 +1,212 @@
+package bloblease
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+func init() { config.RegisterModule(ConfigModule{}) }
+
+// ConfigModule is the configuration-document module
+// fxelection.backends.blob: a Backend with an Azure Blob client of its own,
+// created by Provision; Cleanup frees its idle connections. Its exported
+// fields are its settings, named by their JSON keys:
+//
+//	{"module": "fxelection.backends.blob",
+//	 "connection_string": "{env.AZURE_STORAGE_CONNECTION_STRING}", "container": "leases"}
+//
+// Set connection_string, or account_url, account_name and account_key. Its
+// errors, and every error the Backend returns, pass through
+// fxelection.RedactError with the secrets: the account key, and a
+// connection string's AccountKey and SharedAccessSignature (whole, and its
+// sig= value in every escaping).
+type ConfigModule struct {
+	// ConnectionString is an Azure Storage connection string (it embeds
+	// the account key or a SAS). Default: none; then account_url,
+	// account_name and account_key are required.
+	ConnectionString config.Secret `json:"connection_string,omitempty"`
+	// AccountURL is the service URL, such as
+	// https://ACCOUNT.blob.core.windows.net/. Default: none.
+	AccountURL string `json:"account_url,omitempty"`
+	// AccountName is the storage account's name. Default: none.
+	AccountName string `json:"account_name,omitempty"`
+	// AccountKey is the account's shared key (base64). Default: none.
+	AccountKey config.Secret `json:"account_key,omitempty"`
+	// Container is Options.Container; it must exist. Required.
+	Container string `json:"container" config:"required"`
+	// Prefix is Options.Prefix. Default: "fxelection/".
+	Prefix string `json:"prefix,omitempty"`
+
+	backend *Backend // set by Provision, closed by Cleanup
+}
+
+var (
+	_ config.BackendModule = (*ConfigModule)(nil)
+	_ config.Validator     = (*ConfigModule)(nil)
+	_ config.Provisioner   = (*ConfigModule)(nil)
+	_ config.CleanerUpper  = (*ConfigModule)(nil)
+)
+
+// ElectionModule returns the module's ModuleInfo.
+func (ConfigModule) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{
+		ID:  "fxelection.backends.blob",
+		Doc: "Azure Blob Storage (or Azurite), one blob per election on native leases (15s to 60s)",
+		New: func() config.Module { return new(ConfigModule) },
+	}
+}
+
+// moduleRetry is the retry policy of the module's clients: a few quick
+// retries, so that one call stays well inside the elector's RenewDeadline
+// (the SDK's default backs off for up to a minute).
+func moduleRetry() policy.RetryOptions {
+	return policy.RetryOptions{
+		MaxRetries:    2,
+		TryTimeout:    5 * time.Second,
+		RetryDelay:    200 * time.Millisecond,
+		MaxRetryDelay: time.Second,
+	}
+}
+
+func (m *ConfigModule) options() Options { return Options{Container: m.Container, Prefix: m.Prefix} }
+
+// Validate checks the settings without I/O: one way to authenticate, an
+// http(s) account_url, a base64 account_key, and the Options through
+// Options.Validate (the check New runs). It never quotes a value.
+func (m *ConfigModule) Validate() error {
+	if !m.ConnectionString.IsZero() {
+		if m.AccountURL != "" || m.AccountName != "" || !m.AccountKey.IsZero() {
+			return errors.New("connection_string: set either connection_string or account_url, account_name and account_key, not both")
+		}
+		return m.options().Validate()
+	}
+	switch {
+	case m.AccountURL == "":
+		return fmt.Errorf("account_url: %w (or set connection_string)", config.ErrRequired)
+	case m.AccountName == "":
+		return fmt.Errorf("account_name: %w (or set connection_string)", config.ErrRequired)
+	case m.AccountKey.IsZero():
+		return fmt.Errorf("account_key: %w (or set connection_string)", config.ErrRequired)
+	}
+	if u, err := url.Parse(m.AccountURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("account_url: want an http(s) URL such as https://ACCOUNT.blob.core.windows.net/")
+	}
+	if _, err := base64.StdEncoding.DecodeString(m.AccountKey.Value()); err != nil {
+		return errors.New("account_key: invalid key (want base64)")
+	}
+	return m.options().Validate()
+}
+
+// secrets returns the secret values in the settings, longest first (so
+// that a secret containing another is replaced whole).
+func (m *ConfigModule) secrets() []string {
+	var out []string
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	add(m.AccountKey.Value())
+	for _, part := range strings.Split(m.ConnectionString.Value(), ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "accountkey":
+			add(v)
+		case "sharedaccesssignature":
+			add(v)
+			q, _ := url.ParseQuery(strings.TrimPrefix(v, "?"))
+			for _, sig := range q["sig"] {
+				add(sig)
+				add(url.QueryEscape(sig))
+				add(url.PathEscape(sig))
+			}
+			// The raw, still-escaped form as written in the string.
+			for _, kv := range strings.Split(strings.TrimPrefix(v, "?"), "&") {
+				if name, val, ok := strings.Cut(kv, "="); ok && strings.EqualFold(name, "sig") {
+					add(val)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// Provision creates the client and the Backend. It does no I/O.
+func (m *ConfigModule) Provision(config.Context) error {
+	secrets := m.secrets()
+	b, err := m.build()
+	if err != nil {
+		return fxelection.RedactError(err, secrets...)
+	}
+	b.secrets = secrets
+	m.backend = b
+	return nil
+}
+
+func (m *ConfigModule) build() (*Backend, error) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	opts := &azblob.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: &http.Client{Transport: transport},
+		Retry:     moduleRetry(),
+	}}
+	var client *azblob.Client
+	var err error
+	if cs := m.ConnectionString.Value(); cs != "" {
+		client, err = azblob.NewClientFromConnectionString(cs, opts)
+		if err != nil {
+			// Not %w: the SDK's message may quote the connection string.
+			return nil, errors.New("connection_string: invalid connection string")
+		}
+	} else {
+		cred, err := azblob.NewSharedKeyCredential(m.AccountName, m.AccountKey.Value())
+		if err != nil {
+			return nil, errors.New("account_key: invalid key (want base64)")
+		}
+		client, err = azblob.NewClientWithSharedKeyCredential(m.AccountURL, cred, opts)
+		if err != nil {
+			return nil, fmt.Errorf("account_url: %w", err)
+		}
+	}
+	b, err := New(client, m.options())
+	if err != nil {
+		transport.CloseIdleConnections()
+		return nil, err
+	}
+	b.closer = transport.CloseIdleConnections
+	return b, nil
+}
+
+// Backend returns the provisioned Backend.
+func (m *ConfigModule) Backend() (fxelection.Backend, error) {
+	if m.backend == nil {
+		return nil, errors.New("bloblease: module not provisioned")
+	}
+	return m.backend, nil
+}
+
+// Cleanup frees the client's idle connections. It is safe after a failed
+// or missing Provision.
+func (m *ConfigModule) Cleanup() error {
+	if m.backend != nil {
+		_ = m.backend.Close() // always nil
+		m.backend = nil
+	}
+	return nil
+}

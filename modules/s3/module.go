@@ -1,0 +1,128 @@
+package s3lease
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+func init() { config.RegisterModule(ConfigModule{}) }
+
+// ConfigModule is the configuration-document module fxelection.backends.s3:
+// a Backend with a MinIO client of its own, created by Provision; Cleanup
+// frees its idle connections. Its exported fields are its settings, named
+// by their JSON keys:
+//
+//	{"module": "fxelection.backends.s3", "endpoint": "s3.eu-west-1.amazonaws.com",
+//	 "bucket": "leases", "access_key": "{env.S3_ACCESS_KEY}",
+//	 "secret_key": "{env.S3_SECRET_KEY}", "region": "eu-west-1"}
+//
+// Without access_key and secret_key requests are anonymous. Its errors, and
+// every error the Backend returns, pass through fxelection.RedactError with
+// the secret key.
+type ConfigModule struct {
+	// Endpoint is the service's host[:port], not a URL. Required.
+	Endpoint string `json:"endpoint" config:"required"`
+	// Bucket is Options.Bucket; it must exist. Required.
+	Bucket string `json:"bucket" config:"required"`
+	// AccessKey is the access key ID; set together with SecretKey.
+	// Default: none (anonymous).
+	AccessKey string `json:"access_key,omitempty"`
+	// SecretKey is the secret access key. Default: none (anonymous).
+	SecretKey config.Secret `json:"secret_key,omitempty"`
+	// Region is the bucket's region. Default: looked up by the client.
+	Region string `json:"region,omitempty"`
+	// Prefix is Options.Prefix. Default: "fxelection/".
+	Prefix string `json:"prefix,omitempty"`
+	// Secure, when false, talks plain HTTP. Default: true (HTTPS).
+	Secure *bool `json:"secure,omitempty"`
+
+	backend *Backend // set by Provision, closed by Cleanup
+}
+
+var (
+	_ config.BackendModule = (*ConfigModule)(nil)
+	_ config.Validator     = (*ConfigModule)(nil)
+	_ config.Provisioner   = (*ConfigModule)(nil)
+	_ config.CleanerUpper  = (*ConfigModule)(nil)
+)
+
+// ElectionModule returns the module's ModuleInfo.
+func (ConfigModule) ElectionModule() config.ModuleInfo {
+	return config.ModuleInfo{
+		ID:  "fxelection.backends.s3",
+		Doc: "S3 or MinIO bucket, one object per election (observed-time expiry, no push)",
+		New: func() config.Module { return new(ConfigModule) },
+	}
+}
+
+func (m *ConfigModule) options() Options { return Options{Bucket: m.Bucket, Prefix: m.Prefix} }
+
+// Validate checks the settings without I/O: endpoint is host[:port],
+// access_key and secret_key are set together, and the Options pass
+// Options.Validate (the check New runs).
+func (m *ConfigModule) Validate() error {
+	if strings.Contains(m.Endpoint, "://") || strings.ContainsAny(m.Endpoint, "/@?# ") {
+		return errors.New("endpoint: want host[:port], not a URL (set secure to false for plain HTTP)")
+	}
+	if (m.AccessKey == "") != m.SecretKey.IsZero() {
+		return errors.New("access_key, secret_key: set both or neither")
+	}
+	return m.options().Validate()
+}
+
+func (m *ConfigModule) secure() bool { return m.Secure == nil || *m.Secure }
+
+// Provision creates the client and the Backend. It does no I/O.
+func (m *ConfigModule) Provision(config.Context) error {
+	secret := m.SecretKey.Value()
+	transport, err := minio.DefaultTransport(m.secure())
+	if err != nil {
+		return fxelection.RedactError(fmt.Errorf("endpoint: %w", err), secret)
+	}
+	client, err := minio.New(m.Endpoint, &minio.Options{
+		Creds:     credentials.NewStaticV4(m.AccessKey, secret, ""),
+		Secure:    m.secure(),
+		Region:    m.Region,
+		Transport: transport,
+	})
+	if err != nil {
+		transport.CloseIdleConnections()
+		return fxelection.RedactError(fmt.Errorf("endpoint: %w", err), secret)
+	}
+	b, err := New(client, m.options())
+	if err != nil {
+		transport.CloseIdleConnections()
+		return err
+	}
+	b.closer = transport.CloseIdleConnections
+	if secret != "" {
+		b.secrets = []string{secret}
+	}
+	m.backend = b
+	return nil
+}
+
+// Backend returns the provisioned Backend.
+func (m *ConfigModule) Backend() (fxelection.Backend, error) {
+	if m.backend == nil {
+		return nil, errors.New("s3lease: module not provisioned")
+	}
+	return m.backend, nil
+}
+
+// Cleanup frees the client's idle connections. It is safe after a failed
+// or missing Provision.
+func (m *ConfigModule) Cleanup() error {
+	if m.backend != nil {
+		_ = m.backend.Close() // always nil
+		m.backend = nil
+	}
+	return nil
+}
