@@ -28,7 +28,7 @@ func runFlags(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return usageError{o.documentProblem(err)}
 	}
-	return runApp(ctx, opt, o, log)
+	return runApp(ctx, opt, o, log, o.provisionProblem)
 }
 
 // runConfig runs every election the --config file describes. A document
@@ -39,7 +39,7 @@ func runConfig(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return configProblem(o.configFile, err)
 	}
-	return runApp(ctx, opt, o, log)
+	return runApp(ctx, opt, o, log, func(err error) error { return err })
 }
 
 // maxProblemLines bounds how many problems a bad --config file reports.
@@ -74,7 +74,8 @@ func configProblem(file string, err error) error {
 // the example's log contract, leader work and HTTP endpoints for every
 // elector, until ctx is done (SIGINT/SIGTERM), then stops gracefully:
 // leader work drained, leases released, backend modules cleaned up.
-func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger) error {
+// startProblem classifies an error from the app's start.
+func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, startProblem func(error) error) error {
 	var electors []*fxelection.Elector
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
@@ -98,7 +99,7 @@ func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger) err
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := app.Start(startCtx); err != nil {
-		return err
+		return startProblem(err)
 	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
@@ -163,4 +164,31 @@ func startWorkers(lc fx.Lifecycle, es []*fxelection.Elector, interval time.Durat
 			return nil
 		},
 	})
+}
+
+// provisionProblem turns a failed Provision of the flags' backend module
+// that names one of its settings ("connection_string: invalid connection
+// string": backend modules check some settings, such as connection
+// strings, only when they parse them in Provision) into bad input naming
+// the flag that feeds the setting. Any other error is returned as it is.
+func (o options) provisionProblem(err error) error {
+	var pe *config.PathError
+	if !errors.As(err, &pe) || pe.Path != flagsElection+".backend" {
+		return err
+	}
+	msg, ok := strings.CutPrefix(pe.Err.Error(), string(backendModuleID(o.backend))+" provision: ")
+	if !ok {
+		return err
+	}
+	return o.settingError(msg, err)
+}
+
+// settingError is a usage error naming the flag if msg starts with a
+// setting of the chosen backend ("dsn: …"), else err.
+func (o options) settingError(msg string, err error) error {
+	key, _, ok := strings.Cut(msg, ":")
+	if !ok || o.settingFlag(key) == "" {
+		return err
+	}
+	return usageError{o.settingProblem(errors.New(msg))}
 }

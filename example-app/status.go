@@ -85,7 +85,8 @@ func provisionBackend(ctx context.Context, o options) (b fxelection.Backend, cle
 	}
 	if p, ok := m.(config.Provisioner); ok {
 		if err := p.Provision(config.Context{Context: ctx}); err != nil {
-			return nil, nil, errors.Join(fmt.Errorf("provision: %w", err), cleanup())
+			err = errors.Join(fmt.Errorf("provision: %w", err), cleanup())
+			return nil, nil, o.settingError(err.Error()[len("provision: "):], err)
 		}
 	}
 	b, err = m.Backend()
