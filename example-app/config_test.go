@@ -122,7 +122,9 @@ func TestConfigFileRunsEveryElection(t *testing.T) {
 		}
 	}
 	for _, n := range names {
-		p.waitFor(0, 10*time.Second, func(l logLine) bool { return l.Msg == "leadership acquired" && l.Election == n && l.Identity == "node-a" })
+		p.waitFor(0, 10*time.Second, func(l logLine) bool {
+			return l.Msg == "leadership acquired" && l.Election == n && l.Identity == "node-a"
+		})
 		p.waitFor(0, 10*time.Second, func(l logLine) bool { return l.Msg == "leader work" && l.Election == n })
 	}
 
