@@ -356,11 +356,12 @@ func (o options) settingProblem(err error) string {
 	msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("fxelection: backend %q: ", o.backend))
 	msg = strings.TrimPrefix(msg, string(backendModuleID(o.backend))+": ")
 	mapped := false
-	// A message that starts with a setting's key ("addr: …").
-	if key, rest, ok := strings.Cut(msg, ":"); ok && !strings.ContainsAny(key, " \"") {
-		if flag := o.settingFlag(key); flag != "" {
-			msg, mapped = o.label(flag)+":"+rest, true
-		}
+	// A setting's key at the start of the message or of one of its
+	// ": "-separated parts, before any quoted text ("addr: …",
+	// "redislease: invalid options: db: …"): the message from there on,
+	// with the flag in its place.
+	if label, rest, ok := o.leadingSetting(msg); ok {
+		msg, mapped = label+rest, true
 	}
 	msg = mapTokens(msg, nil, func(quoted string) (string, bool) {
 		key, err := strconv.Unquote(quoted)
@@ -383,6 +384,30 @@ func (o options) settingProblem(err error) string {
 		red = "--backend " + o.backend + ": " + red
 	}
 	return oneLine(red)
+}
+
+// leadingSetting finds the first part of msg (split at ": ", before any
+// quote) that starts with "<setting>:" for a setting of the chosen backend,
+// and returns the flag's label and what follows the setting's key.
+func (o options) leadingSetting(msg string) (label, rest string, ok bool) {
+	head := msg
+	if i := strings.IndexAny(head, "\"`"); i >= 0 {
+		head = head[:i]
+	}
+	for start := 0; start < len(head); {
+		part := head[start:]
+		if key, _, found := strings.Cut(part, ":"); found {
+			if flag := o.settingFlag(key); flag != "" {
+				return o.label(flag), msg[start+len(key):], true
+			}
+		}
+		i := strings.Index(part, ": ")
+		if i < 0 {
+			break
+		}
+		start += i + 2
+	}
+	return "", "", false
 }
 
 // secrets are the values of the secret flags, withheld from every error.
