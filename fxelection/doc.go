@@ -31,9 +31,12 @@
 //
 // The core owns all timing, events and metrics hooks; a Backend is only four
 // atomic storage operations, proven by the conformance suite in package
-// electiontest. Backends register by name (RegisterBackend) so programs can
-// choose one from configuration. Module wires an Elector into an fx app:
-// campaigning starts with the app and the lease is released when it stops.
+// electiontest. Backends are also modules of package fxelection/config
+// (IDs such as fxelection.backends.redis, registered when their package is
+// imported), so a configuration document can name a backend and its typed
+// settings; config.Load turns a document into the fx options of every
+// election it lists. Module wires an Elector into an fx app: campaigning
+// starts with the app and the lease is released when it stops.
 //
 // What no lease-based election can promise: a process paused for longer
 // than LeaseDuration−RenewDeadline right after a renewal may act once more

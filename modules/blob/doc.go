@@ -117,10 +117,10 @@
 //
 // # Errors
 //
-// Every error that leaves the Backend, and the registry constructor's,
+// Every error that leaves the Backend, and the config module's,
 // passes through fxelection.RedactError: URL userinfo and query strings
 // (the SDK's network errors carry the full request URL, with a SAS's sig=)
-// and key=value secrets are removed, and for registry-built backends the
+// and key=value secrets are removed, and for the config module's backends the
 // configured account key and the connection string's AccountKey and
 // SharedAccessSignature (and its signature in every escaping) too. A
 // Backend from New knows no secrets of the client, but a SAS travels in the
@@ -131,9 +131,10 @@
 //
 // New uses the application's *azblob.Client and does no I/O; the container
 // must exist. The SDK's retry policy (ClientOptions.Retry) applies to
-// every request: keep its total time well below RenewDeadline. The registry
-// backend ("blob") builds a client of its own from a connection string or
-// an account URL, name and key.
+// every request: keep its total time well below RenewDeadline. The
+// configuration-document module fxelection.backends.blob (ConfigModule)
+// builds a client of its own, with a short retry policy, from a connection
+// string or an account URL, name and key.
 //
 // The tests run against Azurite 3.35 in strict mode (no --loose), which
 // supports everything used here: conditional lease requests, lease-id

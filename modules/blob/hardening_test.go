@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -306,11 +305,10 @@ func TestSASNotLeaked(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs := "BlobEndpoint=" + endpoint + ";SharedAccessSignature=" + token
-			be, err := fxelection.NewBackend(ctxT(t), "blob", fxelection.Settings{"connection_string": cs, "container": "no-such-container"})
+			be, err := provision(t, map[string]any{"connection_string": cs, "container": "no-such-container"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer be.(io.Closer).Close()
 			e := electiontest.Election(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -330,11 +328,10 @@ func TestSASNotLeaked(t *testing.T) {
 	// The SAS works against the live server: an election runs on it.
 	t.Run("live election", func(t *testing.T) {
 		cs := "BlobEndpoint=" + srv.ServiceURL() + ";SharedAccessSignature=" + token
-		be, err := fxelection.NewBackend(ctxT(t), "blob", fxelection.Settings{"connection_string": cs, "container": container})
+		be, err := provision(t, map[string]any{"connection_string": cs, "container": container})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer be.(io.Closer).Close()
 		e := electiontest.Election(t)
 		l, err := be.Acquire(ctxT(t), req(e, "a", 15*time.Second))
 		if err != nil {

@@ -50,9 +50,10 @@
 // Secrets: every error a Backend returns (and its listener logs) passes
 // through fxelection.RedactError with the pool's password, as pgx resolved
 // it (from the connection string, PGPASSWORD or a passfile) when db is a
-// *pgxpool.Pool; the registry entry adds the DSN's password in every
-// spelling libpq accepts (spaces or tabs around "=", quotes, escapes, URL
-// user info or query) and redacts its own errors the same way.
+// *pgxpool.Pool; the fxelection.backends.postgres module (ConfigModule)
+// adds the DSN's password in every spelling libpq accepts (spaces or tabs
+// around "=", quotes, escapes, URL user info or query) and redacts its own
+// errors the same way.
 //
 // No session state: unlike a session advisory lock, leadership is not tied
 // to a connection. The backend works through PgBouncer in transaction
@@ -147,7 +148,7 @@ type Options struct {
 }
 
 // normalize fills in defaults and validates the names; label names a field
-// in errors ("Options.Table", or a registry setting).
+// in errors ("Options.Table", or the config module's JSON key "table").
 func (o Options) normalize(label func(field string) string) (Options, error) {
 	if o.Table == "" {
 		o.Table = DefaultTable

@@ -84,7 +84,8 @@
 // ContextTimeoutEnabled option is set; without it a hung server holds a call
 // for up to the client's ReadTimeout (the elector still stops believing it
 // leads at its renew deadline). Set it on the client you pass to New; the
-// registry's client has it set.
+// client of the configuration-document module fxelection.backends.redis
+// (ConfigModule) has it set.
 //
 // # Foreign values
 //
@@ -112,6 +113,7 @@
 // the client's password and user name (user names shorter than 4 bytes
 // excepted) when the client is a *redis.Client, *redis.ClusterClient or
 // *redis.Ring, so neither appears even when an SDK message quotes an
-// address or path that contains them. The registry entry refuses an addr
-// setting that is a URL or has user info, without quoting it.
+// address or path that contains them. The fxelection.backends.redis
+// module refuses an addr setting that is a URL or has user info, without
+// quoting it.
 package redislease

@@ -2,6 +2,7 @@ package redislease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -211,4 +212,34 @@ func TestModule(t *testing.T) {
 	if _, err := mustNew(t, newClient(t, srv.Addr()), Options{KeyPrefix: "fx:"}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
+}
+
+// FuzzConfigModuleSettings: whatever addr, prefix and db a document holds,
+// decoding and validating the module never panics, and no error shows the
+// password or the user info pasted into addr.
+func FuzzConfigModuleSettings(f *testing.F) {
+	f.Add("redis://", "@127.0.0.1:6379", "app:", int64(0))
+	f.Add("", "@h:1,h:2", "{x}", int64(3))
+	f.Add("u", "@[::1]:6379/0", "", int64(-1))
+	f.Add("rediss://app", "@redis.example:6380?x=1", "a}", int64(1<<40))
+	f.Fuzz(func(t *testing.T, before, after, prefix string, db int64) {
+		const pw = "Fz-pw-7d21"
+		addr := before + ":" + pw + after
+		raw, err := json.Marshal(map[string]any{
+			"module": "fxelection.backends.redis", "addr": addr, "prefix": prefix, "db": db, "password": pw,
+		})
+		if err != nil {
+			t.Skip()
+		}
+		m, err := moduletest.Decode(string(raw), nil)
+		if err == nil {
+			if _, ok := m.(*ConfigModule); !ok {
+				t.Fatalf("decoded %T", m)
+			}
+			return
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Fatalf("error %q shows the password", err)
+		}
+	})
 }

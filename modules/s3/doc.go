@@ -89,9 +89,9 @@
 //
 // # Errors
 //
-// Every error that leaves the Backend, and the registry constructor's,
+// Every error that leaves the Backend, and the config module's,
 // passes through fxelection.RedactError: URL userinfo and query strings
-// and key=value secrets are removed, and for registry-built backends the
+// and key=value secrets are removed, and for the config module's backends the
 // configured secret key too (a Backend from New does not know the client's
 // secret key; SigV4 never sends it, so no S3 error carries it). Errors still
 // match the contract's sentinels with errors.Is.
@@ -100,5 +100,6 @@
 //
 // New uses the application's *minio.Client and does no I/O; the bucket
 // must exist. Give the client a Region to spare it a bucket-location
-// lookup. The registry backend ("s3") builds a client of its own.
+// lookup. The configuration-document module fxelection.backends.s3
+// (ConfigModule) builds a client of its own.
 package s3lease

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -234,14 +233,13 @@ func TestErrorsRedacted(t *testing.T) {
 	const secretKey = "s3cret/Key+with=signs&sig=ab"
 	for name, endpoint := range map[string]string{"unreachable": closedAddr(t), "wrong credentials": srv.Endpoint()} {
 		t.Run(name, func(t *testing.T) {
-			be, err := fxelection.NewBackend(ctxT(t), "s3", fxelection.Settings{
+			be, err := provision(t, map[string]any{
 				"endpoint": endpoint, "bucket": bucket, "access_key": "AKIAwrong", "secret_key": secretKey,
-				"secure": "false", "region": "us-east-1",
+				"secure": false, "region": "us-east-1",
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer be.(io.Closer).Close()
 			check := func(what string, err error) {
 				t.Helper()
 				if err == nil {

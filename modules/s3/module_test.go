@@ -1,0 +1,140 @@
+package s3lease_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/moduletest"
+	s3lease "github.com/fxelection/fxelection/modules/s3"
+)
+
+const secret = "sup3r-s3cret-k3y"
+
+// provision decodes settings (JSON values; the "module" key is added) as
+// an fxelection.backends.s3 module object, validates and provisions it.
+// Its Cleanup runs when the test ends.
+func provision(t testing.TB, settings map[string]any) (fxelection.Backend, error) {
+	t.Helper()
+	settings["module"] = "fxelection.backends.s3"
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := moduletest.Decode(string(raw), nil)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := moduletest.Provision(t, ctxT(t), m)
+	return b, err
+}
+
+// TestConfigModuleErrors: strict decoding and Validate name the JSON path
+// or the setting, and never show the secret key.
+func TestConfigModuleErrors(t *testing.T) {
+	env := map[string]string{"S3_SECRET": secret}
+	obj := func(rest string) string {
+		return `{"module": "fxelection.backends.s3", "access_key": "ak", "secret_key": "{env.S3_SECRET}"` + rest + `}`
+	}
+	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
+	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key + ":"} }
+	moduletest.CheckErrors(t, env, []moduletest.Case{
+		{Settings: obj(`, "bucket": "b"`), Want: at("endpoint"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": "h:9000"`), Want: at("bucket"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": "h:9000", "bucket": ""`), Want: at("bucket"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": "h:9000", "bucket": "b", "secure": "maybe"`), Want: at("secure"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoint": "h:9000", "bucket": "b", "regoin": "x"`), Want: at("regoin"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "endpoint": 9000, "bucket": "b"`), Want: at("endpoint"), Is: config.ErrWrongType},
+		{Settings: `{"module": "fxelection.backends.s3", "endpoint": "h:9000", "bucket": "b", "secret_key": "{env.S3_SECRET}"}`, Want: validate("access_key, secret_key")},
+		{Settings: `{"module": "fxelection.backends.s3", "endpoint": "h:9000", "bucket": "b", "access_key": "ak"}`, Want: validate("access_key, secret_key")},
+		{Settings: obj(`, "endpoint": "http://` + secret + `@host:9000/path", "bucket": "b"`), Want: validate("endpoint")},
+		{Settings: obj(`, "endpoint": "host:9000/` + secret + `", "bucket": "b"`), Want: validate("endpoint")},
+	}, secret)
+}
+
+// TestOptionsValidateBothPaths: New and the module share Options.Validate.
+func TestOptionsValidateBothPaths(t *testing.T) {
+	if err := (s3lease.Options{}).Validate(); !errors.Is(err, s3lease.ErrBucketRequired) {
+		t.Fatalf("Options{}.Validate() = %v", err)
+	}
+	if _, err := s3lease.New(newClient(t), s3lease.Options{}); !errors.Is(err, s3lease.ErrBucketRequired) {
+		t.Fatalf("New without a bucket: %v", err)
+	}
+	if err := (&s3lease.ConfigModule{Endpoint: "h:1"}).Validate(); !errors.Is(err, s3lease.ErrBucketRequired) {
+		t.Fatalf("module without a bucket: %v", err)
+	}
+}
+
+// TestConfigModule: the module provisions a client of its own that stores
+// leases under the prefix; a wrong secret gives store errors without it.
+func TestConfigModule(t *testing.T) {
+	srv := server(t)
+	s := map[string]any{
+		"endpoint": srv.Endpoint(), "bucket": bucket, "access_key": srv.AccessKey(),
+		"secret_key": srv.SecretKey(), "secure": false, "region": "us-east-1", "prefix": "reg/",
+	}
+	b, err := provision(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fxelection.BackendName(b) != "s3" {
+		t.Fatalf("name %q", fxelection.BackendName(b))
+	}
+	e := electiontest.Election(t)
+	l, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Holder != "a" || got.Term != l.Term {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if _, err := newClient(t).StatObject(ctxT(t), bucket, "reg/"+e+".json", minio.StatObjectOptions{}); err != nil {
+		t.Fatalf("object not under the prefix: %v", err)
+	}
+	// A wrong secret fails with a store error that does not contain it.
+	s = map[string]any{
+		"endpoint": srv.Endpoint(), "bucket": bucket, "access_key": srv.AccessKey(),
+		"secret_key": secret, "secure": false, "region": "us-east-1", "prefix": "reg/",
+	}
+	bad, err := provision(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Get(ctxT(t), e)
+	if err == nil || errors.Is(err, fxelection.ErrNoLease) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Get with a wrong secret: %v", err)
+	}
+}
+
+func TestModule(t *testing.T) {
+	c := newClient(t)
+	var got fxelection.Backend
+	var s3b *s3lease.Backend
+	app := fxtest.New(t,
+		fx.Supply(c, s3lease.Options{Bucket: bucket}),
+		s3lease.Module,
+		fx.Populate(&got, &s3b),
+	)
+	app.RequireStart().RequireStop()
+	if got == nil || got != fxelection.Backend(s3b) || s3b.Bucket() != bucket {
+		t.Fatalf("backend %v / %v", got, s3b)
+	}
+	// Options are required: Bucket is.
+	err := fx.New(fx.NopLogger, fx.Supply(c), s3lease.Module, fx.Invoke(func(fxelection.Backend) {})).Err()
+	if err == nil || !strings.Contains(err.Error(), "s3lease.Options") {
+		t.Fatalf("module without Options: %v", err)
+	}
+	err = fx.New(fx.NopLogger, fx.Supply(c, s3lease.Options{}), s3lease.Module, fx.Invoke(func(fxelection.Backend) {})).Err()
+	if !errors.Is(err, s3lease.ErrBucketRequired) {
+		t.Fatalf("module with empty Options: %v", err)
+	}
+}
