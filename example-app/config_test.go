@@ -272,3 +272,33 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		})
 	}
 }
+
+// TestShippedConfigs runs the example files in examples/configs that need
+// no cloud service (memory, and redis on a test server): every election
+// they name leads in one process, and SIGTERM stops it cleanly.
+func TestShippedConfigs(t *testing.T) {
+	for _, tt := range []struct {
+		file      string
+		elections []string
+		env       func(t *testing.T) []string
+	}{
+		{"memory.json", []string{"billing", "reports"}, func(*testing.T) []string { return nil }},
+		{"redis.json", []string{"billing", "reports"}, func(t *testing.T) []string {
+			srv := testserver.NewRedis(t, testserver.RedisOptions{})
+			return []string{"REDIS_ADDR=" + srv.Addr(), "REDIS_PASSWORD="}
+		}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			addr := freeAddr(t)
+			p := &procs{t: t, noID: true, env: tt.env(t)}
+			i := p.start("--config", filepath.Join("..", "examples", "configs", tt.file), "--http", addr, "--log-format", "json")
+			leaders(t, addr, tt.elections...)
+			stopWithSIGTERM(t, p, i)
+			for _, n := range tt.elections {
+				p.waitFor(0, time.Second, func(l logLine) bool {
+					return l.Msg == "leadership lost" && l.Election == n && l.Reason == "stopped"
+				})
+			}
+		})
+	}
+}
