@@ -109,11 +109,11 @@ func (c *demoCandidate) start(o options, log *slog.Logger) error {
 		Name: "demo", Identity: c.id,
 		LeaseDuration: demoLease, RenewDeadline: demoDeadline, RetryPeriod: demoRetry, MaxBackoff: 4 * demoRetry,
 	}
-	cfg.Callbacks = logCallbacks(log, cfg)
 	e, err := fxelection.New(cfg, c.net)
 	if err != nil {
 		return err
 	}
+	e.AddObserver(logContract(log))
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := e.Start(ctx); err != nil {
 		cancel()

@@ -40,8 +40,13 @@ const (
 
 // options are the parsed command line.
 type options struct {
-	status bool // the "status" subcommand
-	watch  bool // status --watch: follow the leader until interrupted
+	status  bool // the "status" subcommand
+	modules bool // the "modules" subcommand: list registered modules
+
+	// configFile is --config: a configuration document to run instead of
+	// the one election the per-election flags describe.
+	configFile string
+	watch      bool // status --watch: follow the leader until interrupted
 
 	backend       string
 	election      string
@@ -71,10 +76,13 @@ type options struct {
 	// fromEnv maps a flag name to the environment variable that set it, for
 	// flags not given on the command line.
 	fromEnv map[string]string
+	// given are the flags set on the command line or from the environment.
+	given map[string]bool
 }
 
 // flagDef is one flag of the table below. A backend's flags name the
-// backend and the registry setting they feed; settings() and the required
+// backend and the setting (the key in its module's configuration) they feed;
+// the flags' configuration document (documentJSON) and the required
 // checks are derived from the table, so adding a backend is adding rows.
 type flagDef struct {
 	name  string
@@ -85,7 +93,8 @@ type flagDef struct {
 	value flag.Value
 	// backend is the backend whose settings the flag feeds ("" for none).
 	backend string
-	// setting is the key in that backend's fxelection.Settings.
+	// setting is the key in that backend module's settings (its JSON key in
+	// a configuration document; the flat registry's name too).
 	setting string
 	// toSetting converts the flag's text to the setting's (nil: as is).
 	toSetting func(string) string
@@ -99,8 +108,9 @@ type flagDef struct {
 // flagTable defines every flag, bound to o's fields.
 func (o *options) flagTable() []flagDef {
 	return []flagDef{
-		{name: "backend", value: choiceFlag{&o.backend, fxelection.Backends, true},
-			usage: "backend: " + strings.Join(fxelection.Backends(), "|") + " (none: run the in-process demo)"},
+		{name: "config", value: textFlag{&o.configFile}, usage: "configuration file (JSON; YAML if named .yaml or .yml): run every election it describes (excludes the per-election flags)"},
+		{name: "backend", value: choiceFlag{&o.backend, backendNames, true},
+			usage: "backend: " + strings.Join(backendNames(), "|") + " (module fxelection.backends.<name>; none: run the in-process demo)"},
 		{name: "election", value: textFlag{&o.election}, usage: "election name"},
 		{name: "id", value: textFlag{&o.id}, usage: "candidate identity (default: host-pid-random)"},
 		{name: "lease", value: durationFlag{p: &o.lease}, usage: "lease duration"},
@@ -242,6 +252,17 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 		o.status = true
 		args = args[1:]
 	}
+	if len(args) > 0 && args[0] == "modules" {
+		o.modules = true
+		args = args[1:]
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			return o, flag.ErrHelp
+		}
+		if len(args) > 0 {
+			return o, usagef("modules takes no arguments or flags (got %s)", show(args[0]))
+		}
+		return o, nil
+	}
 	fs := flag.NewFlagSet("example-app", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -271,10 +292,12 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 			continue
 		}
 		o.fromEnv[d.name] = env
+		given[d.name] = true
 		if err := d.value.Set(v); err != nil {
 			return o, valueProblem(o.label(d.name), err)
 		}
 	}
+	o.given = given
 	if o.id == "" {
 		o.id = fxelection.DefaultIdentity()
 	}
@@ -296,7 +319,22 @@ func parseProblem(err error) error {
 	return usageError{oneLine(fxelection.RedactText(msg))}
 }
 
+// withConfig are the flags that work with --config: they concern the
+// process, not an election.
+var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true}
+
 func (o options) validate() error {
+	if o.configFile != "" {
+		if o.status {
+			return usagef("--config does not work with status (use --backend and its flags)")
+		}
+		for _, d := range o.flagTable() {
+			if o.given[d.name] && !withConfig[d.name] {
+				return usagef("%s conflicts with --config: set it in the configuration file", o.label(d.name))
+			}
+		}
+		return nil
+	}
 	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
 	}
@@ -347,7 +385,15 @@ func (o options) coreProblem(err error) string {
 // secrets are redacted, whatever the backend put in its message.
 func (o options) settingProblem(err error) string {
 	msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("fxelection: backend %q: ", o.backend))
+	msg = strings.TrimPrefix(msg, string(backendModuleID(o.backend))+": ")
 	mapped := false
+	// A setting's key at the start of the message or of one of its
+	// ": "-separated parts, before any quoted text ("addr: …",
+	// "redislease: invalid options: db: …"): the message from there on,
+	// with the flag in its place.
+	if label, rest, ok := o.leadingSetting(msg); ok {
+		msg, mapped = label+rest, true
+	}
 	msg = mapTokens(msg, nil, func(quoted string) (string, bool) {
 		key, err := strconv.Unquote(quoted)
 		if err != nil {
@@ -369,6 +415,30 @@ func (o options) settingProblem(err error) string {
 		red = "--backend " + o.backend + ": " + red
 	}
 	return oneLine(red)
+}
+
+// leadingSetting finds the first part of msg (split at ": ", before any
+// quote) that starts with "<setting>:" for a setting of the chosen backend,
+// and returns the flag's label and what follows the setting's key.
+func (o options) leadingSetting(msg string) (label, rest string, ok bool) {
+	head := msg
+	if i := strings.IndexAny(head, "\"`"); i >= 0 {
+		head = head[:i]
+	}
+	for start := 0; start < len(head); {
+		part := head[start:]
+		if key, _, found := strings.Cut(part, ":"); found {
+			if flag := o.settingFlag(key); flag != "" {
+				return o.label(flag), msg[start+len(key):], true
+			}
+		}
+		i := strings.Index(part, ": ")
+		if i < 0 {
+			break
+		}
+		start += i + 2
+	}
+	return "", "", false
 }
 
 // secrets are the values of the secret flags, withheld from every error.
@@ -447,26 +517,9 @@ func (o options) config() fxelection.Config {
 	}
 }
 
-// settings are the registry settings for the chosen backend, from the
-// flags that name it. They hold secrets: never log them.
-func (o options) settings() fxelection.Settings {
-	s := fxelection.Settings{}
-	for _, d := range o.flagTable() {
-		if d.backend != o.backend || d.setting == "" {
-			continue
-		}
-		v := d.value.String()
-		if d.toSetting != nil {
-			v = d.toSetting(v)
-		}
-		s[d.setting] = v
-	}
-	return s
-}
-
 func printUsage(w io.Writer) {
 	o := defaults()
-	fmt.Fprintf(w, "usage: example-app [status] [flags]\n\nWith no --backend, runs a three-candidate demo on the in-memory backend.\nEvery flag can also be set with FXELECTION_<FLAG> (e.g. FXELECTION_REDIS_ADDR).\n\n")
+	fmt.Fprintf(w, "usage: example-app [status] [flags]\n       example-app --config FILE [--http ADDR] [--log-format F] [--work-interval D]\n       example-app modules\n\nWith no --backend and no --config, runs a three-candidate demo on the in-memory backend.\n\"modules\" lists the registered modules (backends: fxelection.backends.<name>).\nEvery flag can also be set with FXELECTION_<FLAG> (e.g. FXELECTION_REDIS_ADDR).\n\n")
 	for _, d := range o.flagTable() {
 		kind := ""
 		if k, ok := d.value.(interface{ kind() string }); ok {

@@ -82,16 +82,16 @@ func TestSettingsFromTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := o.settings()
-	if s["endpoint"] != "127.0.0.1:9000" || s["bucket"] != "b" || s["secure"] != "false" {
+	s := backendSettings(t, o)
+	if s["endpoint"] != "127.0.0.1:9000" || s["bucket"] != "b" || s["secure"] != false {
 		t.Fatalf("settings %v", s)
 	}
 	o, err = parseArgs([]string{"--backend", "redis", "--redis-addr", "127.0.0.1:1,127.0.0.1:2", "--redis-db", "15", "--redis-tls", "--redis-password", "pw"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = o.settings()
-	if s["addr"] != "127.0.0.1:1,127.0.0.1:2" || s["db"] != "15" || s["tls"] != "true" || s["password"] != "pw" || s["dsn"] != "" {
+	s = backendSettings(t, o)
+	if s["addr"] != "127.0.0.1:1,127.0.0.1:2" || s["db"] != 15.0 || s["tls"] != true || s["password"] != "pw" || s["dsn"] != nil {
 		t.Fatalf("settings %v", s)
 	}
 }

@@ -1,8 +1,12 @@
 // Command example-app is the program to copy: an fx application that elects
 // a leader on the backend named by --backend, does leader-only work, and
-// serves /metrics, /healthz, /readyz and /leader. Without --backend it runs
-// a demo of three candidates on the in-memory backend, with hand-overs and
-// failovers to watch. "example-app status" prints the current leader.
+// serves /metrics, /healthz, /readyz and /leader. With --config FILE it runs
+// every election a configuration document (package fxelection/config)
+// describes, in one process; the flags for one election become such a
+// document internally, so both take one path. Without --backend or
+// --config it runs a demo of three candidates on the in-memory backend,
+// with hand-overs and failovers to watch. "example-app status" prints the
+// current leader; "example-app modules" lists the registered modules.
 //
 // Logs (--log-format json: one object per line on stdout) follow a fixed
 // contract so scripts can follow an election: "leadership acquired",
@@ -21,7 +25,8 @@ import (
 	"syscall"
 
 	"github.com/fxelection/fxelection/fxelection"
-	// Backends register themselves by name from init.
+	// Backends register themselves (typed modules, or the flat registry the
+	// example stands in for) from init.
 	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/cache/memcached"
 	_ "github.com/fxelection/fxelection/modules/cache/nats"
@@ -49,16 +54,25 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		fmt.Fprintln(stderr, "example-app:", err)
 		return 2
 	}
+	if o.modules {
+		if err := printModules(stdout); err != nil {
+			fmt.Fprintln(stderr, "example-app:", err)
+			return 1
+		}
+		return 0
+	}
 	logger := newLogger(o.logFormat, stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch {
 	case o.status:
 		err = runStatus(ctx, o, stdout)
+	case o.configFile != "":
+		err = runConfig(ctx, o, logger)
 	case o.demo():
 		err = runDemo(ctx, o, logger)
 	default:
-		err = runElection(ctx, o, logger)
+		err = runFlags(ctx, o, logger)
 	}
 	if errors.As(err, &ue) {
 		fmt.Fprintln(stderr, "example-app:", ue.msg)

@@ -93,6 +93,10 @@ func TestBadInputExitsTwoNamingTheFlag(t *testing.T) {
 		{"redis url in an int flag", []string{"--backend", "redis", "--redis-addr", "127.0.0.1:1", "--redis-db", "redis://app:s3cretpw@h:1"}, nil, "--redis-db", "s3cretpw"},
 		{"postgres url", []string{"--backend", "postgres", "--postgres-dsn", "postgres://app:s3cretpw@127.0.0.1:5432/db?sslmode=bogus"}, nil, "--postgres-dsn", "s3cretpw"},
 		{"postgres key=value", []string{"--backend", "postgres", "--postgres-dsn", "host=127.0.0.1 password = 's3cretpw' sslmode=bogus"}, nil, "--postgres-dsn", "s3cretpw"},
+		// Issue 11: checks of the backend modules, through the flags' document.
+		{"redis cluster with a database", []string{"--backend", "redis", "--redis-addr", "127.0.0.1:1,127.0.0.1:2", "--redis-db", "3"}, nil, "--redis-db", ""},
+		{"s3 endpoint url", []string{"--backend", "s3", "--s3-endpoint", "http://127.0.0.1:9000", "--s3-bucket", "b", "--s3-secret-key", "s3cretpw"}, nil, "--s3-endpoint", "s3cretpw"},
+		{"status with a malformed dsn", []string{"status", "--backend", "postgres", "--postgres-dsn", "postgres://app:s3cretpw@127.0.0.1:5432/db?sslmode=bogus"}, nil, "--postgres-dsn", "s3cretpw"},
 		{"blob account key", []string{"--backend", "blob", "--blob-container", "c", "--blob-connection-string", "AccountName=a;AccountKey=s3cretpw;Bogus"}, nil, "--blob-connection-string", "s3cretpw"},
 	}
 	for _, tt := range tests {

@@ -15,8 +15,10 @@ import (
 
 // observability serves /metrics (Prometheus), /healthz (liveness: fails for
 // a wedged leader), /readyz (campaigning and the store answers) and
-// /leader (JSON: who leads, as this process sees it) on --http.
-func observability() fx.Option {
+// /leader (JSON: who leads, as this process sees it) on addr ("" for none),
+// for every elector in the app: it finds them, as metrics.Module does,
+// through the group fxelection.GroupTag.
+func observability(addr string) fx.Option {
 	return fx.Options(
 		fx.Provide(func() (*prometheus.Registry, prometheus.Registerer) {
 			reg := prometheus.NewRegistry()
@@ -24,14 +26,14 @@ func observability() fx.Option {
 			return reg, reg
 		}),
 		metrics.Module,
-		fx.Invoke(func(lc fx.Lifecycle, e *fxelection.Elector, o options, reg *prometheus.Registry, h metrics.Handlers) {
+		fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, es []*fxelection.Elector, reg *prometheus.Registry, h metrics.Handlers) {
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 			mux.Handle("/healthz", h.Liveness)
 			mux.Handle("/readyz", h.Readiness)
-			mux.Handle("/leader", leaderHandler(e))
-			serveHTTP(lc, o.httpAddr, getOnly(mux))
-		}),
+			mux.Handle("/leader", leaderHandler(es))
+			serveHTTP(lc, addr, getOnly(mux))
+		}, fx.ParamTags(``, fxelection.GroupTag, ``, ``))),
 	)
 }
 

@@ -41,13 +41,20 @@ type procs struct {
 	lines []logLine
 	cmds  []*exec.Cmd
 	eof   []chan struct{} // closed when a process's stdout ends
+	// noID leaves FXELECTION_ID unset (--config processes: the identity
+	// is in the file); env is added to every process's environment.
+	noID bool
+	env  []string
 }
 
 func (p *procs) start(args ...string) int {
 	p.t.Helper()
 	i := len(p.cmds)
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "FXELECTION_ID="+fmt.Sprintf("proc-%d", i))
+	cmd.Env = append(os.Environ(), p.env...)
+	if !p.noID {
+		cmd.Env = append(cmd.Env, "FXELECTION_ID="+fmt.Sprintf("proc-%d", i))
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		p.t.Fatal(err)

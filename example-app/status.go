@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
 )
 
-// runStatus prints the election's current leader from the store.
-func runStatus(ctx context.Context, o options, w io.Writer) error {
-	b, err := newBackend(ctx, o)
+// runStatus prints the election's current leader from the store. The
+// backend comes from the flags' configuration document, through the module
+// life cycle: Provision, Backend, and Cleanup on return.
+func runStatus(ctx context.Context, o options, w io.Writer) (err error) {
+	b, cleanup, err := provisionBackend(ctx, o)
 	if err != nil {
 		return err
 	}
-	if c, ok := b.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer func() { err = errors.Join(err, cleanup()) }()
 	if o.watch {
 		return runWatch(ctx, o, b, w)
 	}
@@ -60,4 +61,40 @@ func printLease(w io.Writer, election string, l fxelection.Lease, now time.Time)
 		}
 		fmt.Fprintf(w, "metadata: %s=%s\n", key, escape(l.Metadata[k]))
 	}
+}
+
+// provisionBackend builds the backend module of the flags' document and
+// provisions it as an fx app built from the document would: Provision (if
+// the module has it), then Backend. cleanup runs the module's Cleanup (if
+// any); it is also run at once when Provision or Backend fails. A module
+// that loads nested modules (config.Context.ProvisionBackend) cannot be
+// provisioned here: the flags never describe one.
+func provisionBackend(ctx context.Context, o options) (b fxelection.Backend, cleanup func() error, err error) {
+	doc, err := o.document()
+	if err != nil {
+		return nil, nil, err
+	}
+	m := doc.Elections[0].Backend.Module
+	cleanup = func() error {
+		if c, ok := m.(config.CleanerUpper); ok {
+			if err := c.Cleanup(); err != nil {
+				return fmt.Errorf("cleanup: %w", err)
+			}
+		}
+		return nil
+	}
+	if p, ok := m.(config.Provisioner); ok {
+		if err := p.Provision(config.Context{Context: ctx}); err != nil {
+			err = errors.Join(fmt.Errorf("provision: %w", err), cleanup())
+			return nil, nil, o.settingError(err.Error()[len("provision: "):], err)
+		}
+	}
+	b, err = m.Backend()
+	if err == nil && b == nil {
+		err = errors.New("nil Backend")
+	}
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("backend: %w", err), cleanup())
+	}
+	return b, cleanup, nil
 }

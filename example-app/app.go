@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+// runFlags runs the one election the flags describe: they become a
+// configuration document (options.document), which takes the same path as
+// a --config file. A setting the document rejects is bad input naming the
+// flag behind it.
+func runFlags(ctx context.Context, o options, log *slog.Logger) error {
+	doc, err := o.document()
+	if err != nil {
+		return err
+	}
+	opt, err := config.Build(doc)
+	if err != nil {
+		return usageError{o.documentProblem(err)}
+	}
+	return runApp(ctx, opt, o, log, o.provisionProblem)
+}
+
+// runConfig runs every election the --config file describes. A document
+// the config package rejects is bad input: one line per problem, each
+// naming the file and the JSON path.
+func runConfig(ctx context.Context, o options, log *slog.Logger) error {
+	opt, err := config.Loader{}.LoadFile(o.configFile)
+	if err != nil {
+		return configProblem(o.configFile, err)
+	}
+	return runApp(ctx, opt, o, log, func(err error) error { return err })
+}
+
+// maxProblemLines bounds how many problems a bad --config file reports.
+const maxProblemLines = 20
+
+// configProblem turns a LoadFile error into a usage error with one line per
+// problem ("FILE: elections[1].backend.addr: required"). The config package
+// withholds setting values and secrets from its errors.
+func configProblem(file string, err error) error {
+	var lines []string
+	inner := errors.Unwrap(err) // LoadFile's "FILE: …" wrapping
+	if inner == nil {
+		inner = err
+	}
+	if j, ok := inner.(interface{ Unwrap() []error }); ok && errors.As(inner, new(*config.PathError)) {
+		for _, e := range j.Unwrap() {
+			if len(lines) == maxProblemLines {
+				lines = append(lines, "… more problems not shown")
+				break
+			}
+			lines = append(lines, oneLine(file+": "+e.Error()))
+		}
+	} else if errors.As(err, new(*config.PathError)) {
+		lines = append(lines, oneLine(err.Error()))
+	} else {
+		lines = append(lines, oneLine("--config: "+fxelection.RedactText(err.Error())))
+	}
+	return usageError{strings.Join(lines, "\nexample-app: ")}
+}
+
+// runApp runs the fx app of opt (a configuration document's options) with
+// the example's log contract, leader work and HTTP endpoints for every
+// elector, until ctx is done (SIGINT/SIGTERM), then stops gracefully:
+// leader work drained, leases released, backend modules cleaned up.
+// startProblem classifies an error from the app's start.
+func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, startProblem func(error) error) error {
+	var electors []*fxelection.Elector
+	app := fx.New(
+		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
+		// The log contract is written by an observer on every elector; the
+		// core's own log lines would repeat it.
+		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		opt,
+		observability(o.httpAddr),
+		fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, es []*fxelection.Elector) {
+			electors = es
+			for _, e := range es {
+				e.AddObserver(logContract(log))
+			}
+			startWorkers(lc, es, o.workInterval, log)
+		}, fx.ParamTags(``, fxelection.GroupTag))),
+	)
+	if err := app.Err(); err != nil {
+		return err
+	}
+	startTimeout, stopTimeout := appTimeouts(electors)
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		return startProblem(err)
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return app.Stop(stopCtx)
+}
+
+// appTimeouts bound the app's start (backend modules provisioned: the
+// longest lease plus the longest stop timeout) and stop (every elector
+// stops in turn, each within its stop timeout, plus a second for the rest).
+func appTimeouts(es []*fxelection.Elector) (start, stop time.Duration) {
+	var lease, longest time.Duration
+	stop = time.Second
+	for _, e := range es {
+		c := e.Config()
+		lease, longest = max(lease, c.LeaseDuration), max(longest, c.StopTimeout)
+		stop += c.StopTimeout
+	}
+	return lease + longest, stop
+}
+
+// logContract is the observer that writes the example's log contract for
+// one elector: "leadership acquired", "leadership lost", "leader observed"
+// and "election error" (store failures and recovered panics; "held by
+// someone else", "lease lost" and "no lease" are not errors).
+func logContract(log *slog.Logger) fxelection.Observer {
+	return fxelection.ObserverFunc(func(ev fxelection.Event) {
+		base := []any{"election", ev.Election, "identity", ev.Identity}
+		switch ev.Kind {
+		case fxelection.EventStartedLeading:
+			log.Info("leadership acquired", append(base, "term", ev.Lease.Term)...)
+		case fxelection.EventStoppedLeading:
+			log.Info("leadership lost", append(base, "term", ev.Lease.Term, "reason", string(ev.Reason))...)
+		case fxelection.EventNewLeader:
+			log.Info("leader observed", append(base, "leader", ev.Lease.Holder, "term", ev.Lease.Term)...)
+		case fxelection.EventOperation:
+			if ev.Err == nil || errors.Is(ev.Err, fxelection.ErrLeaseHeld) || errors.Is(ev.Err, fxelection.ErrLeaseLost) ||
+				errors.Is(ev.Err, fxelection.ErrNoLease) || errors.Is(ev.Err, context.Canceled) {
+				return
+			}
+			log.Warn("election error", append(base, "op", ev.Op, "error", ev.Err.Error())...)
+		case fxelection.EventPanic:
+			log.Warn("election error", append(base, "op", "", "error", ev.Err.Error())...)
+		}
+	})
+}
+
+// startWorkers runs work for every elector between start and stop.
+func startWorkers(lc fx.Lifecycle, es []*fxelection.Elector, interval time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			for _, e := range es {
+				wg.Go(func() { work(ctx, e, interval, log) })
+			}
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			wg.Wait()
+			return nil
+		},
+	})
+}
+
+// provisionProblem turns a failed Provision of the flags' backend module
+// that names one of its settings ("connection_string: invalid connection
+// string": backend modules check some settings, such as connection
+// strings, only when they parse them in Provision) into bad input naming
+// the flag that feeds the setting. Any other error is returned as it is.
+func (o options) provisionProblem(err error) error {
+	var pe *config.PathError
+	if !errors.As(err, &pe) || pe.Path != flagsElection+".backend" {
+		return err
+	}
+	msg, ok := strings.CutPrefix(pe.Err.Error(), string(backendModuleID(o.backend))+" provision: ")
+	if !ok {
+		return err
+	}
+	return o.settingError(msg, err)
+}
+
+// settingError is a usage error naming the flag if msg starts with a
+// setting of the chosen backend ("dsn: …"), else err.
+func (o options) settingError(msg string, err error) error {
+	key, _, ok := strings.Cut(msg, ":")
+	if !ok || o.settingFlag(key) == "" {
+		return err
+	}
+	return usageError{o.settingProblem(errors.New(msg))}
+}
