@@ -142,12 +142,15 @@ func TestCacheFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := o.settings()
-	if s["url"] != "nats://127.0.0.1:4222" || s["password"] != "s3cret-pw" || s["bucket"] != "leases" || s["replicas"] != "1" {
+	s := backendSettings(t, o)
+	if s["url"] != "nats://127.0.0.1:4222" || s["password"] != "s3cret-pw" || s["bucket"] != "leases" || s["replicas"] != 1.0 {
 		t.Fatalf("settings from FXELECTION_* = %v", s)
 	}
 	o, err = parseArgs([]string{"--backend", "memcached"}, env(map[string]string{"FXELECTION_MEMCACHED_ADDR": "10.0.0.1:11211,10.0.0.2:11211"}))
-	if err != nil || o.settings()["addr"] != "10.0.0.1:11211,10.0.0.2:11211" {
-		t.Fatalf("memcached from FXELECTION_MEMCACHED_ADDR: %v, %v", o.settings(), err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := backendSettings(t, o); s["addr"] != "10.0.0.1:11211,10.0.0.2:11211" {
+		t.Fatalf("memcached from FXELECTION_MEMCACHED_ADDR: %v", s)
 	}
 }

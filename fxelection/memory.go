@@ -35,16 +35,6 @@ var (
 	_ NamedBackend = (*MemoryBackend)(nil)
 )
 
-func init() {
-	RegisterBackend(BackendModule{
-		Name: "memory",
-		Doc:  "in-process leases (one process only); no settings",
-		New: func(context.Context, Settings) (Backend, error) {
-			return NewMemoryBackend(), nil
-		},
-	})
-}
-
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
 	return &MemoryBackend{entries: map[string]*memEntry{}, hub: NewWakeHub(nil)}
