@@ -66,14 +66,12 @@ func (o options) documentJSON() ([]byte, error) {
 		}
 	}
 	backend := map[string]any{"module": string(backendModuleID(o.backend))}
+	settings := o.settings()
 	for _, d := range o.flagTable() {
 		if d.backend != o.backend || d.setting == "" {
 			continue
 		}
-		v := d.value.String()
-		if d.toSetting != nil {
-			v = d.toSetting(v)
-		}
+		v := settings[d.setting]
 		switch d.value.(type) {
 		case intFlag:
 			backend[d.setting] = json.Number(v)
@@ -102,6 +100,24 @@ func (o options) documentJSON() ([]byte, error) {
 		"backend":        backend,
 	}
 	return json.Marshal(map[string]any{"elections": []any{election}})
+}
+
+// settings are the chosen backend's settings as the flags state them, by
+// setting name, as text (documentJSON gives them their JSON types). They
+// hold secrets: never log them.
+func (o options) settings() map[string]string {
+	s := map[string]string{}
+	for _, d := range o.flagTable() {
+		if d.backend != o.backend || d.setting == "" {
+			continue
+		}
+		v := d.value.String()
+		if d.toSetting != nil {
+			v = d.toSetting(v)
+		}
+		s[d.setting] = v
+	}
+	return s
 }
 
 // noPlaceholder rejects a flag value that a document would read as a

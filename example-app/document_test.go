@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -255,5 +259,51 @@ func TestConfigExcludesElectionFlags(t *testing.T) {
 	}
 	if _, err := parseArgs([]string{"status", "--config", "f.json"}, noEnv); err == nil || !strings.Contains(err.Error(), "--config") {
 		t.Errorf("status --config: %v", err)
+	}
+}
+
+// TestLogContract feeds the log-contract observer one event of each kind:
+// leadership and leader changes are logged with the contract's attributes;
+// store failures and panics as "election error"; "held by someone else",
+// "lease lost", "no lease", cancellations and successes not at all.
+func TestLogContract(t *testing.T) {
+	var buf bytes.Buffer
+	obs := logContract(slog.New(slog.NewJSONHandler(&buf, nil)))
+	ev := func(k fxelection.EventKind, f func(*fxelection.Event)) {
+		e := fxelection.Event{Kind: k, Election: "jobs", Identity: "node-a", Lease: fxelection.Lease{Holder: "node-b", Term: 7}}
+		if f != nil {
+			f(&e)
+		}
+		obs.Observe(e)
+	}
+	ev(fxelection.EventStartedLeading, nil)
+	ev(fxelection.EventStoppedLeading, func(e *fxelection.Event) { e.Reason = fxelection.ReasonStopped })
+	ev(fxelection.EventNewLeader, nil)
+	ev(fxelection.EventRenewed, nil)
+	for _, err := range []error{nil, fxelection.ErrLeaseHeld, fxelection.ErrLeaseLost, fxelection.ErrNoLease, context.Canceled,
+		fmt.Errorf("acquire: %w", fxelection.ErrLeaseHeld)} {
+		ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpAcquire, err })
+	}
+	ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpRenew, errors.New("connection refused") })
+	ev(fxelection.EventPanic, func(e *fxelection.Event) { e.Err = errors.New("observer panicked") })
+
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		delete(m, "time")
+		got = append(got, m)
+	}
+	want := []map[string]any{
+		{"level": "INFO", "msg": "leadership acquired", "election": "jobs", "identity": "node-a", "term": 7.0},
+		{"level": "INFO", "msg": "leadership lost", "election": "jobs", "identity": "node-a", "term": 7.0, "reason": "stopped"},
+		{"level": "INFO", "msg": "leader observed", "election": "jobs", "identity": "node-a", "leader": "node-b", "term": 7.0},
+		{"level": "WARN", "msg": "election error", "election": "jobs", "identity": "node-a", "op": "renew", "error": "connection refused"},
+		{"level": "WARN", "msg": "election error", "election": "jobs", "identity": "node-a", "op": "", "error": "observer panicked"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("log lines\n got %v\nwant %v", got, want)
 	}
 }
