@@ -16,6 +16,8 @@ import (
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/testserver"
 	_ "github.com/fxelection/fxelection/modules/blob"
+	_ "github.com/fxelection/fxelection/modules/cache/memcached"
+	_ "github.com/fxelection/fxelection/modules/cache/nats"
 	_ "github.com/fxelection/fxelection/modules/postgres"
 	_ "github.com/fxelection/fxelection/modules/redis"
 	_ "github.com/fxelection/fxelection/modules/s3"
@@ -28,6 +30,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var (
 	dummyEnv = map[string]string{
 		"REDIS_ADDR":                      "127.0.0.1:6379",
+		"MEMCACHED_ADDR":                  "127.0.0.1:11211",
+		"NATS_URL":                        "nats://127.0.0.1:4222",
+		"NATS_PASSWORD":                   "dummy-password",
 		"REDIS_PASSWORD":                  "dummy-password",
 		"S3_ACCESS_KEY":                   "dummy-access-key",
 		"S3_SECRET_KEY":                   "dummy-secret-key",
@@ -94,7 +99,7 @@ func TestEveryFileParses(t *testing.T) {
 // TestSecretsArePlaceholders: a file does not parse without its
 // placeholders' values, so no secret is written in it.
 func TestSecretsArePlaceholders(t *testing.T) {
-	for _, name := range []string{"redis.json", "postgres.json", "s3.json", "blob.json"} {
+	for _, name := range []string{"redis.json", "postgres.json", "s3.json", "blob.json", "nats.json"} {
 		raw, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
