@@ -229,7 +229,7 @@ func FuzzConfigModuleSettings(f *testing.F) {
 			"module": "fxelection.backends.redis", "addr": addr, "prefix": prefix, "db": db, "password": pw,
 		})
 		if err != nil {
-			t.Skip()
+			return // not representable as JSON: nothing to decode
 		}
 		m, err := moduletest.Decode(string(raw), nil)
 		if err == nil {
