@@ -24,14 +24,41 @@ var secretPatterns = []struct {
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#"'\r\n]*@`), "${1}" + Redacted + "@"},
 	// URL query strings: everything from "?" to the end of the URL.
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^?\s"']*)\?[^\s"']*`), "${1}?" + Redacted},
-	// Secret-bearing keys in key=value lists (libpq DSNs, Azure connection
-	// strings, bare SAS tokens, PGPASSWORD=…): value quoted or up to the
-	// next separator.
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*?(?:password|passwd|pass|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key|api_?key))(\s*(?:=|%3d)\s*)('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s;&,"']*)`), "${1}${2}" + Redacted},
 	// The same keys as JSON members: "password": "…".
 	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*?(?:password|passwd|pass|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key|api_?key)"\s*:\s*)"(?:[^"\\]|\\.)*"?`), "${1}\"" + Redacted + "\""},
 	// Authorization headers, to the end of the line.
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*:\s*)[^\r\n"]*`), "${1}" + Redacted},
+}
+
+// keyValuePattern finds secret-bearing keys in key=value lists (libpq DSNs,
+// Azure connection strings, bare SAS tokens, PGPASSWORD=…): group 3 is the
+// value, quoted or up to the next separator. redactKeyValues applies it.
+var keyValuePattern = regexp.MustCompile(`(?i)\b([a-z0-9_.-]*?(?:password|passwd|pass|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key|api_?key))(\s*(?:=|%3d)\s*)('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s;&,"']*)`)
+
+// redactKeyValues replaces the value of every secret-bearing key=value
+// pair in s. An unquoted "value" that is itself followed by "=" is the next
+// key ("pass= password = 'x'"): it is left in place and scanned again as a
+// key, so the secret after it is replaced too.
+func redactKeyValues(s string) string {
+	var b strings.Builder
+	i := 0
+	for i <= len(s) {
+		loc := keyValuePattern.FindStringSubmatchIndex(s[i:])
+		if loc == nil {
+			break
+		}
+		vs, ve := i+loc[6], i+loc[7]
+		b.WriteString(s[i:vs])
+		i = vs
+		if v := s[vs:ve]; v != "" && v[0] != '\'' && v[0] != '"' &&
+			strings.HasPrefix(strings.TrimLeft(s[ve:], " \t"), "=") {
+			continue // the value is the next key: scan it as one
+		}
+		b.WriteString(Redacted)
+		i = ve
+	}
+	b.WriteString(s[i:])
+	return b.String()
 }
 
 // RedactText returns s with every secret removed: each of secrets (values a
@@ -52,7 +79,7 @@ func RedactText(s string, secrets ...string) string {
 	for _, p := range secretPatterns {
 		s = p.re.ReplaceAllString(s, p.repl)
 	}
-	return s
+	return redactKeyValues(s)
 }
 
 // Redact is RedactText under its older name, kept for backend constructors
