@@ -464,13 +464,13 @@ func (r *row) lease(election string) (fxelection.Lease, error) {
 		Duration:  dur,
 		ExpiresAt: r.expiresAt.Time,
 	}
+	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {
+		l.AcquiredAt = r.acquiredAt.Time
+	}
 	if err := fxelection.CheckLease(l); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("election %q: %w", election, err)
 	}
 	l.Election = election // the row's key, chosen by the caller
-	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {
-		l.AcquiredAt = r.acquiredAt.Time
-	}
 	return l, nil
 }
 
