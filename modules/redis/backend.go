@@ -363,7 +363,8 @@ func termHead(l fxelection.Lease) string {
 // parseRecord decodes a lease record (see scripts.go for the format) and
 // validates every field with fxelection.CheckLease: numbers in canonical
 // decimal form, a term in [1, MaxTerm], a duration in (0,
-// MaxRecordDuration], a printable UTF-8 holder and metadata. It never
+// MaxRecordDuration], a printable UTF-8 holder and metadata, an acquisition
+// time in the years 1–9999. It never
 // panics; anything else gives an error matching ErrInvalidRecord that
 // quotes no stored text.
 func parseRecord(election, v string) (fxelection.Lease, error) {
@@ -425,13 +426,13 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 		Term:     uint64(term),
 		Duration: dur,
 	}
+	if atMS > 0 {
+		l.AcquiredAt = time.UnixMilli(atMS)
+	}
 	if err := fxelection.CheckLease(l); err != nil {
 		return fxelection.Lease{}, err
 	}
 	l.Election = election // the key's, not the record's: the caller chose it
-	if atMS > 0 {
-		l.AcquiredAt = time.UnixMilli(atMS)
-	}
 	return l, nil
 }
 
