@@ -163,18 +163,10 @@ func (a *Azurite) launch(port int) (*process, error) {
 		"--disableTelemetry",
 	)
 	cmd.Dir = a.dir
-	proc, err := startProcess(cmd, a.logPath(), nil)
-	if err != nil {
-		return nil, err
-	}
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	base := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/"
-	if err := waitReady(proc, azuriteReadyTimeout, func() error {
+	return launch(cmd, a.logPath(), nil, azuriteReadyTimeout, func() error {
 		_, err := httpStatus(client, base) // any HTTP answer means it listens
 		return err
-	}); err != nil {
-		_ = proc.kill()
-		return nil, withLog(err, a.logPath())
-	}
-	return proc, nil
+	})
 }

@@ -83,16 +83,8 @@ func (m *Memcached) launch(port int) (*process, error) {
 		cmd.Args = append(cmd.Args, "-u", "root") // memcached refuses root otherwise
 	}
 	cmd.Dir = m.dir
-	proc, err := startProcess(cmd, m.logPath(), nil)
-	if err != nil {
-		return nil, err
-	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitReady(proc, memcachedReadyTimeout, func() error { return memcachedReady(addr, cmd.Process.Pid) }); err != nil {
-		_ = proc.kill()
-		return nil, withLog(err, m.logPath())
-	}
-	return proc, nil
+	return launch(cmd, m.logPath(), nil, memcachedReadyTimeout, func() error { return memcachedReady(addr, cmd.Process.Pid) })
 }
 
 // memcachedReady checks that the server at addr answers "stats" and is the

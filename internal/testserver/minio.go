@@ -135,17 +135,9 @@ func (m *MinIO) launch(port int) (*process, error) {
 		"MINIO_CI_CD=on",
 	)
 	cmd.Dir = m.dir
-	proc, err := startProcess(cmd, m.logPath(), nil)
-	if err != nil {
-		return nil, err
-	}
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	base := "http://" + addr
-	if err := waitReady(proc, minioReadyTimeout, func() error { return minioReady(client, base) }); err != nil {
-		_ = proc.kill()
-		return nil, withLog(err, m.logPath())
-	}
-	return proc, nil
+	return launch(cmd, m.logPath(), nil, minioReadyTimeout, func() error { return minioReady(client, base) })
 }
 
 // minioReady checks that the server at base is ready: GET

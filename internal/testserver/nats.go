@@ -108,16 +108,8 @@ func (n *Nats) launch(port int) (*process, error) {
 		cmd.Args = append(cmd.Args, "--user", n.opts.User, "--pass", n.opts.Password)
 	}
 	cmd.Dir = n.dir
-	proc, err := startProcess(cmd, n.logPath(), nil)
-	if err != nil {
-		return nil, err
-	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitReady(proc, natsReadyTimeout, func() error { return natsReady(addr, n.name) }); err != nil {
-		_ = proc.kill()
-		return nil, withLog(err, n.logPath())
-	}
-	return proc, nil
+	return launch(cmd, n.logPath(), nil, natsReadyTimeout, func() error { return natsReady(addr, n.name) })
 }
 
 // natsReady checks that the server at addr sends an INFO greeting with the

@@ -172,23 +172,13 @@ func (p *Postgres) launch(port int) (*process, error) {
 		"-c", "max_connections=200",
 	)
 	cmd.Dir = p.dir
-	proc, err := startProcess(cmd, p.logPath(), p.cred)
-	if err != nil {
-		return nil, err
-	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	pid := cmd.Process.Pid
-	err = waitReady(proc, pgReadyTimeout, func() error {
-		if err := p.pidFileReady(pid); err != nil {
+	return launch(cmd, p.logPath(), p.cred, pgReadyTimeout, func() error {
+		if err := p.pidFileReady(cmd.Process.Pid); err != nil {
 			return err
 		}
 		return pgReady(addr)
 	})
-	if err != nil {
-		_ = proc.kill()
-		return nil, withLog(err, p.logPath())
-	}
-	return proc, nil
 }
 
 // pidFileReady checks postmaster.pid, as pg_ctl does: it must name our

@@ -93,16 +93,8 @@ func (r *Redis) launch(port int) (*process, error) {
 		cmd.Args = append(cmd.Args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(r.dir, "nodes.conf"))
 	}
 	cmd.Dir = r.dir
-	proc, err := startProcess(cmd, r.logPath(), nil)
-	if err != nil {
-		return nil, err
-	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitReady(proc, redisReadyTimeout, func() error { return redisReady(addr, cmd.Process.Pid) }); err != nil {
-		_ = proc.kill()
-		return nil, withLog(err, r.logPath())
-	}
-	return proc, nil
+	return launch(cmd, r.logPath(), nil, redisReadyTimeout, func() error { return redisReady(addr, cmd.Process.Pid) })
 }
 
 // redisReady checks that the server at addr answers PING with +PONG and is

@@ -189,6 +189,21 @@ func descendants(pid int) []int {
 	return out
 }
 
+// launch starts cmd (see startProcess) and waits until ready succeeds (see
+// waitReady); if it never does, it kills the process and returns the error
+// with the tail of the log. Every server's start ends here.
+func launch(cmd *exec.Cmd, logPath string, cred *syscall.Credential, timeout time.Duration, ready func() error) (*process, error) {
+	proc, err := startProcess(cmd, logPath, cred)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReady(proc, timeout, ready); err != nil {
+		_ = proc.kill()
+		return nil, withLog(err, logPath)
+	}
+	return proc, nil
+}
+
 // waitReady calls check until it succeeds, the process exits or timeout
 // passes.
 func waitReady(p *process, timeout time.Duration, check func() error) error {
