@@ -36,28 +36,41 @@ var secretPatterns = []struct {
 var keyValuePattern = regexp.MustCompile(`(?i)\b([a-z0-9_.-]*?(?:password|passwd|pass|pwd|accountkey|sharedaccesssignature|sig|secret|token|access_?key|secret_?key|api_?key))(\s*(?:=|%3d)\s*)('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^\s;&,"']*)`)
 
 // redactKeyValues replaces the value of every secret-bearing key=value
-// pair in s. An unquoted "value" that is itself followed by "=" is the next
-// key ("pass= password = 'x'"): it is left in place and scanned again as a
-// key, so the secret after it is replaced too.
+// pair in s. Quoting makes a text ambiguous ("pass=' password = 'x'" is one
+// quoted value to one reader and a second pair to another), so every reading
+// counts: the scan resumes right after each key, inside the value it just
+// matched, and every value range found is masked. Overlapping or touching
+// ranges merge into one replacement.
 func redactKeyValues(s string) string {
-	var b strings.Builder
-	i := 0
-	for i <= len(s) {
+	var mask []bool // lazily allocated: most texts hold no secret
+	for i := 0; i < len(s); {
 		loc := keyValuePattern.FindStringSubmatchIndex(s[i:])
 		if loc == nil {
 			break
 		}
-		vs, ve := i+loc[6], i+loc[7]
-		b.WriteString(s[i:vs])
-		i = vs
-		if v := s[vs:ve]; v != "" && v[0] != '\'' && v[0] != '"' &&
-			strings.HasPrefix(strings.TrimLeft(s[ve:], " \t"), "=") {
-			continue // the value is the next key: scan it as one
+		if mask == nil {
+			mask = make([]bool, len(s))
+		}
+		for j := i + loc[6]; j < i+loc[7]; j++ {
+			mask[j] = true
+		}
+		i += loc[3] // resume after the key, inside its value
+	}
+	if mask == nil {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if !mask[i] {
+			b.WriteByte(s[i])
+			i++
+			continue
 		}
 		b.WriteString(Redacted)
-		i = ve
+		for i < len(s) && mask[i] {
+			i++
+		}
 	}
-	b.WriteString(s[i:])
 	return b.String()
 }
 

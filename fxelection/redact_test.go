@@ -25,6 +25,10 @@ func TestRedactText(t *testing.T) {
 		"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=" + secret + ";EndpointSuffix=x",
 		"BlobEndpoint=https://a/;SharedAccessSignature=sv=2020&sig=" + secret,
 		"sv=2020&ss=b&sig=" + secret,
+		// Ambiguous quoting: each reading is redacted (found by CI's fuzz run).
+		"pAss=' password = '" + secret + "'",
+		"pass= password = '" + secret + "'",
+		`token="a password=` + secret + `"`,
 	} {
 		out := fxelection.RedactText(in)
 		if strings.Contains(out, "hunter2") || strings.Contains(out, "secret with") {

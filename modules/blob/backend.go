@@ -40,8 +40,12 @@ const (
 )
 
 const (
-	// resolveBudget bounds how long Acquire and Get wait for a new holder
-	// to write its record (it does so right after taking the Azure lease).
+	// resolveBudget bounds how long Acquire and Get wait on a blob whose
+	// state does not change (same ETag) while it stays unresolved: leased
+	// under a record that names nobody holding the lease. Each change of
+	// ETag (candidates racing, a record written) starts the budget again,
+	// so contention under load is waited out (ctx bounds it) and is never
+	// reported as an unknown holder.
 	resolveBudget = 5 * time.Second
 	pollMin       = 5 * time.Millisecond
 	pollMax       = 100 * time.Millisecond
@@ -280,6 +284,15 @@ func isLost(err error) bool {
 type poller struct {
 	deadline time.Time
 	delay    time.Duration
+	etag     azcore.ETag // last ETag seen
+}
+
+// seen notes the blob's ETag: a change is progress and restarts the budget.
+func (p *poller) seen(etag azcore.ETag) {
+	if etag != p.etag {
+		p.etag = etag
+		p.deadline = time.Now().Add(resolveBudget)
+	}
 }
 
 func newPoller() *poller { return &poller{deadline: time.Now().Add(resolveBudget), delay: pollMin} }
@@ -370,7 +383,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 	}
 	p := newPoller()
 	for {
-		l, retry, err := b.tryAcquire(ctx, bc, lc, req, secs)
+		l, retry, err := b.tryAcquire(ctx, bc, lc, req, secs, p)
 		if !retry {
 			if err != nil {
 				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -389,7 +402,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 
 // tryAcquire makes one read-decide-lease round; retry means the state
 // changed under it and the round should be repeated.
-func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.BlobClient, req fxelection.AcquireRequest, secs int32) (fxelection.Lease, bool, error) {
+func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.BlobClient, req fxelection.AcquireRequest, secs int32, p *poller) (fxelection.Lease, bool, error) {
 	s, err := b.props(ctx, bc, req.Election, "")
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
 		if err := b.ensureBlob(ctx, req.Election); err != nil {
@@ -401,6 +414,7 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	} else if err != nil {
 		return fxelection.Lease{}, false, err
 	}
+	p.seen(s.etag)
 	mine := s.leased && s.state == recordValid && s.rec.Holder == req.Identity
 	if s.leased && !mine {
 		holder, retry, err := b.resolveHeld(ctx, bc, req.Election, s)
@@ -608,6 +622,7 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 		case !s.leased:
 			return fxelection.Lease{}, fxelection.ErrNoLease
 		}
+		p.seen(s.etag)
 		holder, retry, err := b.resolveHeld(ctx, bc, election, s)
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
