@@ -174,7 +174,7 @@ func checkDuration(d time.Duration) error {
 // is above every revision etcd ever had, so above every earlier term even
 // after the key was deleted out of band. When req.Identity already holds
 // the key the record moves to the new etcd lease, the create revision (the
-// term) stays, and the old etcd lease is revoked. A key held by someone
+// term) stays, and the old etcd lease, holding nothing now, expires. A key held by someone
 // else gives a *fxelection.HeldError; a key that is not a valid record, an
 // error matching fxelection.ErrInvalidRecord, and the key is left alone
 // until its etcd lease expires. An etcd lease granted for an attempt that
@@ -259,11 +259,11 @@ func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest,
 	}
 	term := tr.Header.Revision
 	if cur != nil {
+		// The record moved to the new etcd lease; the old one holds
+		// nothing now and expires with its TTL. It is not revoked: a
+		// record naming this identity may have been written by another
+		// program on a lease it shares with other keys.
 		term = cur.CreateRevision
-		// The record moved to the new lease; the old one holds nothing.
-		if cur.Lease != int64(g.ID) {
-			b.revoke(ctx, clientv3.LeaseID(cur.Lease))
-		}
 	}
 	if term <= 0 {
 		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w: revision %d", fxelection.ErrInvalidRecord, term)
@@ -291,7 +291,8 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 // revision (the term) and is still attached to that etcd lease, reading it
 // back to check the holder. Anything else — the etcd lease expired or was
 // revoked, the key deleted or taken over — gives an error matching
-// fxelection.ErrLeaseLost, and the etcd lease, if still alive, is revoked.
+// fxelection.ErrLeaseLost (the etcd lease, if still alive, is left to
+// expire: nothing is revoked on a failed compare).
 // When lease.Duration asks for a longer TTL than the etcd lease has, the
 // record moves to a new etcd lease of that TTL in one more transaction with
 // the same compare (etcd cannot change a lease's TTL); a shorter one keeps
@@ -332,7 +333,8 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	if !tr.Succeeded {
-		b.revoke(ctx, lid)
+		// The etcd lease is left to expire: a Lease not made by this
+		// backend may name someone else's.
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
 	var kv *mvccpb.KeyValue
