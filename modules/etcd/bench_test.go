@@ -11,8 +11,9 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
-// Run: go test -run '^$' -bench . -benchtime 3s ./ (inside modules/etcd).
-// BenchmarkHandover uses at least 250 hand-overs per mode.
+// Run: go test -run '^$' -bench . -benchtime 2s -count 3 ./ (inside
+// modules/etcd). BenchmarkHandover uses at least 250 hand-overs per mode.
+// The embedded etcd runs without fsync unless FXELECTION_ETCD_FSYNC=1.
 
 // BenchmarkBackend measures the four operations as an elector uses them
 // (electiontest.RunBackendBenchmarks) on the embedded one-member etcd.

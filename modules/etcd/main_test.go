@@ -38,7 +38,7 @@ func sharedCluster(t testing.TB) *etcdtest.Cluster {
 	t.Helper()
 	shared.once.Do(func() {
 		if shared.dir, shared.err = os.MkdirTemp("", "etcdlease-test-"); shared.err == nil {
-			shared.c, shared.err = etcdtest.New(shared.dir, etcdtest.Options{})
+			shared.c, shared.err = etcdtest.New(shared.dir, etcdtest.Options{Fsync: os.Getenv("FXELECTION_ETCD_FSYNC") == "1"})
 		}
 	})
 	if shared.err != nil {

@@ -37,6 +37,12 @@ type Options struct {
 	// timeout. Default: 50 and 500 for one member, 100 and 1000 (etcd's
 	// defaults) for more, which stay stable on a loaded machine.
 	TickMs, ElectionMs uint
+	// Fsync keeps etcd's fsync of its WAL and backend. Default (false):
+	// off (etcd's --unsafe-no-fsync), as the Postgres test servers run
+	// with fsync=off: on a shared disk every Raft write would otherwise
+	// wait for other jobs' flushes. A graceful Stop still keeps all data
+	// for Restart (the OS has it).
+	Fsync bool
 }
 
 // Member is one etcd member.
@@ -104,6 +110,7 @@ func New(dir string, o Options) (*Cluster, error) {
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 		cfg.ListenMetricsUrls = nil
 		cfg.TickMs, cfg.ElectionMs = o.TickMs, o.ElectionMs
+		cfg.UnsafeNoFsync = !o.Fsync
 		cfg.InitialClusterToken = "fxelection-test"
 		cfg.ClusterState = embed.ClusterStateFlagNew
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
