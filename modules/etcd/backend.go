@@ -1,0 +1,468 @@
+package etcdlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
+const DefaultKeyPrefix = "fxelection/"
+
+// maxPrefixLen bounds Options.KeyPrefix.
+const maxPrefixLen = 512
+
+// maxAcquireAttempts bounds how often Acquire retries when its transaction
+// lost a race to a release or to another Backend with the same identity.
+const maxAcquireAttempts = 3
+
+// Options configure a Backend. The zero value means the documented defaults.
+type Options struct {
+	// KeyPrefix starts every election's key (the key is the prefix followed
+	// by the election's name), so several applications can share one etcd.
+	// It must be printable UTF-8 of at most 512 bytes. Push wake-up watches
+	// every key under it. Default: "fxelection/".
+	KeyPrefix string
+
+	// DisablePush turns push wake-up off for this Backend: Subscribe does
+	// nothing and followers find a released or expired lease at their next
+	// retry. Default (false): push on.
+	DisablePush bool
+}
+
+// ErrInvalidOptions is matched by the errors of Options.Validate (and so of
+// New, and of the fxelection.backends.etcd module's Validate).
+var ErrInvalidOptions = errors.New("etcdlease: invalid options")
+
+// Validate checks opts without I/O: KeyPrefix must be printable UTF-8 (no
+// control characters) of at most 512 bytes. New and the
+// fxelection.backends.etcd module both call it. The error matches
+// ErrInvalidOptions, names the field and does not quote its value.
+func (o Options) Validate() error { return o.validate(optionLabel) }
+
+// validate is Validate with field names given by label (Options fields for
+// New, JSON keys for the config module).
+func (o Options) validate(label func(field string) string) error {
+	p := o.KeyPrefix
+	if len(p) > maxPrefixLen {
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidOptions, label("KeyPrefix"), maxPrefixLen)
+	}
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
+		return fmt.Errorf("%w: %s is not printable UTF-8", ErrInvalidOptions, label("KeyPrefix"))
+	}
+	return nil
+}
+
+func optionLabel(field string) string { return "Options." + field }
+
+// Backend is the etcd implementation of fxelection.Backend and
+// fxelection.Notifier. It is safe for concurrent use and does not own its
+// client: closing the client is the caller's business (after the electors
+// using the Backend have stopped).
+type Backend struct {
+	client *clientv3.Client
+	prefix string
+	push   bool
+
+	hub *fxelection.WakeHub // push wake-up: subscriptions and the watch
+
+	secrets []string // the client's credentials, redacted from every error
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.Notifier     = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+)
+
+// New returns a Backend storing leases through client. It validates opts
+// with Options.Validate and does no I/O; a nil client is an error.
+func New(client *clientv3.Client, opts Options) (*Backend, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = DefaultKeyPrefix
+	}
+	b := &Backend{
+		client:  client,
+		prefix:  prefix,
+		push:    !opts.DisablePush,
+		secrets: credentials(client.Username, client.Password, client.Token),
+	}
+	b.hub = fxelection.NewWakeHub(b.listen)
+	return b, nil
+}
+
+// credentials lists the secrets to redact: the password and the token, and
+// the user name when it is at least 4 bytes long (it is not a secret, and
+// redacting a shorter one would withhold every message containing its
+// letters).
+func credentials(user, password, token string) []string {
+	var out []string
+	for _, s := range []string{password, token} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(user) >= 4 {
+		out = append(out, user)
+	}
+	return out
+}
+
+// redact passes an error leaving the backend through fxelection.RedactError
+// with the client's credentials; errors.Is and errors.As for HeldError keep
+// working.
+func (b *Backend) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fxelection.RedactError(err, b.secrets...)
+}
+
+// BackendName returns "etcd".
+func (b *Backend) BackendName() string { return "etcd" }
+
+// Key returns the etcd key holding election's lease, for operators and
+// tests.
+func (b *Backend) Key(election string) string { return b.prefix + election }
+
+// Prefix returns the key prefix (Options.KeyPrefix or DefaultKeyPrefix).
+func (b *Backend) Prefix() string { return b.prefix }
+
+// ttlSeconds is the etcd lease TTL for d: whole seconds, rounded up. etcd
+// may grant more (its minimum TTL, 1.5 election timeouts rounded up to a
+// second: 2s with the default 1s election timeout), never less.
+func ttlSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return max(s, 1)
+}
+
+func checkDuration(d time.Duration) error {
+	if d < time.Millisecond || d > fxelection.MaxRecordDuration {
+		return fmt.Errorf("duration %v is not between 1ms and %v", d, fxelection.MaxRecordDuration)
+	}
+	return nil
+}
+
+// Acquire implements fxelection.Backend. It reads the key first (so a
+// follower's poll is one linearizable read and no Raft write); if the key
+// is absent, or holds req.Identity's own valid record, it grants a fresh
+// etcd lease of Duration (whole seconds, rounded up) and writes the record
+// attached to it in one transaction whose compare is the key's absence
+// (create revision 0) or the mod revision it read. The term of a new holder
+// is the revision of that transaction — the key's create revision — which
+// is above every revision etcd ever had, so above every earlier term even
+// after the key was deleted out of band. When req.Identity already holds
+// the key the record moves to the new etcd lease, the create revision (the
+// term) stays, and the old etcd lease, holding nothing now, expires. A key held by someone
+// else gives a *fxelection.HeldError; a key that is not a valid record, an
+// error matching fxelection.ErrInvalidRecord, and the key is left alone
+// until its etcd lease expires. An etcd lease granted for an attempt that
+// then fails is revoked (or, if that fails too, expires with its TTL).
+// ExpiresAt is the call's start on the local clock plus the TTL etcd
+// granted.
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.acquireLease(ctx, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	if req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
+	}
+	if err := checkDuration(req.Duration); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	value, err := encodeRecord(req.Identity, req.Metadata, req.Duration)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	key := b.Key(req.Election)
+	resp, err := b.client.Get(ctx, key)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	cur := firstKV(resp.Kvs)
+	for attempt := 1; ; attempt++ {
+		if cur != nil {
+			holder, err := decodeKV(req.Election, cur)
+			if err != nil {
+				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			}
+			if holder.Holder != req.Identity || attempt > maxAcquireAttempts {
+				return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
+			}
+		} else if attempt > maxAcquireAttempts {
+			return fxelection.Lease{}, errors.New("acquire lease: the key kept changing under the transaction")
+		}
+		l, next, err := b.tryAcquire(ctx, req, key, value, cur)
+		if err != nil || l.Term != 0 {
+			return l, err
+		}
+		cur = next
+	}
+}
+
+// tryAcquire grants an etcd lease and runs the transaction that puts the
+// record if the key is still as read (cur; nil for absent). It returns the
+// acquired lease, or on a lost compare the key as the transaction's else
+// branch read it (nil and a zero Lease if it is gone now).
+func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest, key, value string, cur *mvccpb.KeyValue) (fxelection.Lease, *mvccpb.KeyValue, error) {
+	start := time.Now()
+	g, err := b.client.Grant(ctx, ttlSeconds(req.Duration))
+	if err != nil {
+		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: grant: %w", err)
+	}
+	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	if cur != nil {
+		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)
+	}
+	tr, err := b.client.Txn(ctx).If(cmp).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(g.ID))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		// The put may have been applied: revoking the lease deletes it.
+		b.revoke(ctx, g.ID)
+		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w", err)
+	}
+	if !tr.Succeeded {
+		b.revoke(ctx, g.ID)
+		var next *mvccpb.KeyValue
+		if rs := tr.Responses; len(rs) == 1 && rs[0].GetResponseRange() != nil {
+			next = firstKV(rs[0].GetResponseRange().Kvs)
+		}
+		return fxelection.Lease{}, next, nil
+	}
+	term := tr.Header.Revision
+	if cur != nil {
+		// The record moved to the new etcd lease; the old one holds
+		// nothing now and expires with its TTL. It is not revoked: a
+		// record naming this identity may have been written by another
+		// program on a lease it shares with other keys.
+		term = cur.CreateRevision
+	}
+	if term <= 0 {
+		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w: revision %d", fxelection.ErrInvalidRecord, term)
+	}
+	return fxelection.Lease{
+		Election:  req.Election,
+		Holder:    req.Identity,
+		Metadata:  maps.Clone(req.Metadata),
+		Term:      uint64(term),
+		Version:   formatLeaseID(int64(g.ID)),
+		Duration:  req.Duration,
+		ExpiresAt: start.Add(time.Duration(g.TTL) * time.Second),
+	}, nil, nil
+}
+
+// revoke revokes an etcd lease this Backend granted, ignoring failures: a
+// lease that cannot be revoked expires with its TTL.
+func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
+	_, _ = b.client.Revoke(ctx, id)
+}
+
+// Renew implements fxelection.Backend: a keep-alive of the lease's etcd
+// lease (KeepAliveOnce, which etcd's leader applies by its own clock), then
+// a transaction comparing that the key still has the lease's create
+// revision (the term) and is still attached to that etcd lease, reading it
+// back to check the holder. Anything else — the etcd lease expired or was
+// revoked, the key deleted or taken over — gives an error matching
+// fxelection.ErrLeaseLost (the etcd lease, if still alive, is left to
+// expire: nothing is revoked on a failed compare).
+// When lease.Duration asks for a longer TTL than the etcd lease has, the
+// record moves to a new etcd lease of that TTL in one more transaction with
+// the same compare (etcd cannot change a lease's TTL); a shorter one keeps
+// the longer etcd lease. ExpiresAt is the call's start on the local clock
+// plus the TTL.
+func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	out, err := b.renewLease(ctx, l)
+	return out, b.redact(err)
+}
+
+func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	if err := checkDuration(l.Duration); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	id, ok := parseLeaseID(l.Version)
+	if !ok || l.Term == 0 || l.Term > fxelection.MaxTerm {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: not a lease this backend issued", fxelection.ErrLeaseLost)
+	}
+	lid := clientv3.LeaseID(id)
+	key := b.Key(l.Election)
+	start := time.Now()
+	ka, err := b.client.KeepAliveOnce(ctx, lid)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: etcd lease expired or revoked", fxelection.ErrLeaseLost)
+	}
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: keep-alive: %w", err)
+	}
+	ours := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(key), "=", int64(l.Term)),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", lid),
+	}
+	tr, err := b.client.Txn(ctx).If(ours...).Then(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	if !tr.Succeeded {
+		// The etcd lease is left to expire: a Lease not made by this
+		// backend may name someone else's.
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	var kv *mvccpb.KeyValue
+	if rs := tr.Responses; len(rs) == 1 && rs[0].GetResponseRange() != nil {
+		kv = firstKV(rs[0].GetResponseRange().Kvs)
+	}
+	if kv == nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder {
+		// Not the record we wrote; leave it and its lease alone.
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	ttl := ka.TTL
+	if want := ttlSeconds(l.Duration); want > ttl {
+		value, err := encodeRecord(l.Holder, l.Metadata, l.Duration)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+		}
+		g, err := b.client.Grant(ctx, want)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("renew lease: grant: %w", err)
+		}
+		tr, err := b.client.Txn(ctx).If(ours...).Then(clientv3.OpPut(key, value, clientv3.WithLease(g.ID))).Commit()
+		if err != nil {
+			b.revoke(ctx, g.ID)
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+		}
+		if !tr.Succeeded {
+			b.revoke(ctx, g.ID)
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		}
+		b.revoke(ctx, lid)
+		l.Version, ttl = formatLeaseID(int64(g.ID)), g.TTL
+	}
+	l.ExpiresAt = start.Add(time.Duration(ttl) * time.Second)
+	return l, nil
+}
+
+// Release implements fxelection.Backend: it reads the key and, if it still
+// has lease.Term as its create revision, is attached to lease's etcd lease
+// and names lease.Holder, revokes that etcd lease, which deletes the key
+// in the same step (etcd deletes a lease's keys atomically with it). A key
+// attached to another etcd lease is never touched, so a stale Release
+// cannot remove a later holder's record. A lease that is no longer ours
+// (expired, taken over, already released, or a foreign value) is left
+// alone and nil is returned. The term survives: the next holder's create
+// revision is higher.
+func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
+	return b.redact(b.releaseLease(ctx, l))
+}
+
+func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	id, ok := parseLeaseID(l.Version)
+	if !ok {
+		return nil // not a lease this backend issued: nothing of ours to end
+	}
+	resp, err := b.client.Get(ctx, b.Key(l.Election))
+	if err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	kv := firstKV(resp.Kvs)
+	if kv == nil || kv.Lease != id || kv.CreateRevision <= 0 || uint64(kv.CreateRevision) != l.Term {
+		return nil
+	}
+	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder {
+		return nil
+	}
+	if _, err := b.client.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("release lease: revoke: %w", err)
+	}
+	return nil
+}
+
+// Get implements fxelection.Backend: the key's record and its etcd lease's
+// remaining TTL (TimeToLive), or fxelection.ErrNoLease when the key is
+// absent or its etcd lease has just expired. ExpiresAt is the local clock
+// plus the remaining TTL (whole seconds, as etcd reports it); it is for
+// display.
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.getLease(ctx, election)
+	return l, b.redact(err)
+}
+
+func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	resp, err := b.client.Get(ctx, b.Key(election))
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	kv := firstKV(resp.Kvs)
+	if kv == nil {
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	}
+	l, err := decodeKV(election, kv)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	ttl, err := b.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && ttl.TTL <= 0 {
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	}
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: time to live: %w", err)
+	}
+	l.ExpiresAt = time.Now().Add(time.Duration(ttl.TTL) * time.Second)
+	return l, nil
+}
+
+// firstKV returns the first of kvs, or nil.
+func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
+	if len(kvs) == 0 {
+		return nil
+	}
+	return kvs[0]
+}
+
+// decodeKV is decodeRecord for a key etcd returned.
+func decodeKV(election string, kv *mvccpb.KeyValue) (fxelection.Lease, error) {
+	return decodeRecord(election, storedKey{
+		Value:          kv.Value,
+		CreateRevision: kv.CreateRevision,
+		ModRevision:    kv.ModRevision,
+		Lease:          kv.Lease,
+	})
+}

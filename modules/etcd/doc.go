@@ -1,0 +1,107 @@
+// Package etcdlease is the etcd v3 backend for fxelection: leases live in
+// etcd, a Raft-replicated, linearizable key-value store, and expire by
+// etcd's own lease TTLs, so no client clock is ever compared with another's.
+// The term (fencing token) is an etcd revision, which only ever increases.
+// It uses go.etcd.io/etcd/client/v3 and lives in a Go module of its own, so
+// applications using the other backends do not get etcd's or gRPC's
+// dependencies. Tested with etcd 3.7.
+//
+// # Mapping
+//
+// Each election is one key, <prefix><election> (prefix "fxelection/" by
+// default), whose value is a small JSON record:
+//
+//	{"fxelection":1,"holder":"web-1","metadata":{"addr":"10.0.0.1:8080"},"duration_ms":15000}
+//
+// The key is attached to an etcd lease granted by the holder with a TTL of
+// the lease duration in whole seconds, rounded up (etcd may raise it to its
+// minimum TTL, 1.5 election timeouts: 2s with etcd's default 1s election
+// timeout). What the elector needs maps onto etcd as follows:
+//
+//   - Acquire: a linearizable read of the key; if it is absent (free,
+//     released or expired: etcd deletes a lease's keys when the lease ends)
+//     or holds the caller's own record, a Grant and one transaction: if the
+//     key is still absent (create revision 0) or unchanged (the mod revision
+//     read), put the record attached to the new etcd lease; else read it
+//     back to name the holder. A follower's poll is the read alone.
+//   - Term: the key's create revision, that is the revision of the
+//     transaction that created it. It stays the same while the holder
+//     renews or re-acquires (a put on an existing key keeps its create
+//     revision), and a new holder's key is created at a revision above every
+//     revision the cluster ever had.
+//   - Version: the etcd lease ID in hexadecimal.
+//   - Renew: KeepAliveOnce on the etcd lease, then a transaction comparing
+//     that the key's create revision is still the term and it is still
+//     attached to that etcd lease. Expiry is etcd's: server-authoritative.
+//   - Release: revoke the etcd lease after checking the key is still ours;
+//     etcd deletes the key with it, atomically. A key on another etcd lease
+//     is never touched.
+//   - Get: the key, plus the etcd lease's remaining TTL (TimeToLive) for
+//     ExpiresAt.
+//   - Push wake-up (fxelection.Notifier): one watch on the prefix for
+//     deletions.
+//
+// etcd's concurrency.Election offers the same fencing (its leader key's
+// create revision) with a different shape: candidates queue as keys and wait
+// on a watch of their predecessor. This package keeps the fxelection
+// contract (one key per election, followers poll or wake) so that the
+// elector, its renew deadline, metrics and watcher work unchanged.
+//
+// # Guarantees
+//
+// Terms strictly increase on every change of holder, survive release,
+// expiry, a delete from outside and a restart of etcd (revisions are
+// persisted in etcd's write-ahead log and backend), and stay the same while
+// one holder renews. Compaction removes old revisions of keys, never the
+// current one: it does not change any live key's create revision nor the
+// next revision, so it cannot make terms go back. It can only end a watch
+// that was resuming from a compacted revision; the push watch then starts
+// again at the current revision and wakes every subscriber once. Terms go
+// back only if etcd's data is replaced by an older copy: restoring a
+// snapshot restores its revision, so restore with etcdutl's revision bump
+// (by more than the writes since the snapshot) when terms fence writes.
+// Revisions are int64, so terms never pass fxelection.MaxTerm.
+//
+// Every etcd lease TTL is kept by the etcd leader. When leadership of the
+// etcd cluster moves, the new etcd leader gives every lease its full TTL
+// again, so an election's lease can only last longer than asked, never
+// shorter.
+//
+// # Partitions
+//
+// A leader cut off from the etcd majority (its own member isolated, or its
+// link to the cluster cut) cannot renew: keep-alives and transactions need
+// the etcd leader and a quorum, so Renew fails (or times out) and the
+// elector steps down when its RenewDeadline passes, measured from the start
+// of the last renewal that succeeded. On the majority side the etcd lease
+// expires no earlier than its TTL after that renewal reached the etcd
+// leader, which is after the renewal started, and LeaseDuration is longer
+// than RenewDeadline: so the old leader stops believing before another
+// candidate can acquire, assuming the two machines' clocks run at about the
+// same rate (not that they agree). A minority member cannot serve the
+// linearizable reads Acquire and Get use, so candidates behind it only
+// report errors; none of them can acquire. As always, guard external writes
+// with the term: a deposed leader paused longer than the margin still
+// carries an older term.
+//
+// # Foreign values
+//
+// A key under the prefix holding anything but a valid record gives an error
+// matching fxelection.ErrInvalidRecord from Acquire and Get, and is never
+// taken over; it goes away when its etcd lease expires (a key without an
+// etcd lease never would, and is invalid too). Valid means: at most 64 KiB
+// of UTF-8 JSON in the format above, nothing unknown or trailing, the
+// duration in (0, fxelection.MaxRecordDuration], the holder and metadata
+// accepted by fxelection.CheckLease (printable UTF-8, within the size
+// limits), a positive create revision and a mod revision not below it.
+// Renew reports fxelection.ErrLeaseLost and Release does nothing for such a
+// key. So nothing a foreign writer puts in etcd reaches an elector, its
+// metrics or a terminal unchecked.
+//
+// # Secrets
+//
+// Every error a Backend returns passes through fxelection.RedactError with
+// the client's password and token, and its user name when at least 4 bytes
+// long. The fxelection.backends.etcd module refuses endpoints with user
+// info, without quoting them.
+package etcdlease

@@ -1,0 +1,256 @@
+package etcdlease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/internal/moduletest"
+	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
+)
+
+const secret = "s3cr3t-PASSWORD-never-shown"
+
+// endpointsJSON is c's endpoints as a JSON array.
+func endpointsJSON(t testing.TB, eps []string) string {
+	b, err := json.Marshal(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestConfigModule: fxelection.backends.etcd decodes its settings,
+// provisions a client of its own, campaigns with it, and Cleanup closes
+// the client.
+func TestConfigModule(t *testing.T) {
+	c := sharedCluster(t)
+	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
+		"prefix": "reg/", "push": false, "dial_timeout": "3s"}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(*ConfigModule); !ok {
+		t.Fatalf("decoded %T", m)
+	}
+	b, cleanup, err := moduletest.Provision(t, ctxT(t), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fxelection.BackendName(b) != "etcd" {
+		t.Fatalf("name = %q", fxelection.BackendName(b))
+	}
+	if b.(*Backend).push {
+		t.Error(`"push": false did not disable push`)
+	}
+	e := electionName(t)
+	cand := startCandidate(t, b, e, "reg", nil)
+	waitLeader(t, []*candidate{cand}, leaderLimit)
+	admin := c.Client(t)
+	if resp, err := admin.Get(ctxT(t), "reg/"+e); err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("key reg/%s: %v, %v", e, resp, err)
+	}
+	if err := cand.e.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctxT(t), "x"); err == nil {
+		t.Fatal("Get after Cleanup succeeded: the client was not closed")
+	}
+}
+
+// TestConfigModuleDefaults: absent settings give the documented defaults.
+func TestConfigModuleDefaults(t *testing.T) {
+	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": ["localhost:1"]}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := moduletest.Provision(t, ctxT(t), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb := b.(*Backend)
+	if !eb.push || eb.prefix != DefaultKeyPrefix {
+		t.Fatalf("defaults: push=%v prefix=%q", eb.push, eb.prefix)
+	}
+	if eb.client.Ctx() == nil {
+		t.Fatal("no client")
+	}
+}
+
+// TestConfigModuleErrors: bad settings give errors naming the JSON path
+// (decoding) or the setting under the module's path (Validate), and the
+// password never appears in an error.
+func TestConfigModuleErrors(t *testing.T) {
+	env := map[string]string{"ETCD_PASSWORD": secret}
+	obj := func(rest string) string {
+		return `{"module": "fxelection.backends.etcd", "username": "app", "password": "{env.ETCD_PASSWORD}"` + rest + `}`
+	}
+	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
+	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key} }
+	moduletest.CheckErrors(t, env, []moduletest.Case{
+		{Settings: obj(``), Want: at("endpoints"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoints": []`), Want: at("endpoints"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": ["h:1"]`), Want: at("endpoint"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "endpoints": "h:1"`), Want: at("endpoints"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": [" "]`), Want: validate("endpoints"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["no-port"]`), Want: validate("endpoints"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://u:` + secret + `@h:1"]`), Want: validate("endpoints: endpoint 1 has user info"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1", "u:` + secret + `@h:1"]`), Want: validate("endpoint 2"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["unix://` + secret + `"]`), Want: validate("scheme"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://h:1/x?` + secret + `"]`), Want: validate("path or query"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://h:1"], "tls": true`), Want: validate("http:// but TLS"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["https://h:1", "http://h:2"]`), Want: validate("endpoint 2"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": "-1s"`), Want: validate("dial_timeout"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": 5`), Want: at("dial_timeout"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": ["h:1"], "cert_file": "c.pem"`), Want: validate("key_file"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "push": "false"`), Want: at("push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": ["h:1"], "prefix": "a\nb"`), Want: validate("prefix"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": "{env.ETCD_PASSWORD}"}`, Want: validate("username"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "username": "app"}`, Want: validate("password"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": 5}`, Want: at("password"), Is: config.ErrWrongType},
+	}, secret)
+}
+
+// TestOptionsValidateBothPaths: the plain constructor and the module share
+// Options.Validate, so they refuse the same prefixes.
+func TestOptionsValidateBothPaths(t *testing.T) {
+	client := etcdtest.NewClient(t, "localhost:1")
+	for _, prefix := range []string{"a\x00", "\x1b[31m", "\xff", strings.Repeat("p", maxPrefixLen+1)} {
+		if _, err := New(client, Options{KeyPrefix: prefix}); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Options.KeyPrefix") {
+			t.Errorf("New with prefix %q: %v, want ErrInvalidOptions naming Options.KeyPrefix", prefix, err)
+		}
+		m := &ConfigModule{Endpoints: []string{"h:1"}, Prefix: prefix}
+		if err := m.Validate(); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "prefix") {
+			t.Errorf("module with prefix %q: %v, want ErrInvalidOptions naming prefix", prefix, err)
+		}
+	}
+	for _, prefix := range []string{"", "app/", "a:b/c:", "élection/"} {
+		if _, err := New(client, Options{KeyPrefix: prefix}); err != nil {
+			t.Errorf("New with prefix %q: %v", prefix, err)
+		}
+		if err := (&ConfigModule{Endpoints: []string{"h:1"}, Prefix: prefix}).Validate(); err != nil {
+			t.Errorf("module with prefix %q: %v", prefix, err)
+		}
+	}
+	if _, err := New(nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("New(nil): %v, want ErrInvalidOptions", err)
+	}
+}
+
+// TestConfigModuleAuth: on an etcd with authentication on, the module's
+// client authenticates with username and password; a wrong password fails
+// the start, and no error shows it.
+func TestConfigModuleAuth(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{})
+	admin := c.Client(t)
+	for _, step := range []func() error{
+		func() error { _, err := admin.UserAdd(ctxT(t), "root", secret); return err },
+		func() error { _, err := admin.UserGrantRole(ctxT(t), "root", "root"); return err },
+		func() error { _, err := admin.AuthEnable(ctxT(t)); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	provision := func(pw string) (fxelection.Backend, error) {
+		t.Helper()
+		m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
+			"username": "root", "password": "{env.PW}"}`, map[string]string{"PW": pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := moduletest.Provision(t, ctxT(t), m)
+		return b, err
+	}
+	const wrong = "wrong-PASSWORD-never-shown"
+	if _, err := provision(wrong); err == nil || strings.Contains(err.Error(), wrong) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Provision with a wrong password: %v", err)
+	}
+	b, err := provision(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("Get with the right password: %v", err)
+	}
+	cand := startCandidate(t, b, electionName(t), "auth", nil)
+	waitLeader(t, []*candidate{cand}, leaderLimit)
+	if err := cand.e.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestModule: the fx module builds the Backend from the app's client (and
+// optional Options) and an elector campaigns with it; the client stays the
+// app's.
+func TestModule(t *testing.T) {
+	c := sharedCluster(t)
+	var e *fxelection.Elector
+	var eb *Backend
+	app := fxtest.New(t,
+		// The test owns the client (closed when it ends), as an app would.
+		fx.Provide(func() *clientv3.Client { return etcdtest.NewClient(t, c.Endpoints()...) }),
+		fx.Supply(Options{KeyPrefix: "fx/"}),
+		Module,
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: faultLease, RenewDeadline: faultRenew, RetryPeriod: faultRetry}),
+		fxelection.Module,
+		fx.Populate(&e, &eb),
+	)
+	app.RequireStart()
+	testserver.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	if k := eb.Key("fx-module"); k != "fx/fx-module" {
+		t.Fatalf("Options from the graph not used: %s", k)
+	}
+	if e.BackendName() != "etcd" {
+		t.Fatalf("backend name %q", e.BackendName())
+	}
+	app.RequireStop()
+	if _, err := newBackend(t, Options{KeyPrefix: "fx/"}, c.Endpoints()...).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("lease after fx stop: %v, want released", err)
+	}
+	if _, err := eb.Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("the app's client was closed by the module: %v", err)
+	}
+}
+
+// FuzzConfigModuleSettings: whatever endpoints and prefix a document holds,
+// decoding and validating the module never panics, and no error shows the
+// password or the user info pasted into an endpoint.
+func FuzzConfigModuleSettings(f *testing.F) {
+	f.Add("http://", "@127.0.0.1:2379", "app/")
+	f.Add("", "@h:1", "x\x00")
+	f.Add("u", "@[::1]:2379/0", "")
+	f.Add("https://app", "@etcd.example:2379?x=1", "\xff")
+	f.Fuzz(func(t *testing.T, before, after, prefix string) {
+		const pw = "Fz-pw-7d21"
+		ep := before + ":" + pw + after
+		raw, err := json.Marshal(map[string]any{
+			"module": "fxelection.backends.etcd", "endpoints": []string{"h:1", ep}, "prefix": prefix, "username": "user", "password": pw,
+		})
+		if err != nil {
+			return // not representable as JSON: nothing to decode
+		}
+		m, err := moduletest.Decode(string(raw), nil)
+		if err == nil {
+			if _, ok := m.(*ConfigModule); !ok {
+				t.Fatalf("decoded %T", m)
+			}
+			return
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Fatalf("error %q shows the password", err)
+		}
+	})
+}
