@@ -33,6 +33,7 @@ var (
 	_ Backend      = (*MemoryBackend)(nil)
 	_ Notifier     = (*MemoryBackend)(nil)
 	_ NamedBackend = (*MemoryBackend)(nil)
+	_ BatchRenewer = (*MemoryBackend)(nil)
 )
 
 // NewMemoryBackend returns an empty in-memory backend.
@@ -107,6 +108,29 @@ func (m *MemoryBackend) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.renew(lease)
+}
+
+// RenewBatch implements BatchRenewer: every lease renewed as Renew would,
+// under one acquisition of the lock.
+func (m *MemoryBackend) RenewBatch(ctx context.Context, leases []Lease) []RenewResult {
+	out := make([]RenewResult, len(leases))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, l := range leases {
+		out[i].Lease, out[i].Err = m.renew(l)
+	}
+	return out
+}
+
+// renew is Renew with m.mu held.
+func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
 	ent, cur, held, err := m.current(lease.Election)
 	if err != nil {
 		return Lease{}, err

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,7 @@ type options struct {
 	leadTimeout time.Duration
 	pgConns     int
 	child       string
+	memProfile  string
 }
 
 func main() {
@@ -69,6 +71,7 @@ func main() {
 	flag.DurationVar(&o.leadTimeout, "lead-timeout", 2*time.Minute, "give up waiting for all to lead after this")
 	flag.IntVar(&o.pgConns, "pg-conns", 0, "Postgres pool size (0: pgxpool's default)")
 	flag.StringVar(&o.child, "child", "", "internal: run one measurement, backend:n")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the steady state to this file (with -child)")
 	flag.Parse()
 	if o.child != "" {
 		if err := runChild(o); err != nil {
@@ -185,6 +188,20 @@ func (c *counting) Release(ctx context.Context, l fxelection.Lease) error {
 func (c *counting) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	c.roundTrips.Add(1)
 	return c.b.Get(ctx, election)
+}
+
+// RenewBatch forwards the batch capability, as one round trip, when the
+// backend has it.
+func (c *counting) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	c.roundTrips.Add(1)
+	if br, ok := c.b.(fxelection.BatchRenewer); ok {
+		return br.RenewBatch(ctx, leases)
+	}
+	out := make([]fxelection.RenewResult, len(leases))
+	for i, l := range leases {
+		out[i].Lease, out[i].Err = c.b.Renew(ctx, l)
+	}
+	return out
 }
 
 func (c *counting) BackendName() string { return fxelection.BackendName(c.b) }
@@ -441,6 +458,12 @@ func runChild(o options) error {
 	cpu1 := cpuTime()
 	rt1, ops1, ren1, err1, lost1 := be.roundTrips.Load(), obs.ops.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load()
 	end := takeSnapshot(true)
+	if o.memProfile != "" {
+		if f, err := os.Create(o.memProfile); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+	}
 
 	res.CPUCores = (cpu1 - cpu0).Seconds() / window.Seconds()
 	res.OpsPerSec = float64(ops1-ops0) / window.Seconds()
@@ -462,10 +485,16 @@ func runChild(o options) error {
 			}
 		})
 	}
-	wg.Wait()
-	res.StopSeconds = time.Since(stopStart).Seconds()
-	time.Sleep(100 * time.Millisecond)
-	res.LeftGoroutine = runtime.NumGoroutine() - base.goroutines
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+		res.StopSeconds = time.Since(stopStart).Seconds()
+		time.Sleep(100 * time.Millisecond)
+		res.LeftGoroutine = runtime.NumGoroutine() - base.goroutines
+	case <-time.After(o.leadTimeout):
+		res.StopSeconds, res.LeftGoroutine = -1, -1 // gave up
+	}
 	res.LoadAfter = loadAvg()
 	fmt.Fprintf(os.Stderr, "%s E=%d: all lead %v after %.2fs; renewals %d (errors %d); stop %.2fs; goroutines left %d\n",
 		kind, n, res.AllLead, res.LeadSeconds, res.Renewals, res.RenewErrors, res.StopSeconds, res.LeftGoroutine)
