@@ -39,7 +39,11 @@ type Elector struct {
 	// mail carries a token when requests wait in mailbox or events were
 	// signalled while the loop runs (not parked).
 	mail chan struct{}
-	disp *dispatcher
+	// disp delivers callbacks; created on first use after Start (see
+	// callbacks), so an elector whose callbacks never run has none.
+	disp atomic.Pointer[dispatcher]
+	// canDispatch is set by Start: callbacks are delivered from then on.
+	canDispatch atomic.Bool
 	// batch sends renewals in batches with other electors on the same
 	// backend when it implements BatchRenewer (nil otherwise); set by
 	// Start.
@@ -73,9 +77,10 @@ type Elector struct {
 	stopped     bool
 	cancel      context.CancelFunc
 	loopDone    chan struct{}
-	listenDone  chan struct{} // closed when the push listener goroutine ends
+	listenDone  chan struct{} // closed when the push subscription is cancelled
+	unsub       func()        // the push subscription's cancel, for Stop
 	term        *leaderTerm
-	finalLease  Lease // lease to release on Stop, set by the loop on exit
+	finalLease  *Lease // lease to release on Stop, set by the loop on exit
 	leader      Lease
 	leaderKnown bool
 	lastContact time.Time
@@ -92,8 +97,8 @@ type leaderTerm struct {
 	lastRenew time.Time   // start of the last successful acquire/renew
 	deadline  time.Time   // lastRenew + RenewDeadline
 	ended     bool        // stepDown ran (guarded by Elector.mu)
-	// startedDone is closed when OnStartedLeading has returned (at once
-	// when there is none): OnStoppedLeading waits for it.
+	// startedDone is closed when OnStartedLeading has returned (nil when
+	// there is none): OnStoppedLeading waits for it.
 	startedDone chan struct{}
 }
 
@@ -142,6 +147,9 @@ type result struct {
 	err     error
 }
 
+// discardLogger is the logger of electors without Config.Logger, shared.
+var discardLogger = slog.New(slog.DiscardHandler)
+
 // New returns an Elector for cfg on backend. It validates cfg (filling in
 // defaults) and returns an error naming the first bad field. It does no I/O.
 func New(cfg Config, backend Backend) (*Elector, error) {
@@ -152,15 +160,15 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := discardLogger
+	if cfg.Logger != nil {
+		log = cfg.Logger.With("election", cfg.Name, "identity", cfg.Identity)
 	}
 	e := &Elector{
 		cfg:     cfg,
 		backend: backend,
 		kind:    BackendName(backend),
-		log:     log.With("election", cfg.Name, "identity", cfg.Identity),
+		log:     log,
 		wake:    make(chan struct{}, 1),
 		mail:    make(chan struct{}, 1),
 	}
@@ -264,13 +272,12 @@ func (e *Elector) Start(ctx context.Context) error {
 	// The loop must outlive Start's context (fx cancels OnStart contexts).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
-	e.disp = newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	e.canDispatch.Store(true)
 	e.batch = joinBatcher(e.backend)
 	if e.notifier != nil {
 		e.listenDone = make(chan struct{})
 		go e.listen(runCtx, e.listenDone)
 	}
-	context.AfterFunc(runCtx, func() { e.signal(evStop, true) })
 	go e.run(runCtx)
 	e.log.Debug("elector started")
 	return nil
@@ -325,6 +332,13 @@ func (e *Elector) Stop(ctx context.Context) error {
 	defer b.close()
 
 	cancel()
+	e.signal(evStop, false) // a parked leadership wakes to step down
+	if unsub := e.takeUnsubscribe(); unsub != nil {
+		go func() {
+			defer close(listenDone)
+			unsub()
+		}()
+	}
 	var errs []error
 	if lctx := b.ctx(); !waitFor(lctx, loopDone) {
 		errs = append(errs, e.abandonLoop(lctx.Err()))
@@ -339,8 +353,8 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	final := e.finalLease
 	e.mu.Unlock()
-	if !final.IsZero() && !e.cfg.KeepLeaseOnStop {
-		if err := e.stopRelease(b.ctx(), final); err != nil {
+	if final != nil && !final.IsZero() && !e.cfg.KeepLeaseOnStop {
+		if err := e.stopRelease(b.ctx(), *final); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -350,7 +364,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	}
 	e.detached.Store(true)
 	e.broadcast(Event{Kind: EventDetached})
-	if dctx := b.ctx(); !waitFor(dctx, e.disp.closed()) {
+	if dctx := b.ctx(); !waitFor(dctx, e.callbacks().closed()) {
 		e.log.Warn("callbacks still running at the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: callbacks still running: %w", dctx.Err()))
 	}
@@ -762,19 +776,47 @@ func (e *Elector) poke() {
 // listen runs the push wake-up subscription on a goroutine of its own, so
 // that a Subscribe or cancel that blocks (a hung store) can delay neither
 // the campaign loop nor Stop. The goroutine ends once Subscribe has
-// returned; the cancel then runs when ctx is done, on a goroutine of its
-// own (context.AfterFunc), and done is closed after it returns. No
-// goroutine is parked for the subscription in between. If Subscribe
-// returns after the elector stopped, the subscription is cancelled at once.
+// returned, leaving the cancel for Stop (which runs it on a goroutine of
+// its own and closes done after it returns): no goroutine waits for the
+// subscription in between. If Subscribe returns after Stop began, the
+// subscription is cancelled at once, here.
 func (e *Elector) listen(ctx context.Context, done chan struct{}) {
 	cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
+	if cancel == nil {
+		cancel = func() {}
+	}
+	e.mu.Lock()
+	stopping := ctx.Err() != nil // Stop cancels ctx before it looks for unsub
+	if !stopping {
+		e.unsub = cancel
+	}
+	e.mu.Unlock()
 	e.subscribed.Store(true)
-	context.AfterFunc(ctx, func() {
+	if stopping {
 		defer close(done)
-		if cancel != nil {
-			cancel()
-		}
-	})
+		cancel()
+	}
+}
+
+// takeUnsubscribe returns the push subscription's cancel for Stop, once.
+func (e *Elector) takeUnsubscribe() func() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := e.unsub
+	e.unsub = nil
+	return u
+}
+
+// callbacks returns the elector's callback dispatcher, creating it.
+func (e *Elector) callbacks() *dispatcher {
+	if d := e.disp.Load(); d != nil {
+		return d
+	}
+	d := newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	if e.disp.CompareAndSwap(nil, d) {
+		return d
+	}
+	return e.disp.Load()
 }
 
 // run is the campaign loop: campaign, lead, repeat. One goroutine at a
@@ -1106,7 +1148,6 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 	t := &leaderTerm{
 		lease: lease, ctx: ContextWithLease(tctx, lease.Clone()), cancel: cancel,
 		lastRenew: start, deadline: start.Add(e.cfg.RenewDeadline),
-		startedDone: make(chan struct{}),
 	}
 	// The timer, not the loop, ends belief at the deadline: a backend call
 	// that ignores its context cannot stretch leadership. It also wakes a
@@ -1118,7 +1159,7 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 
 	e.mu.Lock()
 	e.term = t
-	e.finalLease = Lease{}
+	e.finalLease = nil
 	e.mu.Unlock()
 	e.observeLeader(lease)
 	e.log.Info("leadership acquired", "term", lease.Term)
@@ -1126,12 +1167,13 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 
 	run := e.cfg.Callbacks.OnStartedLeading
 	if run == nil {
-		// Nothing to run: no callback goroutine to start.
-		close(t.startedDone)
+		// Nothing to run: no callback goroutine to start, and nothing for
+		// OnStoppedLeading to wait for (startedDone stays nil).
 		return t
 	}
+	t.startedDone = make(chan struct{})
 	e.work.add()
-	queued := e.disp.enqueue(PanicInStartedLeading, func() {
+	queued := e.callbacks().enqueue(PanicInStartedLeading, func() {
 		// Wait until the goroutine runs the callback, so that no later
 		// callback can overtake its start.
 		began := make(chan struct{})
@@ -1161,6 +1203,9 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 // returns promptly. One that does not is given StopTimeout, then
 // OnStoppedLeading is delivered anyway.
 func (e *Elector) awaitStarted(t *leaderTerm) {
+	if t.startedDone == nil {
+		return
+	}
 	select {
 	case <-t.startedDone:
 		return
@@ -1210,7 +1255,8 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	}
 	e.leader, e.leaderKnown = Lease{}, false
 	if keep {
-		e.finalLease = t.lease
+		final := t.lease
+		e.finalLease = &final
 	}
 	e.mu.Unlock()
 	level := slog.LevelWarn
@@ -1221,7 +1267,7 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
 	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
 		l := t.lease.Clone()
-		e.disp.enqueue(PanicInStoppedLeading, func() {
+		e.callbacks().enqueue(PanicInStoppedLeading, func() {
 			e.awaitStarted(t)
 			cb(l, reason)
 		}, false)
@@ -1256,7 +1302,7 @@ func (e *Elector) observeLeader(l Lease) {
 	e.observe(Event{Kind: EventNewLeader, Lease: l.Clone()})
 	if cb := e.cfg.Callbacks.OnNewLeader; cb != nil {
 		l = l.Clone()
-		e.disp.enqueue(PanicInNewLeader, func() { cb(l) }, true)
+		e.callbacks().enqueue(PanicInNewLeader, func() { cb(l) }, true)
 	}
 }
 
@@ -1277,7 +1323,7 @@ func (e *Elector) fail(op string, err error) {
 	e.mu.Unlock()
 	e.log.Warn("election error", "op", op, "error", err)
 	if cb := e.cfg.Callbacks.OnError; cb != nil {
-		e.disp.enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
+		e.callbacks().enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
 	}
 }
 

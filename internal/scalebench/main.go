@@ -58,6 +58,7 @@ type options struct {
 	pgConns     int
 	child       string
 	memProfile  string
+	cpuProfile  string
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.DurationVar(&o.leadTimeout, "lead-timeout", 2*time.Minute, "give up waiting for all to lead after this")
 	flag.IntVar(&o.pgConns, "pg-conns", 0, "Postgres pool size (0: pgxpool's default)")
 	flag.StringVar(&o.child, "child", "", "internal: run one measurement, backend:n")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measuring window to this file (with -child)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the steady state to this file (with -child)")
 	flag.Parse()
 	if o.child != "" {
@@ -453,7 +455,17 @@ func runChild(o options) error {
 	obs.hist.reset()
 	rt0, ops0, ren0, err0, lost0 := be.roundTrips.Load(), obs.ops.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load()
 	cpu0, t0 := cpuTime(), time.Now()
+	if o.cpuProfile != "" {
+		if f, err := os.Create(o.cpuProfile); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+			}
+		}
+	}
 	time.Sleep(time.Duration(o.periods) * o.retry)
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	window := time.Since(t0)
 	cpu1 := cpuTime()
 	rt1, ops1, ren1, err1, lost1 := be.roundTrips.Load(), obs.ops.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load()
