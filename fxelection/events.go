@@ -23,8 +23,9 @@ const (
 
 // Callbacks are user hooks for leadership changes. None of them runs on the
 // elector's renewal goroutine: they are called in order from one delivery
-// goroutine per elector (OnStartedLeading gets a goroutine of its own), so a
-// slow handler delays only later callbacks, never a renewal. Leadership
+// goroutine per elector, which runs only while callbacks wait
+// (OnStartedLeading gets a goroutine of its own), so a slow handler delays
+// only later callbacks, never a renewal. Leadership
 // callbacks are never dropped while the elector runs; OnNewLeader and
 // OnError calls are dropped while more than 1024 callbacks wait behind a
 // blocked handler.

@@ -272,7 +272,7 @@ func (h *histogram) quantile(q float64) float64 {
 		total += h.b[i].Load()
 	}
 	if total == 0 {
-		return math.NaN()
+		return -1 // no renewal succeeded
 	}
 	want := int64(math.Ceil(q * float64(total)))
 	var seen int64
@@ -282,7 +282,7 @@ func (h *histogram) quantile(q float64) float64 {
 			return math.Pow(histGrowth, float64(i+1)) / 1000
 		}
 	}
-	return math.NaN()
+	return -1
 }
 
 type snapshot struct {
