@@ -23,7 +23,11 @@ type MemoryBackend struct {
 }
 
 type memEntry struct {
-	raw      []byte    // nil when nobody holds the lease
+	raw []byte // nil when nobody holds the lease
+	// lease is raw decoded, when cached is set (raw written by write, not
+	// PutRaw), so that renewals do not decode and encode the record again.
+	lease    Lease
+	cached   bool
 	version  uint64    // changes on every write
 	expires  time.Time // local monotonic clock
 	lastTerm uint64    // survives release
@@ -54,9 +58,12 @@ func (m *MemoryBackend) current(election string) (*memEntry, Lease, bool, error)
 	if ent.raw == nil || !time.Now().Before(ent.expires) {
 		return ent, Lease{}, false, nil
 	}
-	l, err := UnmarshalRecord(ent.raw)
-	if err != nil {
-		return ent, Lease{}, false, err
+	l := ent.lease
+	if !ent.cached {
+		var err error
+		if l, err = UnmarshalRecord(ent.raw); err != nil {
+			return ent, Lease{}, false, err
+		}
 	}
 	l.Version = strconv.FormatUint(ent.version, 10)
 	l.ExpiresAt = ent.expires
@@ -70,6 +77,8 @@ func (m *MemoryBackend) write(ent *memEntry, l Lease) (Lease, error) {
 	}
 	m.version++
 	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(l.Duration)
+	ent.lease, ent.cached = l.Clone(), true
+	ent.lease.Version, ent.lease.ExpiresAt = "", time.Time{}
 	l.Version = strconv.FormatUint(ent.version, 10)
 	l.ExpiresAt = ent.expires
 	return l, nil
@@ -138,6 +147,14 @@ func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
 	if !held || cur.Holder != lease.Holder || cur.Term != lease.Term {
 		return Lease{}, ErrLeaseLost
 	}
+	cur.Metadata = lease.Metadata // the same content: shared, read-only
+	if ent.cached && cur.Duration == lease.Duration {
+		// The record does not change: extend it without encoding it again.
+		m.version++
+		ent.version, ent.expires = m.version, time.Now().Add(cur.Duration)
+		cur.Version, cur.ExpiresAt = strconv.FormatUint(ent.version, 10), ent.expires
+		return cur, nil
+	}
 	cur.Duration = lease.Duration
 	return m.write(ent, cur)
 }
@@ -154,7 +171,7 @@ func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 		return nil // not ours (or unreadable, so not ours either)
 	}
 	m.version++
-	ent.raw, ent.version = nil, m.version
+	ent.raw, ent.version, ent.lease, ent.cached = nil, m.version, Lease{}, false
 	m.hub.Wake(lease.Election)
 	return nil
 }
@@ -194,4 +211,5 @@ func (m *MemoryBackend) PutRaw(election string, raw []byte, ttl time.Duration) {
 	}
 	m.version++
 	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(ttl)
+	ent.lease, ent.cached = Lease{}, false
 }

@@ -107,6 +107,8 @@ type result struct {
 	RenewP99      float64 `json:"renew_p99_ms"`
 	RenewMax      float64 `json:"renew_max_ms"`
 	Renewals      int64   `json:"renewals"`
+	MeanBatch     float64 `json:"mean_batch"`
+	BatchP99      float64 `json:"batch_call_p99_ms"`
 	RenewErrors   int64   `json:"renew_errors"`
 	Lost          int64   `json:"lost"`
 	StopSeconds   float64 `json:"stop_s"`
@@ -170,6 +172,9 @@ func lastLine(b []byte) []byte {
 type counting struct {
 	b          fxelection.Backend
 	roundTrips atomic.Int64
+	batches    atomic.Int64 // RenewBatch calls
+	batched    atomic.Int64 // leases in them
+	batchTime  histogram    // RenewBatch call durations
 }
 
 func (c *counting) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
@@ -196,6 +201,10 @@ func (c *counting) Get(ctx context.Context, election string) (fxelection.Lease, 
 // backend has it.
 func (c *counting) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
 	c.roundTrips.Add(1)
+	c.batches.Add(1)
+	c.batched.Add(int64(len(leases)))
+	start := time.Now()
+	defer func() { c.batchTime.add(time.Since(start)) }()
 	if br, ok := c.b.(fxelection.BatchRenewer); ok {
 		return br.RenewBatch(ctx, leases)
 	}
@@ -453,6 +462,8 @@ func runChild(o options) error {
 	// then measure a steady window.
 	time.Sleep(o.retry)
 	obs.hist.reset()
+	be.batchTime.reset()
+	b0, bl0 := be.batches.Load(), be.batched.Load()
 	rt0, ops0, ren0, err0, lost0 := be.roundTrips.Load(), obs.ops.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load()
 	cpu0, t0 := cpuTime(), time.Now()
 	if o.cpuProfile != "" {
@@ -477,6 +488,10 @@ func runChild(o options) error {
 		}
 	}
 
+	if b := be.batches.Load() - b0; b > 0 {
+		res.MeanBatch = float64(be.batched.Load()-bl0) / float64(b)
+		res.BatchP99 = be.batchTime.quantile(0.99)
+	}
 	res.CPUCores = (cpu1 - cpu0).Seconds() / window.Seconds()
 	res.OpsPerSec = float64(ops1-ops0) / window.Seconds()
 	res.RoundTrips = float64(rt1-rt0) / (window.Seconds() / o.retry.Seconds())
@@ -508,8 +523,8 @@ func runChild(o options) error {
 		res.StopSeconds, res.LeftGoroutine = -1, -1 // gave up
 	}
 	res.LoadAfter = loadAvg()
-	fmt.Fprintf(os.Stderr, "%s E=%d: all lead %v after %.2fs; renewals %d (errors %d); stop %.2fs; goroutines left %d\n",
-		kind, n, res.AllLead, res.LeadSeconds, res.Renewals, res.RenewErrors, res.StopSeconds, res.LeftGoroutine)
+	fmt.Fprintf(os.Stderr, "%s E=%d: all lead %v after %.2fs; renewals %d (errors %d); mean batch %.1f, batch call p99 %.2f ms; stop %.2fs; goroutines left %d\n",
+		kind, n, res.AllLead, res.LeadSeconds, res.Renewals, res.RenewErrors, res.MeanBatch, res.BatchP99, res.StopSeconds, res.LeftGoroutine)
 	out, err := json.Marshal(res)
 	if err != nil {
 		return err
