@@ -90,11 +90,12 @@ type batcher struct {
 
 // renewReq is one elector's renewal waiting in a batcher.
 type renewReq struct {
-	ctx   context.Context
-	lease Lease
-	done  chan struct{} // closed when out and err are set
-	out   Lease
-	err   error
+	ctx      context.Context
+	deadline time.Time
+	lease    Lease
+	done     chan struct{} // closed when out and err are set
+	out      Lease
+	err      error
 	// batch is the batch carrying the request once it has been sent
 	// (guarded by batcher.mu); abandoned marks a request whose elector
 	// stopped waiting before that.
@@ -153,9 +154,10 @@ func leaveBatcher(b Backend, bt *batcher) {
 }
 
 // renew queues lease for the next batch and waits for its result, or until
-// ctx is done.
-func (bt *batcher) renew(ctx context.Context, lease Lease) (Lease, error) {
-	req := &renewReq{ctx: ctx, lease: lease, done: make(chan struct{})}
+// ctx is done or deadline passes (context.DeadlineExceeded). The batch
+// carrying it is bounded by the latest deadline of its renewals.
+func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (Lease, error) {
+	req := &renewReq{ctx: ctx, deadline: deadline, lease: lease, done: make(chan struct{})}
 	bt.mu.Lock()
 	bt.queue = append(bt.queue, req)
 	start := !bt.running
@@ -182,6 +184,9 @@ func (bt *batcher) renew(ctx context.Context, lease Lease) (Lease, error) {
 	if cancel != nil {
 		cancel()
 	}
+	if !time.Now().Before(deadline) {
+		return Lease{}, context.DeadlineExceeded
+	}
 	return Lease{}, ctx.Err()
 }
 
@@ -205,8 +210,8 @@ func (bt *batcher) run() {
 				continue
 			}
 			batch = append(batch, q)
-			if d, ok := q.ctx.Deadline(); ok && d.After(deadline) {
-				deadline = d
+			if q.deadline.After(deadline) {
+				deadline = q.deadline
 			}
 		}
 		clear(bt.queue[:n])

@@ -1099,19 +1099,24 @@ func (e *Elector) resign(ctx context.Context, t *leaderTerm, r request) StopReas
 // why.
 func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, ended bool) {
 	renewStart := time.Now()
-	rctx, cancel := context.WithDeadline(ctx, t.deadline)
 	end := e.during(OpRenew)
 	var (
-		l   Lease
-		err error
+		l        Lease
+		err      error
+		timedOut bool // the renew deadline ended the call
 	)
 	if e.batch != nil {
-		l, err = e.batch.renew(rctx, t.lease)
+		// The leader context is done at the renew deadline and on Stop:
+		// no context of its own is needed per renewal.
+		l, err = e.batch.renew(t.ctx, t.deadline, t.lease)
+		timedOut = errors.Is(err, context.DeadlineExceeded)
 	} else {
+		rctx, cancel := context.WithDeadline(ctx, t.deadline)
 		l, err = e.backend.Renew(rctx, t.lease)
+		timedOut = rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded)
+		cancel()
 	}
 	end()
-	cancel()
 	err = RedactError(err)
 	took := time.Since(renewStart)
 	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
@@ -1129,10 +1134,10 @@ func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, 
 	case ctx.Err() != nil:
 		return e.stepDown(t, ReasonStopped, true), true
 	default:
-		if rctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
-			e.fail(OpRenew, err)
-		} else {
+		if timedOut {
 			e.fail(OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
+		} else {
+			e.fail(OpRenew, err)
 		}
 		e.ls.failures++
 		// Retry sooner than RetryPeriod: the deadline is running out.
