@@ -75,18 +75,23 @@ func renewSlot(t time.Time, p time.Duration) time.Time {
 }
 
 // batcher sends the renewals of every elector sharing one BatchRenewer in
-// batches. Its goroutine is started by the renewal that finds none
-// running and ends when no renewal waits, so an idle batcher costs nothing
-// and needs no stop.
+// batches. Its sender goroutines are started by renewals that find every
+// sender busy with a batch in flight (at most maxSenders at once, so that
+// renewals arriving during a slow round trip need not wait for it), and end
+// when no renewal waits: an idle batcher costs nothing and needs no stop.
 type batcher struct {
 	b    BatchRenewer
 	kind string // BackendName, for errors
 
 	mu      sync.Mutex
 	queue   []*renewReq
-	running bool
+	senders int // sender goroutines running
+	sending int // of which with a batch in flight
 	refs    int // electors using it (guarded by batchers.mu)
 }
+
+// maxSenders bounds the batches one backend has in flight at once.
+const maxSenders = 4
 
 // renewReq is one elector's renewal waiting in a batcher.
 type renewReq struct {
@@ -160,8 +165,10 @@ func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (
 	req := &renewReq{ctx: ctx, deadline: deadline, lease: lease, done: make(chan struct{})}
 	bt.mu.Lock()
 	bt.queue = append(bt.queue, req)
-	start := !bt.running
-	bt.running = true
+	start := bt.senders == bt.sending && bt.senders < maxSenders
+	if start {
+		bt.senders++
+	}
 	bt.mu.Unlock()
 	if start {
 		go bt.run()
@@ -190,7 +197,7 @@ func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (
 	return Lease{}, ctx.Err()
 }
 
-// run sends batches until no renewal waits.
+// run is one sender: it sends batches until no renewal waits.
 func (bt *batcher) run() {
 	for {
 		// Renewals that fell due in the same slot are waking now: let them
@@ -199,7 +206,10 @@ func (bt *batcher) run() {
 		bt.mu.Lock()
 		n := min(len(bt.queue), MaxRenewBatch)
 		if n == 0 {
-			bt.running, bt.queue = false, nil
+			bt.senders--
+			if bt.senders == 0 {
+				bt.queue = nil
+			}
 			bt.mu.Unlock()
 			return
 		}
@@ -229,11 +239,15 @@ func (bt *batcher) run() {
 		for _, q := range batch {
 			q.batch = s
 		}
+		bt.sending++
 		bt.mu.Unlock()
 		if len(batch) > 0 {
 			bt.send(ctx, batch)
 		}
 		s.cancel()
+		bt.mu.Lock()
+		bt.sending--
+		bt.mu.Unlock()
 	}
 }
 

@@ -197,9 +197,12 @@ func (c *counting) Get(ctx context.Context, election string) (fxelection.Lease, 
 	return c.b.Get(ctx, election)
 }
 
-// RenewBatch forwards the batch capability, as one round trip, when the
-// backend has it.
-func (c *counting) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+// countingBatch is counting for a backend with the batch capability,
+// which it forwards.
+type countingBatch struct{ *counting }
+
+// RenewBatch forwards the batch capability, as one round trip.
+func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
 	c.roundTrips.Add(1)
 	c.batches.Add(1)
 	c.batched.Add(int64(len(leases)))
@@ -420,6 +423,10 @@ func runChild(o options) error {
 	}
 	defer teardown()
 	be := &counting{b: inner}
+	var shared fxelection.Backend = be
+	if _, ok := inner.(fxelection.BatchRenewer); ok {
+		shared = countingBatch{be}
+	}
 	obs := &observer{}
 	res := result{Backend: kind, N: n, LoadBefore: loadAvg(), Expected: float64(n) / o.retry.Seconds()}
 
@@ -437,7 +444,7 @@ func runChild(o options) error {
 		e, err := fxelection.New(fxelection.Config{
 			Name: "e" + strconv.Itoa(i), Identity: "bench",
 			LeaseDuration: o.lease, RenewDeadline: o.deadline, RetryPeriod: o.retry,
-		}, be)
+		}, shared)
 		if err != nil {
 			return err
 		}
