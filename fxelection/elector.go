@@ -26,6 +26,11 @@ import (
 // can act as leader after another took over. Use the fencing term
 // (LeaseFromContext) to make such late writes harmless.
 //
+// A leader waiting for its next renewal holds no goroutine (its
+// leadership runs on timer and request events, see run), and electors that
+// share a backend implementing BatchRenewer renew in batches, so one
+// process can run many elections.
+//
 // An Elector is safe for concurrent use. Start it once; after Stop it cannot
 // be started again.
 type Elector struct {

@@ -163,7 +163,7 @@ func (s *suite) manyElections(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(3 * tm.RetryPeriod)
+	time.Sleep(2 * tm.RetryPeriod) // every one renews at least once
 	for i, e := range es {
 		if !e.IsLeader() {
 			t.Fatalf("elector %d stopped leading", i)
