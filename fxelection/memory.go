@@ -24,9 +24,11 @@ type MemoryBackend struct {
 
 type memEntry struct {
 	raw []byte // nil when nobody holds the lease
-	// lease is raw decoded, when cached is set (raw written by write, not
-	// PutRaw), so that renewals do not decode and encode the record again.
-	lease    Lease
+	// holder, term and dur are raw's, when cached is set (raw written by
+	// write, not PutRaw), so that a renewal need not decode the record.
+	holder   string
+	term     uint64
+	dur      time.Duration
 	cached   bool
 	version  uint64    // changes on every write
 	expires  time.Time // local monotonic clock
@@ -58,12 +60,9 @@ func (m *MemoryBackend) current(election string) (*memEntry, Lease, bool, error)
 	if ent.raw == nil || !time.Now().Before(ent.expires) {
 		return ent, Lease{}, false, nil
 	}
-	l := ent.lease
-	if !ent.cached {
-		var err error
-		if l, err = UnmarshalRecord(ent.raw); err != nil {
-			return ent, Lease{}, false, err
-		}
+	l, err := UnmarshalRecord(ent.raw)
+	if err != nil {
+		return ent, Lease{}, false, err
 	}
 	l.Version = strconv.FormatUint(ent.version, 10)
 	l.ExpiresAt = ent.expires
@@ -77,8 +76,7 @@ func (m *MemoryBackend) write(ent *memEntry, l Lease) (Lease, error) {
 	}
 	m.version++
 	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(l.Duration)
-	ent.lease, ent.cached = l.Clone(), true
-	ent.lease.Version, ent.lease.ExpiresAt = "", time.Time{}
+	ent.holder, ent.term, ent.dur, ent.cached = l.Holder, l.Term, l.Duration, true
 	l.Version = strconv.FormatUint(ent.version, 10)
 	l.ExpiresAt = ent.expires
 	return l, nil
@@ -140,20 +138,21 @@ func (m *MemoryBackend) RenewBatch(ctx context.Context, leases []Lease) []RenewR
 
 // renew is Renew with m.mu held.
 func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
+	if ent := m.entries[lease.Election]; ent != nil && ent.cached && ent.raw != nil &&
+		time.Now().Before(ent.expires) && ent.holder == lease.Holder && ent.term == lease.Term && ent.dur == lease.Duration {
+		// Ours, and the record does not change: extend it without decoding
+		// or encoding it. The caller's lease is the record's content.
+		m.version++
+		ent.version, ent.expires = m.version, time.Now().Add(ent.dur)
+		lease.Version, lease.ExpiresAt = strconv.FormatUint(ent.version, 10), ent.expires
+		return lease, nil
+	}
 	ent, cur, held, err := m.current(lease.Election)
 	if err != nil {
 		return Lease{}, err
 	}
 	if !held || cur.Holder != lease.Holder || cur.Term != lease.Term {
 		return Lease{}, ErrLeaseLost
-	}
-	cur.Metadata = lease.Metadata // the same content: shared, read-only
-	if ent.cached && cur.Duration == lease.Duration {
-		// The record does not change: extend it without encoding it again.
-		m.version++
-		ent.version, ent.expires = m.version, time.Now().Add(cur.Duration)
-		cur.Version, cur.ExpiresAt = strconv.FormatUint(ent.version, 10), ent.expires
-		return cur, nil
 	}
 	cur.Duration = lease.Duration
 	return m.write(ent, cur)
@@ -171,7 +170,7 @@ func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 		return nil // not ours (or unreadable, so not ours either)
 	}
 	m.version++
-	ent.raw, ent.version, ent.lease, ent.cached = nil, m.version, Lease{}, false
+	ent.raw, ent.version, ent.holder, ent.cached = nil, m.version, "", false
 	m.hub.Wake(lease.Election)
 	return nil
 }
@@ -211,5 +210,5 @@ func (m *MemoryBackend) PutRaw(election string, raw []byte, ttl time.Duration) {
 	}
 	m.version++
 	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(ttl)
-	ent.lease, ent.cached = Lease{}, false
+	ent.holder, ent.cached = "", false
 }
