@@ -95,7 +95,6 @@ const maxSenders = 4
 
 // renewReq is one elector's renewal waiting in a batcher.
 type renewReq struct {
-	ctx      context.Context
 	deadline time.Time
 	lease    Lease
 	done     chan struct{} // closed when out and err are set
@@ -159,10 +158,12 @@ func leaveBatcher(b Backend, bt *batcher) {
 }
 
 // renew queues lease for the next batch and waits for its result, or until
-// ctx is done or deadline passes (context.DeadlineExceeded). The batch
-// carrying it is bounded by the latest deadline of its renewals.
+// ctx is done; ctx must be done by deadline (the leader context is: the
+// renew deadline timer cancels it), and renew then returns
+// context.DeadlineExceeded. The batch carrying it is bounded by the latest
+// deadline of its renewals.
 func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (Lease, error) {
-	req := &renewReq{ctx: ctx, deadline: deadline, lease: lease, done: make(chan struct{})}
+	req := &renewReq{deadline: deadline, lease: lease, done: make(chan struct{})}
 	bt.mu.Lock()
 	bt.queue = append(bt.queue, req)
 	start := bt.senders == bt.sending && bt.senders < maxSenders
