@@ -119,7 +119,9 @@ type AcquireRequest struct {
 //     (whole seconds); NATS KV has no per-key TTL on every server, so it uses
 //     observed time (ExpiryTracker).
 //
-// Backends that can tell followers about a release implement Notifier too.
+// Backends that can tell followers about a release implement Notifier too;
+// backends that can renew many leases in one round trip implement
+// BatchRenewer.
 type Backend interface {
 	// Acquire takes the lease for req.Election as req.Identity if it is free,
 	// expired, or already held by req.Identity (so a candidate that crashed

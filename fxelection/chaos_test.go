@@ -28,11 +28,26 @@ func TestChaos(t *testing.T) {
 
 type chaosCandidate struct {
 	id string
-	f  *electiontest.Faulty
+	f  chaosBackend
 	e  *fxelection.Elector
 }
 
+// chaosBackend is the fault-injecting backend of one chaos candidate.
+type chaosBackend interface {
+	fxelection.Backend
+	Partition(on bool)
+	Hang(on bool)
+	Delay(d time.Duration)
+	Fail(op string, err error)
+}
+
 func chaos(t *testing.T, seed uint64) {
+	chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return electiontest.NewFaulty(b) })
+}
+
+// chaosWith runs the chaos schedule of seed with candidates on backends
+// made by wrap around one store.
+func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBackend) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	store := fxelection.NewMemoryBackend()
 	rec := &electiontest.Recorder{}
@@ -49,7 +64,7 @@ func chaos(t *testing.T, seed uint64) {
 	}
 	cands := make([]*chaosCandidate, 5)
 	for i := range cands {
-		cands[i] = &chaosCandidate{id: fmt.Sprintf("c%d", i), f: electiontest.NewFaulty(store)}
+		cands[i] = &chaosCandidate{id: fmt.Sprintf("c%d", i), f: wrap(store)}
 		newElector(cands[i])
 	}
 	heal := func(c *chaosCandidate) {

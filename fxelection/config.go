@@ -71,7 +71,9 @@ type Config struct {
 	// renewal after an acquisition comes at a random point in
 	// [RetryPeriod/2, RetryPeriod), so elections started together do not
 	// renew in lockstep; every later one RetryPeriod after the start of the
-	// previous successful one. It must be at least MinRetryPeriod (10ms) and
+	// previous successful one (on a backend that implements BatchRenewer,
+	// rounded down to a grid of RetryPeriod/64 slots so that renewals share
+	// round trips: up to one slot earlier, never later). It must be at least MinRetryPeriod (10ms) and
 	// shorter than RenewDeadline/1.2. Default: 2s.
 	RetryPeriod time.Duration
 

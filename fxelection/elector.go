@@ -26,6 +26,11 @@ import (
 // can act as leader after another took over. Use the fencing term
 // (LeaseFromContext) to make such late writes harmless.
 //
+// A leader waiting for its next renewal holds no goroutine (its
+// leadership runs on timer and request events, see run), and electors that
+// share a backend implementing BatchRenewer renew in batches, so one
+// process can run many elections.
+//
 // An Elector is safe for concurrent use. Start it once; after Stop it cannot
 // be started again.
 type Elector struct {
@@ -35,9 +40,19 @@ type Elector struct {
 	kind     string
 	log      *slog.Logger
 
-	wake   chan struct{}
-	reqs   chan request
-	disp   *dispatcher
+	wake chan struct{}
+	// mail carries a token when requests wait in mailbox or events were
+	// signalled while the loop runs (not parked).
+	mail chan struct{}
+	// disp delivers callbacks; created on first use after Start (see
+	// callbacks), so an elector whose callbacks never run has none.
+	disp atomic.Pointer[dispatcher]
+	// canDispatch is set by Start: callbacks are delivered from then on.
+	canDispatch atomic.Bool
+	// batch sends renewals in batches with other electors on the same
+	// backend when it implements BatchRenewer (nil otherwise); set by
+	// Start.
+	batch  *batcher
 	work   tracker
 	obs    atomic.Pointer[[]*observerEntry]
 	lifeMu sync.Mutex // serialises Start and Stop
@@ -52,14 +67,25 @@ type Elector struct {
 	// subscribed is set once Notifier.Subscribe has returned.
 	subscribed atomic.Bool
 
+	// The loop's mailbox (see leadStep): requests from TryAcquire and
+	// Resign, events signalled by timers and Stop, and whether the loop is
+	// parked (leading with no goroutine) or over.
+	evMu      sync.Mutex
+	mailbox   []request
+	events    loopEvent
+	parked    bool
+	loopEnded bool
+	ls        leadState // the leadership the loop runs; only the loop touches it
+
 	mu          sync.Mutex
 	started     bool
 	stopped     bool
 	cancel      context.CancelFunc
 	loopDone    chan struct{}
-	listenDone  chan struct{} // closed when the push listener goroutine ends
+	listenDone  chan struct{} // closed when the push subscription is cancelled
+	unsub       func()        // the push subscription's cancel, for Stop
 	term        *leaderTerm
-	finalLease  Lease // lease to release on Stop, set by the loop on exit
+	finalLease  *Lease // lease to release on Stop, set by the loop on exit
 	leader      Lease
 	leaderKnown bool
 	lastContact time.Time
@@ -76,8 +102,8 @@ type leaderTerm struct {
 	lastRenew time.Time   // start of the last successful acquire/renew
 	deadline  time.Time   // lastRenew + RenewDeadline
 	ended     bool        // stepDown ran (guarded by Elector.mu)
-	// startedDone is closed when OnStartedLeading has returned (at once
-	// when there is none): OnStoppedLeading waits for it.
+	// startedDone is closed when OnStartedLeading has returned (nil when
+	// there is none): OnStoppedLeading waits for it.
 	startedDone chan struct{}
 }
 
@@ -87,6 +113,25 @@ type observerEntry struct{ o Observer }
 type inflightOp struct {
 	op    string
 	since time.Time
+}
+
+// loopEvent is a set of events signalled to the loop.
+type loopEvent uint8
+
+const (
+	evRenew    loopEvent = 1 << iota // the renewal timer fired
+	evDeadline                       // the renew deadline passed
+	evStop                           // the loop's context is done
+)
+
+// leadState is what the loop keeps while leading, between the events that
+// run it.
+type leadState struct {
+	ctx      context.Context
+	t        *leaderTerm
+	failures int
+	due      time.Time   // when the next renewal is due
+	timer    *time.Timer // fires evRenew at due
 }
 
 type requestKind int
@@ -107,6 +152,9 @@ type result struct {
 	err     error
 }
 
+// discardLogger is the logger of electors without Config.Logger, shared.
+var discardLogger = slog.New(slog.DiscardHandler)
+
 // New returns an Elector for cfg on backend. It validates cfg (filling in
 // defaults) and returns an error naming the first bad field. It does no I/O.
 func New(cfg Config, backend Backend) (*Elector, error) {
@@ -117,17 +165,17 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := discardLogger
+	if cfg.Logger != nil {
+		log = cfg.Logger.With("election", cfg.Name, "identity", cfg.Identity)
 	}
 	e := &Elector{
 		cfg:     cfg,
 		backend: backend,
 		kind:    BackendName(backend),
-		log:     log.With("election", cfg.Name, "identity", cfg.Identity),
+		log:     log,
 		wake:    make(chan struct{}, 1),
-		reqs:    make(chan request),
+		mail:    make(chan struct{}, 1),
 	}
 	e.notifier, _ = backend.(Notifier)
 	return e, nil
@@ -229,7 +277,8 @@ func (e *Elector) Start(ctx context.Context) error {
 	// The loop must outlive Start's context (fx cancels OnStart contexts).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
-	e.disp = newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	e.canDispatch.Store(true)
+	e.batch = joinBatcher(e.backend)
 	if e.notifier != nil {
 		e.listenDone = make(chan struct{})
 		go e.listen(runCtx, e.listenDone)
@@ -282,11 +331,19 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.stopped = true
 	cancel, loopDone, listenDone := e.cancel, e.loopDone, e.listenDone
 	e.mu.Unlock()
+	defer leaveBatcher(e.backend, e.batch)
 
 	b := newStopBound(ctx, e.cfg.StopTimeout, e.cfg.RetryPeriod)
 	defer b.close()
 
 	cancel()
+	e.signal(evStop, false) // a parked leadership wakes to step down
+	if unsub := e.takeUnsubscribe(); unsub != nil {
+		go func() {
+			defer close(listenDone)
+			unsub()
+		}()
+	}
 	var errs []error
 	if lctx := b.ctx(); !waitFor(lctx, loopDone) {
 		errs = append(errs, e.abandonLoop(lctx.Err()))
@@ -301,8 +358,8 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	final := e.finalLease
 	e.mu.Unlock()
-	if !final.IsZero() && !e.cfg.KeepLeaseOnStop {
-		if err := e.stopRelease(b.ctx(), final); err != nil {
+	if final != nil && !final.IsZero() && !e.cfg.KeepLeaseOnStop {
+		if err := e.stopRelease(b.ctx(), *final); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -312,7 +369,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	}
 	e.detached.Store(true)
 	e.broadcast(Event{Kind: EventDetached})
-	if dctx := b.ctx(); !waitFor(dctx, e.disp.closed()) {
+	if dctx := b.ctx(); !waitFor(dctx, e.callbacks().closed()) {
 		e.log.Warn("callbacks still running at the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: callbacks still running: %w", dctx.Err()))
 	}
@@ -598,19 +655,119 @@ func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 		return result{}, ErrNotRunning
 	}
 	req := request{kind: kind, ctx: ctx, reply: make(chan result, 1)}
-	select {
-	case e.reqs <- req:
-	case <-loopDone:
+	if !e.post(req) {
 		return result{}, ErrNotRunning
-	case <-ctx.Done():
-		return result{}, ctx.Err()
 	}
 	select {
 	case r := <-req.reply:
 		return r, nil
 	case <-ctx.Done():
 		return result{}, ctx.Err()
+	case <-loopDone:
+		// The loop answers every request it took before it ends.
+		select {
+		case r := <-req.reply:
+			return r, nil
+		default:
+			return result{}, ErrNotRunning
+		}
 	}
+}
+
+// post puts r in the loop's mailbox and wakes the loop; false if the loop
+// has ended.
+func (e *Elector) post(r request) bool {
+	e.evMu.Lock()
+	if e.loopEnded {
+		e.evMu.Unlock()
+		return false
+	}
+	e.mailbox = append(e.mailbox, r)
+	resume := e.wakeLoop()
+	e.evMu.Unlock()
+	if resume {
+		go e.leadStep()
+	}
+	return true
+}
+
+// signal records ev for the loop and wakes it. inline says the caller is
+// a goroutine of its own (a timer's or context.AfterFunc's), which may run
+// a parked loop itself instead of starting another.
+func (e *Elector) signal(ev loopEvent, inline bool) {
+	e.evMu.Lock()
+	if e.loopEnded {
+		e.evMu.Unlock()
+		return
+	}
+	e.events |= ev
+	resume := e.wakeLoop()
+	e.evMu.Unlock()
+	if resume {
+		if inline {
+			e.leadStep()
+		} else {
+			go e.leadStep()
+		}
+	}
+}
+
+// wakeLoop, with evMu held, reports whether the loop is parked (and so
+// must be resumed by the caller, which it now owns); otherwise it leaves
+// a token in mail for the running loop.
+func (e *Elector) wakeLoop() bool {
+	if e.parked {
+		e.parked = false
+		return true
+	}
+	select {
+	case e.mail <- struct{}{}:
+	default:
+	}
+	return false
+}
+
+// nextRequest takes the oldest request from the mailbox.
+func (e *Elector) nextRequest() (request, bool) {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	if len(e.mailbox) == 0 {
+		return request{}, false
+	}
+	r := e.mailbox[0]
+	e.mailbox[0] = request{}
+	e.mailbox = e.mailbox[1:]
+	if len(e.mailbox) == 0 {
+		e.mailbox = nil
+	} else {
+		select {
+		case e.mail <- struct{}{}:
+		default:
+		}
+	}
+	return r, true
+}
+
+// requeue puts requests the leadership did not handle back at the front
+// of the mailbox, for the campaign.
+func (e *Elector) requeue(rs []request) {
+	e.evMu.Lock()
+	e.mailbox = append(rs, e.mailbox...)
+	select {
+	case e.mail <- struct{}{}:
+	default:
+	}
+	e.evMu.Unlock()
+}
+
+// endLoop marks the loop over (requests still in the mailbox get
+// ErrNotRunning) and closes loopDone.
+func (e *Elector) endLoop() {
+	e.evMu.Lock()
+	e.loopEnded = true
+	e.mailbox = nil
+	e.evMu.Unlock()
+	close(e.loopDone)
 }
 
 // poke is the Notifier's wake-up; it never blocks.
@@ -623,36 +780,84 @@ func (e *Elector) poke() {
 
 // listen runs the push wake-up subscription on a goroutine of its own, so
 // that a Subscribe or cancel that blocks (a hung store) can delay neither
-// the campaign loop nor Stop. If Subscribe returns after the elector
-// stopped, the subscription is cancelled at once.
+// the campaign loop nor Stop. The goroutine ends once Subscribe has
+// returned, leaving the cancel for Stop (which runs it on a goroutine of
+// its own and closes done after it returns): no goroutine waits for the
+// subscription in between. If Subscribe returns after Stop began, the
+// subscription is cancelled at once, here.
 func (e *Elector) listen(ctx context.Context, done chan struct{}) {
-	defer close(done)
 	cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
+	if cancel == nil {
+		cancel = func() {}
+	}
+	e.mu.Lock()
+	stopping := ctx.Err() != nil // Stop cancels ctx before it looks for unsub
+	if !stopping {
+		e.unsub = cancel
+	}
+	e.mu.Unlock()
 	e.subscribed.Store(true)
-	<-ctx.Done()
-	if cancel != nil {
+	if stopping {
+		defer close(done)
 		cancel()
 	}
 }
 
-// run is the campaign loop: campaign, lead, repeat.
-func (e *Elector) run(ctx context.Context) {
-	defer close(e.loopDone)
-	var sitOut time.Duration
-	for {
-		lease, start, pending, ok := e.campaign(ctx, sitOut)
-		if !ok {
-			return
-		}
-		reason := e.lead(ctx, lease, start, pending)
-		if reason == ReasonStopped || ctx.Err() != nil || e.cfg.NoRecampaign {
-			return
-		}
-		sitOut = 0
-		if reason == ReasonResigned {
-			sitOut = 2 * e.cfg.RetryPeriod
-		}
+// takeUnsubscribe returns the push subscription's cancel for Stop, once.
+func (e *Elector) takeUnsubscribe() func() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := e.unsub
+	e.unsub = nil
+	return u
+}
+
+// callbacks returns the elector's callback dispatcher, creating it.
+func (e *Elector) callbacks() *dispatcher {
+	if d := e.disp.Load(); d != nil {
+		return d
 	}
+	d := newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	if e.disp.CompareAndSwap(nil, d) {
+		return d
+	}
+	return e.disp.Load()
+}
+
+// run is the campaign loop: campaign, lead, repeat. One goroutine at a
+// time runs it and owns all timing, but no goroutine waits while it leads:
+// campaign blocks on a goroutine as before, while a leadership parks (see
+// leadStep) and is resumed, on a goroutine of its own, by its renewal
+// timer, its renew deadline, Stop, or a request (TryAcquire, Resign).
+func (e *Elector) run(ctx context.Context) { e.loop(ctx, 0) }
+
+// loop campaigns (after sitting out sitOut), then starts leading and parks.
+func (e *Elector) loop(ctx context.Context, sitOut time.Duration) {
+	lease, start, pending, ok := e.campaign(ctx, sitOut)
+	if !ok {
+		e.endLoop()
+		return
+	}
+	e.startLead(ctx, lease, start, pending)
+	e.leadStep()
+}
+
+// afterLead goes on from a leadership that ended for reason: campaign
+// again, or end the loop.
+func (e *Elector) afterLead(ctx context.Context, reason StopReason) {
+	if e.ls.timer != nil {
+		e.ls.timer.Stop()
+	}
+	e.ls = leadState{}
+	if reason == ReasonStopped || ctx.Err() != nil || e.cfg.NoRecampaign {
+		e.endLoop()
+		return
+	}
+	var sitOut time.Duration
+	if reason == ReasonResigned {
+		sitOut = 2 * e.cfg.RetryPeriod
+	}
+	e.loop(ctx, sitOut)
 }
 
 // campaign tries to acquire until it succeeds (ok) or ctx is done. sitOut
@@ -676,7 +881,11 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 						timer.Stop()
 						waiting = false
 					}
-				case r := <-e.reqs:
+				case <-e.mail:
+					r, ok := e.nextRequest()
+					if !ok {
+						continue
+					}
 					if r.kind == reqResign {
 						r.reply <- result{}
 						continue
@@ -775,88 +984,172 @@ func (e *Elector) dropLate(ctx context.Context, l Lease) {
 	end()
 }
 
-// lead holds the lease until it is lost, resigned or the loop is stopped,
-// and returns why it ended.
-func (e *Elector) lead(ctx context.Context, lease Lease, start time.Time, pending *request) StopReason {
+// startLead announces a new leadership and arms its first renewal.
+//
+// From here the leadership runs on events (leadStep), not on a waiting
+// goroutine: a leader that is only waiting for its next renewal costs a
+// timer, not a goroutine and its stack, which matters to processes that
+// run many elections.
+func (e *Elector) startLead(ctx context.Context, lease Lease, start time.Time, pending *request) {
 	t := e.becomeLeader(ctx, lease, start)
 	if pending != nil {
 		pending.reply <- result{leading: true}
 	}
-	failures := 0
 	// The first renewal comes at a random point of the first retry period,
 	// so that elections acquired together spread out; later ones follow the
-	// last success by exactly RetryPeriod, keeping that phase.
-	next := start.Add(firstRenewal(e.cfg.RetryPeriod))
-	timer := time.NewTimer(time.Until(next))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return e.stepDown(t, ReasonStopped, true)
-		case <-t.ctx.Done():
-			if ctx.Err() != nil {
-				return e.stepDown(t, ReasonStopped, true)
-			}
-			return e.stepDown(t, ReasonDeadline, false)
-		case r := <-e.reqs:
-			if r.kind == reqTryAcquire {
-				r.reply <- result{leading: true}
-				continue
-			}
-			e.stepDown(t, ReasonResigned, false)
-			select {
-			case <-e.work.wait():
-			case <-r.ctx.Done():
-			case <-ctx.Done():
-			}
-			// Bounded, and cut short by Stop: a hung store must not keep
-			// the loop (and so Stop) waiting on the caller's context.
-			rctx, cancel := context.WithTimeout(r.ctx, e.cfg.RenewDeadline)
-			stop := context.AfterFunc(ctx, cancel)
-			end := e.during(OpRelease)
-			err := e.release(rctx, t.lease)
-			end()
-			stop()
-			cancel()
-			r.reply <- result{err: err}
-			return ReasonResigned
-		case <-timer.C:
-		}
+	// last success by RetryPeriod (rounded down to the batch grid when the
+	// backend batches), keeping that phase.
+	e.ls = leadState{ctx: ctx, t: t}
+	e.ls.timer = time.AfterFunc(time.Hour, func() { e.signal(evRenew, true) })
+	e.armRenewal(start.Add(firstRenewal(e.cfg.RetryPeriod)))
+}
 
-		renewStart := time.Now()
-		rctx, cancel := context.WithDeadline(ctx, t.deadline)
-		end := e.during(OpRenew)
-		l, err := e.backend.Renew(rctx, t.lease)
-		end()
-		cancel()
-		err = RedactError(err)
-		took := time.Since(renewStart)
-		e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
-		switch {
-		case err == nil:
-			e.contact()
-			if !e.extend(t, l, renewStart) {
-				return e.stepDown(t, ReasonDeadline, false)
+// armRenewal sets the next renewal for due.
+func (e *Elector) armRenewal(due time.Time) {
+	e.ls.due = due
+	e.ls.timer.Reset(time.Until(due))
+}
+
+// leadStep runs the leadership's events until none is left, then parks
+// (returns, leaving no goroutine) until signal or post resumes it; when
+// the leadership ends it goes on with afterLead on the same goroutine.
+// Exactly one goroutine runs it at a time: the one that found the loop
+// parked.
+func (e *Elector) leadStep() {
+	for {
+		e.evMu.Lock()
+		ev, reqs := e.events, e.mailbox
+		e.events, e.mailbox = 0, nil
+		if ev == 0 && len(reqs) == 0 {
+			e.parked = true
+			e.evMu.Unlock()
+			return
+		}
+		e.evMu.Unlock()
+		ctx := e.ls.ctx
+		reason, ended, rest := e.leadEvents(ev, reqs)
+		if ended {
+			if len(rest) > 0 {
+				e.requeue(rest)
 			}
-			failures = 0
-			timer.Reset(time.Until(renewStart.Add(e.cfg.RetryPeriod)))
-		case errors.Is(err, ErrLeaseLost):
-			e.contact()
-			return e.stepDown(t, ReasonLost, false)
-		case ctx.Err() != nil:
-			return e.stepDown(t, ReasonStopped, true)
-		default:
-			if rctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
-				e.fail(OpRenew, err)
-			} else {
-				e.fail(OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
-			}
-			failures++
-			// Retry sooner than RetryPeriod: the deadline is running out.
-			wait := min(e.cfg.RetryPeriod, jitter(e.cfg.RetryPeriod/4<<min(failures-1, 4)))
-			timer.Reset(wait)
+			e.afterLead(ctx, reason)
+			return
 		}
 	}
+}
+
+// leadEvents handles one set of events for the leadership: Stop, the
+// renew deadline, requests in order, the renewal timer. ended reports that
+// the leadership ended and why; rest are the requests it left for the
+// campaign.
+func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, ended bool, rest []request) {
+	ctx, t := e.ls.ctx, e.ls.t
+	if ctx.Err() != nil {
+		return e.stepDown(t, ReasonStopped, true), true, reqs
+	}
+	if t.ctx.Err() != nil {
+		return e.stepDown(t, ReasonDeadline, false), true, reqs
+	}
+	for i, r := range reqs {
+		if r.kind == reqTryAcquire {
+			r.reply <- result{leading: true}
+			continue
+		}
+		return e.resign(ctx, t, r), true, reqs[i+1:]
+	}
+	if ev&evRenew != 0 && !time.Now().Before(e.ls.due) {
+		if reason, ended := e.renew(ctx, t); ended {
+			return reason, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// renewDue returns when a renewal that follows from by after is due. With
+// a batching backend it is rounded down to the batch grid (renewSlot): a
+// renewal may come up to RetryPeriod/64 early so that it shares a round
+// trip, never later than it would without batching.
+func (e *Elector) renewDue(from time.Time, after time.Duration) time.Time {
+	due := from.Add(after)
+	if e.batch != nil {
+		due = renewSlot(due, e.cfg.RetryPeriod)
+	}
+	return due
+}
+
+// resign is the leadership's answer to Resign (request r): end the
+// leadership, wait for leader work, release the lease.
+func (e *Elector) resign(ctx context.Context, t *leaderTerm, r request) StopReason {
+	e.stepDown(t, ReasonResigned, false)
+	select {
+	case <-e.work.wait():
+	case <-r.ctx.Done():
+	case <-ctx.Done():
+	}
+	// Bounded, and cut short by Stop: a hung store must not keep
+	// the loop (and so Stop) waiting on the caller's context.
+	rctx, cancel := context.WithTimeout(r.ctx, e.cfg.RenewDeadline)
+	stop := context.AfterFunc(ctx, cancel)
+	end := e.during(OpRelease)
+	err := e.release(rctx, t.lease)
+	end()
+	stop()
+	cancel()
+	r.reply <- result{err: err}
+	return ReasonResigned
+}
+
+// renew makes one renewal of t (through the batcher when the backend
+// batches) and arms the next; ended reports that the leadership ended, and
+// why.
+func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, ended bool) {
+	renewStart := time.Now()
+	end := e.during(OpRenew)
+	var (
+		l        Lease
+		err      error
+		timedOut bool // the renew deadline ended the call
+	)
+	if e.batch != nil {
+		// The leader context is done at the renew deadline and on Stop:
+		// no context of its own is needed per renewal.
+		l, err = e.batch.renew(t.ctx, t.deadline, t.lease)
+		timedOut = errors.Is(err, context.DeadlineExceeded)
+	} else {
+		rctx, cancel := context.WithDeadline(ctx, t.deadline)
+		l, err = e.backend.Renew(rctx, t.lease)
+		timedOut = rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded)
+		cancel()
+	}
+	end()
+	err = RedactError(err)
+	took := time.Since(renewStart)
+	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
+	switch {
+	case err == nil:
+		e.contact()
+		if !e.extend(t, l, renewStart) {
+			return e.stepDown(t, ReasonDeadline, false), true
+		}
+		e.ls.failures = 0
+		e.armRenewal(e.renewDue(renewStart, e.cfg.RetryPeriod))
+	case errors.Is(err, ErrLeaseLost):
+		e.contact()
+		return e.stepDown(t, ReasonLost, false), true
+	case ctx.Err() != nil:
+		return e.stepDown(t, ReasonStopped, true), true
+	default:
+		if timedOut {
+			e.fail(OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
+		} else {
+			e.fail(OpRenew, err)
+		}
+		e.ls.failures++
+		// Retry sooner than RetryPeriod: the deadline is running out.
+		wait := min(e.cfg.RetryPeriod, jitter(e.cfg.RetryPeriod/4<<min(e.ls.failures-1, 4)))
+		e.armRenewal(time.Now().Add(wait))
+	}
+	return "", false
 }
 
 // becomeLeader records a new leadership and announces it.
@@ -865,28 +1158,32 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 	t := &leaderTerm{
 		lease: lease, ctx: ContextWithLease(tctx, lease.Clone()), cancel: cancel,
 		lastRenew: start, deadline: start.Add(e.cfg.RenewDeadline),
-		startedDone: make(chan struct{}),
 	}
 	// The timer, not the loop, ends belief at the deadline: a backend call
-	// that ignores its context cannot stretch leadership.
-	t.timer = time.AfterFunc(time.Until(t.deadline), cancel)
+	// that ignores its context cannot stretch leadership. It also wakes a
+	// parked loop to step down.
+	t.timer = time.AfterFunc(time.Until(t.deadline), func() {
+		cancel()
+		e.signal(evDeadline, true)
+	})
 
 	e.mu.Lock()
 	e.term = t
-	e.finalLease = Lease{}
+	e.finalLease = nil
 	e.mu.Unlock()
 	e.observeLeader(lease)
 	e.log.Info("leadership acquired", "term", lease.Term)
 	e.observe(Event{Kind: EventStartedLeading, Lease: lease.Clone()})
 
-	e.work.add()
 	run := e.cfg.Callbacks.OnStartedLeading
-	queued := e.disp.enqueue(PanicInStartedLeading, func() {
-		if run == nil {
-			close(t.startedDone)
-			e.work.done()
-			return
-		}
+	if run == nil {
+		// Nothing to run: no callback goroutine to start, and nothing for
+		// OnStoppedLeading to wait for (startedDone stays nil).
+		return t
+	}
+	t.startedDone = make(chan struct{})
+	e.work.add()
+	queued := e.callbacks().enqueue(PanicInStartedLeading, func() {
 		// Wait until the goroutine runs the callback, so that no later
 		// callback can overtake its start.
 		began := make(chan struct{})
@@ -916,6 +1213,9 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 // returns promptly. One that does not is given StopTimeout, then
 // OnStoppedLeading is delivered anyway.
 func (e *Elector) awaitStarted(t *leaderTerm) {
+	if t.startedDone == nil {
+		return
+	}
 	select {
 	case <-t.startedDone:
 		return
@@ -965,7 +1265,8 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	}
 	e.leader, e.leaderKnown = Lease{}, false
 	if keep {
-		e.finalLease = t.lease
+		final := t.lease
+		e.finalLease = &final
 	}
 	e.mu.Unlock()
 	level := slog.LevelWarn
@@ -976,7 +1277,7 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
 	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
 		l := t.lease.Clone()
-		e.disp.enqueue(PanicInStoppedLeading, func() {
+		e.callbacks().enqueue(PanicInStoppedLeading, func() {
 			e.awaitStarted(t)
 			cb(l, reason)
 		}, false)
@@ -1011,7 +1312,7 @@ func (e *Elector) observeLeader(l Lease) {
 	e.observe(Event{Kind: EventNewLeader, Lease: l.Clone()})
 	if cb := e.cfg.Callbacks.OnNewLeader; cb != nil {
 		l = l.Clone()
-		e.disp.enqueue(PanicInNewLeader, func() { cb(l) }, true)
+		e.callbacks().enqueue(PanicInNewLeader, func() { cb(l) }, true)
 	}
 }
 
@@ -1032,7 +1333,7 @@ func (e *Elector) fail(op string, err error) {
 	e.mu.Unlock()
 	e.log.Warn("election error", "op", op, "error", err)
 	if cb := e.cfg.Callbacks.OnError; cb != nil {
-		e.disp.enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
+		e.callbacks().enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
 	}
 }
 

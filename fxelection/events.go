@@ -23,8 +23,9 @@ const (
 
 // Callbacks are user hooks for leadership changes. None of them runs on the
 // elector's renewal goroutine: they are called in order from one delivery
-// goroutine per elector (OnStartedLeading gets a goroutine of its own), so a
-// slow handler delays only later callbacks, never a renewal. Leadership
+// goroutine per elector, which runs only while callbacks wait
+// (OnStartedLeading gets a goroutine of its own), so a slow handler delays
+// only later callbacks, never a renewal. Leadership
 // callbacks are never dropped while the elector runs; OnNewLeader and
 // OnError calls are dropped while more than 1024 callbacks wait behind a
 // blocked handler.
@@ -160,17 +161,22 @@ func (f ObserverFunc) Observe(ev Event) { f(ev) }
 // maxQueued bounds droppable callbacks waiting behind a slow handler.
 const maxQueued = 1024
 
-// dispatcher runs callbacks in order on one goroutine it owns. A callback
-// that panics is recovered and handed to onPanic; the goroutine goes on.
+// dispatcher runs callbacks in order on one goroutine it owns. The
+// goroutine runs only while callbacks are queued: it is started by the
+// enqueue that finds none running and ends when the queue is empty, so an
+// elector without callbacks (or between them) costs no goroutine. At most
+// one runs at a time, so callbacks keep their order. A callback that
+// panics is recovered and handed to onPanic; the goroutine goes on.
 type dispatcher struct {
 	onPanic func(where string, v any)
 
-	mu      sync.Mutex
-	queue   []callback
-	signal  chan struct{}
-	closing bool
-	done    chan struct{}
-	dropped int
+	mu       sync.Mutex
+	queue    []callback
+	running  bool // a goroutine is delivering the queue
+	closing  bool
+	done     chan struct{} // closed once closing and no goroutine runs
+	doneSent bool
+	dropped  int
 }
 
 // callback is one queued call and the hook it runs (for panic reports).
@@ -180,9 +186,7 @@ type callback struct {
 }
 
 func newDispatcher(onPanic func(where string, v any)) *dispatcher {
-	d := &dispatcher{onPanic: onPanic, signal: make(chan struct{}, 1), done: make(chan struct{})}
-	go d.run()
-	return d
+	return &dispatcher{onPanic: onPanic, done: make(chan struct{})}
 }
 
 // enqueue adds f, which runs the hook where; droppable calls are discarded
@@ -198,32 +202,41 @@ func (d *dispatcher) enqueue(where string, f func(), droppable bool) bool {
 		return false
 	}
 	d.queue = append(d.queue, callback{where, f})
+	start := !d.running
+	d.running = true
 	d.mu.Unlock()
-	select {
-	case d.signal <- struct{}{}:
-	default:
+	if start {
+		go d.run()
 	}
 	return true
 }
 
+// run delivers the queue until it is empty, then ends.
 func (d *dispatcher) run() {
-	defer close(d.done)
 	for {
 		d.mu.Lock()
 		if len(d.queue) == 0 {
-			closing := d.closing
-			d.mu.Unlock()
-			if closing {
-				return
+			d.running = false
+			d.queue = nil // let a grown backing array go
+			if d.closing {
+				d.finish()
 			}
-			<-d.signal
-			continue
+			d.mu.Unlock()
+			return
 		}
 		c := d.queue[0]
 		d.queue[0] = callback{}
 		d.queue = d.queue[1:]
 		d.mu.Unlock()
 		d.call(c)
+	}
+}
+
+// finish closes done once; the caller holds d.mu.
+func (d *dispatcher) finish() {
+	if !d.doneSent {
+		d.doneSent = true
+		close(d.done)
 	}
 }
 
@@ -244,11 +257,10 @@ func (d *dispatcher) call(c callback) {
 func (d *dispatcher) closed() <-chan struct{} {
 	d.mu.Lock()
 	d.closing = true
-	d.mu.Unlock()
-	select {
-	case d.signal <- struct{}{}:
-	default:
+	if !d.running {
+		d.finish()
 	}
+	d.mu.Unlock()
 	return d.done
 }
 

@@ -23,7 +23,13 @@ type MemoryBackend struct {
 }
 
 type memEntry struct {
-	raw      []byte    // nil when nobody holds the lease
+	raw []byte // nil when nobody holds the lease
+	// holder, term and dur are raw's, when cached is set (raw written by
+	// write, not PutRaw), so that a renewal need not decode the record.
+	holder   string
+	term     uint64
+	dur      time.Duration
+	cached   bool
 	version  uint64    // changes on every write
 	expires  time.Time // local monotonic clock
 	lastTerm uint64    // survives release
@@ -33,6 +39,7 @@ var (
 	_ Backend      = (*MemoryBackend)(nil)
 	_ Notifier     = (*MemoryBackend)(nil)
 	_ NamedBackend = (*MemoryBackend)(nil)
+	_ BatchRenewer = (*MemoryBackend)(nil)
 )
 
 // NewMemoryBackend returns an empty in-memory backend.
@@ -69,6 +76,7 @@ func (m *MemoryBackend) write(ent *memEntry, l Lease) (Lease, error) {
 	}
 	m.version++
 	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(l.Duration)
+	ent.holder, ent.term, ent.dur, ent.cached = l.Holder, l.Term, l.Duration, true
 	l.Version = strconv.FormatUint(ent.version, 10)
 	l.ExpiresAt = ent.expires
 	return l, nil
@@ -107,6 +115,38 @@ func (m *MemoryBackend) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.renew(lease)
+}
+
+// RenewBatch implements BatchRenewer: every lease renewed as Renew would,
+// under one acquisition of the lock.
+func (m *MemoryBackend) RenewBatch(ctx context.Context, leases []Lease) []RenewResult {
+	out := make([]RenewResult, len(leases))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, l := range leases {
+		out[i].Lease, out[i].Err = m.renew(l)
+	}
+	return out
+}
+
+// renew is Renew with m.mu held.
+func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
+	if ent := m.entries[lease.Election]; ent != nil && ent.cached && ent.raw != nil &&
+		time.Now().Before(ent.expires) && ent.holder == lease.Holder && ent.term == lease.Term && ent.dur == lease.Duration {
+		// Ours, and the record does not change: extend it without decoding
+		// or encoding it. The caller's lease is the record's content.
+		m.version++
+		ent.version, ent.expires = m.version, time.Now().Add(ent.dur)
+		lease.Version, lease.ExpiresAt = strconv.FormatUint(ent.version, 10), ent.expires
+		return lease, nil
+	}
 	ent, cur, held, err := m.current(lease.Election)
 	if err != nil {
 		return Lease{}, err
@@ -130,7 +170,7 @@ func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 		return nil // not ours (or unreadable, so not ours either)
 	}
 	m.version++
-	ent.raw, ent.version = nil, m.version
+	ent.raw, ent.version, ent.holder, ent.cached = nil, m.version, "", false
 	m.hub.Wake(lease.Election)
 	return nil
 }
@@ -170,4 +210,5 @@ func (m *MemoryBackend) PutRaw(election string, raw []byte, ttl time.Duration) {
 	}
 	m.version++
 	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(ttl)
+	ent.holder, ent.cached = "", false
 }

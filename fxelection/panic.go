@@ -53,7 +53,7 @@ func (e *Elector) recovered(where string, v any, quiet bool) {
 		return
 	}
 	e.observe(Event{Kind: EventPanic, Err: pe})
-	if cb := e.cfg.Callbacks.OnError; cb != nil && where != PanicInErrorCallback && e.disp != nil {
-		e.disp.enqueue(PanicInErrorCallback, func() { cb(pe) }, true)
+	if cb := e.cfg.Callbacks.OnError; cb != nil && where != PanicInErrorCallback && e.canDispatch.Load() {
+		e.callbacks().enqueue(PanicInErrorCallback, func() { cb(pe) }, true)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -22,8 +23,8 @@ import (
 type WakeHub struct {
 	listen func(ctx context.Context, h *WakeHub)
 
-	mu     sync.Mutex // guards the fields below; wake calls run under it
-	subs   map[string]map[*wakeSub]struct{}
+	mu     sync.Mutex            // guards the fields below; wake calls run under it
+	subs   map[string][]*wakeSub // a slice, not a map: most elections have one subscriber
 	count  int
 	run    *hubRun
 	closed bool
@@ -40,7 +41,7 @@ type hubRun struct {
 // NewWakeHub returns a hub whose listener is listen. With a nil listen no
 // goroutine runs: the backend calls Wake itself (as the in-memory one does).
 func NewWakeHub(listen func(ctx context.Context, h *WakeHub)) *WakeHub {
-	return &WakeHub{listen: listen, subs: map[string]map[*wakeSub]struct{}{}}
+	return &WakeHub{listen: listen, subs: map[string][]*wakeSub{}}
 }
 
 // Subscribe implements Notifier's Subscribe for the backend. The first
@@ -57,10 +58,7 @@ func (h *WakeHub) Subscribe(election string, wake func()) (cancel func()) {
 		h.mu.Unlock()
 		return func() {}
 	}
-	if h.subs[election] == nil {
-		h.subs[election] = map[*wakeSub]struct{}{}
-	}
-	h.subs[election][s] = struct{}{}
+	h.subs[election] = append(h.subs[election], s)
 	h.count++
 	if h.run == nil && h.listen != nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -79,10 +77,12 @@ func (h *WakeHub) Subscribe(election string, wake func()) (cancel func()) {
 func (h *WakeHub) unsubscribe(election string, s *wakeSub) {
 	h.mu.Lock()
 	var stop *hubRun
-	if _, ok := h.subs[election][s]; ok {
-		delete(h.subs[election], s)
-		if len(h.subs[election]) == 0 {
+	list := h.subs[election]
+	if i := slices.Index(list, s); i >= 0 {
+		if len(list) == 1 {
 			delete(h.subs, election)
+		} else {
+			h.subs[election] = slices.Delete(slices.Clip(list), i, i+1)
 		}
 		h.count--
 		if h.count == 0 {
@@ -97,7 +97,7 @@ func (h *WakeHub) unsubscribe(election string, s *wakeSub) {
 func (h *WakeHub) Wake(election string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs[election] {
+	for _, s := range h.subs[election] {
 		s.wake()
 	}
 }
@@ -106,8 +106,8 @@ func (h *WakeHub) Wake(election string) {
 func (h *WakeHub) WakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, set := range h.subs {
-		for s := range set {
+	for _, list := range h.subs {
+		for _, s := range list {
 			s.wake()
 		}
 	}
@@ -126,7 +126,7 @@ func (h *WakeHub) Close() {
 	h.mu.Lock()
 	h.closed = true
 	stop := h.run
-	h.run, h.subs, h.count = nil, map[string]map[*wakeSub]struct{}{}, 0
+	h.run, h.subs, h.count = nil, map[string][]*wakeSub{}, 0
 	h.mu.Unlock()
 	stop.stop()
 }

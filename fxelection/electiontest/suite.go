@@ -113,6 +113,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("IndependentElections", s.independent)
 		t.Run("CancelledContext", s.cancelled)
 		t.Run("GarbageRecord", s.garbage)
+		t.Run("RenewBatch", s.renewBatch)
 	})
 	if opts.SkipEndToEnd {
 		return
@@ -120,6 +121,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 	t.Run("EndToEnd", func(t *testing.T) {
 		t.Run("HandOverOnStop", s.handOverOnStop)
 		t.Run("VanishedLeaderReplaced", s.vanished)
+		t.Run("ManyElectionsOneBackend", s.manyElections)
 	})
 }
 

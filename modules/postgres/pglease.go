@@ -226,14 +226,22 @@ type Backend struct {
 }
 
 type statements struct {
-	ensure, acquire, renew, release, get string
+	ensure, acquire, renew, renewBatch, release, get string
 }
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ fxelection.Notifier     = (*Backend)(nil)
 	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ fxelection.BatchRenewer = (*Backend)(nil)
 )
+
+// querier is what RenewBatch needs beyond DB to renew many rows in one
+// statement; *pgxpool.Pool has it. A DB without it renews one lease at a
+// time.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
 
 // New returns a backend storing leases in db. It validates opts (an error
 // naming the option, matching ErrInvalidIdentifier, for a bad name) and
@@ -335,6 +343,14 @@ SET renewed_at = now(), duration_ms = $4::bigint, expires_at = now() + $4::bigin
 WHERE name = $1 AND holder = $2 AND term = $3::bigint AND expires_at > now()
 RETURNING expires_at`
 
+	// Renew for many leases at once: the same conditions per row, matched
+	// against arrays of names, holders, terms and durations.
+	renewBatch := `UPDATE ` + table + ` AS l
+SET renewed_at = now(), duration_ms = v.d, expires_at = now() + v.d * interval '1 millisecond'
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS v(name, holder, term, d)
+WHERE l.name = v.name AND l.holder = v.holder AND l.term = v.term AND l.expires_at > now()
+RETURNING l.name, l.holder, l.term, l.expires_at`
+
 	// NOTIFY payloads are limited to 8000 bytes; longer names go unannounced
 	// (followers then poll) rather than failing the release.
 	release := `WITH r AS (
@@ -348,7 +364,7 @@ SELECT pg_notify($4::text, name) FROM r WHERE octet_length(name) < 8000`
 	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, coalesce(expires_at > now(), true)
 FROM ` + table + ` WHERE name = $1`
 
-	return statements{ensure: ensure, acquire: acquire, renew: renew, release: release, get: get}
+	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, get: get}
 }
 
 // BackendName returns "postgres".
@@ -637,6 +653,107 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	out := lease.Clone()
 	out.ExpiresAt = exp.Time
 	return out, nil
+}
+
+// RenewBatch implements fxelection.BatchRenewer with one UPDATE over all
+// the leases' rows (unnest of arrays of names, holders, terms and
+// durations), one round trip, under the same conditions as Renew for each
+// row: election, holder and term match and the lease has not expired by
+// the server's now(). Each lease gets what Renew would have returned for
+// it: a lease whose row did not match gets an error matching
+// fxelection.ErrLeaseLost while the others are renewed; a failure of the
+// statement fails them all. With a DB that has no Query method (see DB),
+// the leases are renewed one statement each.
+func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	out := make([]fxelection.RenewResult, len(leases))
+	q, ok := b.db.(querier)
+	if !ok {
+		for i, l := range leases {
+			out[i].Lease, out[i].Err = b.Renew(ctx, l)
+		}
+		return out
+	}
+	b.renewBatch(ctx, q, leases, out)
+	for i := range out {
+		out[i].Err = b.redact(out[i].Err)
+	}
+	return out
+}
+
+// renewKey identifies one lease's row match in a batch.
+type renewKey struct {
+	name, holder string
+	term         int64
+}
+
+func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection.Lease, out []fxelection.RenewResult) {
+	failAll := func(err error) {
+		for i := range out {
+			if out[i].Err == nil {
+				out[i].Err = err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		failAll(fmt.Errorf("renew lease: %w", err))
+		return
+	}
+	n := len(leases)
+	names, holders := make([]string, 0, n), make([]string, 0, n)
+	terms, durs := make([]int64, 0, n), make([]int64, 0, n)
+	for i, l := range leases {
+		switch {
+		case l.Term == 0 || l.Term > math.MaxInt64 || l.Holder == "":
+			out[i].Err = fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		case l.Duration <= 0 || l.Duration > fxelection.MaxRecordDuration:
+			out[i].Err = fmt.Errorf("renew lease: duration %v is not in (0, %v]", l.Duration, fxelection.MaxRecordDuration)
+		default:
+			names, holders = append(names, l.Election), append(holders, l.Holder)
+			terms, durs = append(terms, int64(l.Term)), append(durs, durationMS(l.Duration))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		failAll(fmt.Errorf("renew lease: %w", err))
+		return
+	}
+	renewed := make(map[renewKey]time.Time, len(names))
+	rows, err := q.Query(ctx, b.sql.renewBatch, names, holders, terms, durs)
+	if err == nil {
+		for rows.Next() {
+			var (
+				k   renewKey
+				exp pgtype.Timestamptz
+			)
+			if err = rows.Scan(&k.name, &k.holder, &k.term, &exp); err != nil {
+				break
+			}
+			renewed[k] = exp.Time
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err != nil {
+		failAll(b.storeErr("renew lease", err))
+		return
+	}
+	for i, l := range leases {
+		if out[i].Err != nil {
+			continue
+		}
+		exp, ok := renewed[renewKey{l.Election, l.Holder, int64(l.Term)}]
+		if !ok {
+			out[i].Err = fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+			continue
+		}
+		l = l.Clone()
+		l.ExpiresAt = exp
+		out[i].Lease = l
+	}
 }
 
 // Release implements fxelection.Backend with one statement that frees the

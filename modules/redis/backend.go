@@ -65,6 +65,7 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ fxelection.Notifier     = (*Backend)(nil)
 	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ fxelection.BatchRenewer = (*Backend)(nil)
 )
 
 // ErrInvalidOptions is matched by the errors of Options.Validate (and so of
@@ -274,6 +275,13 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	lease := b.leaseKey(l.Election)
 	durMS := l.Duration.Milliseconds()
 	status, err := b.renew.Run(ctx, b.client, []string{lease}, termHead(l), durMS).Int64()
+	return renewOutcome(l, start, status, err)
+}
+
+// renewOutcome turns the renew script's reply (or error) for l, sent at
+// start, into Renew's result.
+func renewOutcome(l fxelection.Lease, start time.Time, status int64, err error) (fxelection.Lease, error) {
+	durMS := l.Duration.Milliseconds()
 	switch {
 	case err != nil && isWrongType(err):
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, storeError(err))
@@ -289,6 +297,67 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w: our record is damaged",
 			fxelection.ErrLeaseLost, fxelection.ErrInvalidRecord)
 	}
+}
+
+// RenewBatch implements fxelection.BatchRenewer: the renew script for
+// every lease in one pipeline (one round trip; on Redis Cluster, one per
+// node holding some of the keys). Each lease gets what Renew would have
+// returned for it: a lease no longer held gets an error matching
+// fxelection.ErrLeaseLost while the others are renewed, and a failure of
+// the connection fails every lease it carried. Scripts not yet cached by
+// the server (NOSCRIPT, as after a restart) are sent again in full, in a
+// second pipeline.
+func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	out := make([]fxelection.RenewResult, len(leases))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = b.redact(fmt.Errorf("renew lease: %w", err))
+		}
+		return out
+	}
+	start := time.Now()
+	cmds := make([]*redis.Cmd, len(leases))
+	send := func(idx []int, full bool) {
+		pipe := b.client.Pipeline()
+		for _, i := range idx {
+			l := leases[i]
+			keys, args := []string{b.leaseKey(l.Election)}, []any{termHead(l), l.Duration.Milliseconds()}
+			if full {
+				cmds[i] = b.renew.Eval(ctx, pipe, keys, args...)
+			} else {
+				cmds[i] = b.renew.EvalSha(ctx, pipe, keys, args...)
+			}
+		}
+		_, _ = pipe.Exec(ctx) // errors are per command
+	}
+	var idx []int
+	for i, l := range leases {
+		if l.Duration < time.Millisecond || l.Duration > fxelection.MaxRecordDuration {
+			out[i].Err = fmt.Errorf("renew lease: duration %v is not between 1ms and %v", l.Duration, fxelection.MaxRecordDuration)
+			continue
+		}
+		idx = append(idx, i)
+	}
+	if len(idx) > 0 {
+		send(idx, false)
+		var again []int
+		for _, i := range idx {
+			if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			send(again, true)
+		}
+	}
+	for _, i := range idx {
+		status, err := cmds[i].Int64()
+		out[i].Lease, out[i].Err = renewOutcome(leases[i], start, status, err)
+	}
+	for i := range out {
+		out[i].Err = b.redact(out[i].Err)
+	}
+	return out
 }
 
 // Release implements fxelection.Backend: one script that deletes the lease

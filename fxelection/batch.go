@@ -1,0 +1,283 @@
+package fxelection
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// BatchRenewer is an optional Backend capability for processes that run
+// many elections on one backend: renewing many leases in one round trip to
+// the store (Redis: a pipeline of the renew script; Postgres: one UPDATE
+// over many rows; the in-memory backend: one lock).
+//
+// Electors sharing a backend value that implements it use it on their own:
+// no configuration. Their renewals are scheduled on a grid of RetryPeriod/64
+// slots, rounded down (a renewal may come up to one slot early, never
+// late), so that renewals falling due in the same slot go to the store
+// together; a shared batcher, whose goroutine runs only while renewals
+// wait, sends them in batches of at most MaxRenewBatch. The elector's
+// timing rules are unchanged: belief is still measured from the moment it
+// asked for the renewal, and every renewal is still bounded by its renew
+// deadline (an elector whose deadline passes while its batch is in flight
+// stops waiting at once, as with Renew).
+//
+// Backend authors: RenewBatch must give every lease exactly the outcome
+// Renew would have given it, as if each were renewed on its own: a lease no
+// longer held gets an error matching ErrLeaseLost while the others in the
+// same batch are renewed; a store failure that hits the whole call (a
+// broken connection) gives every lease that failure. It must return one
+// result per lease, in the order given, and honour ctx (which bounds the
+// whole batch). The electiontest conformance suite checks this for every
+// backend that implements it.
+type BatchRenewer interface {
+	// RenewBatch renews leases as Renew would renew each one, in as few
+	// round trips as the store allows, and returns one result per lease,
+	// in order.
+	RenewBatch(ctx context.Context, leases []Lease) []RenewResult
+}
+
+// RenewResult is one lease's outcome in BatchRenewer.RenewBatch: what Renew
+// would have returned for it.
+type RenewResult struct {
+	// Lease is the renewed lease when Err is nil.
+	Lease Lease
+	// Err is nil, an error matching ErrLeaseLost, or a store failure.
+	Err error
+}
+
+// MaxRenewBatch is the most leases the core passes to one RenewBatch call.
+const MaxRenewBatch = 1024
+
+// renewSlots is how many renewal slots a RetryPeriod has when the backend
+// batches.
+const renewSlots = 64
+
+// renewSlot rounds t down to the grid of p/renewSlots slots (on the wall
+// clock's nanoseconds, so every elector of the process shares it), so that
+// renewals of elections with the same RetryPeriod that fall due in one slot
+// are due at the same instant and can be batched. It never returns a time
+// after t.
+func renewSlot(t time.Time, p time.Duration) time.Time {
+	q := int64(p / renewSlots)
+	if q <= 1 {
+		return t
+	}
+	off := t.UnixNano() % q
+	if off < 0 {
+		off += q
+	}
+	return t.Add(-time.Duration(off))
+}
+
+// batcher sends the renewals of every elector sharing one BatchRenewer in
+// batches. Its sender goroutines are started by renewals that find every
+// sender busy with a batch in flight (at most maxSenders at once, so that
+// renewals arriving during a slow round trip need not wait for it), and end
+// when no renewal waits: an idle batcher costs nothing and needs no stop.
+type batcher struct {
+	b    BatchRenewer
+	kind string // BackendName, for errors
+
+	mu      sync.Mutex
+	queue   []*renewReq
+	senders int // sender goroutines running
+	sending int // of which with a batch in flight
+	refs    int // electors using it (guarded by batchers.mu)
+}
+
+// maxSenders bounds the batches one backend has in flight at once.
+const maxSenders = 4
+
+// renewReq is one elector's renewal waiting in a batcher.
+type renewReq struct {
+	deadline time.Time
+	lease    Lease
+	done     chan struct{} // closed when out and err are set
+	out      Lease
+	err      error
+	// batch is the batch carrying the request once it has been sent
+	// (guarded by batcher.mu); abandoned marks a request whose elector
+	// stopped waiting before that.
+	batch     *sentBatch
+	abandoned bool
+}
+
+// sentBatch is one RenewBatch call: cancelled when every elector in it has
+// stopped waiting (all stopped, or all past their deadlines).
+type sentBatch struct {
+	cancel  context.CancelFunc
+	waiting int // guarded by batcher.mu
+}
+
+// batchers maps each batching backend in use to its batcher.
+var batchers struct {
+	mu sync.Mutex
+	m  map[Backend]*batcher
+}
+
+// joinBatcher returns the batcher of b, creating it, or nil when b does not
+// implement BatchRenewer (or cannot be a map key). Each call is paired with
+// leaveBatcher.
+func joinBatcher(b Backend) *batcher {
+	br, ok := b.(BatchRenewer)
+	if !ok || !reflect.ValueOf(b).Comparable() {
+		return nil
+	}
+	batchers.mu.Lock()
+	defer batchers.mu.Unlock()
+	if batchers.m == nil {
+		batchers.m = map[Backend]*batcher{}
+	}
+	bt := batchers.m[b]
+	if bt == nil {
+		bt = &batcher{b: br, kind: BackendName(b)}
+		batchers.m[b] = bt
+	}
+	bt.refs++
+	return bt
+}
+
+// leaveBatcher ends one joinBatcher. The last elector to leave removes the
+// batcher from the map; an elector still holding it (a campaign loop Stop
+// left to finish) can go on using it.
+func leaveBatcher(b Backend, bt *batcher) {
+	if bt == nil {
+		return
+	}
+	batchers.mu.Lock()
+	defer batchers.mu.Unlock()
+	bt.refs--
+	if bt.refs == 0 && batchers.m[b] == bt {
+		delete(batchers.m, b)
+	}
+}
+
+// renew queues lease for the next batch and waits for its result, or until
+// ctx is done; ctx must be done by deadline (the leader context is: the
+// renew deadline timer cancels it), and renew then returns
+// context.DeadlineExceeded. The batch carrying it is bounded by the latest
+// deadline of its renewals.
+func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (Lease, error) {
+	req := &renewReq{deadline: deadline, lease: lease, done: make(chan struct{})}
+	bt.mu.Lock()
+	bt.queue = append(bt.queue, req)
+	start := bt.senders == bt.sending && bt.senders < maxSenders
+	if start {
+		bt.senders++
+	}
+	bt.mu.Unlock()
+	if start {
+		go bt.run()
+	}
+	select {
+	case <-req.done:
+		return req.out, req.err
+	case <-ctx.Done():
+	}
+	bt.mu.Lock()
+	var cancel context.CancelFunc
+	if s := req.batch; s != nil {
+		if s.waiting--; s.waiting == 0 {
+			cancel = s.cancel
+		}
+	} else {
+		req.abandoned = true
+	}
+	bt.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if !time.Now().Before(deadline) {
+		return Lease{}, context.DeadlineExceeded
+	}
+	return Lease{}, ctx.Err()
+}
+
+// run is one sender: it sends batches until no renewal waits.
+func (bt *batcher) run() {
+	for {
+		// Renewals that fell due in the same slot are waking now: let them
+		// join before taking the queue.
+		runtime.Gosched()
+		bt.mu.Lock()
+		n := min(len(bt.queue), MaxRenewBatch)
+		if n == 0 {
+			bt.senders--
+			if bt.senders == 0 {
+				bt.queue = nil
+			}
+			bt.mu.Unlock()
+			return
+		}
+		batch := make([]*renewReq, 0, n)
+		var deadline time.Time
+		for _, q := range bt.queue[:n] {
+			if q.abandoned {
+				continue
+			}
+			batch = append(batch, q)
+			if q.deadline.After(deadline) {
+				deadline = q.deadline
+			}
+		}
+		clear(bt.queue[:n])
+		bt.queue = bt.queue[n:]
+		if len(bt.queue) == 0 {
+			bt.queue = nil
+		}
+		var ctx context.Context
+		s := &sentBatch{waiting: len(batch)}
+		if deadline.IsZero() {
+			ctx, s.cancel = context.WithCancel(context.Background())
+		} else {
+			ctx, s.cancel = context.WithDeadline(context.Background(), deadline)
+		}
+		for _, q := range batch {
+			q.batch = s
+		}
+		bt.sending++
+		bt.mu.Unlock()
+		if len(batch) > 0 {
+			bt.send(ctx, batch)
+		}
+		s.cancel()
+		bt.mu.Lock()
+		bt.sending--
+		bt.mu.Unlock()
+	}
+}
+
+// send makes one RenewBatch call and hands each elector its result.
+func (bt *batcher) send(ctx context.Context, batch []*renewReq) {
+	leases := make([]Lease, len(batch))
+	for i, q := range batch {
+		leases[i] = q.lease
+	}
+	res := bt.call(ctx, leases)
+	for i, q := range batch {
+		if len(res) != len(batch) {
+			q.err = fmt.Errorf("fxelection: %s RenewBatch returned %d results for %d leases", bt.kind, len(res), len(batch))
+		} else {
+			q.out, q.err = res[i].Lease, res[i].Err
+		}
+		close(q.done)
+	}
+}
+
+// call runs RenewBatch, turning a panic in it into a failure of the batch
+// (a panicking backend must not take the process down; the electors report
+// the error like any store failure).
+func (bt *batcher) call(ctx context.Context, leases []Lease) (res []RenewResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("fxelection: RenewBatch panicked: %v", v)
+			res = slices.Repeat([]RenewResult{{Err: err}}, len(leases))
+		}
+	}()
+	return bt.b.RenewBatch(ctx, leases)
+}

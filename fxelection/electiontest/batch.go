@@ -1,0 +1,175 @@
+package electiontest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// BatchFaulty is a Faulty that also implements fxelection.BatchRenewer,
+// so that electors on it renew in batches. A fault set for
+// fxelection.OpRenew (or for all operations) hits a whole batch as it
+// would hit one Renew call; each lease in a batch counts as one call in
+// Calls. Batches go to the wrapped backend's RenewBatch, or, if it has
+// none, to its Renew one lease at a time.
+type BatchFaulty struct {
+	*Faulty
+}
+
+var _ fxelection.BatchRenewer = (*BatchFaulty)(nil)
+
+// NewBatchFaulty wraps inner like NewFaulty, with batched renewals.
+func NewBatchFaulty(inner fxelection.Backend) *BatchFaulty {
+	return &BatchFaulty{NewFaulty(inner)}
+}
+
+// RenewBatch implements fxelection.BatchRenewer.
+func (f *BatchFaulty) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	out := make([]fxelection.RenewResult, len(leases))
+	if len(leases) == 0 {
+		return out
+	}
+	err := f.before(ctx, fxelection.OpRenew)
+	f.mu.Lock()
+	f.calls[fxelection.OpRenew] += len(leases) - 1
+	f.mu.Unlock()
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	if br, ok := f.inner.(fxelection.BatchRenewer); ok {
+		return br.RenewBatch(ctx, leases)
+	}
+	for i, l := range leases {
+		out[i].Lease, out[i].Err = f.inner.Renew(ctx, l)
+	}
+	return out
+}
+
+// renewBatch checks BatchRenewer, for backends that implement it: one
+// batch where one lease was lost (taken over by another candidate), one
+// never held and one with the wrong term reports exactly those as lost
+// (ErrLeaseLost), renews the others with their terms unchanged, and leaves
+// the new holder's lease alone.
+func (s *suite) renewBatch(t *testing.T) {
+	a, other := s.newBackend(t), s.newBackend(t)
+	br, ok := a.(fxelection.BatchRenewer)
+	if !ok {
+		t.Skip("the backend does not implement fxelection.BatchRenewer (optional)")
+	}
+	if got := br.RenewBatch(ctxT(t), nil); len(got) != 0 {
+		t.Fatalf("RenewBatch(nil) returned %d results", len(got))
+	}
+	base := Election(t)
+	e := [4]string{base + "-0", base + "-1", base + "-2", base + "-3"}
+	l0 := mustAcquire(t, a, s.req(e[0], "a", 0))
+	l1 := mustAcquire(t, a, s.req(e[1], "a", 0))
+	l2 := mustAcquire(t, a, s.req(e[2], "a", 0))
+	// e[1] changes hands: released, then taken by b.
+	if err := a.Release(ctxT(t), l1); err != nil {
+		t.Fatal(err)
+	}
+	lb := mustAcquire(t, other, s.req(e[1], "b", 0))
+	never := fxelection.Lease{Election: e[3], Holder: "a", Term: l0.Term, Duration: time.Minute}
+	wrongTerm := l2
+	wrongTerm.Term = l2.Term + 1000
+
+	leases := []fxelection.Lease{l0, l1, l2, never, wrongTerm}
+	res := br.RenewBatch(ctxT(t), leases)
+	if len(res) != len(leases) {
+		t.Fatalf("RenewBatch returned %d results for %d leases", len(res), len(leases))
+	}
+	for _, i := range []int{0, 2} {
+		if res[i].Err != nil {
+			t.Fatalf("lease %d (%s): %v, want renewed", i, leases[i].Election, res[i].Err)
+		}
+		if got := res[i].Lease; got.Holder != "a" || got.Term != leases[i].Term || got.Election != leases[i].Election {
+			t.Fatalf("lease %d renewed as %+v", i, got)
+		}
+	}
+	for _, i := range []int{1, 3, 4} {
+		if !errors.Is(res[i].Err, fxelection.ErrLeaseLost) {
+			t.Fatalf("lease %d (%s): %v, want ErrLeaseLost", i, leases[i].Election, res[i].Err)
+		}
+	}
+	if got, err := other.Get(ctxT(t), e[1]); err != nil || got.Holder != "b" || got.Term != lb.Term {
+		t.Fatalf("after the batch, %s = %+v, %v; want b's lease (term %d)", e[1], got, err, lb.Term)
+	}
+	if _, err := a.Get(ctxT(t), e[3]); !errors.Is(err, fxelection.ErrNoLease) {
+		t.Fatalf("the batch created a lease nobody acquired: %v", err)
+	}
+	// The renewed leases are good for the next renewal.
+	if _, err := a.Renew(ctxT(t), res[0].Lease); err != nil {
+		t.Fatalf("Renew of a lease RenewBatch returned: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i, r := range br.RenewBatch(ctx, []fxelection.Lease{l0, l2}) {
+		if r.Err == nil {
+			t.Fatalf("lease %d renewed with a cancelled context", i)
+		}
+	}
+}
+
+// manyElections runs many electors, one election each, on one shared
+// backend (so that a backend implementing BatchRenewer gets batches):
+// every one leads and keeps leading through several retry periods.
+func (s *suite) manyElections(t *testing.T) {
+	const n = 40
+	be := s.newBackend(t)
+	tm := s.o.Timing
+	base := Election(t)
+	var lost atomic.Int64
+	es := make([]*fxelection.Elector, n)
+	for i := range es {
+		e, err := fxelection.New(fxelection.Config{
+			Name: fmt.Sprintf("%s-%d", base, i), Identity: "many",
+			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
+		}, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
+			if ev.Kind == fxelection.EventStoppedLeading && ev.Reason != fxelection.ReasonStopped {
+				lost.Add(1)
+			}
+		}))
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Stop(context.Background()) })
+		es[i] = e
+	}
+	deadline := time.Now().Add(tm.LeaseDuration + 10*time.Second)
+	for {
+		leading := 0
+		for _, e := range es {
+			if e.IsLeader() {
+				leading++
+			}
+		}
+		if leading == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d electors lead", leading, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * tm.RetryPeriod) // every one renews at least once
+	for i, e := range es {
+		if !e.IsLeader() {
+			t.Fatalf("elector %d stopped leading", i)
+		}
+	}
+	if l := lost.Load(); l > 0 {
+		t.Fatalf("%d leaderships lost while renewing", l)
+	}
+}

@@ -1,0 +1,541 @@
+// Command scalebench measures many elections in one process: E electors,
+// one candidate each, on one shared backend (the in-memory one, or a Redis
+// or PostgreSQL server started by internal/testserver on loopback). For
+// every backend and E it reports the time until all lead, the memory and
+// goroutines each election costs, the process CPU, backend operations per
+// second against E/RetryPeriod, round trips per RetryPeriod, and renew
+// latency (p50/p99, as the elector sees it: from its renew call to the
+// answer, including any wait for a batch).
+//
+//	go run ./internal/scalebench -backends memory,redis,postgres -n 1000,10000,100000
+//
+// Each (backend, E) runs in a fresh child process (the command re-executes
+// itself), so that memory left behind by one run does not count in the
+// next. Memory per election is the difference from a baseline taken after
+// the backend and its client are set up, divided by E. RSS is as the
+// kernel reports it at the end of the measuring window (no forced GC);
+// heap is live heap after a forced GC.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/testserver"
+	pglease "github.com/fxelection/fxelection/modules/postgres"
+	redislease "github.com/fxelection/fxelection/modules/redis"
+)
+
+type options struct {
+	backends    string
+	counts      string
+	lease       time.Duration
+	deadline    time.Duration
+	retry       time.Duration
+	periods     int
+	leadTimeout time.Duration
+	pgConns     int
+	child       string
+	memProfile  string
+	cpuProfile  string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.backends, "backends", "memory,redis,postgres", "backends to measure: memory, redis, postgres")
+	flag.StringVar(&o.counts, "n", "1000,10000,100000", "numbers of elections")
+	flag.DurationVar(&o.lease, "lease", 15*time.Second, "LeaseDuration")
+	flag.DurationVar(&o.deadline, "deadline", 10*time.Second, "RenewDeadline")
+	flag.DurationVar(&o.retry, "retry", 2*time.Second, "RetryPeriod")
+	flag.IntVar(&o.periods, "periods", 5, "measuring window, in retry periods")
+	flag.DurationVar(&o.leadTimeout, "lead-timeout", 2*time.Minute, "give up waiting for all to lead after this")
+	flag.IntVar(&o.pgConns, "pg-conns", 0, "Postgres pool size (0: pgxpool's default)")
+	flag.StringVar(&o.child, "child", "", "internal: run one measurement, backend:n")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measuring window to this file (with -child)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the steady state to this file (with -child)")
+	flag.Parse()
+	if o.child != "" {
+		if err := runChild(o); err != nil {
+			fmt.Fprintln(os.Stderr, "scalebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := runParent(o); err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one child's measurement.
+type result struct {
+	Backend       string  `json:"backend"`
+	N             int     `json:"n"`
+	AllLead       bool    `json:"all_lead"`
+	Leading       int64   `json:"leading"`
+	LeadSeconds   float64 `json:"lead_s"`
+	RSSPerEl      float64 `json:"rss_per_el"`   // bytes
+	HeapPerEl     float64 `json:"heap_per_el"`  // bytes, live after GC
+	StackPerEl    float64 `json:"stack_per_el"` // bytes
+	GoroutPerEl   float64 `json:"goroutines_per_el"`
+	CPUCores      float64 `json:"cpu_cores"`
+	OpsPerSec     float64 `json:"ops_per_s"`
+	Expected      float64 `json:"expected_ops_per_s"` // E/RetryPeriod
+	RoundTrips    float64 `json:"round_trips_per_period"`
+	RenewP50      float64 `json:"renew_p50_ms"`
+	RenewP99      float64 `json:"renew_p99_ms"`
+	RenewMax      float64 `json:"renew_max_ms"`
+	Renewals      int64   `json:"renewals"`
+	MeanBatch     float64 `json:"mean_batch"`
+	BatchP99      float64 `json:"batch_call_p99_ms"`
+	RenewErrors   int64   `json:"renew_errors"`
+	Lost          int64   `json:"lost"`
+	StopSeconds   float64 `json:"stop_s"`
+	LeftGoroutine int     `json:"left_goroutines"`
+	LoadBefore    string  `json:"load_before"`
+	LoadAfter     string  `json:"load_after"`
+}
+
+func runParent(o options) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# scalebench: LeaseDuration %v, RenewDeadline %v, RetryPeriod %v, window %d retry periods, GOMAXPROCS %d, %s\n",
+		o.lease, o.deadline, o.retry, o.periods, runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Println("| backend | elections | all lead after | RSS/election | heap/election | stack/election | goroutines/election | CPU (cores) | ops/s (E/RetryPeriod) | round trips/RetryPeriod | renew p50 | renew p99 | lost | load avg |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, be := range strings.Split(o.backends, ",") {
+		for _, ns := range strings.Split(o.counts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(ns))
+			if err != nil {
+				return fmt.Errorf("-n: %w", err)
+			}
+			args := []string{"-child", strings.TrimSpace(be) + ":" + strconv.Itoa(n),
+				"-lease", o.lease.String(), "-deadline", o.deadline.String(), "-retry", o.retry.String(),
+				"-periods", strconv.Itoa(o.periods), "-lead-timeout", o.leadTimeout.String(),
+				"-pg-conns", strconv.Itoa(o.pgConns)}
+			cmd := exec.Command(self, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, os.Stderr
+			if err := cmd.Run(); err != nil {
+				fmt.Printf("| %s | %d | failed: %v | | | | | | | | | | | |\n", be, n, err)
+				continue
+			}
+			var r result
+			if err := json.Unmarshal(lastLine(out.Bytes()), &r); err != nil {
+				return fmt.Errorf("child output %q: %w", out.String(), err)
+			}
+			lead := fmt.Sprintf("%.2f s", r.LeadSeconds)
+			if !r.AllLead {
+				lead = fmt.Sprintf("only %d led within %v", r.Leading, o.leadTimeout)
+			}
+			fmt.Printf("| %s | %d | %s | %.1f KiB | %.2f KB | %.2f KiB | %.2f | %.3f | %.0f (%.0f) | %.0f | %.2f ms | %.2f ms | %d | %s → %s |\n",
+				r.Backend, r.N, lead, r.RSSPerEl/1024, r.HeapPerEl/1000, r.StackPerEl/1024, r.GoroutPerEl,
+				r.CPUCores, r.OpsPerSec, r.Expected, r.RoundTrips, r.RenewP50, r.RenewP99, r.Lost, r.LoadBefore, r.LoadAfter)
+		}
+	}
+	return nil
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+// counting wraps a backend and counts its calls: each call is one round
+// trip to the store (a batch call counts once).
+type counting struct {
+	b          fxelection.Backend
+	roundTrips atomic.Int64
+	batches    atomic.Int64 // RenewBatch calls
+	batched    atomic.Int64 // leases in them
+	batchTime  histogram    // RenewBatch call durations
+}
+
+func (c *counting) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	c.roundTrips.Add(1)
+	return c.b.Acquire(ctx, req)
+}
+
+func (c *counting) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	c.roundTrips.Add(1)
+	return c.b.Renew(ctx, l)
+}
+
+func (c *counting) Release(ctx context.Context, l fxelection.Lease) error {
+	c.roundTrips.Add(1)
+	return c.b.Release(ctx, l)
+}
+
+func (c *counting) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	c.roundTrips.Add(1)
+	return c.b.Get(ctx, election)
+}
+
+// countingBatch is counting for a backend with the batch capability,
+// which it forwards.
+type countingBatch struct{ *counting }
+
+// RenewBatch forwards the batch capability, as one round trip.
+func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	c.roundTrips.Add(1)
+	c.batches.Add(1)
+	c.batched.Add(int64(len(leases)))
+	start := time.Now()
+	defer func() { c.batchTime.add(time.Since(start)) }()
+	if br, ok := c.b.(fxelection.BatchRenewer); ok {
+		return br.RenewBatch(ctx, leases)
+	}
+	out := make([]fxelection.RenewResult, len(leases))
+	for i, l := range leases {
+		out[i].Lease, out[i].Err = c.b.Renew(ctx, l)
+	}
+	return out
+}
+
+func (c *counting) BackendName() string { return fxelection.BackendName(c.b) }
+
+func (c *counting) Subscribe(election string, wake func()) (cancel func()) {
+	if n, ok := c.b.(fxelection.Notifier); ok {
+		return n.Subscribe(election, wake)
+	}
+	return func() {}
+}
+
+// observer counts leaderships and operations and keeps a histogram of
+// renew latency; one is shared by every elector.
+type observer struct {
+	leading, lost, ops, renewals, renewErrs atomic.Int64
+	hist                                    histogram
+}
+
+func (o *observer) Observe(ev fxelection.Event) {
+	switch ev.Kind {
+	case fxelection.EventStartedLeading:
+		o.leading.Add(1)
+	case fxelection.EventStoppedLeading:
+		o.leading.Add(-1)
+		if ev.Reason != fxelection.ReasonStopped {
+			o.lost.Add(1)
+		}
+	case fxelection.EventOperation:
+		o.ops.Add(1)
+		if ev.Op == fxelection.OpRenew {
+			if ev.Err != nil {
+				o.renewErrs.Add(1)
+			} else {
+				o.renewals.Add(1)
+				o.hist.add(ev.Duration)
+			}
+		}
+	}
+}
+
+// histogram buckets durations on a log scale, 5% wide, from 1µs to ~2 min.
+type histogram struct {
+	b [420]atomic.Int64
+}
+
+const histGrowth = 1.05
+
+func (h *histogram) add(d time.Duration) {
+	i := 0
+	if us := float64(d) / float64(time.Microsecond); us > 1 {
+		i = int(math.Log(us) / math.Log(histGrowth))
+	}
+	h.b[min(i, len(h.b)-1)].Add(1)
+}
+
+func (h *histogram) reset() {
+	for i := range h.b {
+		h.b[i].Store(0)
+	}
+}
+
+// quantile returns the upper edge of the bucket holding quantile q, in ms.
+func (h *histogram) quantile(q float64) float64 {
+	var total int64
+	for i := range h.b {
+		total += h.b[i].Load()
+	}
+	if total == 0 {
+		return -1 // no renewal succeeded
+	}
+	want := int64(math.Ceil(q * float64(total)))
+	var seen int64
+	for i := range h.b {
+		seen += h.b[i].Load()
+		if seen >= want {
+			return math.Pow(histGrowth, float64(i+1)) / 1000
+		}
+	}
+	return -1
+}
+
+type snapshot struct {
+	rss        int64 // bytes
+	heap       uint64
+	stack      uint64
+	goroutines int
+	cpu        time.Duration
+}
+
+func takeSnapshot(gc bool) snapshot {
+	s := snapshot{rss: rss()}
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.heap, s.stack = ms.HeapAlloc, ms.StackInuse
+	s.goroutines = runtime.NumGoroutine()
+	s.cpu = cpuTime()
+	return s
+}
+
+func rss() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return "?"
+	}
+	return f[0]
+}
+
+// setup starts the store for kind and returns a backend on it and a
+// function that tears everything down.
+func setup(ctx context.Context, kind string, pgConns int) (fxelection.Backend, func(), error) {
+	switch kind {
+	case "memory":
+		return fxelection.NewMemoryBackend(), func() {}, nil
+	case "redis":
+		srv, err := testserver.StartRedis(testserver.RedisOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		be, err := redislease.New(client, redislease.Options{})
+		if err != nil {
+			_ = client.Close()
+			_ = srv.Close()
+			return nil, nil, err
+		}
+		return be, func() { _ = client.Close(); _ = srv.Close() }, nil
+	case "postgres":
+		srv, err := testserver.StartPostgres(testserver.PostgresOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg, err := pgxpool.ParseConfig(srv.DSN())
+		if err != nil {
+			_ = srv.Close()
+			return nil, nil, err
+		}
+		if pgConns > 0 {
+			cfg.MaxConns = int32(pgConns)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			_ = srv.Close()
+			return nil, nil, err
+		}
+		be, err := pglease.New(pool, pglease.Options{})
+		if err != nil {
+			pool.Close()
+			_ = srv.Close()
+			return nil, nil, err
+		}
+		if err := be.CreateTable(ctx); err != nil {
+			pool.Close()
+			_ = srv.Close()
+			return nil, nil, err
+		}
+		return be, func() { _ = be.Close(); pool.Close(); _ = srv.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown backend %q", kind)
+}
+
+func runChild(o options) error {
+	kind, ns, ok := strings.Cut(o.child, ":")
+	if !ok {
+		return errors.New("-child wants backend:n")
+	}
+	n, err := strconv.Atoi(ns)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	inner, teardown, err := setup(ctx, kind, o.pgConns)
+	if err != nil {
+		return err
+	}
+	defer teardown()
+	be := &counting{b: inner}
+	var shared fxelection.Backend = be
+	if _, ok := inner.(fxelection.BatchRenewer); ok {
+		shared = countingBatch{be}
+	}
+	obs := &observer{}
+	res := result{Backend: kind, N: n, LoadBefore: loadAvg(), Expected: float64(n) / o.retry.Seconds()}
+
+	// Warm the client up (connections, scripts) before the baseline.
+	warm, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: "warm-up", Identity: "bench", Duration: o.lease})
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	_ = be.Release(ctx, warm)
+	debug.FreeOSMemory()
+	base := takeSnapshot(true)
+
+	electors := make([]*fxelection.Elector, n)
+	for i := range electors {
+		e, err := fxelection.New(fxelection.Config{
+			Name: "e" + strconv.Itoa(i), Identity: "bench",
+			LeaseDuration: o.lease, RenewDeadline: o.deadline, RetryPeriod: o.retry,
+		}, shared)
+		if err != nil {
+			return err
+		}
+		e.AddObserver(obs)
+		electors[i] = e
+	}
+	start := time.Now()
+	for _, e := range electors {
+		if err := e.Start(ctx); err != nil {
+			return err
+		}
+	}
+	limit := time.Now().Add(o.leadTimeout)
+	for obs.leading.Load() < int64(n) && time.Now().Before(limit) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	res.Leading = obs.leading.Load()
+	res.AllLead = res.Leading >= int64(n)
+	res.LeadSeconds = time.Since(start).Seconds()
+
+	// Let the first renewals (spread over the first retry period) happen,
+	// then measure a steady window.
+	time.Sleep(o.retry)
+	obs.hist.reset()
+	be.batchTime.reset()
+	b0, bl0 := be.batches.Load(), be.batched.Load()
+	rt0, ops0, ren0, err0, lost0 := be.roundTrips.Load(), obs.ops.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load()
+	cpu0, t0 := cpuTime(), time.Now()
+	if o.cpuProfile != "" {
+		if f, err := os.Create(o.cpuProfile); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+			}
+		}
+	}
+	time.Sleep(time.Duration(o.periods) * o.retry)
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	window := time.Since(t0)
+	cpu1 := cpuTime()
+	rt1, ops1, ren1, err1, lost1 := be.roundTrips.Load(), obs.ops.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load()
+	end := takeSnapshot(true)
+	if o.memProfile != "" {
+		if f, err := os.Create(o.memProfile); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+	}
+
+	if b := be.batches.Load() - b0; b > 0 {
+		res.MeanBatch = float64(be.batched.Load()-bl0) / float64(b)
+		res.BatchP99 = be.batchTime.quantile(0.99)
+	}
+	res.CPUCores = (cpu1 - cpu0).Seconds() / window.Seconds()
+	res.OpsPerSec = float64(ops1-ops0) / window.Seconds()
+	res.RoundTrips = float64(rt1-rt0) / (window.Seconds() / o.retry.Seconds())
+	res.Renewals, res.RenewErrors, res.Lost = ren1-ren0, err1-err0, lost1-lost0
+	res.RenewP50, res.RenewP99, res.RenewMax = obs.hist.quantile(0.5), obs.hist.quantile(0.99), obs.hist.quantile(1)
+	res.RSSPerEl = float64(end.rss-base.rss) / float64(n)
+	res.HeapPerEl = (float64(end.heap) - float64(base.heap)) / float64(n)
+	res.StackPerEl = (float64(end.stack) - float64(base.stack)) / float64(n)
+	res.GoroutPerEl = float64(end.goroutines-base.goroutines) / float64(n)
+
+	stopStart := time.Now()
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				_ = electors[i].Stop(ctx)
+			}
+		})
+	}
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+		res.StopSeconds = time.Since(stopStart).Seconds()
+		time.Sleep(100 * time.Millisecond)
+		res.LeftGoroutine = runtime.NumGoroutine() - base.goroutines
+	case <-time.After(o.leadTimeout):
+		res.StopSeconds, res.LeftGoroutine = -1, -1 // gave up
+	}
+	res.LoadAfter = loadAvg()
+	fmt.Fprintf(os.Stderr, "%s E=%d: all lead %v after %.2fs; renewals %d (errors %d); mean batch %.1f, batch call p99 %.2f ms; stop %.2fs; goroutines left %d\n",
+		kind, n, res.AllLead, res.LeadSeconds, res.Renewals, res.RenewErrors, res.MeanBatch, res.BatchP99, res.StopSeconds, res.LeftGoroutine)
+	out, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(out))
+	return nil
+}
