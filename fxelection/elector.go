@@ -862,47 +862,29 @@ func (e *Elector) afterLead(ctx context.Context, reason StopReason) {
 
 // campaign tries to acquire until it succeeds (ok) or ctx is done. sitOut
 // delays the first attempt and ignores wake-ups until it has passed.
+//
+// The waiting between attempts is in pause, and attempt keeps the backend
+// call apart from what follows it, so that a campaign goroutine waiting in
+// the backend has a small stack: at start-up every elector's campaign waits
+// there at once.
 func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lease, start time.Time, pending *request, ok bool) {
 	delay, failures := sitOut, 0
 	ignoreWakeUntil := time.Now().Add(sitOut)
 	for {
 		if delay > 0 {
-			timer := time.NewTimer(delay)
-			var req *request
-			for waiting := true; waiting; {
-				select {
-				case <-ctx.Done():
-					timer.Stop()
-					return Lease{}, time.Time{}, nil, false
-				case <-timer.C:
-					waiting = false
-				case <-e.wake:
-					if !time.Now().Before(ignoreWakeUntil) {
-						timer.Stop()
-						waiting = false
-					}
-				case <-e.mail:
-					r, ok := e.nextRequest()
-					if !ok {
-						continue
-					}
-					if r.kind == reqResign {
-						r.reply <- result{}
-						continue
-					}
-					timer.Stop()
-					req, waiting = &r, false
-				}
+			req, stopped := e.pause(ctx, delay, ignoreWakeUntil)
+			if stopped {
+				return Lease{}, time.Time{}, nil, false
 			}
 			if req != nil {
-				l, s, err := e.attempt(ctx)
+				s, err := e.attempt(ctx, &lease)
 				if err == nil && ctx.Err() != nil {
-					e.dropLate(ctx, l)
+					e.dropLate(ctx, lease)
 					req.reply <- result{}
 					return Lease{}, time.Time{}, nil, false
 				}
 				if err == nil {
-					return l, s, req, true
+					return lease, s, req, true
 				}
 				if isStoreFailure(err) {
 					req.reply <- result{err: err}
@@ -912,13 +894,13 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 				continue // keep the current delay schedule
 			}
 		}
-		l, s, err := e.attempt(ctx)
+		s, err := e.attempt(ctx, &lease)
 		switch {
 		case err == nil && ctx.Err() != nil:
-			e.dropLate(ctx, l)
+			e.dropLate(ctx, lease)
 			return Lease{}, time.Time{}, nil, false
 		case err == nil:
-			return l, s, nil, true
+			return lease, s, nil, true
 		case ctx.Err() != nil:
 			return Lease{}, time.Time{}, nil, false
 		case isStoreFailure(err):
@@ -931,35 +913,78 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 	}
 }
 
-// attempt makes one Acquire call and records what it learned. The call is
-// bounded by RenewDeadline: a lease won after that long would have to be
-// given up at once (belief is measured from the attempt's start), and a hung
-// store must not keep the loop from TryAcquire, Resign or Stop.
-func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
+// pause waits delay before the campaign's next attempt. It ends early on a
+// wake-up (once ignoreWakeUntil has passed) or a TryAcquire, which it
+// returns for an attempt now; a Resign is answered at once (a follower has
+// nothing to resign). stopped reports that ctx is done.
+func (e *Elector) pause(ctx context.Context, delay time.Duration, ignoreWakeUntil time.Time) (req *request, stopped bool) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, true
+		case <-timer.C:
+			return nil, false
+		case <-e.wake:
+			if !time.Now().Before(ignoreWakeUntil) {
+				return nil, false
+			}
+		case <-e.mail:
+			r, ok := e.nextRequest()
+			if !ok {
+				continue
+			}
+			if r.kind == reqResign {
+				r.reply <- result{}
+				continue
+			}
+			return &r, false
+		}
+	}
+}
+
+// attempt makes one Acquire call, stores the lease won in *won (the zero
+// Lease otherwise) and records what it learned. The call is bounded by
+// RenewDeadline: a lease won after that long would have to be given up at
+// once (belief is measured from the attempt's start), and a hung store
+// must not keep the loop from TryAcquire, Resign or Stop.
+func (e *Elector) attempt(ctx context.Context, won *Lease) (time.Time, error) {
 	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
-	defer cancel()
 	end := e.during(OpAcquire)
 	l, err := e.backend.Acquire(actx, AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
 	})
 	end()
+	cancel()
+	*won = l
+	return start, e.attempted(ctx, start, won, err)
+}
+
+// attempted records the outcome of the attempt that started at start:
+// err from Acquire (nil when *won is the lease won). It returns the error
+// for the campaign (ctx's when ctx is done) and clears *won on an error.
+func (e *Elector) attempted(ctx context.Context, start time.Time, won *Lease, err error) error {
 	err = RedactError(err)
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	if err != nil {
+		*won = Lease{}
+	}
 	var held *HeldError
 	switch {
 	case err == nil:
 		e.contact()
-		return l, start, nil
+		return nil
 	case errors.As(err, &held):
 		e.contact()
 		e.observeLeader(held.Holder)
-		return Lease{}, start, err
+		return err
 	case ctx.Err() != nil:
-		return Lease{}, start, ctx.Err()
+		return ctx.Err()
 	default:
 		e.fail(OpAcquire, err)
-		return Lease{}, start, err
+		return err
 	}
 }
 
