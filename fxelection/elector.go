@@ -33,12 +33,14 @@ import (
 //
 // An Elector is safe for concurrent use. Start it once; after Stop it cannot
 // be started again.
+//
+// Its fields are ordered to leave little padding: a process running many
+// elections keeps one per election.
 type Elector struct {
-	cfg      Config
-	backend  Backend
-	notifier Notifier
-	kind     string
-	log      *slog.Logger
+	cfg     Config
+	backend Backend
+	kind    string
+	log     *slog.Logger
 
 	wake chan struct{}
 	// mail carries a token when requests wait in mailbox or events were
@@ -47,8 +49,6 @@ type Elector struct {
 	// disp delivers callbacks; created on first use after Start (see
 	// callbacks), so an elector whose callbacks never run has none.
 	disp atomic.Pointer[dispatcher]
-	// canDispatch is set by Start: callbacks are delivered from then on.
-	canDispatch atomic.Bool
 	// batch sends renewals in batches with other electors on the same
 	// backend when it implements BatchRenewer (nil otherwise); set by
 	// Start.
@@ -61,6 +61,8 @@ type Elector struct {
 	// none), so that Stop can say what it gave up waiting for and Status
 	// can show a wedged loop.
 	inflight atomic.Pointer[inflightOp]
+	// canDispatch is set by Start: callbacks are delivered from then on.
+	canDispatch atomic.Bool
 	// detached is set once Stop has sent EventDetached: observers get
 	// nothing after it, even from a loop Stop had to leave running.
 	detached atomic.Bool
@@ -72,14 +74,16 @@ type Elector struct {
 	// parked (leading with no goroutine) or over.
 	evMu      sync.Mutex
 	mailbox   []request
+	ls        leadState // the leadership the loop runs; only the loop touches it
 	events    loopEvent
 	parked    bool
 	loopEnded bool
-	ls        leadState // the leadership the loop runs; only the loop touches it
 
-	mu          sync.Mutex
+	// Guarded by mu, like the fields after it.
 	started     bool
 	stopped     bool
+	leaderKnown bool
+	mu          sync.Mutex
 	cancel      context.CancelFunc
 	loopDone    chan struct{}
 	listenDone  chan struct{} // closed when the push subscription is cancelled
@@ -87,10 +91,14 @@ type Elector struct {
 	term        *leaderTerm
 	finalLease  *Lease // lease to release on Stop, set by the loop on exit
 	leader      Lease
-	leaderKnown bool
 	lastContact time.Time
-	lastErr     error
-	lastErrAt   time.Time
+	lastFail    *failure // the last store failure, nil before the first
+}
+
+// failure is a store failure and when it happened (Status.LastError).
+type failure struct {
+	err error
+	at  time.Time
 }
 
 // leaderTerm is one period of leadership.
@@ -177,7 +185,6 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		wake:    make(chan struct{}, 1),
 		mail:    make(chan struct{}, 1),
 	}
-	e.notifier, _ = backend.(Notifier)
 	return e, nil
 }
 
@@ -279,9 +286,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
 	e.canDispatch.Store(true)
 	e.batch = joinBatcher(e.backend)
-	if e.notifier != nil {
+	if n, ok := e.backend.(Notifier); ok {
 		e.listenDone = make(chan struct{})
-		go e.listen(runCtx, e.listenDone)
+		go e.listen(runCtx, n, e.listenDone)
 	}
 	go e.run(runCtx)
 	e.log.Debug("elector started")
@@ -578,7 +585,7 @@ func (e *Elector) Status() Status {
 	s := Status{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Backend: e.kind,
 		Leader: e.leader.Clone(), LeaderKnown: e.leaderKnown,
-		LastContact: e.lastContact, LastError: e.lastErr, LastErrorAt: e.lastErrAt,
+		LastContact:   e.lastContact,
 		LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline, RetryPeriod: e.cfg.RetryPeriod,
 	}
 	if e.started && !e.stopped {
@@ -587,6 +594,9 @@ func (e *Elector) Status() Status {
 		default:
 			s.Running = true
 		}
+	}
+	if f := e.lastFail; f != nil {
+		s.LastError, s.LastErrorAt = f.err, f.at
 	}
 	if t := e.term; t != nil {
 		s.Holding, s.LastRenew = true, t.lastRenew
@@ -785,8 +795,8 @@ func (e *Elector) poke() {
 // its own and closes done after it returns): no goroutine waits for the
 // subscription in between. If Subscribe returns after Stop began, the
 // subscription is cancelled at once, here.
-func (e *Elector) listen(ctx context.Context, done chan struct{}) {
-	cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
+func (e *Elector) listen(ctx context.Context, n Notifier, done chan struct{}) {
+	cancel := n.Subscribe(e.cfg.Name, e.poke)
 	if cancel == nil {
 		cancel = func() {}
 	}
@@ -1127,6 +1137,10 @@ func (e *Elector) resign(ctx context.Context, t *leaderTerm, r request) StopReas
 // renew makes one renewal of t (through the batcher when the backend
 // batches) and arms the next; ended reports that the leadership ended, and
 // why.
+//
+// The call and what follows it are in functions of their own (renewDirect,
+// renewed), so that a renewal waiting for its batch keeps a small stack:
+// many wait at once in a process with many elections.
 func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, ended bool) {
 	renewStart := time.Now()
 	end := e.during(OpRenew)
@@ -1138,22 +1152,35 @@ func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, 
 	if e.batch != nil {
 		// The leader context is done at the renew deadline and on Stop:
 		// no context of its own is needed per renewal.
-		l, err = e.batch.renew(t.ctx, t.deadline, t.lease)
+		err = e.batch.renew(t.ctx, t.deadline, &t.lease, &l)
 		timedOut = errors.Is(err, context.DeadlineExceeded)
 	} else {
-		rctx, cancel := context.WithDeadline(ctx, t.deadline)
-		l, err = e.backend.Renew(rctx, t.lease)
-		timedOut = rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded)
-		cancel()
+		timedOut, err = e.renewDirect(ctx, t, &l)
 	}
 	end()
+	return e.renewed(ctx, t, renewStart, &l, err, timedOut)
+}
+
+// renewDirect renews t with Backend.Renew, bounded by its renew deadline,
+// storing the renewed lease in *out; timedOut reports that the deadline
+// ended the call.
+func (e *Elector) renewDirect(ctx context.Context, t *leaderTerm, out *Lease) (timedOut bool, err error) {
+	rctx, cancel := context.WithDeadline(ctx, t.deadline)
+	defer cancel()
+	*out, err = e.backend.Renew(rctx, t.lease)
+	return rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded), err
+}
+
+// renewed handles the outcome of t's renewal that started at renewStart:
+// the renewed lease *l when err is nil.
+func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
 	err = RedactError(err)
 	took := time.Since(renewStart)
 	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
 	switch {
 	case err == nil:
 		e.contact()
-		if !e.extend(t, l, renewStart) {
+		if !e.extend(t, *l, renewStart) {
 			return e.stepDown(t, ReasonDeadline, false), true
 		}
 		e.ls.failures = 0
@@ -1354,7 +1381,7 @@ func (e *Elector) contact() {
 func (e *Elector) fail(op string, err error) {
 	oe := &OpError{Election: e.cfg.Name, Op: op, Err: err}
 	e.mu.Lock()
-	e.lastErr, e.lastErrAt = oe, time.Now()
+	e.lastFail = &failure{err: oe, at: time.Now()}
 	e.mu.Unlock()
 	e.log.Warn("election error", "op", op, "error", err)
 	if cb := e.cfg.Callbacks.OnError; cb != nil {
