@@ -157,13 +157,15 @@ func leaveBatcher(b Backend, bt *batcher) {
 	}
 }
 
-// renew queues lease for the next batch and waits for its result, or until
-// ctx is done; ctx must be done by deadline (the leader context is: the
-// renew deadline timer cancels it), and renew then returns
+// renew queues a copy of *lease for the next batch and waits for its
+// result (the renewed lease in *out when it returns nil), or until ctx is
+// done; ctx must be done by deadline (the leader context is: the renew
+// deadline timer cancels it), and renew then returns
 // context.DeadlineExceeded. The batch carrying it is bounded by the latest
-// deadline of its renewals.
-func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (Lease, error) {
-	req := &renewReq{deadline: deadline, lease: lease, done: make(chan struct{})}
+// deadline of its renewals. Pointers rather than values keep the frames of
+// the many renewals waiting at once small.
+func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease, out *Lease) error {
+	req := &renewReq{deadline: deadline, lease: *lease, done: make(chan struct{})}
 	bt.mu.Lock()
 	bt.queue = append(bt.queue, req)
 	start := bt.senders == bt.sending && bt.senders < maxSenders
@@ -176,7 +178,8 @@ func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (
 	}
 	select {
 	case <-req.done:
-		return req.out, req.err
+		*out = req.out
+		return req.err
 	case <-ctx.Done():
 	}
 	bt.mu.Lock()
@@ -193,9 +196,9 @@ func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease Lease) (
 		cancel()
 	}
 	if !time.Now().Before(deadline) {
-		return Lease{}, context.DeadlineExceeded
+		return context.DeadlineExceeded
 	}
-	return Lease{}, ctx.Err()
+	return ctx.Err()
 }
 
 // run is one sender: it sends batches until no renewal waits.

@@ -33,12 +33,14 @@ import (
 //
 // An Elector is safe for concurrent use. Start it once; after Stop it cannot
 // be started again.
+//
+// Its fields are ordered to leave little padding: a process running many
+// elections keeps one per election.
 type Elector struct {
-	cfg      Config
-	backend  Backend
-	notifier Notifier
-	kind     string
-	log      *slog.Logger
+	cfg     Config
+	backend Backend
+	kind    string
+	log     *slog.Logger
 
 	wake chan struct{}
 	// mail carries a token when requests wait in mailbox or events were
@@ -47,8 +49,6 @@ type Elector struct {
 	// disp delivers callbacks; created on first use after Start (see
 	// callbacks), so an elector whose callbacks never run has none.
 	disp atomic.Pointer[dispatcher]
-	// canDispatch is set by Start: callbacks are delivered from then on.
-	canDispatch atomic.Bool
 	// batch sends renewals in batches with other electors on the same
 	// backend when it implements BatchRenewer (nil otherwise); set by
 	// Start.
@@ -61,6 +61,8 @@ type Elector struct {
 	// none), so that Stop can say what it gave up waiting for and Status
 	// can show a wedged loop.
 	inflight atomic.Pointer[inflightOp]
+	// canDispatch is set by Start: callbacks are delivered from then on.
+	canDispatch atomic.Bool
 	// detached is set once Stop has sent EventDetached: observers get
 	// nothing after it, even from a loop Stop had to leave running.
 	detached atomic.Bool
@@ -72,14 +74,16 @@ type Elector struct {
 	// parked (leading with no goroutine) or over.
 	evMu      sync.Mutex
 	mailbox   []request
+	ls        leadState // the leadership the loop runs; only the loop touches it
 	events    loopEvent
 	parked    bool
 	loopEnded bool
-	ls        leadState // the leadership the loop runs; only the loop touches it
 
-	mu          sync.Mutex
+	// Guarded by mu, like the fields after it.
 	started     bool
 	stopped     bool
+	leaderKnown bool
+	mu          sync.Mutex
 	cancel      context.CancelFunc
 	loopDone    chan struct{}
 	listenDone  chan struct{} // closed when the push subscription is cancelled
@@ -87,10 +91,14 @@ type Elector struct {
 	term        *leaderTerm
 	finalLease  *Lease // lease to release on Stop, set by the loop on exit
 	leader      Lease
-	leaderKnown bool
 	lastContact time.Time
-	lastErr     error
-	lastErrAt   time.Time
+	lastFail    *failure // the last store failure, nil before the first
+}
+
+// failure is a store failure and when it happened (Status.LastError).
+type failure struct {
+	err error
+	at  time.Time
 }
 
 // leaderTerm is one period of leadership.
@@ -177,7 +185,6 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		wake:    make(chan struct{}, 1),
 		mail:    make(chan struct{}, 1),
 	}
-	e.notifier, _ = backend.(Notifier)
 	return e, nil
 }
 
@@ -279,9 +286,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
 	e.canDispatch.Store(true)
 	e.batch = joinBatcher(e.backend)
-	if e.notifier != nil {
+	if n, ok := e.backend.(Notifier); ok {
 		e.listenDone = make(chan struct{})
-		go e.listen(runCtx, e.listenDone)
+		go e.listen(runCtx, n, e.listenDone)
 	}
 	go e.run(runCtx)
 	e.log.Debug("elector started")
@@ -578,7 +585,7 @@ func (e *Elector) Status() Status {
 	s := Status{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Backend: e.kind,
 		Leader: e.leader.Clone(), LeaderKnown: e.leaderKnown,
-		LastContact: e.lastContact, LastError: e.lastErr, LastErrorAt: e.lastErrAt,
+		LastContact:   e.lastContact,
 		LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline, RetryPeriod: e.cfg.RetryPeriod,
 	}
 	if e.started && !e.stopped {
@@ -587,6 +594,9 @@ func (e *Elector) Status() Status {
 		default:
 			s.Running = true
 		}
+	}
+	if f := e.lastFail; f != nil {
+		s.LastError, s.LastErrorAt = f.err, f.at
 	}
 	if t := e.term; t != nil {
 		s.Holding, s.LastRenew = true, t.lastRenew
@@ -785,8 +795,8 @@ func (e *Elector) poke() {
 // its own and closes done after it returns): no goroutine waits for the
 // subscription in between. If Subscribe returns after Stop began, the
 // subscription is cancelled at once, here.
-func (e *Elector) listen(ctx context.Context, done chan struct{}) {
-	cancel := e.notifier.Subscribe(e.cfg.Name, e.poke)
+func (e *Elector) listen(ctx context.Context, n Notifier, done chan struct{}) {
+	cancel := n.Subscribe(e.cfg.Name, e.poke)
 	if cancel == nil {
 		cancel = func() {}
 	}
@@ -862,47 +872,29 @@ func (e *Elector) afterLead(ctx context.Context, reason StopReason) {
 
 // campaign tries to acquire until it succeeds (ok) or ctx is done. sitOut
 // delays the first attempt and ignores wake-ups until it has passed.
+//
+// The waiting between attempts is in pause, and attempt keeps the backend
+// call apart from what follows it, so that a campaign goroutine waiting in
+// the backend has a small stack: at start-up every elector's campaign waits
+// there at once.
 func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lease, start time.Time, pending *request, ok bool) {
 	delay, failures := sitOut, 0
 	ignoreWakeUntil := time.Now().Add(sitOut)
 	for {
 		if delay > 0 {
-			timer := time.NewTimer(delay)
-			var req *request
-			for waiting := true; waiting; {
-				select {
-				case <-ctx.Done():
-					timer.Stop()
-					return Lease{}, time.Time{}, nil, false
-				case <-timer.C:
-					waiting = false
-				case <-e.wake:
-					if !time.Now().Before(ignoreWakeUntil) {
-						timer.Stop()
-						waiting = false
-					}
-				case <-e.mail:
-					r, ok := e.nextRequest()
-					if !ok {
-						continue
-					}
-					if r.kind == reqResign {
-						r.reply <- result{}
-						continue
-					}
-					timer.Stop()
-					req, waiting = &r, false
-				}
+			req, stopped := e.pause(ctx, delay, ignoreWakeUntil)
+			if stopped {
+				return Lease{}, time.Time{}, nil, false
 			}
 			if req != nil {
-				l, s, err := e.attempt(ctx)
+				s, err := e.attempt(ctx, &lease)
 				if err == nil && ctx.Err() != nil {
-					e.dropLate(ctx, l)
+					e.dropLate(ctx, lease)
 					req.reply <- result{}
 					return Lease{}, time.Time{}, nil, false
 				}
 				if err == nil {
-					return l, s, req, true
+					return lease, s, req, true
 				}
 				if isStoreFailure(err) {
 					req.reply <- result{err: err}
@@ -912,13 +904,13 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 				continue // keep the current delay schedule
 			}
 		}
-		l, s, err := e.attempt(ctx)
+		s, err := e.attempt(ctx, &lease)
 		switch {
 		case err == nil && ctx.Err() != nil:
-			e.dropLate(ctx, l)
+			e.dropLate(ctx, lease)
 			return Lease{}, time.Time{}, nil, false
 		case err == nil:
-			return l, s, nil, true
+			return lease, s, nil, true
 		case ctx.Err() != nil:
 			return Lease{}, time.Time{}, nil, false
 		case isStoreFailure(err):
@@ -931,35 +923,78 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 	}
 }
 
-// attempt makes one Acquire call and records what it learned. The call is
-// bounded by RenewDeadline: a lease won after that long would have to be
-// given up at once (belief is measured from the attempt's start), and a hung
-// store must not keep the loop from TryAcquire, Resign or Stop.
-func (e *Elector) attempt(ctx context.Context) (Lease, time.Time, error) {
+// pause waits delay before the campaign's next attempt. It ends early on a
+// wake-up (once ignoreWakeUntil has passed) or a TryAcquire, which it
+// returns for an attempt now; a Resign is answered at once (a follower has
+// nothing to resign). stopped reports that ctx is done.
+func (e *Elector) pause(ctx context.Context, delay time.Duration, ignoreWakeUntil time.Time) (req *request, stopped bool) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, true
+		case <-timer.C:
+			return nil, false
+		case <-e.wake:
+			if !time.Now().Before(ignoreWakeUntil) {
+				return nil, false
+			}
+		case <-e.mail:
+			r, ok := e.nextRequest()
+			if !ok {
+				continue
+			}
+			if r.kind == reqResign {
+				r.reply <- result{}
+				continue
+			}
+			return &r, false
+		}
+	}
+}
+
+// attempt makes one Acquire call, stores the lease won in *won (the zero
+// Lease otherwise) and records what it learned. The call is bounded by
+// RenewDeadline: a lease won after that long would have to be given up at
+// once (belief is measured from the attempt's start), and a hung store
+// must not keep the loop from TryAcquire, Resign or Stop.
+func (e *Elector) attempt(ctx context.Context, won *Lease) (time.Time, error) {
 	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
-	defer cancel()
 	end := e.during(OpAcquire)
 	l, err := e.backend.Acquire(actx, AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
 	})
 	end()
+	cancel()
+	*won = l
+	return start, e.attempted(ctx, start, won, err)
+}
+
+// attempted records the outcome of the attempt that started at start:
+// err from Acquire (nil when *won is the lease won). It returns the error
+// for the campaign (ctx's when ctx is done) and clears *won on an error.
+func (e *Elector) attempted(ctx context.Context, start time.Time, won *Lease, err error) error {
 	err = RedactError(err)
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	if err != nil {
+		*won = Lease{}
+	}
 	var held *HeldError
 	switch {
 	case err == nil:
 		e.contact()
-		return l, start, nil
+		return nil
 	case errors.As(err, &held):
 		e.contact()
 		e.observeLeader(held.Holder)
-		return Lease{}, start, err
+		return err
 	case ctx.Err() != nil:
-		return Lease{}, start, ctx.Err()
+		return ctx.Err()
 	default:
 		e.fail(OpAcquire, err)
-		return Lease{}, start, err
+		return err
 	}
 }
 
@@ -1102,6 +1137,10 @@ func (e *Elector) resign(ctx context.Context, t *leaderTerm, r request) StopReas
 // renew makes one renewal of t (through the batcher when the backend
 // batches) and arms the next; ended reports that the leadership ended, and
 // why.
+//
+// The call and what follows it are in functions of their own (renewDirect,
+// renewed), so that a renewal waiting for its batch keeps a small stack:
+// many wait at once in a process with many elections.
 func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, ended bool) {
 	renewStart := time.Now()
 	end := e.during(OpRenew)
@@ -1113,22 +1152,35 @@ func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, 
 	if e.batch != nil {
 		// The leader context is done at the renew deadline and on Stop:
 		// no context of its own is needed per renewal.
-		l, err = e.batch.renew(t.ctx, t.deadline, t.lease)
+		err = e.batch.renew(t.ctx, t.deadline, &t.lease, &l)
 		timedOut = errors.Is(err, context.DeadlineExceeded)
 	} else {
-		rctx, cancel := context.WithDeadline(ctx, t.deadline)
-		l, err = e.backend.Renew(rctx, t.lease)
-		timedOut = rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded)
-		cancel()
+		timedOut, err = e.renewDirect(ctx, t, &l)
 	}
 	end()
+	return e.renewed(ctx, t, renewStart, &l, err, timedOut)
+}
+
+// renewDirect renews t with Backend.Renew, bounded by its renew deadline,
+// storing the renewed lease in *out; timedOut reports that the deadline
+// ended the call.
+func (e *Elector) renewDirect(ctx context.Context, t *leaderTerm, out *Lease) (timedOut bool, err error) {
+	rctx, cancel := context.WithDeadline(ctx, t.deadline)
+	defer cancel()
+	*out, err = e.backend.Renew(rctx, t.lease)
+	return rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded), err
+}
+
+// renewed handles the outcome of t's renewal that started at renewStart:
+// the renewed lease *l when err is nil.
+func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
 	err = RedactError(err)
 	took := time.Since(renewStart)
 	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
 	switch {
 	case err == nil:
 		e.contact()
-		if !e.extend(t, l, renewStart) {
+		if !e.extend(t, *l, renewStart) {
 			return e.stepDown(t, ReasonDeadline, false), true
 		}
 		e.ls.failures = 0
@@ -1329,7 +1381,7 @@ func (e *Elector) contact() {
 func (e *Elector) fail(op string, err error) {
 	oe := &OpError{Election: e.cfg.Name, Op: op, Err: err}
 	e.mu.Lock()
-	e.lastErr, e.lastErrAt = oe, time.Now()
+	e.lastFail = &failure{err: oe, at: time.Now()}
 	e.mu.Unlock()
 	e.log.Warn("election error", "op", op, "error", err)
 	if cb := e.cfg.Callbacks.OnError; cb != nil {

@@ -89,6 +89,14 @@ func (m *MemoryBackend) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.acquire(req)
+}
+
+// acquire is Acquire with m.mu held. It is a function of its own so that
+// the frame of a caller waiting for the lock stays small: at start-up many
+// campaign goroutines wait there at once, and their stacks are what they
+// cost.
+func (m *MemoryBackend) acquire(req AcquireRequest) (Lease, error) {
 	ent, cur, held, err := m.current(req.Election)
 	if err != nil {
 		return Lease{}, err
