@@ -208,6 +208,10 @@ type ChaosReport struct {
 	// FailoverBound.
 	Failover      ChaosStats    `json:"failover"`
 	FailoverBound time.Duration `json:"failover_bound"`
+	// FailoverAll is the same for every crash of a leader, including those
+	// where no elector could take over at once (the store down, everyone
+	// else cut off): not checked against the bound.
+	FailoverAll ChaosStats `json:"failover_all"`
 	// StepDown: a leader cut off from the store (partition, refused
 	// connections, server down, whole-cluster outage) for longer than
 	// RenewDeadline → IsLeader false; LeaderContextEnd: → its leader
@@ -266,7 +270,7 @@ func (r *ChaosReport) String() string {
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "electors started: %d; leaderships: %d (callbacks %d); terms %d … %d\n", r.Electors, r.Leaderships, r.Callbacks, r.FirstTerm, r.LastTerm)
 	fmt.Fprintf(&b, "overlaps: %d outside documented windows, %d documented (longest %v)\n", r.Overlaps, r.DocumentedOverlaps, ms(r.MaxDocumentedOverlap))
-	fmt.Fprintf(&b, "failover after a leader crash: %v (bound %v + slack)\n", r.Failover, r.FailoverBound)
+	fmt.Fprintf(&b, "failover after a leader crash, another candidate able to take over: %v (bound %v + slack); every leader crash: %v\n", r.Failover, r.FailoverBound, r.FailoverAll)
 	fmt.Fprintf(&b, "step-down of a cut-off leader: IsLeader %v; leader context %v (renew deadline %v + slack)\n", r.StepDown, r.LeaderContextEnd, r.Timing.RenewDeadline)
 	fmt.Fprintf(&b, "hand-over after Stop/Resign: %v\n", r.HandOver)
 	fmt.Fprintf(&b, "convergence after outages and server restarts: %v; after the faults stopped: %v (bound %v + slack)\n", r.Convergence, ms(r.FinalConvergence), r.ConvergenceBound)

@@ -188,15 +188,20 @@ func (c *chaos) analyse() *ChaosReport {
 
 	// 5. Crash failover within FailoverBound (+ slack), when another
 	// elector could take over.
-	var failovers []time.Duration
+	var failovers, failoversAll []time.Duration
 	failBound := c.o.FailoverBound + c.o.Slack
 	for _, cr := range c.crashes {
 		at, ok := next(cr.inst, cr.at)
+		until := cr.at + failBound
+		if ok {
+			failoversAll = append(failoversAll, at-cr.at)
+			until = min(until, at)
+		}
+		if !c.couldTakeOver(cr, until) {
+			continue
+		}
 		if ok {
 			failovers = append(failovers, at-cr.at)
-		}
-		if !c.couldTakeOver(cr, failBound) {
-			continue
 		}
 		if !ok || at-cr.at > failBound {
 			got := "never"
@@ -206,7 +211,7 @@ func (c *chaos) analyse() *ChaosReport {
 			violate("leader %s crashed at %v; next leader after %s, want within %v + slack %v", cr.inst.identity, ms(cr.at), got, c.o.FailoverBound, c.o.Slack)
 		}
 	}
-	r.Failover = statsOf(failovers)
+	r.Failover, r.FailoverAll = statsOf(failovers), statsOf(failoversAll)
 
 	var handovers []time.Duration
 	for _, h := range c.handovers {
@@ -251,13 +256,16 @@ func convergence(ivs []sampled, from time.Duration) (time.Duration, bool) {
 	return 0, false
 }
 
-// couldTakeOver reports whether, when cr's leader crashed, the store was
-// reachable and another elector ran without any fault throughout the
-// failover window (and for a backoff before it), and the crashed leader's
-// last renewals were not slowed by latency.
-func (c *chaos) couldTakeOver(cr mark, bound time.Duration) bool {
+// couldTakeOver reports whether, when cr's leader crashed, another elector
+// could take over: the store was up and reachable (no server kill, no
+// whole-cluster outage from a lease before the crash to until), the crashed
+// leader's last renewals were not slowed by latency, and another elector
+// was running, not cut off from the store (partition, refused connections),
+// from a backoff before the crash until until. until is when another
+// elector took over, or the end of the failover bound if none did.
+func (c *chaos) couldTakeOver(cr mark, until time.Duration) bool {
 	tm := c.o.Timing
-	lo, hi := cr.at-tm.LeaseDuration, cr.at+bound
+	lo, hi := cr.at-tm.LeaseDuration, until
 	for _, w := range append(append([]window(nil), c.downWindows...), c.outages...) {
 		end := w.end
 		if end < 0 {
@@ -279,6 +287,11 @@ func (c *chaos) couldTakeOver(cr mark, bound time.Duration) bool {
 		}
 		clean := true
 		for _, f := range c.faults {
+			switch f.kind {
+			case faultPartitionShort, faultPartitionMid, faultPartitionLong, faultRefuse:
+			default:
+				continue // latency, a reset or a resignation does not keep a follower from taking over
+			}
 			end := f.end
 			if end < 0 {
 				end = hi
