@@ -21,6 +21,9 @@ const (
 	EnvChaosDuration = "FXELECTION_CHAOS_DURATION"
 	// EnvChaosSeed sets ChaosOptions.Seed (a decimal uint64).
 	EnvChaosSeed = "FXELECTION_CHAOS_SEED"
+	// EnvChaosMeanGap sets ChaosOptions.MeanGap (a Go duration), to pack
+	// more faults into a long run.
+	EnvChaosMeanGap = "FXELECTION_CHAOS_MEAN_GAP"
 	// EnvChaosReport names a file RunChaos writes its ChaosReport to, as
 	// JSON.
 	EnvChaosReport = "FXELECTION_CHAOS_REPORT"
@@ -85,7 +88,7 @@ type ChaosOptions struct {
 
 	// MeanGap is the mean time between two injected faults (uniform in
 	// [0, 2×MeanGap]). Faults overlap across candidates. Default:
-	// 1.5 × RetryPeriod.
+	// 1.5 × RetryPeriod. FXELECTION_CHAOS_MEAN_GAP overrides it.
 	MeanGap time.Duration
 
 	// FailoverBound is how long after a leader crashes another elector
@@ -323,8 +326,9 @@ func (r *ChaosReport) String() string {
 //
 // Goroutine leaks are for the caller's goleak check (every elector is
 // stopped and every proxy closed before RunChaos returns). The environment
-// variables FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED override
-// Duration and Seed for long runs; FXELECTION_CHAOS_REPORT names a file to
+// variables FXELECTION_CHAOS_DURATION, FXELECTION_CHAOS_SEED and
+// FXELECTION_CHAOS_MEAN_GAP override Duration, Seed and MeanGap for long
+// runs; FXELECTION_CHAOS_REPORT names a file to
 // write the report to as JSON. The report is logged and returned.
 //
 // What it cannot see: one host and one clock (no clock skew or rate
@@ -341,6 +345,13 @@ func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 			t.Fatalf("electiontest: %s=%q: want a positive duration", EnvChaosDuration, v)
 		}
 		opts.Duration = d
+	}
+	if v := os.Getenv(EnvChaosMeanGap); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("electiontest: %s=%q: want a positive duration", EnvChaosMeanGap, v)
+		}
+		opts.MeanGap = d
 	}
 	if v := os.Getenv(EnvChaosSeed); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
