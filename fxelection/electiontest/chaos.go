@@ -313,6 +313,9 @@ func (r *ChaosReport) String() string {
 //     windows RestartLosesLeases documents;
 //   - the fenced resource never rejects a write made while the writer's
 //     leader context was live (a second line of the same check);
+//   - a crashed leader's lease is not taken by another identity before
+//     LeaseDuration − RenewDeadline after the crash (it may still have been
+//     valid in the store: a paused process resuming would still act);
 //   - terms never decrease, and a term repeats only for the same identity;
 //   - a leader cut off from the store for longer than RenewDeadline stops
 //     believing, and its leader context ends, within RenewDeadline + Slack;

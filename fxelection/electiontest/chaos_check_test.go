@@ -189,3 +189,26 @@ func TestChaosStats(t *testing.T) {
 		t.Fatal("stats of nothing")
 	}
 }
+
+func TestChaosCheckEarlyTakeover(t *testing.T) {
+	c := testChaos(false)
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 7, sec(1), sec(5), sec(5))
+	lead(b, 8, sec(5.5), sec(9), sec(9)) // lease 3s, renew deadline 2s: not before 6s
+	c.crashes = []mark{{at: sec(5), inst: a}}
+	detach(c)
+	if r := c.analyse(); !hasViolation(r, "before its lease could expire") {
+		t.Fatalf("early takeover not caught: %v", r.Violations)
+	}
+	// The same identity restarted re-acquires at once.
+	c = testChaos(false)
+	a = newInst(c, "a")
+	a2 := newInst(c, "a")
+	lead(a, 7, sec(1), sec(5), sec(5))
+	lead(a2, 7, sec(5.5), sec(9), sec(9))
+	c.crashes = []mark{{at: sec(5), inst: a}}
+	detach(c)
+	if r := c.analyse(); len(r.Violations) != 0 {
+		t.Fatalf("same identity re-acquiring flagged: %v", r.Violations)
+	}
+}
