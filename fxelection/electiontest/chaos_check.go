@@ -214,22 +214,26 @@ func (c *chaos) analyse() *ChaosReport {
 	r.Failover, r.FailoverAll = statsOf(failovers), statsOf(failoversAll)
 
 	// 6. A crashed leader's lease is not taken by another identity before
-	// it can have expired: it believed it led when it crashed, so its last
-	// successful renewal started less than RenewDeadline before, and the
-	// store keeps the lease a full LeaseDuration from that start. (The
+	// it can have expired: at its last sample that said it led, its last
+	// successful renewal had started less than RenewDeadline before, and
+	// the store keeps the lease a full LeaseDuration from that start. (The
 	// crashed elector stopped at once, so the overlap check cannot see
 	// this; a paused process that resumed would.) A restart under the same
 	// identity re-acquires at once, by design.
-	const sampleLag = 50 * time.Millisecond // the leader was seen in the last sample round
 	for _, cr := range c.crashes {
-		earliest := cr.at + tm.LeaseDuration - tm.RenewDeadline - sampleLag
+		believed, ok := lastBelief(cr.inst, cr.at)
+		if !ok {
+			continue
+		}
+		earliest := believed + tm.LeaseDuration - tm.RenewDeadline
 		for _, s := range ivs {
 			if s.first < cr.at || s.inst == cr.inst || s.inst.identity == cr.inst.identity {
 				continue
 			}
 			if s.first < earliest && !documented(s.first, s.first) {
-				violate("leader %s crashed at %v; %s led from %v, before its lease could expire (not before %v)",
-					cr.inst.identity, ms(cr.at), s.inst.identity, ms(s.first), ms(earliest))
+				violate("leader %s (last seen leading at %v) crashed at %v; %s led from %v, before its lease could expire (not before %v); faults on %s: %s; on %s: %s",
+					cr.inst.identity, ms(believed), ms(cr.at), s.inst.identity, ms(s.first), ms(earliest),
+					cr.inst.identity, c.history(cr.inst, cr.at), s.inst.identity, c.history(s.inst, s.first))
 			}
 			break
 		}
@@ -253,6 +257,38 @@ func (c *chaos) analyse() *ChaosReport {
 	}
 	r.Convergence = statsOf(convs)
 	return r
+}
+
+// lastBelief returns inst's last sample saying it led, at or before t.
+func lastBelief(inst *instance, t time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	for _, s := range inst.samples {
+		if s.first <= t {
+			at, ok = min(s.last, t), true
+		}
+	}
+	return at, ok
+}
+
+// history lists the faults on inst (and the cluster) in the 10 s before t.
+func (c *chaos) history(inst *instance, t time.Duration) string {
+	out := ""
+	for _, f := range c.faults {
+		if f.inst == inst && f.start <= t && f.start >= t-10*time.Second {
+			end := "-"
+			if f.end >= 0 {
+				end = f.end.Round(time.Millisecond).String()
+			}
+			out += fmt.Sprintf("%s %v…%s; ", f.kind, f.start.Round(time.Millisecond), end)
+		}
+	}
+	for _, cb := range inst.cbs {
+		if cb.at <= t && cb.at >= t-10*time.Second {
+			out += fmt.Sprintf("%s(%d)@%v; ", cb.kind, cb.term, cb.at.Round(time.Millisecond))
+		}
+	}
+	return out
 }
 
 // convergence returns how long after from exactly one of ivs covered an
