@@ -244,8 +244,11 @@ type ChaosReport struct {
 	StaleRejected  int `json:"stale_rejected"`
 	StaleAccepted  int `json:"stale_accepted"`
 
-	// StopErrors counts graceful Stops that returned an error.
-	StopErrors int `json:"stop_errors"`
+	// StopErrors counts graceful Stops that returned an error (a release
+	// that failed because a fault began meanwhile, for one);
+	// StopErrorSamples quotes the first few.
+	StopErrors       int      `json:"stop_errors"`
+	StopErrorSamples []string `json:"stop_error_samples"`
 
 	// Violations lists every invariant that failed; RunChaos fails the
 	// test when it is not empty.
@@ -278,7 +281,7 @@ func (r *ChaosReport) String() string {
 	fmt.Fprintf(&b, "hand-over after Stop/Resign: %v\n", r.HandOver)
 	fmt.Fprintf(&b, "convergence after outages and server restarts: %v; after the faults stopped: %v (bound %v + slack)\n", r.Convergence, ms(r.FinalConvergence), r.ConvergenceBound)
 	fmt.Fprintf(&b, "fenced writes: %d accepted, %d rejected while live, %d late writes rejected, %d late writes accepted\n", r.FencedAccepted, r.LiveRejected, r.StaleRejected, r.StaleAccepted)
-	fmt.Fprintf(&b, "graceful stops with an error: %d; violations: %d", r.StopErrors, len(r.Violations))
+	fmt.Fprintf(&b, "graceful stops with an error: %d %q; violations: %d", r.StopErrors, r.StopErrorSamples, len(r.Violations))
 	for _, v := range r.Violations {
 		b.WriteString("\n  - " + v)
 	}

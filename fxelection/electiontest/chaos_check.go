@@ -16,7 +16,7 @@ func (c *chaos) analyse() *ChaosReport {
 		Seed: c.o.Seed, Candidates: c.o.Candidates, Duration: c.o.Duration, Timing: tm,
 		Faults: c.faultCount, Electors: len(c.all),
 		FailoverBound: c.o.FailoverBound, ConvergenceBound: c.o.ConvergenceBound, Slack: c.o.Slack,
-		FinalConvergence: c.finalConv, StopErrors: c.stopErrors,
+		FinalConvergence: c.finalConv, StopErrors: c.stopErrors, StopErrorSamples: c.stopErrSamples,
 		FencedAccepted: c.fenced.accepted, StaleRejected: c.fenced.staleRejected, StaleAccepted: c.fenced.staleAccepted,
 	}
 	for _, n := range c.faultCount {

@@ -57,16 +57,17 @@ type chaos struct {
 	nextID      int
 	aborted     bool
 
-	mu          sync.Mutex
-	all         []*instance
-	live        []*instance // sampled
-	leaders     int         // believing in the last sample round
-	leader      *instance   // one of them
-	highest     uint64      // the fenced resource
-	fenced      fenceCounts
-	liveRejects []reject
-	violations  []string
-	stopErrors  int
+	mu             sync.Mutex
+	all            []*instance
+	live           []*instance // sampled
+	leaders        int         // believing in the last sample round
+	leader         *instance   // one of them
+	highest        uint64      // the fenced resource
+	fenced         fenceCounts
+	liveRejects    []reject
+	violations     []string
+	stopErrors     int
+	stopErrSamples []string
 }
 
 type fenceCounts struct{ accepted, liveRejected, staleRejected, staleAccepted int }
@@ -448,6 +449,9 @@ func (c *chaos) stop(inst *instance, crash bool) {
 		inst.finished = true
 		if err != nil {
 			c.stopErrors++
+			if len(c.stopErrSamples) < 5 {
+				c.stopErrSamples = append(c.stopErrSamples, fmt.Sprintf("%s at %v: %v", inst.identity, inst.stopAt.Round(time.Millisecond), err))
+			}
 		}
 		c.mu.Unlock()
 		close(inst.stopped)
