@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
@@ -24,11 +25,16 @@ import (
 // last writes when killed (documented), so overlaps right after its restart
 // count as documented. FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED
 // make it a long run.
+//
+// A killed Azurite may also lose the test container, created just before
+// (it saves its state on an interval): the restart hook re-creates it, as
+// an operator would, so that the schedule tests the election rather than a
+// missing container.
 func TestChaos(t *testing.T) {
 	srv := server(t)
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
 		Target:             srv.Addr(),
-		Server:             srv,
+		Server:             azuriteChaos{srv},
 		RestartLosesLeases: true,
 		NewClient: func(addr string) (fxelection.Backend, func(), error) {
 			cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
@@ -57,4 +63,18 @@ func TestChaos(t *testing.T) {
 		Duration: 100 * time.Second,
 		Seed:     4,
 	})
+}
+
+// azuriteChaos restarts Azurite for RunChaos and re-creates the test
+// container if the kill lost it.
+type azuriteChaos struct{ *testserver.Azurite }
+
+func (a azuriteChaos) Restart() error {
+	if err := a.Azurite.Restart(); err != nil {
+		return err
+	}
+	if err := makeContainer(container); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+		return err
+	}
+	return nil
 }
