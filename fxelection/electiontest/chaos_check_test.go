@@ -1,0 +1,214 @@
+package electiontest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The checks must catch what they claim to catch; these feed the analysis
+// made-up recordings.
+
+func testChaos(lose bool) *chaos {
+	o := ChaosOptions{Target: "127.0.0.1:1", Seed: 1, RestartLosesLeases: lose}.withDefaults()
+	return newChaos(nil, o)
+}
+
+func sec(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// lead adds a leadership of inst from first to last (ended at end) with
+// paired callbacks and events.
+func lead(inst *instance, term uint64, first, last, end time.Duration) {
+	inst.samples = append(inst.samples, sampled{inst: inst, term: term, first: first, last: last, end: end})
+	inst.cbs = append(inst.cbs, record{"start", term, first}, record{"ctx-end", term, end}, record{"stop", term, end})
+	inst.evs = append(inst.evs, record{"start", term, first}, record{"stop", term, end})
+}
+
+func newInst(c *chaos, id string) *instance {
+	inst := &instance{id: len(c.all) + 1, identity: id, open: -1}
+	c.all = append(c.all, inst)
+	return inst
+}
+
+func detach(c *chaos) {
+	for _, inst := range c.all {
+		inst.evs = append(inst.evs, record{kind: "detached"})
+	}
+}
+
+func hasViolation(r *ChaosReport, substr string) bool {
+	for _, v := range r.Violations {
+		if strings.Contains(v, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestChaosCheckClean(t *testing.T) {
+	c := testChaos(false)
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 10, sec(1), sec(5), sec(5.001))
+	lead(b, 11, sec(8), sec(9), sec(9.001))
+	detach(c)
+	r := c.analyse()
+	if len(r.Violations) != 0 || r.Leaderships != 2 || r.FirstTerm != 10 || r.LastTerm != 11 {
+		t.Fatalf("clean recording: %+v", r)
+	}
+}
+
+func TestChaosCheckOverlap(t *testing.T) {
+	c := testChaos(false)
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 10, sec(1), sec(5), sec(5.001))
+	lead(b, 11, sec(4.999), sec(9), sec(9.001))
+	detach(c)
+	r := c.analyse()
+	if r.Overlaps != 1 || !hasViolation(r, "both believed they led") {
+		t.Fatalf("overlap not caught: %+v", r)
+	}
+}
+
+func TestChaosCheckDocumentedOverlap(t *testing.T) {
+	c := testChaos(true)
+	c.downWindows = []window{{start: sec(4), end: sec(4.5)}}
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 10, sec(1), sec(5), sec(5.001))
+	lead(b, 11, sec(4.6), sec(9), sec(9.001))
+	detach(c)
+	r := c.analyse()
+	if r.Overlaps != 0 || r.DocumentedOverlaps != 1 || len(r.Violations) != 0 {
+		t.Fatalf("documented overlap: %+v", r)
+	}
+	// Outside the window (too long after the restart) it is a failure.
+	c = testChaos(true)
+	c.downWindows = []window{{start: sec(1), end: sec(1.5)}}
+	a, b = newInst(c, "a"), newInst(c, "b")
+	lead(a, 10, sec(1), sec(9), sec(9.001))
+	lead(b, 11, sec(8), sec(10), sec(10.001))
+	detach(c)
+	if r := c.analyse(); r.Overlaps != 1 {
+		t.Fatalf("overlap after the documented window: %+v", r)
+	}
+}
+
+func TestChaosCheckTerms(t *testing.T) {
+	c := testChaos(false)
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 10, sec(1), sec(2), sec(2.001))
+	lead(b, 10, sec(5), sec(6), sec(6.001)) // same term, another holder
+	lead(a, 9, sec(8), sec(9), sec(9.001))  // lower term
+	detach(c)
+	r := c.analyse()
+	if !hasViolation(r, "term 10 for b") || !hasViolation(r, "term 9 for a") {
+		t.Fatalf("term violations not caught: %v", r.Violations)
+	}
+}
+
+func TestChaosCheckPairs(t *testing.T) {
+	c := testChaos(false)
+	a := newInst(c, "a")
+	a.cbs = []record{{"start", 1, sec(1)}, {"stop", 1, sec(2)}}
+	a.evs = []record{{"start", 1, sec(1)}}
+	detach(c)
+	r := c.analyse()
+	if !hasViolation(r, "callback 1 is stop") || !hasViolation(r, "started-leading without stopped-leading") {
+		t.Fatalf("unpaired callbacks/events not caught: %v", r.Violations)
+	}
+	c = testChaos(false)
+	newInst(c, "b")
+	if r := c.analyse(); !hasViolation(r, "no EventDetached") {
+		t.Fatalf("missing EventDetached not caught: %v", r.Violations)
+	}
+}
+
+func TestChaosCheckLiveReject(t *testing.T) {
+	c := testChaos(false)
+	a := newInst(c, "a")
+	c.liveRejects = []reject{{at: sec(3), inst: a, term: 4, highest: 5}}
+	detach(c)
+	if r := c.analyse(); r.LiveRejected != 1 || !hasViolation(r, "rejected at") {
+		t.Fatalf("live rejection not caught: %+v", r)
+	}
+}
+
+func TestChaosCheckStepDown(t *testing.T) {
+	c := testChaos(false)
+	a := newInst(c, "a")
+	tm := c.o.Timing
+	// Partitioned at 2s for 10s; believed until 2s + RenewDeadline + slack + 1s.
+	late := sec(2) + tm.RenewDeadline + c.o.Slack + time.Second
+	lead(a, 7, sec(1), late, late)
+	c.faults = []faultRec{{kind: faultPartitionLong, inst: a, start: sec(2), end: sec(12)}}
+	detach(c)
+	r := c.analyse()
+	if !hasViolation(r, "still believed it led") || !hasViolation(r, "leader context ended") || r.StepDown.N != 1 {
+		t.Fatalf("late step-down not caught: %+v", r)
+	}
+	// A partition healed before the bound may legitimately not end it.
+	c = testChaos(false)
+	a = newInst(c, "a")
+	lead(a, 7, sec(1), late, late)
+	c.faults = []faultRec{{kind: faultPartitionMid, inst: a, start: sec(2), end: sec(2) + tm.RenewDeadline}}
+	detach(c)
+	if r := c.analyse(); len(r.Violations) != 0 {
+		t.Fatalf("short partition flagged: %v", r.Violations)
+	}
+}
+
+func TestChaosCheckFailover(t *testing.T) {
+	c := testChaos(false)
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 7, sec(1), sec(5), sec(5))
+	late := sec(5) + c.o.FailoverBound + c.o.Slack + time.Second
+	lead(b, 8, late, late+time.Second, late+time.Second)
+	c.crashes = []mark{{at: sec(5), inst: a}}
+	detach(c)
+	r := c.analyse()
+	if !hasViolation(r, "crashed at") || r.FailoverAll.N != 1 {
+		t.Fatalf("slow failover not caught: %+v", r)
+	}
+	// Nobody could take over (b cut off throughout): measured, not checked.
+	c.violations = nil
+	c.faults = []faultRec{{kind: faultPartitionLong, inst: b, start: sec(1), end: late}}
+	if r := c.analyse(); len(r.Violations) != 0 || r.Failover.N != 0 || r.FailoverAll.N != 1 {
+		t.Fatalf("failover without a candidate able to take over: %+v", r)
+	}
+}
+
+func TestChaosStats(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	s := statsOf(ds)
+	if s.N != 100 || s.P50 != 51*time.Millisecond || s.P99 != 100*time.Millisecond || s.Max != 100*time.Millisecond {
+		t.Fatalf("stats: %+v", s)
+	}
+	if (statsOf(nil) != ChaosStats{}) {
+		t.Fatal("stats of nothing")
+	}
+}
+
+func TestChaosCheckEarlyTakeover(t *testing.T) {
+	c := testChaos(false)
+	a, b := newInst(c, "a"), newInst(c, "b")
+	lead(a, 7, sec(1), sec(5), sec(5))
+	lead(b, 8, sec(5.5), sec(9), sec(9)) // lease 3s, renew deadline 2s: not before 6s
+	c.crashes = []mark{{at: sec(5), inst: a}}
+	detach(c)
+	if r := c.analyse(); !hasViolation(r, "before its lease could expire") {
+		t.Fatalf("early takeover not caught: %v", r.Violations)
+	}
+	// The same identity restarted re-acquires at once.
+	c = testChaos(false)
+	a = newInst(c, "a")
+	a2 := newInst(c, "a")
+	lead(a, 7, sec(1), sec(5), sec(5))
+	lead(a2, 7, sec(5.5), sec(9), sec(9))
+	c.crashes = []mark{{at: sec(5), inst: a}}
+	detach(c)
+	if r := c.analyse(); len(r.Violations) != 0 {
+		t.Fatalf("same identity re-acquiring flagged: %v", r.Violations)
+	}
+}
