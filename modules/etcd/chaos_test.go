@@ -1,0 +1,60 @@
+package etcdlease
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
+)
+
+// chaosMember lets RunChaos stop and restart the embedded etcd member. The
+// member runs inside the test binary, so "kill" is an abrupt in-process
+// close of the member (its listeners and Raft node), not SIGKILL of a
+// process: what it wrote to its WAL is kept, as a real etcd keeps what it
+// acknowledged.
+type chaosMember struct{ m *etcdtest.Member }
+
+func (c chaosMember) Kill() error    { c.m.Stop(); return nil }
+func (c chaosMember) Restart() error { return c.m.Restart() }
+
+// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// on an embedded one-member etcd of its own: five candidates, each with its
+// own etcd client behind its own fault-injecting proxy, partitions, latency,
+// crashes, restarts, resignations, whole-cluster outages and stops and
+// restarts of the etcd member (acknowledged writes survive, so no overlap is
+// allowed). FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED make it a
+// long run.
+func TestChaos(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{})
+	m := c.Members[0]
+	electiontest.RunChaos(t, electiontest.ChaosOptions{
+		Target: strings.TrimPrefix(m.Endpoint(), "http://"),
+		Server: chaosMember{m},
+		NewClient: func(addr string) (fxelection.Backend, func(), error) {
+			cl, err := clientv3.New(clientv3.Config{
+				Endpoints:            []string{"http://" + addr},
+				DialTimeout:          time.Second,
+				DialKeepAliveTime:    time.Second,
+				DialKeepAliveTimeout: time.Second,
+				Logger:               zap.NewNop(),
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := New(cl, Options{})
+			if err != nil {
+				_ = cl.Close()
+				return nil, nil, err
+			}
+			return b, func() { _ = cl.Close() }, nil
+		},
+		Duration: 40 * time.Second,
+		Seed:     7,
+	})
+}
