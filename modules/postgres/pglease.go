@@ -6,7 +6,17 @@
 // DO UPDATE … WHERE the lease is free, expired by now() or already ours;
 // Renew is an UPDATE that matches holder, term and an unexpired lease;
 // Release is an UPDATE that frees our own row and sends pg_notify in the
-// same statement; Get is a SELECT. No client clock is ever compared with
+// same statement; Get is a SELECT.
+//
+// Release frees the row only as the releaser last saw it: holder, term and
+// expires_at must all match the Lease that Acquire, Renew or RenewBatch
+// returned (they return the row's expires_at in ExpiresAt). Any later
+// acquire or renewal, even a re-acquire by the same identity (which keeps
+// the term), turns a stale release into a no-op, so a delayed release from
+// an earlier incarnation of a restarted holder cannot free the lease its
+// successor holds. A Lease with a zero ExpiresAt (built by hand) is
+// released on holder and term alone, without that guarantee; a release
+// after a renewal whose reply was lost frees nothing and the lease expires. No client clock is ever compared with
 // the server's or another client's: every expiry decision uses the
 // server's now().
 //
@@ -352,11 +362,15 @@ WHERE l.name = v.name AND l.holder = v.holder AND l.term = v.term AND l.expires_
 RETURNING l.name, l.holder, l.term, l.expires_at`
 
 	// NOTIFY payloads are limited to 8000 bytes; longer names go unannounced
-	// (followers then poll) rather than failing the release.
+	// (followers then poll) rather than failing the release. $5 is the
+	// releaser's expires_at (NULL: not checked): any acquire or renewal
+	// since the releaser last heard from the store moved it, so a stale
+	// release (a delayed statement of an earlier incarnation) matches nothing.
 	release := `WITH r AS (
 	UPDATE ` + table + `
 	SET holder = NULL, metadata = '{}', renewed_at = now(), expires_at = now()
 	WHERE name = $1 AND holder = $2 AND term = $3::bigint
+		AND ($5::timestamptz IS NULL OR expires_at = $5::timestamptz)
 	RETURNING name
 )
 SELECT pg_notify($4::text, name) FROM r WHERE octet_length(name) < 8000`
@@ -757,10 +771,24 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 }
 
 // Release implements fxelection.Backend with one statement that frees the
-// row if election, holder and term match (holder NULL, expired now; the
-// term stays for the next holder to exceed) and sends pg_notify on the
-// channel with the election's name. Releasing a lease that is not ours
-// changes nothing and returns nil.
+// row if election, holder and term match and, when lease.ExpiresAt is not
+// zero, the row's expires_at equals lease.ExpiresAt (holder NULL, expired
+// now; the term stays for the next holder to exceed), and sends pg_notify
+// on the channel with the election's name. Releasing a lease that is not
+// ours changes nothing and returns nil.
+//
+// The expiry check makes a release free the lease only as the releaser
+// last wrote it: Acquire, Renew and RenewBatch return the row's expires_at
+// (microsecond precision) in ExpiresAt, and every later acquire or renewal
+// moves it, including a re-acquire by the same identity, which keeps the
+// term. So a delayed Release of an earlier incarnation of a holder (its
+// statement held up by a partition and executed after a restarted process
+// with the same identity re-acquired) is a no-op instead of freeing the new
+// incarnation's lease. The price: a Release after a renewal whose result
+// the caller never saw (the statement ran but the reply was lost) matches
+// nothing either, and the lease then runs out at its expiry. A Lease with a
+// zero ExpiresAt (built by hand rather than returned by the backend) is
+// matched on election, holder and term only, without that protection.
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 	return b.redact(b.release(ctx, lease))
 }
@@ -775,7 +803,11 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	if err := b.ensureTable(ctx); err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
-	if _, err := b.db.Exec(ctx, b.sql.release, lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel); err != nil {
+	var expires any // NULL: not checked
+	if !lease.ExpiresAt.IsZero() {
+		expires = lease.ExpiresAt
+	}
+	if _, err := b.db.Exec(ctx, b.sql.release, lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires); err != nil {
 		return b.storeErr("release lease", err)
 	}
 	return nil

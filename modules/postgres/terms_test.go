@@ -98,7 +98,8 @@ func TestTermExhausted(t *testing.T) {
 	if again, err := b.Acquire(ctxT(t), req("a")); err != nil || again.Term != math.MaxInt64 {
 		t.Fatalf("re-acquire at MaxTerm = %+v, %v", again, err)
 	}
-	if _, err := b.Renew(ctxT(t), top); err != nil {
+	// Release below needs the lease as last written (its expiry).
+	if top, err = b.Renew(ctxT(t), top); err != nil {
 		t.Fatalf("Renew at MaxTerm: %v", err)
 	}
 	var held *fxelection.HeldError
