@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -58,6 +59,8 @@ type options struct {
 	pgConns     int
 	child       string
 	memProfile  string
+	memRate     int
+	progress    bool
 	cpuProfile  string
 }
 
@@ -74,7 +77,12 @@ func main() {
 	flag.StringVar(&o.child, "child", "", "internal: run one measurement, backend:n")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measuring window to this file (with -child)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the steady state to this file (with -child)")
+	flag.BoolVar(&o.progress, "progress", false, "print leaders, renewals, errors, losses and goroutines every second on stderr (with -child)")
+	flag.IntVar(&o.memRate, "memprofilerate", 0, "runtime.MemProfileRate for -memprofile (0: the runtime's default; 1: every allocation)")
 	flag.Parse()
+	if o.memRate > 0 {
+		runtime.MemProfileRate = o.memRate
+	}
 	if o.child != "" {
 		if err := runChild(o); err != nil {
 			fmt.Fprintln(os.Stderr, "scalebench:", err)
@@ -90,31 +98,33 @@ func main() {
 
 // result is one child's measurement.
 type result struct {
-	Backend       string  `json:"backend"`
-	N             int     `json:"n"`
-	AllLead       bool    `json:"all_lead"`
-	Leading       int64   `json:"leading"`
-	LeadSeconds   float64 `json:"lead_s"`
-	RSSPerEl      float64 `json:"rss_per_el"`   // bytes
-	HeapPerEl     float64 `json:"heap_per_el"`  // bytes, live after GC
-	StackPerEl    float64 `json:"stack_per_el"` // bytes
-	GoroutPerEl   float64 `json:"goroutines_per_el"`
-	CPUCores      float64 `json:"cpu_cores"`
-	OpsPerSec     float64 `json:"ops_per_s"`
-	Expected      float64 `json:"expected_ops_per_s"` // E/RetryPeriod
-	RoundTrips    float64 `json:"round_trips_per_period"`
-	RenewP50      float64 `json:"renew_p50_ms"`
-	RenewP99      float64 `json:"renew_p99_ms"`
-	RenewMax      float64 `json:"renew_max_ms"`
-	Renewals      int64   `json:"renewals"`
-	MeanBatch     float64 `json:"mean_batch"`
-	BatchP99      float64 `json:"batch_call_p99_ms"`
-	RenewErrors   int64   `json:"renew_errors"`
-	Lost          int64   `json:"lost"`
-	StopSeconds   float64 `json:"stop_s"`
-	LeftGoroutine int     `json:"left_goroutines"`
-	LoadBefore    string  `json:"load_before"`
-	LoadAfter     string  `json:"load_after"`
+	Backend        string  `json:"backend"`
+	N              int     `json:"n"`
+	AllLead        bool    `json:"all_lead"`
+	Leading        int64   `json:"leading"`
+	LeadSeconds    float64 `json:"lead_s"`
+	RSSPerEl       float64 `json:"rss_per_el"`   // bytes
+	HeapPerEl      float64 `json:"heap_per_el"`  // bytes, live after GC
+	StackPerEl     float64 `json:"stack_per_el"` // bytes
+	GoroutPerEl    float64 `json:"goroutines_per_el"`
+	CPUCores       float64 `json:"cpu_cores"`
+	OpsPerSec      float64 `json:"ops_per_s"`
+	Expected       float64 `json:"expected_ops_per_s"` // E/RetryPeriod
+	RoundTrips     float64 `json:"round_trips_per_period"`
+	RenewP50       float64 `json:"renew_p50_ms"`
+	RenewP99       float64 `json:"renew_p99_ms"`
+	RenewMax       float64 `json:"renew_max_ms"`
+	Renewals       int64   `json:"renewals"`
+	MeanBatch      float64 `json:"mean_batch"`
+	BatchP99       float64 `json:"batch_call_p99_ms"`
+	RenewErrors    int64   `json:"renew_errors"`
+	Lost           int64   `json:"lost"`
+	StopSeconds    float64 `json:"stop_s"`
+	LeftGoroutine  int     `json:"left_goroutines"`
+	PeakGoroutines float64 `json:"peak_goroutines_per_el"` // during start-up
+	Classes        string  `json:"memory_classes_per_el"`
+	LoadBefore     string  `json:"load_before"`
+	LoadAfter      string  `json:"load_after"`
 }
 
 func runParent(o options) error {
@@ -299,6 +309,7 @@ func (h *histogram) quantile(q float64) float64 {
 
 type snapshot struct {
 	rss        int64 // bytes
+	classes    []metrics.Sample
 	heap       uint64
 	stack      uint64
 	goroutines int
@@ -306,7 +317,7 @@ type snapshot struct {
 }
 
 func takeSnapshot(gc bool) snapshot {
-	s := snapshot{rss: rss()}
+	s := snapshot{rss: rss(), classes: readClasses()}
 	if gc {
 		runtime.GC()
 	}
@@ -316,6 +327,43 @@ func takeSnapshot(gc bool) snapshot {
 	s.goroutines = runtime.NumGoroutine()
 	s.cpu = cpuTime()
 	return s
+}
+
+// memClasses are the runtime's memory classes scalebench reports per
+// election on stderr (before the forced GC), to show where RSS goes.
+var memClasses = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/stacks:bytes",
+	"/memory/classes/metadata/other:bytes",
+	"/memory/classes/metadata/mspan/inuse:bytes",
+	"/gc/heap/goal:bytes",
+	"/sched/goroutines-created:goroutines",
+}
+
+func readClasses() []metrics.Sample {
+	s := make([]metrics.Sample, len(memClasses))
+	for i, name := range memClasses {
+		s[i].Name = name
+	}
+	metrics.Read(s)
+	return s
+}
+
+// classDiff formats the memory classes of end minus base, per election.
+func classDiff(base, end snapshot, n int) string {
+	var b strings.Builder
+	for i := range end.classes {
+		name := strings.TrimPrefix(strings.TrimPrefix(end.classes[i].Name, "/memory/classes/"), "/")
+		v0, v1 := base.classes[i].Value, end.classes[i].Value
+		if v0.Kind() != metrics.KindUint64 || v1.Kind() != metrics.KindUint64 {
+			continue
+		}
+		fmt.Fprintf(&b, " %s %.0f;", name, (float64(v1.Uint64())-float64(v0.Uint64()))/float64(n))
+	}
+	return b.String()
 }
 
 func rss() int64 {
@@ -451,6 +499,33 @@ func runChild(o options) error {
 		e.AddObserver(obs)
 		electors[i] = e
 	}
+	// Sample the goroutine count during start-up: goroutines that exist
+	// together leave their descriptors (and, for a while, their stacks)
+	// behind.
+	var peakG atomic.Int64
+	samplerDone := make(chan struct{})
+	samplerStop := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		for {
+			if g := int64(runtime.NumGoroutine()); g > peakG.Load() {
+				peakG.Store(g)
+			}
+			select {
+			case <-samplerStop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	if o.progress {
+		go func() {
+			for t0 := time.Now(); ; time.Sleep(time.Second) {
+				fmt.Fprintf(os.Stderr, "%5.1fs leading %d renewals %d errors %d lost %d goroutines %d\n", time.Since(t0).Seconds(),
+					obs.leading.Load(), obs.renewals.Load(), obs.renewErrs.Load(), obs.lost.Load(), runtime.NumGoroutine())
+			}
+		}()
+	}
 	start := time.Now()
 	for _, e := range electors {
 		if err := e.Start(ctx); err != nil {
@@ -464,6 +539,9 @@ func runChild(o options) error {
 	res.Leading = obs.leading.Load()
 	res.AllLead = res.Leading >= int64(n)
 	res.LeadSeconds = time.Since(start).Seconds()
+	close(samplerStop)
+	<-samplerDone
+	res.PeakGoroutines = float64(peakG.Load()-int64(base.goroutines)) / float64(n)
 
 	// Let the first renewals (spread over the first retry period) happen,
 	// then measure a steady window.
@@ -508,6 +586,7 @@ func runChild(o options) error {
 	res.HeapPerEl = (float64(end.heap) - float64(base.heap)) / float64(n)
 	res.StackPerEl = (float64(end.stack) - float64(base.stack)) / float64(n)
 	res.GoroutPerEl = float64(end.goroutines-base.goroutines) / float64(n)
+	res.Classes = classDiff(base, end, n)
 
 	stopStart := time.Now()
 	var wg sync.WaitGroup
@@ -530,8 +609,8 @@ func runChild(o options) error {
 		res.StopSeconds, res.LeftGoroutine = -1, -1 // gave up
 	}
 	res.LoadAfter = loadAvg()
-	fmt.Fprintf(os.Stderr, "%s E=%d: all lead %v after %.2fs; renewals %d (errors %d); mean batch %.1f, batch call p99 %.2f ms; stop %.2fs; goroutines left %d\n",
-		kind, n, res.AllLead, res.LeadSeconds, res.Renewals, res.RenewErrors, res.MeanBatch, res.BatchP99, res.StopSeconds, res.LeftGoroutine)
+	fmt.Fprintf(os.Stderr, "%s E=%d: all lead %v after %.2fs; renewals %d (errors %d); mean batch %.1f, batch call p99 %.2f ms; stop %.2fs; goroutines left %d; peak goroutines at start-up %.2f per election; per election at the end (bytes):%s\n",
+		kind, n, res.AllLead, res.LeadSeconds, res.Renewals, res.RenewErrors, res.MeanBatch, res.BatchP99, res.StopSeconds, res.LeftGoroutine, res.PeakGoroutines, res.Classes)
 	out, err := json.Marshal(res)
 	if err != nil {
 		return err
