@@ -97,14 +97,16 @@ const maxSenders = 4
 type renewReq struct {
 	deadline time.Time
 	lease    Lease
-	done     chan struct{} // closed when out and err are set
+	done     chan struct{} // closed when finished
 	out      Lease
 	err      error
-	// batch is the batch carrying the request once it has been sent
-	// (guarded by batcher.mu); abandoned marks a request whose elector
-	// stopped waiting before that.
-	batch     *sentBatch
-	abandoned bool
+	// batch is the batch carrying the request once it has been sent;
+	// finished is set when out and err are, or the elector gave up
+	// waiting (gaveUp: its leader context was cancelled). All three are
+	// guarded by batcher.mu.
+	batch    *sentBatch
+	finished bool
+	gaveUp   bool
 }
 
 // sentBatch is one RenewBatch call: cancelled when every elector in it has
@@ -158,47 +160,78 @@ func leaveBatcher(b Backend, bt *batcher) {
 }
 
 // renew queues a copy of *lease for the next batch and waits for its
-// result (the renewed lease in *out when it returns nil), or until ctx is
-// done; ctx must be done by deadline (the leader context is: the renew
-// deadline timer cancels it), and renew then returns
-// context.DeadlineExceeded. The batch carrying it is bounded by the latest
-// deadline of its renewals. Pointers rather than values keep the frames of
-// the many renewals waiting at once small.
-func (bt *batcher) renew(ctx context.Context, deadline time.Time, lease, out *Lease) error {
+// result (the renewed lease in *out when it returns nil), or until t's
+// leader context is cancelled, which gives the renewal up (see abandon):
+// it is cancelled at the renew deadline at the latest (by t's timer), and
+// renew then returns context.DeadlineExceeded, or context.Canceled when it
+// was cancelled before the deadline (Stop). The batch carrying it is
+// bounded by the latest deadline of its renewals. Pointers rather than
+// values keep the frames of the many renewals waiting at once small.
+func (bt *batcher) renew(t *leaderTerm, deadline time.Time, lease, out *Lease) error {
 	req := &renewReq{deadline: deadline, lease: *lease, done: make(chan struct{})}
+	t.cmu.Lock()
+	if t.cancelled.Load() {
+		t.cmu.Unlock()
+		return gaveUpErr(deadline)
+	}
+	t.renewing = req
+	t.cmu.Unlock()
 	bt.mu.Lock()
-	bt.queue = append(bt.queue, req)
-	start := bt.senders == bt.sending && bt.senders < maxSenders
-	if start {
-		bt.senders++
+	var start bool
+	if !req.finished { // not given up already
+		bt.queue = append(bt.queue, req)
+		start = bt.senders == bt.sending && bt.senders < maxSenders
+		if start {
+			bt.senders++
+		}
 	}
 	bt.mu.Unlock()
 	if start {
 		go bt.run()
 	}
-	select {
-	case <-req.done:
-		*out = req.out
-		return req.err
-	case <-ctx.Done():
+	<-req.done
+	t.cmu.Lock()
+	if t.renewing == req {
+		t.renewing = nil
 	}
+	t.cmu.Unlock()
+	if req.gaveUp {
+		return gaveUpErr(deadline)
+	}
+	*out = req.out
+	return req.err
+}
+
+// gaveUpErr is the error of a renewal given up because its leader context
+// was cancelled: at the renew deadline, or before it (Stop).
+func gaveUpErr(deadline time.Time) error {
+	if !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
+}
+
+// abandon gives up waiting for q, unless it has its result already: a
+// renewal not yet sent is dropped from its batch, and a batch in flight is
+// cancelled once every renewal in it has been given up. It never blocks.
+func (bt *batcher) abandon(q *renewReq) {
 	bt.mu.Lock()
+	if q.finished {
+		bt.mu.Unlock()
+		return
+	}
+	q.finished, q.gaveUp = true, true
 	var cancel context.CancelFunc
-	if s := req.batch; s != nil {
+	if s := q.batch; s != nil {
 		if s.waiting--; s.waiting == 0 {
 			cancel = s.cancel
 		}
-	} else {
-		req.abandoned = true
 	}
+	close(q.done)
 	bt.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	if !time.Now().Before(deadline) {
-		return context.DeadlineExceeded
-	}
-	return ctx.Err()
 }
 
 // run is one sender: it sends batches until no renewal waits.
@@ -220,7 +253,7 @@ func (bt *batcher) run() {
 		batch := make([]*renewReq, 0, n)
 		var deadline time.Time
 		for _, q := range bt.queue[:n] {
-			if q.abandoned {
+			if q.gaveUp {
 				continue
 			}
 			batch = append(batch, q)
@@ -262,7 +295,13 @@ func (bt *batcher) send(ctx context.Context, batch []*renewReq) {
 		leases[i] = q.lease
 	}
 	res := bt.call(ctx, leases)
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
 	for i, q := range batch {
+		if q.finished { // given up meanwhile
+			continue
+		}
+		q.finished = true
 		if len(res) != len(batch) {
 			q.err = fmt.Errorf("fxelection: %s RenewBatch returned %d results for %d leases", bt.kind, len(res), len(batch))
 		} else {
@@ -283,4 +322,172 @@ func (bt *batcher) call(ctx context.Context, leases []Lease) (res []RenewResult)
 		}
 	}()
 	return bt.b.RenewBatch(ctx, leases)
+}
+
+// Starting campaigns.
+//
+// Start does not start a goroutine per elector: the campaign's first step
+// (begin: the first attempt, then parking as leader or handing a follower's
+// campaign to a goroutine of its own) and the push subscription are tasks
+// queued per backend value and run by a few shared workers. Electors
+// started together (many elections in one process) would otherwise have a
+// goroutine each at once, and the runtime keeps a goroutine's descriptor
+// for good once made.
+//
+// At most maxStarters workers run per backend, each only while tasks wait.
+// A task that blocks (a hung store, a backend ignoring its context) holds
+// its worker: when every worker is busy and none has finished a task for
+// starterStall, one more is started, so blocked tasks delay the others by
+// at most that much each.
+
+// starter is the start queue of one backend; its fields are guarded by
+// starters.mu.
+type starter struct {
+	queue    []startTask
+	workers  int         // running
+	finished uint64      // tasks done, for the stall check
+	watch    *time.Timer // the stall check, while armed
+	seen     uint64      // finished when it was armed
+}
+
+// startTask is one task: e's first step, or, when n is set, its
+// subscription to n.
+type startTask struct {
+	e *Elector
+	n Notifier
+}
+
+// Elector.startState values.
+const (
+	startNone      uint8 = iota // not queued (or not through a starter)
+	startQueued                 // first step waiting in the queue
+	startTaken                  // first step taken by a worker
+	startWithdrawn              // Stop came first: skipped
+)
+
+const (
+	// maxStarters bounds the workers of one backend's start queue.
+	maxStarters = 16
+	// starterStall is how long every worker may be busy without finishing
+	// a task before another is started.
+	starterStall = 50 * time.Millisecond
+)
+
+// starters maps backends with queued start tasks to their queue.
+var starters struct {
+	mu sync.Mutex
+	m  map[Backend]*starter
+}
+
+// startCampaign queues e's first step, and its subscription to n when n is
+// not nil. A backend that cannot be a map key gets a goroutine per task.
+func startCampaign(e *Elector, n Notifier) {
+	b := e.backend
+	if !reflect.ValueOf(b).Comparable() {
+		go e.begin()
+		if n != nil {
+			go e.subscribe(n)
+		}
+		return
+	}
+	starters.mu.Lock()
+	defer starters.mu.Unlock()
+	if starters.m == nil {
+		starters.m = map[Backend]*starter{}
+	}
+	s := starters.m[b]
+	if s == nil {
+		s = &starter{}
+		starters.m[b] = s
+	}
+	e.startState = startQueued
+	s.queue = append(s.queue, startTask{e: e})
+	if n != nil {
+		s.queue = append(s.queue, startTask{e: e, n: n})
+	}
+	for s.workers < maxStarters && s.workers < len(s.queue) {
+		s.workers++
+		go s.run(b)
+	}
+	if s.workers >= maxStarters && s.watch == nil {
+		s.seen = s.finished
+		s.watch = time.AfterFunc(starterStall, func() { s.check(b) })
+	}
+}
+
+// withdrawStart takes e's first step out of the queue if no worker has
+// taken it yet, and reports whether it did: Stop then ends the loop
+// itself.
+func withdrawStart(e *Elector) bool {
+	starters.mu.Lock()
+	defer starters.mu.Unlock()
+	if e.startState != startQueued {
+		return false
+	}
+	e.startState = startWithdrawn
+	return true
+}
+
+// run is one worker: it runs tasks until the queue is empty.
+func (s *starter) run(b Backend) {
+	done := false
+	for {
+		starters.mu.Lock()
+		if done {
+			s.finished++
+		}
+		var task startTask
+		found := false
+		for !found && len(s.queue) > 0 {
+			task = s.queue[0]
+			s.queue[0] = startTask{}
+			s.queue = s.queue[1:]
+			switch {
+			case task.n != nil:
+				found = true
+			case task.e.startState == startQueued:
+				task.e.startState = startTaken
+				found = true
+			}
+		}
+		if !found {
+			s.queue = nil
+			s.workers--
+			if s.workers == 0 {
+				if s.watch != nil {
+					s.watch.Stop()
+					s.watch = nil
+				}
+				if starters.m[b] == s {
+					delete(starters.m, b)
+				}
+			}
+			starters.mu.Unlock()
+			return
+		}
+		starters.mu.Unlock()
+		if task.n != nil {
+			task.e.subscribe(task.n)
+		} else {
+			task.e.begin()
+		}
+		done = true
+	}
+}
+
+// check is the stall check: it starts another worker when tasks wait and
+// none finished since it was armed, and re-arms itself while tasks wait.
+func (s *starter) check(b Backend) {
+	starters.mu.Lock()
+	defer starters.mu.Unlock()
+	s.watch = nil
+	if len(s.queue) == 0 || s.workers == 0 {
+		return
+	}
+	if s.finished == s.seen {
+		s.workers++
+		go s.run(b)
+	}
+	s.seen = s.finished
+	s.watch = time.AfterFunc(starterStall, func() { s.check(b) })
 }

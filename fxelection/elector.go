@@ -27,9 +27,11 @@ import (
 // (LeaseFromContext) to make such late writes harmless.
 //
 // A leader waiting for its next renewal holds no goroutine (its
-// leadership runs on timer and request events, see run), and electors that
-// share a backend implementing BatchRenewer renew in batches, so one
-// process can run many elections.
+// leadership runs on timer and request events, see leadStep), electors that
+// share a backend implementing BatchRenewer renew in batches, and
+// campaigns started together take their first step on a few goroutines
+// shared per backend (see startCampaign), so one process can run many
+// elections.
 //
 // An Elector is safe for concurrent use. Start it once; after Stop it cannot
 // be started again.
@@ -42,9 +44,12 @@ type Elector struct {
 	kind    string
 	log     *slog.Logger
 
-	wake chan struct{}
-	// mail carries a token when requests wait in mailbox or events were
-	// signalled while the loop runs (not parked).
+	// base carries the values of Start's context, without its
+	// cancellation: every context of the elector derives from it.
+	base context.Context
+	// mail carries a token when requests wait in mailbox, events were
+	// signalled while the loop runs (not parked), the backend pushed a
+	// wake-up (woken) or Stop began (halted).
 	mail chan struct{}
 	// disp delivers callbacks; created on first use after Start (see
 	// callbacks), so an elector whose callbacks never run has none.
@@ -68,6 +73,13 @@ type Elector struct {
 	detached atomic.Bool
 	// subscribed is set once Notifier.Subscribe has returned.
 	subscribed atomic.Bool
+	// halted is set by Stop (with mu held) before anything else it does:
+	// the campaign loop ends, its backend call in flight is cancelled
+	// (opCancel) and so is the leader context.
+	halted atomic.Bool
+	// startState says where the campaign's first step is (guarded by
+	// starters.mu): see startCampaign.
+	startState uint8
 
 	// The loop's mailbox (see leadStep): requests from TryAcquire and
 	// Resign, events signalled by timers and Stop, and whether the loop is
@@ -78,16 +90,18 @@ type Elector struct {
 	events    loopEvent
 	parked    bool
 	loopEnded bool
+	woken     bool          // the backend pushed a wake-up (Notifier)
+	loopDone  chan struct{} // closed when the loop ends; made on demand (doneCh)
 
 	// Guarded by mu, like the fields after it.
 	started     bool
 	stopped     bool
 	leaderKnown bool
+	listening   bool // the backend is a Notifier: Start subscribes
 	mu          sync.Mutex
-	cancel      context.CancelFunc
-	loopDone    chan struct{}
-	listenDone  chan struct{} // closed when the push subscription is cancelled
-	unsub       func()        // the push subscription's cancel, for Stop
+	opCancel    context.CancelFunc // cancels the loop's backend call in flight (opContext)
+	listenDone  chan struct{}      // closed when the push subscription is cancelled; made by Stop
+	unsub       func()             // the push subscription's cancel, for Stop
 	term        *leaderTerm
 	finalLease  *Lease // lease to release on Stop, set by the loop on exit
 	leader      Lease
@@ -101,19 +115,36 @@ type failure struct {
 	at  time.Time
 }
 
-// leaderTerm is one period of leadership.
+// leaderTerm is one period of leadership. It is also the leader context
+// (see leaderctx below), and its one timer drives both the renewals and the
+// renew deadline.
 type leaderTerm struct {
-	lease     Lease
-	ctx       context.Context
-	cancel    context.CancelFunc
-	timer     *time.Timer // cancels ctx at the renew deadline
-	lastRenew time.Time   // start of the last successful acquire/renew
-	deadline  time.Time   // lastRenew + RenewDeadline
-	ended     bool        // stepDown ran (guarded by Elector.mu)
+	e     *Elector
+	lease Lease // the lease as last renewed
+	// acquired is the lease as acquired: the leader context's value.
+	acquired Lease
+	// timer fires at the next renewal (due) or the renew deadline,
+	// whichever is earlier; see fire.
+	timer     *time.Timer
+	lastRenew time.Time // start of the last successful acquire/renew
+	due       time.Time // when the timer next signals a renewal; zero when none is armed (guarded by Elector.mu)
+	ended     bool      // stepDown ran (guarded by Elector.mu)
+	expired   bool      // the timer found the renew deadline passed (guarded by Elector.mu)
 	// startedDone is closed when OnStartedLeading has returned (nil when
 	// there is none): OnStoppedLeading waits for it.
 	startedDone chan struct{}
+
+	// The leader context's state.
+	cancelled atomic.Bool
+	cmu       sync.Mutex
+	done      chan struct{} // made by Done on demand
+	afters    []*afterFunc  // functions to run when cancelled (AfterFunc)
+	renewing  *renewReq     // the renewal waiting in a batch, given up when cancelled
 }
+
+// deadline is when belief in t ends without a renewal: the start of the
+// last successful acquire or renewal plus RenewDeadline.
+func (t *leaderTerm) deadline() time.Time { return t.lastRenew.Add(t.e.cfg.RenewDeadline) }
 
 type observerEntry struct{ o Observer }
 
@@ -129,17 +160,15 @@ type loopEvent uint8
 const (
 	evRenew    loopEvent = 1 << iota // the renewal timer fired
 	evDeadline                       // the renew deadline passed
-	evStop                           // the loop's context is done
+	evStop                           // Stop began (halted)
 )
 
 // leadState is what the loop keeps while leading, between the events that
 // run it.
 type leadState struct {
-	ctx      context.Context
 	t        *leaderTerm
 	failures int
-	due      time.Time   // when the next renewal is due
-	timer    *time.Timer // fires evRenew at due
+	due      time.Time // when the next renewal is due
 }
 
 type requestKind int
@@ -182,7 +211,6 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		backend: backend,
 		kind:    BackendName(backend),
 		log:     log,
-		wake:    make(chan struct{}, 1),
 		mail:    make(chan struct{}, 1),
 	}
 	return e, nil
@@ -281,16 +309,15 @@ func (e *Elector) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The loop must outlive Start's context (fx cancels OnStart contexts).
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e.started, e.cancel, e.loopDone = true, cancel, make(chan struct{})
+	// The loop must outlive Start's context (fx cancels OnStart contexts):
+	// Stop ends it (halted).
+	e.base = context.WithoutCancel(ctx)
+	e.started = true
 	e.canDispatch.Store(true)
 	e.batch = joinBatcher(e.backend)
-	if n, ok := e.backend.(Notifier); ok {
-		e.listenDone = make(chan struct{})
-		go e.listen(runCtx, n, e.listenDone)
-	}
-	go e.run(runCtx)
+	n, ok := e.backend.(Notifier)
+	e.listening = ok
+	startCampaign(e, n)
 	e.log.Debug("elector started")
 	return nil
 }
@@ -336,15 +363,31 @@ func (e *Elector) Stop(ctx context.Context) error {
 		return nil
 	}
 	e.stopped = true
-	cancel, loopDone, listenDone := e.cancel, e.loopDone, e.listenDone
+	if e.listening {
+		e.listenDone = make(chan struct{})
+	}
+	listenDone := e.listenDone
+	// From here the loop ends: its backend call in flight is cancelled,
+	// and so is the leader context.
+	e.halted.Store(true)
+	opCancel, t := e.opCancel, e.term
 	e.mu.Unlock()
 	defer leaveBatcher(e.backend, e.batch)
 
 	b := newStopBound(ctx, e.cfg.StopTimeout, e.cfg.RetryPeriod)
 	defer b.close()
 
-	cancel()
+	if opCancel != nil {
+		opCancel()
+	}
+	if t != nil {
+		t.cancel()
+	}
+	if withdrawStart(e) {
+		e.endLoop() // its first step had not begun: there is no loop to wait for
+	}
 	e.signal(evStop, false) // a parked leadership wakes to step down
+	loopDone := e.doneCh()
 	if unsub := e.takeUnsubscribe(); unsub != nil {
 		go func() {
 			defer close(listenDone)
@@ -515,7 +558,7 @@ func (e *Elector) Lease() (Lease, bool) {
 // deadline timer has not fired yet). Called with e.mu held.
 func (e *Elector) believed() *leaderTerm {
 	t := e.term
-	if t == nil || t.ended || t.ctx.Err() != nil || !time.Now().Before(t.deadline) {
+	if t == nil || t.ended || t.cancelled.Load() || !time.Now().Before(t.deadline()) {
 		return nil
 	}
 	return t
@@ -589,11 +632,9 @@ func (e *Elector) Status() Status {
 		LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline, RetryPeriod: e.cfg.RetryPeriod,
 	}
 	if e.started && !e.stopped {
-		select {
-		case <-e.loopDone:
-		default:
-			s.Running = true
-		}
+		e.evMu.Lock()
+		s.Running = !e.loopEnded
+		e.evMu.Unlock()
 	}
 	if f := e.lastFail; f != nil {
 		s.LastError, s.LastErrorAt = f.err, f.at
@@ -628,7 +669,7 @@ func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) 
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(t.ctx, cancel)
+	stop := t.AfterFunc(cancel)
 	defer stop()
 	return true, fn(ContextWithLease(wctx, lease))
 }
@@ -659,7 +700,6 @@ func (e *Elector) Resign(ctx context.Context) error {
 func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 	e.mu.Lock()
 	running := e.started && !e.stopped
-	loopDone := e.loopDone
 	e.mu.Unlock()
 	if !running {
 		return result{}, ErrNotRunning
@@ -668,6 +708,7 @@ func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 	if !e.post(req) {
 		return result{}, ErrNotRunning
 	}
+	loopDone := e.doneCh()
 	select {
 	case r := <-req.reply:
 		return r, nil
@@ -771,40 +812,85 @@ func (e *Elector) requeue(rs []request) {
 }
 
 // endLoop marks the loop over (requests still in the mailbox get
-// ErrNotRunning) and closes loopDone.
+// ErrNotRunning) and closes loopDone; it runs once.
 func (e *Elector) endLoop() {
 	e.evMu.Lock()
+	if e.loopEnded {
+		e.evMu.Unlock()
+		return
+	}
 	e.loopEnded = true
 	e.mailbox = nil
+	done := e.loopDone
 	e.evMu.Unlock()
-	close(e.loopDone)
-}
-
-// poke is the Notifier's wake-up; it never blocks.
-func (e *Elector) poke() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
+	if done != nil {
+		close(done)
 	}
 }
 
-// listen runs the push wake-up subscription on a goroutine of its own, so
-// that a Subscribe or cancel that blocks (a hung store) can delay neither
-// the campaign loop nor Stop. The goroutine ends once Subscribe has
-// returned, leaving the cancel for Stop (which runs it on a goroutine of
-// its own and closes done after it returns): no goroutine waits for the
-// subscription in between. If Subscribe returns after Stop began, the
-// subscription is cancelled at once, here.
-func (e *Elector) listen(ctx context.Context, n Notifier, done chan struct{}) {
+// doneCh returns a channel closed when the loop has ended. It is made on
+// demand (by Stop and requests), so that a running elector does not keep
+// one.
+func (e *Elector) doneCh() <-chan struct{} {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	if e.loopDone == nil {
+		e.loopDone = make(chan struct{})
+		if e.loopEnded {
+			close(e.loopDone)
+		}
+	}
+	return e.loopDone
+}
+
+// poke is the Notifier's wake-up; it never blocks. The wake-up is kept
+// (woken) until the campaign's next pause takes it; a parked leadership
+// is not resumed for it.
+func (e *Elector) poke() {
+	e.evMu.Lock()
+	if !e.loopEnded {
+		e.woken = true
+		if !e.parked {
+			select {
+			case e.mail <- struct{}{}:
+			default:
+			}
+		}
+	}
+	e.evMu.Unlock()
+}
+
+// takeWoken reports whether a wake-up was pushed since the last call.
+func (e *Elector) takeWoken() bool {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	w := e.woken
+	e.woken = false
+	return w
+}
+
+// subscribe makes the push wake-up subscription. It runs as a task of its
+// own (see startCampaign), apart from the campaign's first step, so that a
+// Subscribe or cancel that blocks (a hung store) can delay neither the
+// campaign loop nor Stop. It leaves the cancel for Stop (which runs it on a
+// goroutine of its own and closes listenDone after it returns): no
+// goroutine waits for the subscription in between. If Subscribe returns
+// after Stop began, the subscription is cancelled at once, here; if Stop
+// began before, there is none.
+func (e *Elector) subscribe(n Notifier) {
+	if e.halted.Load() {
+		return
+	}
 	cancel := n.Subscribe(e.cfg.Name, e.poke)
 	if cancel == nil {
 		cancel = func() {}
 	}
 	e.mu.Lock()
-	stopping := ctx.Err() != nil // Stop cancels ctx before it looks for unsub
+	stopping := e.halted.Load() // Stop sets it before it looks for unsub
 	if !stopping {
 		e.unsub = cancel
 	}
+	done := e.listenDone
 	e.mu.Unlock()
 	e.subscribed.Store(true)
 	if stopping {
@@ -834,32 +920,65 @@ func (e *Elector) callbacks() *dispatcher {
 	return e.disp.Load()
 }
 
-// run is the campaign loop: campaign, lead, repeat. One goroutine at a
-// time runs it and owns all timing, but no goroutine waits while it leads:
+// The campaign loop: campaign, lead, repeat. One goroutine at a time runs
+// it and owns all timing, but no goroutine waits while it leads: its first
+// step (begin) runs on a worker shared per backend (startCampaign), a
 // campaign blocks on a goroutine as before, while a leadership parks (see
-// leadStep) and is resumed, on a goroutine of its own, by its renewal
-// timer, its renew deadline, Stop, or a request (TryAcquire, Resign).
-func (e *Elector) run(ctx context.Context) { e.loop(ctx, 0) }
+// leadStep) and is resumed, on a goroutine of its own, by its timer
+// (renewal or renew deadline), Stop, or a request (TryAcquire, Resign).
 
-// loop campaigns (after sitting out sitOut), then starts leading and parks.
-func (e *Elector) loop(ctx context.Context, sitOut time.Duration) {
-	lease, start, pending, ok := e.campaign(ctx, sitOut)
+// begin is the campaign's first step, on a starter worker: the first
+// attempt, then leading (parked) or, for a follower, the rest of the
+// campaign on a goroutine of its own. It never waits between attempts, so
+// that the worker goes on with the next elector.
+func (e *Elector) begin() {
+	if e.halted.Load() {
+		e.endLoop()
+		return
+	}
+	var lease Lease
+	s, err := e.attempt(&lease)
+	switch {
+	case err == nil && e.halted.Load():
+		e.dropLate(lease)
+		e.endLoop()
+	case err == nil:
+		e.startLead(lease, s, nil)
+		// Events that came meanwhile (Stop, requests) are handled on a
+		// goroutine of their own: the worker must not wait in them.
+		e.evMu.Lock()
+		pending := e.events != 0 || len(e.mailbox) > 0
+		e.parked = !pending
+		e.evMu.Unlock()
+		if pending {
+			go e.leadStep()
+		}
+	case e.halted.Load():
+		e.endLoop()
+	default:
+		delay, failures := e.retryDelay(err, 0)
+		go e.loop(delay, failures, time.Now())
+	}
+}
+
+// loop campaigns (first waiting delay, after failures consecutive store
+// failures, ignoring wake-ups until ignoreWakeUntil), then starts leading
+// and parks.
+func (e *Elector) loop(delay time.Duration, failures int, ignoreWakeUntil time.Time) {
+	lease, start, pending, ok := e.campaign(delay, failures, ignoreWakeUntil)
 	if !ok {
 		e.endLoop()
 		return
 	}
-	e.startLead(ctx, lease, start, pending)
+	e.startLead(lease, start, pending)
 	e.leadStep()
 }
 
 // afterLead goes on from a leadership that ended for reason: campaign
 // again, or end the loop.
-func (e *Elector) afterLead(ctx context.Context, reason StopReason) {
-	if e.ls.timer != nil {
-		e.ls.timer.Stop()
-	}
+func (e *Elector) afterLead(reason StopReason) {
 	e.ls = leadState{}
-	if reason == ReasonStopped || ctx.Err() != nil || e.cfg.NoRecampaign {
+	if reason == ReasonStopped || e.halted.Load() || e.cfg.NoRecampaign {
 		e.endLoop()
 		return
 	}
@@ -867,29 +986,37 @@ func (e *Elector) afterLead(ctx context.Context, reason StopReason) {
 	if reason == ReasonResigned {
 		sitOut = 2 * e.cfg.RetryPeriod
 	}
-	e.loop(ctx, sitOut)
+	e.loop(sitOut, 0, time.Now().Add(sitOut))
 }
 
-// campaign tries to acquire until it succeeds (ok) or ctx is done. sitOut
-// delays the first attempt and ignores wake-ups until it has passed.
+// retryDelay returns the wait before the next attempt after one that
+// failed with err, and the count of consecutive store failures.
+func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
+	if isStoreFailure(err) {
+		failures++
+		return e.backoff(failures), failures
+	}
+	return jitter(e.cfg.RetryPeriod), 0
+}
+
+// campaign tries to acquire until it succeeds (ok) or Stop begins. It
+// waits delay before the first attempt and ignores wake-ups until
+// ignoreWakeUntil.
 //
 // The waiting between attempts is in pause, and attempt keeps the backend
 // call apart from what follows it, so that a campaign goroutine waiting in
-// the backend has a small stack: at start-up every elector's campaign waits
-// there at once.
-func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lease, start time.Time, pending *request, ok bool) {
-	delay, failures := sitOut, 0
-	ignoreWakeUntil := time.Now().Add(sitOut)
+// the backend has a small stack.
+func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil time.Time) (lease Lease, start time.Time, pending *request, ok bool) {
 	for {
 		if delay > 0 {
-			req, stopped := e.pause(ctx, delay, ignoreWakeUntil)
+			req, stopped := e.pause(delay, ignoreWakeUntil)
 			if stopped {
 				return Lease{}, time.Time{}, nil, false
 			}
 			if req != nil {
-				s, err := e.attempt(ctx, &lease)
-				if err == nil && ctx.Err() != nil {
-					e.dropLate(ctx, lease)
+				s, err := e.attempt(&lease)
+				if err == nil && e.halted.Load() {
+					e.dropLate(lease)
 					req.reply <- result{}
 					return Lease{}, time.Time{}, nil, false
 				}
@@ -904,53 +1031,71 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 				continue // keep the current delay schedule
 			}
 		}
-		s, err := e.attempt(ctx, &lease)
+		s, err := e.attempt(&lease)
 		switch {
-		case err == nil && ctx.Err() != nil:
-			e.dropLate(ctx, lease)
+		case err == nil && e.halted.Load():
+			e.dropLate(lease)
 			return Lease{}, time.Time{}, nil, false
 		case err == nil:
 			return lease, s, nil, true
-		case ctx.Err() != nil:
+		case e.halted.Load():
 			return Lease{}, time.Time{}, nil, false
-		case isStoreFailure(err):
-			failures++
-			delay = e.backoff(failures)
-		default:
-			failures = 0
-			delay = jitter(e.cfg.RetryPeriod)
 		}
+		delay, failures = e.retryDelay(err, failures)
 	}
 }
 
 // pause waits delay before the campaign's next attempt. It ends early on a
 // wake-up (once ignoreWakeUntil has passed) or a TryAcquire, which it
 // returns for an attempt now; a Resign is answered at once (a follower has
-// nothing to resign). stopped reports that ctx is done.
-func (e *Elector) pause(ctx context.Context, delay time.Duration, ignoreWakeUntil time.Time) (req *request, stopped bool) {
+// nothing to resign). stopped reports that Stop began.
+func (e *Elector) pause(delay time.Duration, ignoreWakeUntil time.Time) (req *request, stopped bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		if e.halted.Load() {
 			return nil, true
-		case <-timer.C:
+		}
+		if e.takeWoken() && !time.Now().Before(ignoreWakeUntil) {
 			return nil, false
-		case <-e.wake:
-			if !time.Now().Before(ignoreWakeUntil) {
-				return nil, false
-			}
-		case <-e.mail:
-			r, ok := e.nextRequest()
-			if !ok {
-				continue
-			}
+		}
+		if r, ok := e.nextRequest(); ok {
 			if r.kind == reqResign {
 				r.reply <- result{}
 				continue
 			}
 			return &r, false
 		}
+		select {
+		case <-timer.C:
+			return nil, false
+		case <-e.mail:
+		}
+	}
+}
+
+// opContext returns the context of one backend call of the loop: parent's
+// values and cancellation, ending at deadline (none when zero), and
+// cancelled when Stop begins. Call end when the call has returned.
+func (e *Elector) opContext(parent context.Context, deadline time.Time) (ctx context.Context, end func()) {
+	var cancel context.CancelFunc
+	if deadline.IsZero() {
+		ctx, cancel = context.WithCancel(parent)
+	} else {
+		ctx, cancel = context.WithDeadline(parent, deadline)
+	}
+	e.mu.Lock()
+	if e.halted.Load() {
+		cancel()
+	} else {
+		e.opCancel = cancel
+	}
+	e.mu.Unlock()
+	return ctx, func() {
+		e.mu.Lock()
+		e.opCancel = nil
+		e.mu.Unlock()
+		cancel()
 	}
 }
 
@@ -959,9 +1104,9 @@ func (e *Elector) pause(ctx context.Context, delay time.Duration, ignoreWakeUnti
 // RenewDeadline: a lease won after that long would have to be given up at
 // once (belief is measured from the attempt's start), and a hung store
 // must not keep the loop from TryAcquire, Resign or Stop.
-func (e *Elector) attempt(ctx context.Context, won *Lease) (time.Time, error) {
+func (e *Elector) attempt(won *Lease) (time.Time, error) {
 	start := time.Now()
-	actx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+	actx, cancel := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
 	end := e.during(OpAcquire)
 	l, err := e.backend.Acquire(actx, AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
@@ -969,13 +1114,14 @@ func (e *Elector) attempt(ctx context.Context, won *Lease) (time.Time, error) {
 	end()
 	cancel()
 	*won = l
-	return start, e.attempted(ctx, start, won, err)
+	return start, e.attempted(start, won, err)
 }
 
 // attempted records the outcome of the attempt that started at start:
 // err from Acquire (nil when *won is the lease won). It returns the error
-// for the campaign (ctx's when ctx is done) and clears *won on an error.
-func (e *Elector) attempted(ctx context.Context, start time.Time, won *Lease, err error) error {
+// for the campaign (context.Canceled once Stop began) and clears *won on an
+// error.
+func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
 	err = RedactError(err)
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
 	if err != nil {
@@ -990,8 +1136,8 @@ func (e *Elector) attempted(ctx context.Context, start time.Time, won *Lease, er
 		e.contact()
 		e.observeLeader(held.Holder)
 		return err
-	case ctx.Err() != nil:
-		return ctx.Err()
+	case e.halted.Load():
+		return context.Canceled
 	default:
 		e.fail(OpAcquire, err)
 		return err
@@ -1008,11 +1154,11 @@ func (e *Elector) during(op string) (end func()) {
 // dropLate gives back a lease acquired just as the elector was stopped,
 // without announcing it: nobody was told it led, so nobody must be told it
 // stopped. KeepLeaseOnStop leaves it to expire.
-func (e *Elector) dropLate(ctx context.Context, l Lease) {
+func (e *Elector) dropLate(l Lease) {
 	if e.cfg.KeepLeaseOnStop {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RetryPeriod)
+	rctx, cancel := context.WithTimeout(e.base, e.cfg.RetryPeriod)
 	defer cancel()
 	end := e.during(OpRelease)
 	_ = e.release(rctx, l) // reported by release
@@ -1025,8 +1171,8 @@ func (e *Elector) dropLate(ctx context.Context, l Lease) {
 // goroutine: a leader that is only waiting for its next renewal costs a
 // timer, not a goroutine and its stack, which matters to processes that
 // run many elections.
-func (e *Elector) startLead(ctx context.Context, lease Lease, start time.Time, pending *request) {
-	t := e.becomeLeader(ctx, lease, start)
+func (e *Elector) startLead(lease Lease, start time.Time, pending *request) {
+	t := e.becomeLeader(lease, start)
 	if pending != nil {
 		pending.reply <- result{leading: true}
 	}
@@ -1034,15 +1180,63 @@ func (e *Elector) startLead(ctx context.Context, lease Lease, start time.Time, p
 	// so that elections acquired together spread out; later ones follow the
 	// last success by RetryPeriod (rounded down to the batch grid when the
 	// backend batches), keeping that phase.
-	e.ls = leadState{ctx: ctx, t: t}
-	e.ls.timer = time.AfterFunc(time.Hour, func() { e.signal(evRenew, true) })
+	e.ls = leadState{t: t}
 	e.armRenewal(start.Add(firstRenewal(e.cfg.RetryPeriod)))
 }
 
 // armRenewal sets the next renewal for due.
 func (e *Elector) armRenewal(due time.Time) {
 	e.ls.due = due
-	e.ls.timer.Reset(time.Until(due))
+	t := e.ls.t
+	e.mu.Lock()
+	t.due = due
+	t.rearm(time.Now())
+	e.mu.Unlock()
+}
+
+// rearm sets t's timer for the earlier of its next renewal and its renew
+// deadline, unless the leadership is over; the caller holds e.mu.
+func (t *leaderTerm) rearm(now time.Time) {
+	if t.ended || t.expired {
+		return
+	}
+	next := t.deadline()
+	if !t.due.IsZero() && t.due.Before(next) {
+		next = t.due
+	}
+	t.timer.Reset(next.Sub(now))
+}
+
+// fire is t's timer. At the renew deadline it ends belief (cancels the
+// leader context) and wakes the loop to step down: the timer, not the
+// loop, ends belief, so a backend call that ignores its context cannot
+// stretch leadership. At a renewal's time it wakes the loop to renew and
+// re-arms itself for the deadline, which keeps running while the renewal
+// is in flight.
+func (t *leaderTerm) fire() {
+	e := t.e
+	e.mu.Lock()
+	if t.ended || t.expired {
+		e.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if !now.Before(t.deadline()) {
+		t.expired = true
+		e.mu.Unlock()
+		t.cancel()
+		e.signal(evDeadline, true)
+		return
+	}
+	renew := !t.due.IsZero() && !now.Before(t.due)
+	if renew {
+		t.due = time.Time{}
+	}
+	t.rearm(now)
+	e.mu.Unlock()
+	if renew {
+		e.signal(evRenew, true)
+	}
 }
 
 // leadStep runs the leadership's events until none is left, then parks
@@ -1061,13 +1255,12 @@ func (e *Elector) leadStep() {
 			return
 		}
 		e.evMu.Unlock()
-		ctx := e.ls.ctx
 		reason, ended, rest := e.leadEvents(ev, reqs)
 		if ended {
 			if len(rest) > 0 {
 				e.requeue(rest)
 			}
-			e.afterLead(ctx, reason)
+			e.afterLead(reason)
 			return
 		}
 	}
@@ -1078,11 +1271,11 @@ func (e *Elector) leadStep() {
 // the leadership ended and why; rest are the requests it left for the
 // campaign.
 func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, ended bool, rest []request) {
-	ctx, t := e.ls.ctx, e.ls.t
-	if ctx.Err() != nil {
+	t := e.ls.t
+	if e.halted.Load() {
 		return e.stepDown(t, ReasonStopped, true), true, reqs
 	}
-	if t.ctx.Err() != nil {
+	if t.cancelled.Load() {
 		return e.stepDown(t, ReasonDeadline, false), true, reqs
 	}
 	for i, r := range reqs {
@@ -1090,10 +1283,10 @@ func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, e
 			r.reply <- result{leading: true}
 			continue
 		}
-		return e.resign(ctx, t, r), true, reqs[i+1:]
+		return e.resign(t, r), true, reqs[i+1:]
 	}
 	if ev&evRenew != 0 && !time.Now().Before(e.ls.due) {
-		if reason, ended := e.renew(ctx, t); ended {
+		if reason, ended := e.renew(t); ended {
 			return reason, true, nil
 		}
 	}
@@ -1114,22 +1307,21 @@ func (e *Elector) renewDue(from time.Time, after time.Duration) time.Time {
 
 // resign is the leadership's answer to Resign (request r): end the
 // leadership, wait for leader work, release the lease.
-func (e *Elector) resign(ctx context.Context, t *leaderTerm, r request) StopReason {
+func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 	e.stepDown(t, ReasonResigned, false)
+	wctx, endWait := e.opContext(r.ctx, time.Time{})
 	select {
 	case <-e.work.wait():
-	case <-r.ctx.Done():
-	case <-ctx.Done():
+	case <-wctx.Done():
 	}
+	endWait()
 	// Bounded, and cut short by Stop: a hung store must not keep
 	// the loop (and so Stop) waiting on the caller's context.
-	rctx, cancel := context.WithTimeout(r.ctx, e.cfg.RenewDeadline)
-	stop := context.AfterFunc(ctx, cancel)
-	end := e.during(OpRelease)
+	rctx, end := e.opContext(r.ctx, time.Now().Add(e.cfg.RenewDeadline))
+	endOp := e.during(OpRelease)
 	err := e.release(rctx, t.lease)
+	endOp()
 	end()
-	stop()
-	cancel()
 	r.reply <- result{err: err}
 	return ReasonResigned
 }
@@ -1141,7 +1333,7 @@ func (e *Elector) resign(ctx context.Context, t *leaderTerm, r request) StopReas
 // The call and what follows it are in functions of their own (renewDirect,
 // renewed), so that a renewal waiting for its batch keeps a small stack:
 // many wait at once in a process with many elections.
-func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, ended bool) {
+func (e *Elector) renew(t *leaderTerm) (reason StopReason, ended bool) {
 	renewStart := time.Now()
 	end := e.during(OpRenew)
 	var (
@@ -1150,30 +1342,30 @@ func (e *Elector) renew(ctx context.Context, t *leaderTerm) (reason StopReason, 
 		timedOut bool // the renew deadline ended the call
 	)
 	if e.batch != nil {
-		// The leader context is done at the renew deadline and on Stop:
-		// no context of its own is needed per renewal.
-		err = e.batch.renew(t.ctx, t.deadline, &t.lease, &l)
+		// The leader context is cancelled at the renew deadline and on
+		// Stop: no context of its own is needed per renewal.
+		err = e.batch.renew(t, t.deadline(), &t.lease, &l)
 		timedOut = errors.Is(err, context.DeadlineExceeded)
 	} else {
-		timedOut, err = e.renewDirect(ctx, t, &l)
+		timedOut, err = e.renewDirect(t, &l)
 	}
 	end()
-	return e.renewed(ctx, t, renewStart, &l, err, timedOut)
+	return e.renewed(t, renewStart, &l, err, timedOut)
 }
 
 // renewDirect renews t with Backend.Renew, bounded by its renew deadline,
 // storing the renewed lease in *out; timedOut reports that the deadline
 // ended the call.
-func (e *Elector) renewDirect(ctx context.Context, t *leaderTerm, out *Lease) (timedOut bool, err error) {
-	rctx, cancel := context.WithDeadline(ctx, t.deadline)
-	defer cancel()
+func (e *Elector) renewDirect(t *leaderTerm, out *Lease) (timedOut bool, err error) {
+	rctx, end := e.opContext(e.base, t.deadline())
+	defer end()
 	*out, err = e.backend.Renew(rctx, t.lease)
 	return rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded), err
 }
 
 // renewed handles the outcome of t's renewal that started at renewStart:
 // the renewed lease *l when err is nil.
-func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
+func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
 	err = RedactError(err)
 	took := time.Since(renewStart)
 	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
@@ -1188,7 +1380,7 @@ func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Ti
 	case errors.Is(err, ErrLeaseLost):
 		e.contact()
 		return e.stepDown(t, ReasonLost, false), true
-	case ctx.Err() != nil:
+	case e.halted.Load():
 		return e.stepDown(t, ReasonStopped, true), true
 	default:
 		if timedOut {
@@ -1205,24 +1397,20 @@ func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Ti
 }
 
 // becomeLeader records a new leadership and announces it.
-func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time) *leaderTerm {
-	tctx, cancel := context.WithCancel(ctx)
-	t := &leaderTerm{
-		lease: lease, ctx: ContextWithLease(tctx, lease.Clone()), cancel: cancel,
-		lastRenew: start, deadline: start.Add(e.cfg.RenewDeadline),
-	}
+func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
+	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start}
 	// The timer, not the loop, ends belief at the deadline: a backend call
 	// that ignores its context cannot stretch leadership. It also wakes a
-	// parked loop to step down.
-	t.timer = time.AfterFunc(time.Until(t.deadline), func() {
-		cancel()
-		e.signal(evDeadline, true)
-	})
-
-	e.mu.Lock()
+	// parked loop to step down (and to renew, once armRenewal set a time).
+	e.mu.Lock() // fire takes it: t.timer is set before it runs
+	t.timer = time.AfterFunc(time.Until(t.deadline()), t.fire)
 	e.term = t
 	e.finalLease = nil
+	halted := e.halted.Load() // Stop cancels e.term: this one too
 	e.mu.Unlock()
+	if halted {
+		t.cancel()
+	}
 	e.observeLeader(lease)
 	e.log.Info("leadership acquired", "term", lease.Term)
 	e.observe(Event{Kind: EventStartedLeading, Lease: lease.Clone()})
@@ -1248,7 +1436,7 @@ func (e *Elector) becomeLeader(ctx context.Context, lease Lease, start time.Time
 				}
 			}()
 			close(began)
-			run(t.ctx)
+			run(t)
 		}()
 		<-began
 	}, false)
@@ -1283,20 +1471,18 @@ func (e *Elector) awaitStarted(t *leaderTerm) {
 }
 
 // extend records a successful renewal started at start; false if the
-// deadline timer already fired (belief has ended, so leadership must too).
+// timer already found the renew deadline passed (belief has ended, so
+// leadership must too).
 func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
-	if !t.timer.Stop() {
-		return false
-	}
 	margin := e.cfg.LeaseDuration - time.Since(t.lastRenew)
 	e.mu.Lock()
-	if t.ended { // Stop ended it while the renewal ran
+	if t.expired || t.ended { // the deadline passed, or Stop ended it, while the renewal ran
 		e.mu.Unlock()
 		return false
 	}
-	t.lease, t.lastRenew, t.deadline = l, start, start.Add(e.cfg.RenewDeadline)
+	t.lease, t.lastRenew = l, start
+	t.rearm(time.Now()) // for the new deadline; armRenewal sets the next renewal
 	e.mu.Unlock()
-	t.timer.Reset(time.Until(t.deadline))
 	e.observe(Event{Kind: EventRenewed, Lease: l.Clone(), Margin: margin})
 	return true
 }
@@ -1312,6 +1498,7 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 		return reason
 	}
 	t.ended = true
+	t.timer.Stop() // fire may have re-armed it before ended was set
 	if e.term == t {
 		e.term = nil
 	}
