@@ -169,8 +169,8 @@ type NamedBackend interface {
 	BackendName() string
 }
 
-// BackendName returns b's name if it implements NamedBackend, else "custom".
-func BackendName(b Backend) string {
+// backendName returns b's name if it implements NamedBackend, else "custom".
+func backendName(b Backend) string {
 	if n, ok := b.(NamedBackend); ok {
 		return n.BackendName()
 	}

@@ -599,7 +599,7 @@ func TestDefaultIdentityUnique(t *testing.T) {
 		t.Fatalf("identities %q %q", a, b)
 	}
 	e, err := fxelection.New(fxelection.Config{Name: "x"}, fxelection.NewMemoryBackend())
-	if err != nil || e.Identity() == "" || e.Config().LeaseDuration != fxelection.DefaultLeaseDuration {
+	if err != nil || e.Status().Identity == "" || e.Config().LeaseDuration != fxelection.DefaultLeaseDuration {
 		t.Fatalf("defaults not applied: %v %+v", err, e.Config())
 	}
 }

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 // pushMinBackoff and pushMaxBackoff bound the wait before the watch is
@@ -25,7 +24,7 @@ const (
 // time the watch is (re)established, since a deletion may have been missed
 // while it was down. All subscriptions share one etcd watch on the key
 // prefix, owned by a goroutine that the first Subscribe starts and the last
-// cancel stops (fxelection.WakeHub); cancel returns after wake can no longer
+// cancel stops (backendkit.WakeHub); cancel returns after wake can no longer
 // be called. wake must not block or call back into the Backend. With
 // Options.DisablePush, Subscribe does nothing.
 func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
@@ -46,7 +45,7 @@ func (b *Backend) shutdown() { b.hub.Close() }
 // revision compacted, the stream broken — it is opened again at the current
 // revision after a backoff, and every subscriber is woken once it is
 // established.
-func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	failures := 0
 	for {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -76,7 +75,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 			return
 		}
 		failures++
-		if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
+		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
 			return
 		}
 	}

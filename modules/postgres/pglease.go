@@ -48,7 +48,7 @@
 // holder at MaxTerm keeps renewing.
 //
 // Rows are hostile input: every row read is validated with
-// fxelection.CheckLease and fxelection.DurationFromMillis (a printable UTF-8
+// Lease.Validate and backendkit.DurationFromMillis (a printable UTF-8
 // holder without control characters, metadata that is a JSON object of
 // printable UTF-8 strings within the size limit, a term in [1, MaxTerm], a
 // duration in (0, MaxRecordDuration], a finite expiry). A row that fails
@@ -58,7 +58,7 @@
 // which Acquire rewrites) when its term is positive.
 //
 // Secrets: every error a Backend returns (and its listener logs) passes
-// through fxelection.RedactError with the pool's password, as pgx resolved
+// through backendkit.RedactError with the pool's password, as pgx resolved
 // it (from the connection string, PGPASSWORD or a passfile) when db is a
 // *pgxpool.Pool; the fxelection.backends.postgres module (ConfigModule)
 // adds the DSN's password in every spelling libpq accepts (spaces or tabs
@@ -105,6 +105,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/modules/postgres/internal/pgident"
 )
 
@@ -287,7 +288,7 @@ func configSecrets(cfg pgconn.Config) []string {
 	return []string{cfg.Password}
 }
 
-// redact passes an error leaving the backend through fxelection.RedactError
+// redact passes an error leaving the backend through backendkit.RedactError
 // with the configuration's passwords: whatever pgx or the server put in a
 // message, no password leaves. errors.Is and errors.As for HeldError keep
 // working.
@@ -295,7 +296,7 @@ func (b *Backend) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fxelection.RedactError(err, b.secrets...)
+	return backendkit.RedactError(err, b.secrets...)
 }
 
 // clockTermSQL is the server's clock in microseconds since the Unix epoch,
@@ -458,8 +459,8 @@ func (r *row) dest() []any {
 // held reports whether the row is a lease somebody holds now.
 func (r *row) held() bool { return r.holder != nil && r.live }
 
-// lease decodes r and validates every field with fxelection.CheckLease and
-// fxelection.DurationFromMillis: a printable UTF-8 holder, metadata that is
+// lease decodes r and validates every field with Lease.Validate and
+// backendkit.DurationFromMillis: a printable UTF-8 holder, metadata that is
 // a JSON object of printable UTF-8 strings, a term in [1, MaxTerm], a
 // duration in (0, MaxRecordDuration], a finite expiry. Anything off gives
 // an error matching ErrInvalidRecord that quotes no stored text.
@@ -479,7 +480,7 @@ func (r *row) lease(election string) (fxelection.Lease, error) {
 	case r.metadata == nil:
 		return bad("metadata is NULL")
 	}
-	dur, err := fxelection.DurationFromMillis(*r.durationMS)
+	dur, err := backendkit.DurationFromMillis(*r.durationMS)
 	if err != nil {
 		return bad("duration_ms out of range")
 	}
@@ -497,7 +498,7 @@ func (r *row) lease(election string) (fxelection.Lease, error) {
 	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {
 		l.AcquiredAt = r.acquiredAt.Time
 	}
-	if err := fxelection.CheckLease(l); err != nil {
+	if err := l.Validate(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("election %q: %w", election, err)
 	}
 	l.Election = election // the row's key, chosen by the caller

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 const (
@@ -26,7 +25,7 @@ const (
 // election is released through any Backend with the same key prefix, and
 // (spuriously) for every election after the shared pub/sub connection
 // (re)subscribes, since a release may have been missed while it was down.
-// All subscriptions share one pub/sub connection (fxelection.WakeHub): the
+// All subscriptions share one pub/sub connection (backendkit.WakeHub): the
 // first starts its goroutine and the last cancel stops it; cancel returns
 // after wake can no longer be called. wake must not block or call back into
 // the Backend (the elector's wake-up only signals a channel). With
@@ -46,7 +45,7 @@ func (b *Backend) shutdown() { b.hub.Close() }
 // go-redis reconnects and resubscribes after a broken connection; this loop
 // paces attempts while the server is unreachable and pings a silent
 // connection, replacing it when a ping goes unanswered.
-func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	var mu sync.Mutex
 	var ps *redis.PubSub
 	// Closing the connection is what unblocks a read in progress.
@@ -103,7 +102,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 				continue
 			}
 			failures++
-			if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
+			if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
 				return
 			}
 			continue

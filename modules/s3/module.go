@@ -9,6 +9,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -24,7 +25,7 @@ func init() { config.RegisterModule(ConfigModule{}) }
 //	 "secret_key": "{env.S3_SECRET_KEY}", "region": "eu-west-1"}
 //
 // Without access_key and secret_key requests are anonymous. Its errors, and
-// every error the Backend returns, pass through fxelection.RedactError with
+// every error the Backend returns, pass through backendkit.RedactError with
 // the secret key.
 type ConfigModule struct {
 	// Endpoint is the service's host[:port], not a URL. Required.
@@ -84,7 +85,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 	secret := m.SecretKey.Value()
 	transport, err := minio.DefaultTransport(m.secure())
 	if err != nil {
-		return fxelection.RedactError(fmt.Errorf("endpoint: %w", err), secret)
+		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
 	client, err := minio.New(m.Endpoint, &minio.Options{
 		Creds:     credentials.NewStaticV4(m.AccessKey, secret, ""),
@@ -94,7 +95,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 	})
 	if err != nil {
 		transport.CloseIdleConnections()
-		return fxelection.RedactError(fmt.Errorf("endpoint: %w", err), secret)
+		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
 	b, err := New(client, m.options())
 	if err != nil {
