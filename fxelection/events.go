@@ -109,7 +109,8 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Backend operation names used in events and errors.
+// Backend operation names used in events and OpError: an Elector calls
+// Acquire, Renew and Release; a Watcher calls Get.
 const (
 	OpAcquire = "acquire"
 	OpRenew   = "renew"
