@@ -316,14 +316,16 @@ func (p *poller) wait(ctx context.Context) (bool, error) {
 }
 
 // errUnknownHolder is returned when the blob is leased but no valid record
-// names the active lease's holder within resolveBudget: a candidate took
-// the Azure lease and did not write its record (it crashed in between), or
-// something other than fxelection leased the blob.
+// names the active lease's holder within resolveBudget. Acquire writes the
+// record before it takes the lease, with If-Match on the ETag it read, so
+// this is something other than fxelection leasing the blob (or a record
+// replaced out of band while leased).
 var errUnknownHolder = fmt.Errorf("%w: blob leased by a holder that wrote no record", fxelection.ErrInvalidRecord)
 
 // resolveHeld returns the verified holder of a leased blob whose record
-// names someone other than self, or retry=true when the lease changed
-// meanwhile (free now, or a new holder that has not written its record yet).
+// names someone other than self, or retry=true when the blob changed
+// meanwhile (the lease is free now, or another candidate's record and lease
+// replaced the ones read).
 func (b *Backend) resolveHeld(ctx context.Context, bc *blob.Client, election string, s snapshot) (fxelection.Lease, bool, error) {
 	switch s.state {
 	case recordInvalid:
