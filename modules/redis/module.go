@@ -168,7 +168,7 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 // Backend has stopped.
 func (m *ConfigModule) Cleanup() error {
 	if m.backend != nil {
-		m.backend.shutdown()
+		_ = m.backend.Close() // always nil
 		m.backend = nil
 	}
 	if m.client == nil {

@@ -37,9 +37,14 @@ func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 	return b.hub.Subscribe(election, wake)
 }
 
-// shutdown stops push for good (for a Backend that owns its client and is
-// about to close it). Later Subscribe calls do nothing.
-func (b *Backend) shutdown() { b.hub.Close() }
+// Close stops push wake-up for good: the listener ends and later Subscribe
+// calls do nothing. It never closes the client passed to New (the config
+// module closes a client it built, in its Cleanup). It is idempotent and
+// returns nil; the Backend stays usable without push.
+func (b *Backend) Close() error {
+	b.hub.Close()
+	return nil
+}
 
 // listen reads wake-ups from the pub/sub channel until ctx is done.
 // go-redis reconnects and resubscribes after a broken connection; this loop

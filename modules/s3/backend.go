@@ -55,7 +55,6 @@ type Backend struct {
 	bucket  string
 	prefix  string
 	tracker backendkit.ExpiryTracker
-	closer  func()   // set by the config module: frees the client's connections
 	secrets []string // known secrets (config module: the secret key), removed from every error
 }
 
@@ -99,17 +98,6 @@ func (b *Backend) Bucket() string { return b.bucket }
 // Key returns the object key of election's lease, for operators and tests.
 func (b *Backend) Key(election string) string {
 	return b.prefix + url.PathEscape(election) + ".json"
-}
-
-// Close frees the idle connections of a client the backend created itself
-// (the fxelection.backends.s3 module's); for a Backend made by New it
-// does nothing.
-// The Backend stays usable.
-func (b *Backend) Close() error {
-	if b.closer != nil {
-		b.closer()
-	}
-	return nil
 }
 
 // envelope is the object body.

@@ -44,7 +44,10 @@ type ConfigModule struct {
 	// Secure, when false, talks plain HTTP. Default: true (HTTPS).
 	Secure *bool `json:"secure,omitempty"`
 
-	backend *Backend // set by Provision, closed by Cleanup
+	backend *Backend // set by Provision
+	// idle frees the idle connections of the client Provision built: the
+	// module owns that client, as every backend module owns what it built.
+	idle func()
 }
 
 var (
@@ -102,7 +105,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 		transport.CloseIdleConnections()
 		return err
 	}
-	b.closer = transport.CloseIdleConnections
+	m.idle = transport.CloseIdleConnections
 	if secret != "" {
 		b.secrets = []string{secret}
 	}
@@ -121,9 +124,10 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 // Cleanup frees the client's idle connections. It is safe after a failed
 // or missing Provision.
 func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
+	m.backend = nil
+	if m.idle != nil {
+		m.idle()
+		m.idle = nil
 	}
 	return nil
 }
