@@ -412,7 +412,7 @@ func (b *Backend) changed(hub *backendkit.WakeHub, key string, value []byte) {
 		}
 		return
 	}
-	s, err := decodeValue(value)
+	s, err := decode(value, "")
 	if err == nil && s.released && b.Key(s.lease.Election) == key {
 		hub.Wake(s.lease.Election)
 	}

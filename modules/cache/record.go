@@ -1,33 +1,17 @@
 package cachelease
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// envelopeFormat is the version of the value this package writes.
-const envelopeFormat = 1
-
 // MaxValueBytes bounds a stored value: a lease record is small, anything
 // larger is foreign and is rejected without being parsed.
-const MaxValueBytes = 64 << 10
-
-// envelope is the stored value: the core's record plus a released flag (a
-// released lease keeps its term in the store) and a per-write nonce, so
-// that two writes never store the same bytes.
-type envelope struct {
-	Format   int             `json:"fxelection_cache"`
-	Released bool            `json:"released"`
-	Write    string          `json:"write"`
-	Record   json.RawMessage `json:"record"`
-}
+const MaxValueBytes = backendkit.MaxValueBytes
 
 // stored is a decoded value.
 type stored struct {
@@ -35,61 +19,23 @@ type stored struct {
 	released bool
 }
 
-// encode returns the value for l.
+// encode returns the value for l: backendkit.MarshalValue, the record plus
+// a released flag (a released lease keeps its term in the store) and a
+// per-write nonce, so that two writes never store the same bytes.
 func encode(l fxelection.Lease, released bool) ([]byte, error) {
-	rec, err := backendkit.MarshalRecord(l)
-	if err != nil {
-		return nil, err
-	}
-	var nonce [12]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, fmt.Errorf("write nonce: %w", err)
-	}
-	b, err := json.Marshal(envelope{Format: envelopeFormat, Released: released, Write: hex.EncodeToString(nonce[:]), Record: rec})
-	if err != nil {
-		return nil, fmt.Errorf("encode lease value: %w", err)
-	}
-	return b, nil
+	return backendkit.MarshalValue(l, released)
 }
 
-// decode parses a stored value. Anything but a valid envelope around a
-// valid record of election (validated by backendkit.UnmarshalRecord, which
-// calls CheckLease) gives an error matching fxelection.ErrInvalidRecord.
-// The error quotes no stored bytes.
+// decode parses a stored value with backendkit.UnmarshalValue. Anything but
+// a valid value around a valid record of election (of any election, with
+// election "") gives an error matching fxelection.ErrInvalidRecord. The
+// error quotes no stored bytes.
 func decode(value []byte, election string) (stored, error) {
-	s, err := decodeValue(value)
+	l, released, err := backendkit.UnmarshalValue(value, election)
 	if err != nil {
 		return stored{}, err
 	}
-	if s.lease.Election != election {
-		return stored{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, s.lease.Election)
-	}
-	return s, nil
-}
-
-// decodeValue is decode without the check of the election name.
-func decodeValue(value []byte) (stored, error) {
-	if len(value) > MaxValueBytes {
-		return stored{}, fmt.Errorf("%w: value larger than %d bytes", fxelection.ErrInvalidRecord, MaxValueBytes)
-	}
-	var env envelope
-	if err := json.Unmarshal(value, &env); err != nil {
-		return stored{}, fmt.Errorf("%w: not a cache lease value", fxelection.ErrInvalidRecord)
-	}
-	if env.Format != envelopeFormat {
-		return stored{}, fmt.Errorf("%w: unknown value format %d", fxelection.ErrInvalidRecord, env.Format)
-	}
-	if len(env.Record) == 0 {
-		return stored{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
-	}
-	l, err := backendkit.UnmarshalRecord(env.Record)
-	if err != nil {
-		return stored{}, err
-	}
-	if l.Election == "" {
-		return stored{}, fmt.Errorf("%w: record without election", fxelection.ErrInvalidRecord)
-	}
-	return stored{lease: l, released: env.Released}, nil
+	return stored{lease: l, released: released}, nil
 }
 
 // keyChar reports whether c stands for itself in a key. Everything else,
