@@ -19,7 +19,6 @@ import (
 // DefaultPrefix is the object key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "fxelection/"
 
-
 // maxBody bounds how much of an object is read (more than
 // backendkit.MaxValueBytes, so that an oversized object is reported as one): a lease record is small,
 // anything larger is foreign.
