@@ -19,10 +19,9 @@ import (
 // DefaultPrefix is the object key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "fxelection/"
 
-// maxBody bounds how much of an object is read (more than
-// backendkit.MaxValueBytes, so that an oversized object is reported as one): a lease record is small,
+// maxBody bounds how much of an object is read: a lease record is small,
 // anything larger is foreign.
-const maxBody = 1 << 20
+const maxBody = backendkit.MaxValueBytes
 
 // acquireAttempts is how many read-decide-write rounds Acquire makes when
 // its conditional writes keep losing races.

@@ -77,7 +77,8 @@
 // # Foreign objects and hostile records
 //
 // Everything read from the bucket is validated before the elector sees it.
-// An object larger than 1 MiB, not valid UTF-8, not this envelope, or
+// An object larger than 64 KiB (backendkit.MaxValueBytes), not valid UTF-8,
+// not this envelope, or
 // holding a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
 // duration not in (0, fxelection.MaxRecordDuration], so no duration can
