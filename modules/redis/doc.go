@@ -17,7 +17,11 @@
 //	fxe1|1764512345678901|5|web-1|15000|1764512345678|{"addr":"10.0.0.1:8080"}
 //
 // that is: format, term, holder length, holder, duration (ms), acquisition
-// time (Unix ms, server clock) and metadata (JSON). The braces are Redis
+// time (Unix ms, server clock) and metadata (JSON). It is not the JSON record
+// of backendkit.MarshalRecord because the Lua scripts read the holder and
+// term of the stored value on every call: a length-prefixed prefix is found
+// with string.find and sub, where JSON would need cjson to decode the whole
+// value (metadata included) inside the script, on every renewal. The braces are Redis
 // Cluster's hash tag; '{', '}' and '%' in an election name are
 // percent-escaped inside it, so every name maps to one slot. The prefix
 // defaults to "fxelection:" and should not contain braces. Release
