@@ -19,9 +19,9 @@
 // that is: format, term, holder length, holder, duration (ms), acquisition
 // time (Unix ms, server clock) and metadata (JSON). It is not the JSON record
 // of backendkit.MarshalRecord because the Lua scripts read the holder and
-// term of the stored value on every call: a length-prefixed prefix is found
-// with string.find and sub, where JSON would need cjson to decode the whole
-// value (metadata included) inside the script, on every renewal. The braces are Redis
+// term of the stored value on every call: a length-prefixed prefix is matched
+// with string.sub and string.match, where JSON would need cjson to decode the
+// whole value (metadata included) inside the script, on every renewal. The braces are Redis
 // Cluster's hash tag; '{', '}' and '%' in an election name are
 // percent-escaped inside it, so every name maps to one slot. The prefix
 // defaults to "fxelection:" and should not contain braces. Release
