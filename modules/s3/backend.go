@@ -16,9 +16,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// DefaultPrefix is the object key prefix used when Options.Prefix is empty.
-const DefaultPrefix = "fxelection/"
-
 // maxBody bounds how much of an object is read: a lease record is small,
 // anything larger is foreign.
 const maxBody = backendkit.MaxValueBytes
@@ -26,20 +23,6 @@ const maxBody = backendkit.MaxValueBytes
 // acquireAttempts is how many read-decide-write rounds Acquire makes when
 // its conditional writes keep losing races.
 const acquireAttempts = 4
-
-// ErrBucketRequired is returned by New when Options.Bucket is empty.
-var ErrBucketRequired = errors.New("s3lease: Options.Bucket is required")
-
-// Options configures a Backend. The zero value is not usable: Bucket is
-// required.
-type Options struct {
-	// Bucket is the bucket holding the lease objects. It must exist.
-	// Required.
-	Bucket string
-	// Prefix is prepended to every object key.
-	// Default: "fxelection/".
-	Prefix string
-}
 
 // Backend is the S3 implementation of fxelection.Backend. It is safe for
 // concurrent use. Each Backend has its own expiry tracker: the observations
@@ -56,15 +39,6 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
-
-// Validate checks opts without I/O: Bucket is required (ErrBucketRequired).
-// New and the fxelection.backends.s3 module both call it.
-func (o Options) Validate() error {
-	if o.Bucket == "" {
-		return ErrBucketRequired
-	}
-	return nil
-}
 
 // New returns a Backend storing leases in opts.Bucket through client, which
 // the caller owns. It validates opts with Options.Validate and does no I/O;
