@@ -1,0 +1,943 @@
+package fxelection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+)
+
+// leaderTerm is one period of leadership. It is also the leader context
+// (see leaderctx below), and its one timer drives both the renewals and the
+// renew deadline.
+type leaderTerm struct {
+	e     *Elector
+	lease Lease // the lease as last renewed
+	// acquired is the lease as acquired: the leader context's value.
+	acquired Lease
+	// timer fires at the next renewal (due) or the renew deadline,
+	// whichever is earlier; see fire.
+	timer     *time.Timer
+	lastRenew time.Time // start of the last successful acquire/renew
+	due       time.Time // when the timer next signals a renewal; zero when none is armed (guarded by Elector.mu)
+	ended     bool      // stepDown ran (guarded by Elector.mu)
+	expired   bool      // the timer found the renew deadline passed (guarded by Elector.mu)
+	// startedDone is closed when OnStartedLeading has returned (nil when
+	// there is none): OnStoppedLeading waits for it.
+	startedDone chan struct{}
+
+	// The leader context's state.
+	cancelled atomic.Bool
+	cmu       sync.Mutex
+	done      chan struct{} // made by Done on demand
+	afters    []*afterFunc  // functions to run when cancelled (AfterFunc)
+	renewing  *renewReq     // the renewal waiting in a batch, given up when cancelled
+}
+
+// deadline is when belief in t ends without a renewal: the start of the
+// last successful acquire or renewal plus RenewDeadline.
+func (t *leaderTerm) deadline() time.Time { return t.lastRenew.Add(t.e.cfg.RenewDeadline) }
+
+// inflightOp is one backend call of the campaign loop.
+type inflightOp struct {
+	op    string
+	since time.Time
+}
+
+// loopEvent is a set of events signalled to the loop.
+type loopEvent uint8
+
+const (
+	evRenew    loopEvent = 1 << iota // the renewal timer fired
+	evDeadline                       // the renew deadline passed
+	evStop                           // Stop began (halted)
+)
+
+// leadState is what the loop keeps while leading, between the events that
+// run it.
+type leadState struct {
+	t        *leaderTerm
+	failures int
+	due      time.Time // when the next renewal is due
+}
+
+type requestKind int
+
+const (
+	reqTryAcquire requestKind = iota
+	reqResign
+)
+
+type request struct {
+	kind  requestKind
+	ctx   context.Context
+	reply chan result
+}
+
+type result struct {
+	leading bool
+	err     error
+}
+
+// post puts r in the loop's mailbox and wakes the loop; false if the loop
+// has ended.
+func (e *Elector) post(r request) bool {
+	e.evMu.Lock()
+	if e.loopEnded {
+		e.evMu.Unlock()
+		return false
+	}
+	e.mailbox = append(e.mailbox, r)
+	resume := e.wakeLoop()
+	e.evMu.Unlock()
+	if resume {
+		go e.leadStep()
+	}
+	return true
+}
+
+// signal records ev for the loop and wakes it. inline says the caller is
+// a goroutine of its own (a timer's or context.AfterFunc's), which may run
+// a parked loop itself instead of starting another.
+func (e *Elector) signal(ev loopEvent, inline bool) {
+	e.evMu.Lock()
+	if e.loopEnded {
+		e.evMu.Unlock()
+		return
+	}
+	e.events |= ev
+	resume := e.wakeLoop()
+	e.evMu.Unlock()
+	if resume {
+		if inline {
+			e.leadStep()
+		} else {
+			go e.leadStep()
+		}
+	}
+}
+
+// wakeLoop, with evMu held, reports whether the loop is parked (and so
+// must be resumed by the caller, which it now owns); otherwise it leaves
+// a token in mail for the running loop.
+func (e *Elector) wakeLoop() bool {
+	if e.parked {
+		e.parked = false
+		return true
+	}
+	select {
+	case e.mail <- struct{}{}:
+	default:
+	}
+	return false
+}
+
+// nextRequest takes the oldest request from the mailbox.
+func (e *Elector) nextRequest() (request, bool) {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	if len(e.mailbox) == 0 {
+		return request{}, false
+	}
+	r := e.mailbox[0]
+	e.mailbox[0] = request{}
+	e.mailbox = e.mailbox[1:]
+	if len(e.mailbox) == 0 {
+		e.mailbox = nil
+	} else {
+		select {
+		case e.mail <- struct{}{}:
+		default:
+		}
+	}
+	return r, true
+}
+
+// requeue puts requests the leadership did not handle back at the front
+// of the mailbox, for the campaign.
+func (e *Elector) requeue(rs []request) {
+	e.evMu.Lock()
+	e.mailbox = append(rs, e.mailbox...)
+	select {
+	case e.mail <- struct{}{}:
+	default:
+	}
+	e.evMu.Unlock()
+}
+
+// endLoop marks the loop over (requests still in the mailbox get
+// ErrNotRunning) and closes loopDone; it runs once.
+func (e *Elector) endLoop() {
+	e.evMu.Lock()
+	if e.loopEnded {
+		e.evMu.Unlock()
+		return
+	}
+	e.loopEnded = true
+	e.mailbox = nil
+	done := e.loopDone
+	e.evMu.Unlock()
+	if done != nil {
+		close(done)
+	}
+}
+
+// doneCh returns a channel closed when the loop has ended. It is made on
+// demand (by Stop and requests), so that a running elector does not keep
+// one.
+func (e *Elector) doneCh() <-chan struct{} {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	if e.loopDone == nil {
+		e.loopDone = make(chan struct{})
+		if e.loopEnded {
+			close(e.loopDone)
+		}
+	}
+	return e.loopDone
+}
+
+// poke is the Notifier's wake-up; it never blocks. The wake-up is kept
+// (woken) until the campaign's next pause takes it; a parked leadership
+// is not resumed for it.
+func (e *Elector) poke() {
+	e.evMu.Lock()
+	if !e.loopEnded {
+		e.woken = true
+		if !e.parked {
+			select {
+			case e.mail <- struct{}{}:
+			default:
+			}
+		}
+	}
+	e.evMu.Unlock()
+}
+
+// takeWoken reports whether a wake-up was pushed since the last call.
+func (e *Elector) takeWoken() bool {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	w := e.woken
+	e.woken = false
+	return w
+}
+
+// subscribe makes the push wake-up subscription. It runs as a task of its
+// own (see startCampaign), apart from the campaign's first step, so that a
+// Subscribe or cancel that blocks (a hung store) can delay neither the
+// campaign loop nor Stop. It leaves the cancel for Stop (which runs it on a
+// goroutine of its own and closes listenDone after it returns): no
+// goroutine waits for the subscription in between. If Subscribe returns
+// after Stop began, the subscription is cancelled at once, here; if Stop
+// began before, there is none.
+func (e *Elector) subscribe(n Notifier) {
+	if e.halted.Load() {
+		return
+	}
+	cancel := n.Subscribe(e.cfg.Name, e.poke)
+	if cancel == nil {
+		cancel = func() {}
+	}
+	e.mu.Lock()
+	stopping := e.halted.Load() // Stop sets it before it looks for unsub
+	if !stopping {
+		e.unsub = cancel
+	}
+	done := e.listenDone
+	e.mu.Unlock()
+	e.subscribed.Store(true)
+	if stopping {
+		defer close(done)
+		cancel()
+	}
+}
+
+// takeUnsubscribe returns the push subscription's cancel for Stop, once.
+func (e *Elector) takeUnsubscribe() func() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := e.unsub
+	e.unsub = nil
+	return u
+}
+
+// callbacks returns the elector's callback dispatcher, creating it.
+func (e *Elector) callbacks() *dispatcher {
+	if d := e.disp.Load(); d != nil {
+		return d
+	}
+	d := newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	if e.disp.CompareAndSwap(nil, d) {
+		return d
+	}
+	return e.disp.Load()
+}
+
+// The campaign loop: campaign, lead, repeat. One goroutine at a time runs
+// it and owns all timing, but no goroutine waits while it leads: its first
+// step (begin) runs on a worker shared per backend (startCampaign), a
+// campaign blocks on a goroutine as before, while a leadership parks (see
+// leadStep) and is resumed, on a goroutine of its own, by its timer
+// (renewal or renew deadline), Stop, or a request (TryAcquire, Resign).
+
+// begin is the campaign's first step, on a starter worker: the first
+// attempt, then leading (parked) or, for a follower, the rest of the
+// campaign on a goroutine of its own. It never waits between attempts, so
+// that the worker goes on with the next elector.
+func (e *Elector) begin() {
+	if e.halted.Load() {
+		e.endLoop()
+		return
+	}
+	var lease Lease
+	s, err := e.attempt(&lease)
+	switch {
+	case err == nil && e.halted.Load():
+		e.dropLate(lease)
+		e.endLoop()
+	case err == nil:
+		e.startLead(lease, s, nil)
+		// Events that came meanwhile (Stop, requests) are handled on a
+		// goroutine of their own: the worker must not wait in them.
+		e.evMu.Lock()
+		pending := e.events != 0 || len(e.mailbox) > 0
+		e.parked = !pending
+		e.evMu.Unlock()
+		if pending {
+			go e.leadStep()
+		}
+	case e.halted.Load():
+		e.endLoop()
+	default:
+		delay, failures := e.retryDelay(err, 0)
+		go e.loop(delay, failures, time.Now())
+	}
+}
+
+// loop campaigns (first waiting delay, after failures consecutive store
+// failures, ignoring wake-ups until ignoreWakeUntil), then starts leading
+// and parks.
+func (e *Elector) loop(delay time.Duration, failures int, ignoreWakeUntil time.Time) {
+	lease, start, pending, ok := e.campaign(delay, failures, ignoreWakeUntil)
+	if !ok {
+		e.endLoop()
+		return
+	}
+	e.startLead(lease, start, pending)
+	e.leadStep()
+}
+
+// afterLead goes on from a leadership that ended for reason: campaign
+// again, or end the loop.
+func (e *Elector) afterLead(reason StopReason) {
+	e.ls = leadState{}
+	if reason == ReasonStopped || e.halted.Load() || e.cfg.NoRecampaign {
+		e.endLoop()
+		return
+	}
+	var sitOut time.Duration
+	if reason == ReasonResigned {
+		sitOut = 2 * e.cfg.RetryPeriod
+	}
+	e.loop(sitOut, 0, time.Now().Add(sitOut))
+}
+
+// retryDelay returns the wait before the next attempt after one that
+// failed with err, and the count of consecutive store failures.
+func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
+	if isStoreFailure(err) {
+		failures++
+		return e.backoff(failures), failures
+	}
+	return backoff.Jitter(e.cfg.RetryPeriod), 0
+}
+
+// campaign tries to acquire until it succeeds (ok) or Stop begins. It
+// waits delay before the first attempt and ignores wake-ups until
+// ignoreWakeUntil.
+//
+// The waiting between attempts is in pause, and attempt keeps the backend
+// call apart from what follows it, so that a campaign goroutine waiting in
+// the backend has a small stack.
+func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil time.Time) (lease Lease, start time.Time, pending *request, ok bool) {
+	for {
+		if delay > 0 {
+			req, stopped := e.pause(delay, ignoreWakeUntil)
+			if stopped {
+				return Lease{}, time.Time{}, nil, false
+			}
+			if req != nil {
+				s, err := e.attempt(&lease)
+				if err == nil && e.halted.Load() {
+					e.dropLate(lease)
+					req.reply <- result{}
+					return Lease{}, time.Time{}, nil, false
+				}
+				if err == nil {
+					return lease, s, req, true
+				}
+				if isStoreFailure(err) {
+					req.reply <- result{err: err}
+				} else {
+					req.reply <- result{}
+				}
+				continue // keep the current delay schedule
+			}
+		}
+		s, err := e.attempt(&lease)
+		switch {
+		case err == nil && e.halted.Load():
+			e.dropLate(lease)
+			return Lease{}, time.Time{}, nil, false
+		case err == nil:
+			return lease, s, nil, true
+		case e.halted.Load():
+			return Lease{}, time.Time{}, nil, false
+		}
+		delay, failures = e.retryDelay(err, failures)
+	}
+}
+
+// pause waits delay before the campaign's next attempt. It ends early on a
+// wake-up (once ignoreWakeUntil has passed) or a TryAcquire, which it
+// returns for an attempt now; a Resign is answered at once (a follower has
+// nothing to resign). stopped reports that Stop began.
+func (e *Elector) pause(delay time.Duration, ignoreWakeUntil time.Time) (req *request, stopped bool) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		if e.halted.Load() {
+			return nil, true
+		}
+		if e.takeWoken() && !time.Now().Before(ignoreWakeUntil) {
+			return nil, false
+		}
+		if r, ok := e.nextRequest(); ok {
+			if r.kind == reqResign {
+				r.reply <- result{}
+				continue
+			}
+			return &r, false
+		}
+		select {
+		case <-timer.C:
+			return nil, false
+		case <-e.mail:
+		}
+	}
+}
+
+// opContext returns the context of one backend call of the loop: parent's
+// values and cancellation, ending at deadline (none when zero), and
+// cancelled when Stop begins. Call end when the call has returned.
+func (e *Elector) opContext(parent context.Context, deadline time.Time) (ctx context.Context, end func()) {
+	var cancel context.CancelFunc
+	if deadline.IsZero() {
+		ctx, cancel = context.WithCancel(parent)
+	} else {
+		ctx, cancel = context.WithDeadline(parent, deadline)
+	}
+	e.mu.Lock()
+	if e.halted.Load() {
+		cancel()
+	} else {
+		e.opCancel = cancel
+	}
+	e.mu.Unlock()
+	return ctx, func() {
+		e.mu.Lock()
+		e.opCancel = nil
+		e.mu.Unlock()
+		cancel()
+	}
+}
+
+// attempt makes one Acquire call, stores the lease won in *won (the zero
+// Lease otherwise) and records what it learned. The call is bounded by
+// RenewDeadline: a lease won after that long would have to be given up at
+// once (belief is measured from the attempt's start), and a hung store
+// must not keep the loop from TryAcquire, Resign or Stop.
+func (e *Elector) attempt(won *Lease) (time.Time, error) {
+	start := time.Now()
+	actx, cancel := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
+	end := e.during(OpAcquire)
+	l, err := e.backend.Acquire(actx, AcquireRequest{
+		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
+	})
+	end()
+	cancel()
+	*won = l
+	return start, e.attempted(start, won, err)
+}
+
+// attempted records the outcome of the attempt that started at start:
+// err from Acquire (nil when *won is the lease won). It returns the error
+// for the campaign (context.Canceled once Stop began) and clears *won on an
+// error.
+func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
+	err = redactErr(err)
+	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	if err != nil {
+		*won = Lease{}
+	}
+	var held *HeldError
+	switch {
+	case err == nil:
+		e.contact()
+		return nil
+	case errors.As(err, &held):
+		e.contact()
+		e.observeLeader(held.Holder)
+		return err
+	case e.halted.Load():
+		return context.Canceled
+	default:
+		e.fail(OpAcquire, err)
+		return err
+	}
+}
+
+// during records that the loop is in backend operation op until the
+// returned function is called.
+func (e *Elector) during(op string) (end func()) {
+	e.inflight.Store(&inflightOp{op: op, since: time.Now()})
+	return func() { e.inflight.Store(nil) }
+}
+
+// dropLate gives back a lease acquired just as the elector was stopped,
+// without announcing it: nobody was told it led, so nobody must be told it
+// stopped. KeepLeaseOnStop leaves it to expire.
+func (e *Elector) dropLate(l Lease) {
+	if e.cfg.KeepLeaseOnStop {
+		return
+	}
+	rctx, cancel := context.WithTimeout(e.base, e.cfg.RetryPeriod)
+	defer cancel()
+	end := e.during(OpRelease)
+	_ = e.release(rctx, l) // reported by release
+	end()
+}
+
+// startLead announces a new leadership and arms its first renewal.
+//
+// From here the leadership runs on events (leadStep), not on a waiting
+// goroutine: a leader that is only waiting for its next renewal costs a
+// timer, not a goroutine and its stack, which matters to processes that
+// run many elections.
+func (e *Elector) startLead(lease Lease, start time.Time, pending *request) {
+	t := e.becomeLeader(lease, start)
+	if pending != nil {
+		pending.reply <- result{leading: true}
+	}
+	// The first renewal comes at a random point of the first retry period,
+	// so that elections acquired together spread out; later ones follow the
+	// last success by RetryPeriod (rounded down to the batch grid when the
+	// backend batches), keeping that phase.
+	e.ls = leadState{t: t}
+	e.armRenewal(start.Add(firstRenewal(e.cfg.RetryPeriod)))
+}
+
+// armRenewal sets the next renewal for due.
+func (e *Elector) armRenewal(due time.Time) {
+	e.ls.due = due
+	t := e.ls.t
+	e.mu.Lock()
+	t.due = due
+	t.rearm(time.Now())
+	e.mu.Unlock()
+}
+
+// rearm sets t's timer for the earlier of its next renewal and its renew
+// deadline, unless the leadership is over; the caller holds e.mu.
+func (t *leaderTerm) rearm(now time.Time) {
+	if t.ended || t.expired {
+		return
+	}
+	next := t.deadline()
+	if !t.due.IsZero() && t.due.Before(next) {
+		next = t.due
+	}
+	t.timer.Reset(next.Sub(now))
+}
+
+// fire is t's timer. At the renew deadline it ends belief (cancels the
+// leader context) and wakes the loop to step down: the timer, not the
+// loop, ends belief, so a backend call that ignores its context cannot
+// stretch leadership. At a renewal's time it wakes the loop to renew and
+// re-arms itself for the deadline, which keeps running while the renewal
+// is in flight.
+func (t *leaderTerm) fire() {
+	e := t.e
+	e.mu.Lock()
+	if t.ended || t.expired {
+		e.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if !now.Before(t.deadline()) {
+		t.expired = true
+		e.mu.Unlock()
+		t.cancel()
+		e.signal(evDeadline, true)
+		return
+	}
+	renew := !t.due.IsZero() && !now.Before(t.due)
+	if renew {
+		t.due = time.Time{}
+	}
+	t.rearm(now)
+	e.mu.Unlock()
+	if renew {
+		e.signal(evRenew, true)
+	}
+}
+
+// leadStep runs the leadership's events until none is left, then parks
+// (returns, leaving no goroutine) until signal or post resumes it; when
+// the leadership ends it goes on with afterLead on the same goroutine.
+// Exactly one goroutine runs it at a time: the one that found the loop
+// parked.
+func (e *Elector) leadStep() {
+	for {
+		e.evMu.Lock()
+		ev, reqs := e.events, e.mailbox
+		e.events, e.mailbox = 0, nil
+		if ev == 0 && len(reqs) == 0 {
+			e.parked = true
+			e.evMu.Unlock()
+			return
+		}
+		e.evMu.Unlock()
+		reason, ended, rest := e.leadEvents(ev, reqs)
+		if ended {
+			if len(rest) > 0 {
+				e.requeue(rest)
+			}
+			e.afterLead(reason)
+			return
+		}
+	}
+}
+
+// leadEvents handles one set of events for the leadership: Stop, the
+// renew deadline, requests in order, the renewal timer. ended reports that
+// the leadership ended and why; rest are the requests it left for the
+// campaign.
+func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, ended bool, rest []request) {
+	t := e.ls.t
+	if e.halted.Load() {
+		return e.stepDown(t, ReasonStopped, true), true, reqs
+	}
+	if t.cancelled.Load() {
+		return e.stepDown(t, ReasonDeadline, false), true, reqs
+	}
+	for i, r := range reqs {
+		if r.kind == reqTryAcquire {
+			r.reply <- result{leading: true}
+			continue
+		}
+		return e.resign(t, r), true, reqs[i+1:]
+	}
+	if ev&evRenew != 0 && !time.Now().Before(e.ls.due) {
+		if reason, ended := e.renew(t); ended {
+			return reason, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// renewDue returns when a renewal that follows from by after is due. With
+// a batching backend it is rounded down to the batch grid (renewSlot): a
+// renewal may come up to RetryPeriod/64 early so that it shares a round
+// trip, never later than it would without batching.
+func (e *Elector) renewDue(from time.Time, after time.Duration) time.Time {
+	due := from.Add(after)
+	if e.batch != nil {
+		due = renewSlot(due, e.cfg.RetryPeriod)
+	}
+	return due
+}
+
+// resign is the leadership's answer to Resign (request r): end the
+// leadership, wait for leader work, release the lease.
+func (e *Elector) resign(t *leaderTerm, r request) StopReason {
+	e.stepDown(t, ReasonResigned, false)
+	wctx, endWait := e.opContext(r.ctx, time.Time{})
+	select {
+	case <-e.work.wait():
+	case <-wctx.Done():
+	}
+	endWait()
+	// Bounded, and cut short by Stop: a hung store must not keep
+	// the loop (and so Stop) waiting on the caller's context.
+	rctx, end := e.opContext(r.ctx, time.Now().Add(e.cfg.RenewDeadline))
+	endOp := e.during(OpRelease)
+	err := e.release(rctx, t.lease)
+	endOp()
+	end()
+	r.reply <- result{err: err}
+	return ReasonResigned
+}
+
+// renew makes one renewal of t (through the batcher when the backend
+// batches) and arms the next; ended reports that the leadership ended, and
+// why.
+//
+// The call and what follows it are in functions of their own (renewDirect,
+// renewed), so that a renewal waiting for its batch keeps a small stack:
+// many wait at once in a process with many elections.
+func (e *Elector) renew(t *leaderTerm) (reason StopReason, ended bool) {
+	renewStart := time.Now()
+	end := e.during(OpRenew)
+	var (
+		l        Lease
+		err      error
+		timedOut bool // the renew deadline ended the call
+	)
+	if e.batch != nil {
+		// The leader context is cancelled at the renew deadline and on
+		// Stop: no context of its own is needed per renewal.
+		err = e.batch.renew(t, t.deadline(), &t.lease, &l)
+		timedOut = errors.Is(err, context.DeadlineExceeded)
+	} else {
+		timedOut, err = e.renewDirect(t, &l)
+	}
+	end()
+	return e.renewed(t, renewStart, &l, err, timedOut)
+}
+
+// renewDirect renews t with Backend.Renew, bounded by its renew deadline,
+// storing the renewed lease in *out; timedOut reports that the deadline
+// ended the call.
+func (e *Elector) renewDirect(t *leaderTerm, out *Lease) (timedOut bool, err error) {
+	rctx, end := e.opContext(e.base, t.deadline())
+	defer end()
+	*out, err = e.backend.Renew(rctx, t.lease)
+	return rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded), err
+}
+
+// renewed handles the outcome of t's renewal that started at renewStart:
+// the renewed lease *l when err is nil.
+func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
+	err = redactErr(err)
+	took := time.Since(renewStart)
+	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
+	switch {
+	case err == nil:
+		e.contact()
+		if !e.extend(t, *l, renewStart) {
+			return e.stepDown(t, ReasonDeadline, false), true
+		}
+		e.ls.failures = 0
+		e.armRenewal(e.renewDue(renewStart, e.cfg.RetryPeriod))
+	case errors.Is(err, ErrLeaseLost):
+		e.contact()
+		return e.stepDown(t, ReasonLost, false), true
+	case e.halted.Load():
+		return e.stepDown(t, ReasonStopped, true), true
+	default:
+		if timedOut {
+			e.fail(OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
+		} else {
+			e.fail(OpRenew, err)
+		}
+		e.ls.failures++
+		// Retry sooner than RetryPeriod: the deadline is running out.
+		wait := min(e.cfg.RetryPeriod, backoff.Jitter(e.cfg.RetryPeriod/4<<min(e.ls.failures-1, 4)))
+		e.armRenewal(time.Now().Add(wait))
+	}
+	return "", false
+}
+
+// becomeLeader records a new leadership and announces it.
+func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
+	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start}
+	// The timer, not the loop, ends belief at the deadline: a backend call
+	// that ignores its context cannot stretch leadership. It also wakes a
+	// parked loop to step down (and to renew, once armRenewal set a time).
+	e.mu.Lock() // fire takes it: t.timer is set before it runs
+	t.timer = time.AfterFunc(time.Until(t.deadline()), t.fire)
+	e.term = t
+	e.finalLease = nil
+	halted := e.halted.Load() // Stop cancels e.term: this one too
+	e.mu.Unlock()
+	if halted {
+		t.cancel()
+	}
+	e.observeLeader(lease)
+	e.log.Info("leadership acquired", "term", lease.Term)
+	e.observe(Event{Kind: EventStartedLeading, Lease: lease.Clone()})
+
+	run := e.cfg.Callbacks.OnStartedLeading
+	if run == nil {
+		// Nothing to run: no callback goroutine to start, and nothing for
+		// OnStoppedLeading to wait for (startedDone stays nil).
+		return t
+	}
+	t.startedDone = make(chan struct{})
+	e.work.add()
+	queued := e.callbacks().enqueue(PanicInStartedLeading, func() {
+		// Wait until the goroutine runs the callback, so that no later
+		// callback can overtake its start.
+		began := make(chan struct{})
+		go func() {
+			defer e.work.done()
+			defer close(t.startedDone)
+			defer func() {
+				if v := recover(); v != nil {
+					e.recovered(PanicInStartedLeading, v, false)
+				}
+			}()
+			close(began)
+			run(t)
+		}()
+		<-began
+	}, false)
+	if !queued {
+		close(t.startedDone)
+		e.work.done()
+	}
+	return t
+}
+
+// awaitStarted waits, on the callback goroutine, until t's OnStartedLeading
+// has returned, so that OnStoppedLeading never runs before or alongside it;
+// the leader context is already cancelled, so a callback that honours it
+// returns promptly. One that does not is given StopTimeout, then
+// OnStoppedLeading is delivered anyway.
+func (e *Elector) awaitStarted(t *leaderTerm) {
+	if t.startedDone == nil {
+		return
+	}
+	select {
+	case <-t.startedDone:
+		return
+	default:
+	}
+	timer := time.NewTimer(e.cfg.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.startedDone:
+	case <-timer.C:
+		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
+	}
+}
+
+// extend records a successful renewal started at start; false if the
+// timer already found the renew deadline passed (belief has ended, so
+// leadership must too).
+func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
+	margin := e.cfg.LeaseDuration - time.Since(t.lastRenew)
+	e.mu.Lock()
+	if t.expired || t.ended { // the deadline passed, or Stop ended it, while the renewal ran
+		e.mu.Unlock()
+		return false
+	}
+	t.lease, t.lastRenew = l, start
+	t.rearm(time.Now()) // for the new deadline; armRenewal sets the next renewal
+	e.mu.Unlock()
+	e.observe(Event{Kind: EventRenewed, Lease: l.Clone(), Margin: margin})
+	return true
+}
+
+// stepDown ends leadership t and announces it, once: later calls for the
+// same t do nothing. keep marks the lease for release by Stop.
+func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReason {
+	t.timer.Stop()
+	t.cancel()
+	e.mu.Lock()
+	if t.ended {
+		e.mu.Unlock()
+		return reason
+	}
+	t.ended = true
+	t.timer.Stop() // fire may have re-armed it before ended was set
+	if e.term == t {
+		e.term = nil
+	}
+	e.leader, e.leaderKnown = Lease{}, false
+	if keep {
+		final := t.lease
+		e.finalLease = &final
+	}
+	e.mu.Unlock()
+	level := slog.LevelWarn
+	if reason == ReasonStopped || reason == ReasonResigned {
+		level = slog.LevelInfo
+	}
+	e.log.Log(context.Background(), level, "leadership lost", "term", t.lease.Term, "reason", string(reason))
+	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
+	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
+		l := t.lease.Clone()
+		e.callbacks().enqueue(PanicInStoppedLeading, func() {
+			e.awaitStarted(t)
+			cb(l, reason)
+		}, false)
+	}
+	return reason
+}
+
+// release gives the lease back, reporting a store failure.
+func (e *Elector) release(ctx context.Context, l Lease) error {
+	start := time.Now()
+	err := redactErr(e.backend.Release(ctx, l))
+	e.observe(Event{Kind: EventOperation, Op: OpRelease, Duration: time.Since(start), Err: err})
+	if err != nil {
+		e.fail(OpRelease, err)
+		return &OpError{Election: e.cfg.Name, Op: OpRelease, Err: err}
+	}
+	e.contact()
+	e.log.Debug("lease released", "term", l.Term)
+	return nil
+}
+
+// observeLeader records the leader seen in the store and announces changes.
+func (e *Elector) observeLeader(l Lease) {
+	e.mu.Lock()
+	changed := !e.leaderKnown || e.leader.Holder != l.Holder || e.leader.Term != l.Term
+	e.leader, e.leaderKnown = l.Clone(), true
+	e.mu.Unlock()
+	if !changed {
+		return
+	}
+	e.log.Debug("leader observed", "leader", l.Holder, "term", l.Term)
+	e.observe(Event{Kind: EventNewLeader, Lease: l.Clone()})
+	if cb := e.cfg.Callbacks.OnNewLeader; cb != nil {
+		l = l.Clone()
+		e.callbacks().enqueue(PanicInNewLeader, func() { cb(l) }, true)
+	}
+}
+
+func (e *Elector) contact() {
+	e.mu.Lock()
+	e.lastContact = time.Now()
+	e.mu.Unlock()
+}
+
+// fail records and announces a store failure. err has passed through
+// backendkit.RedactError where the backend call returned it: that is the one place
+// the core redacts, before anything (observers, callbacks, logs, Status)
+// sees the error.
+func (e *Elector) fail(op string, err error) {
+	oe := &OpError{Election: e.cfg.Name, Op: op, Err: err}
+	e.mu.Lock()
+	e.lastFail = &failure{err: oe, at: time.Now()}
+	e.mu.Unlock()
+	e.log.Warn("election error", "op", op, "error", err)
+	if cb := e.cfg.Callbacks.OnError; cb != nil {
+		e.callbacks().enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
+	}
+}
+
+// backoff is the follower's wait after n consecutive store failures:
+// RetryPeriod doubling per failure, capped at MaxBackoff, jittered (never
+// beyond MaxBackoff).
+func (e *Elector) backoff(n int) time.Duration {
+	return min(backoff.Delay(n, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff)
+}
