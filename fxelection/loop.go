@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,107 @@ type request struct {
 type result struct {
 	leading bool
 	err     error
+}
+
+// The leader context (given to OnStartedLeading and, derived, to
+// RunIfLeader functions) is the leaderTerm itself: it carries the lease as
+// acquired and the values of Start's context, has no deadline, and is
+// cancelled when the leadership ends (stepDown), at the renew deadline (the
+// term's timer), and when Stop begins. It makes its Done channel only when
+// asked and implements AfterFunc, so that contexts derived from it need no
+// goroutine: a leadership nobody watches costs no channel.
+
+// afterFunc is one function registered with a leader context's AfterFunc.
+type afterFunc struct{ f func() }
+
+// Deadline implements context.Context: a leader context has none.
+func (t *leaderTerm) Deadline() (deadline time.Time, ok bool) { return time.Time{}, false }
+
+// Done implements context.Context.
+func (t *leaderTerm) Done() <-chan struct{} {
+	t.cmu.Lock()
+	defer t.cmu.Unlock()
+	if t.done == nil {
+		t.done = make(chan struct{})
+		if t.cancelled.Load() {
+			close(t.done)
+		}
+	}
+	return t.done
+}
+
+// Err implements context.Context: context.Canceled once the leadership
+// has ended.
+func (t *leaderTerm) Err() error {
+	if t.cancelled.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Value implements context.Context: the lease as acquired for
+// LeaseFromContext, otherwise Start's context's values.
+func (t *leaderTerm) Value(key any) any {
+	if _, ok := key.(leaseKey); ok {
+		return t.acquired
+	}
+	return t.e.base.Value(key)
+}
+
+// String names the context, as the context package's own types do.
+func (t *leaderTerm) String() string { return "fxelection.leaderContext" }
+
+// AfterFunc arranges for f to run once the leader context is cancelled
+// (at once, on a goroutine of its own, if it already is); stop removes it,
+// reporting whether it did so before f was started. The context package
+// uses it for contexts derived from a leader context.
+func (t *leaderTerm) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFunc{f: f}
+	t.cmu.Lock()
+	if t.cancelled.Load() {
+		t.cmu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	t.afters = append(t.afters, a)
+	t.cmu.Unlock()
+	return func() bool {
+		t.cmu.Lock()
+		defer t.cmu.Unlock()
+		for i, x := range t.afters {
+			if x == a {
+				t.afters = slices.Delete(t.afters, i, i+1)
+				if len(t.afters) == 0 {
+					t.afters = nil
+				}
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// cancel cancels the leader context, once: it closes Done (if made), gives
+// up a renewal waiting in a batch, and runs the AfterFunc functions.
+func (t *leaderTerm) cancel() {
+	t.cmu.Lock()
+	if t.cancelled.Load() {
+		t.cmu.Unlock()
+		return
+	}
+	t.cancelled.Store(true)
+	if t.done != nil {
+		close(t.done)
+	}
+	fs, r := t.afters, t.renewing
+	t.afters, t.renewing = nil, nil
+	t.cmu.Unlock()
+	if r != nil {
+		t.e.batch.abandon(r)
+	}
+	for _, a := range fs {
+		a.f()
+	}
 }
 
 // post puts r in the loop's mailbox and wakes the loop; false if the loop
