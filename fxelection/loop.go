@@ -14,7 +14,7 @@ import (
 )
 
 // leaderTerm is one period of leadership. It is also the leader context
-// (see leaderctx below), and its one timer drives both the renewals and the
+// (its methods follow), and its one timer drives both the renewals and the
 // renew deadline.
 type leaderTerm struct {
 	e     *Elector
