@@ -336,9 +336,10 @@ func (bt *batcher) call(ctx context.Context, leases []Lease) (res []RenewResult)
 //
 // At most maxStarters workers run per backend, each only while tasks wait.
 // A task that blocks (a hung store, a backend ignoring its context) holds
-// its worker: when every worker is busy and none has finished a task for
-// starterStall, one more is started, so blocked tasks delay the others by
-// at most that much each.
+// its worker: while every worker is busy and tasks wait, a check every
+// starterStall starts one more worker when none finished a task since the
+// previous check, so blocked tasks delay the others by at most two
+// starterStall periods each.
 
 // starter is the start queue of one backend; its fields are guarded by
 // starters.mu.
@@ -368,8 +369,8 @@ const (
 const (
 	// maxStarters bounds the workers of one backend's start queue.
 	maxStarters = 16
-	// starterStall is how long every worker may be busy without finishing
-	// a task before another is started.
+	// starterStall is the period of the check that starts another worker
+	// when all are busy and none finished a task since the last check.
 	starterStall = 50 * time.Millisecond
 )
 

@@ -2,6 +2,7 @@ package fxelection_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -145,4 +146,181 @@ func TestStopManyElectorsNoLeak(t *testing.T) {
 		}
 	})
 	goleak.VerifyNone(t)
+}
+
+// gatedBackend is the in-memory backend whose Acquire waits until open is
+// closed (or its context is done), counting the calls waiting at once and
+// the elections asked for.
+type gatedBackend struct {
+	*fxelection.MemoryBackend
+	open    chan struct{}
+	mu      sync.Mutex
+	waiting int
+	most    int
+	asked   map[string]bool
+}
+
+func newGatedBackend() *gatedBackend {
+	return &gatedBackend{MemoryBackend: fxelection.NewMemoryBackend(), open: make(chan struct{}), asked: map[string]bool{}}
+}
+
+func (b *gatedBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	b.mu.Lock()
+	b.asked[req.Election] = true
+	b.waiting++
+	b.most = max(b.most, b.waiting)
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+	}()
+	select {
+	case <-b.open:
+	case <-ctx.Done():
+		return fxelection.Lease{}, ctx.Err()
+	}
+	return b.MemoryBackend.Acquire(ctx, req)
+}
+
+func (b *gatedBackend) counts() (waiting, most int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting, b.most
+}
+
+func startGated(t *testing.T, b *gatedBackend, n int) []*fxelection.Elector {
+	t.Helper()
+	es := make([]*fxelection.Elector, n)
+	for i := range es {
+		e, err := fxelection.New(fxelection.Config{Name: fmt.Sprintf("gated-%d", i), Identity: "me"}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		es[i] = e
+	}
+	return es
+}
+
+// TestStartSharesWorkers checks that Start does not give every elector a
+// goroutine: electors started together on one backend take their first
+// step on at most 16 shared workers, and one more is started once a
+// 50ms check finds that none of them finished a task since the previous
+// check (here they are stuck in an Acquire that waits; the first check,
+// at 50ms, still sees the subscriptions they made before getting stuck).
+func TestStartSharesWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newGatedBackend()
+		es := startGated(t, b, 100)
+		synctest.Wait()
+		if waiting, _ := b.counts(); waiting != 16 {
+			t.Fatalf("first attempts in flight = %d, want 16 (the shared workers)", waiting)
+		}
+		time.Sleep(120 * time.Millisecond)
+		synctest.Wait()
+		if waiting, _ := b.counts(); waiting != 17 {
+			t.Fatalf("after 120ms stuck: first attempts in flight = %d, want 17", waiting)
+		}
+		close(b.open)
+		synctest.Wait()
+		for _, e := range es {
+			if !e.IsLeader() {
+				t.Fatalf("%s does not lead", e.Config().Name)
+			}
+		}
+		if _, most := b.counts(); most > 17 {
+			t.Fatalf("up to %d first attempts at once, want at most 17", most)
+		}
+		for _, e := range es {
+			if err := e.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestStopWithdrawsQueuedStart checks that Stop of an elector whose first
+// step still waits for a shared worker takes it out of the queue and
+// returns at once: no Acquire is made for it.
+func TestStopWithdrawsQueuedStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newGatedBackend()
+		es := startGated(t, b, 20)
+		synctest.Wait()
+		last := es[len(es)-1]
+		start := time.Now()
+		if err := last.Stop(context.Background()); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("Stop took %v of fake time, want none", d)
+		}
+		if st := last.Status(); st.Running || st.Holding {
+			t.Fatalf("stopped elector's status: %+v", st)
+		}
+		close(b.open)
+		synctest.Wait()
+		b.mu.Lock()
+		asked := b.asked[last.Config().Name]
+		b.mu.Unlock()
+		if asked {
+			t.Fatal("Acquire was called for the elector stopped while queued")
+		}
+		for _, e := range es[:len(es)-1] {
+			if !e.IsLeader() {
+				t.Fatalf("%s does not lead", e.Config().Name)
+			}
+			if err := e.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestLeaderContextDerived checks the leader context as a parent: a
+// context derived from it and a context.AfterFunc on it are cancelled
+// when the leadership ends (here by Stop), it carries the lease and
+// Start's context's values, and it has no deadline.
+func TestLeaderContextDerived(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type key struct{}
+		got := make(chan context.Context, 1)
+		e, err := fxelection.New(fxelection.Config{Name: "derived", Identity: "me", Callbacks: fxelection.Callbacks{
+			OnStartedLeading: func(ctx context.Context) { got <- ctx; <-ctx.Done() },
+		}}, fxelection.NewMemoryBackend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.WithValue(context.Background(), key{}, "v")); err != nil {
+			t.Fatal(err)
+		}
+		ctx := <-got
+		if _, ok := ctx.Deadline(); ok {
+			t.Fatal("leader context has a deadline")
+		}
+		if ctx.Value(key{}) != "v" {
+			t.Fatal("leader context lost Start's context's value")
+		}
+		l, ok := fxelection.LeaseFromContext(ctx)
+		if lease, _ := e.Lease(); !ok || l.Term != lease.Term || l.Holder != "me" {
+			t.Fatalf("LeaseFromContext = %+v, %v", l, ok)
+		}
+		child, cancel := context.WithCancel(ctx)
+		defer cancel()
+		after := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(after) })
+		if child.Err() != nil || ctx.Err() != nil {
+			t.Fatal("cancelled while leading")
+		}
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-after
+		if !errors.Is(child.Err(), context.Canceled) || !errors.Is(ctx.Err(), context.Canceled) {
+			t.Fatalf("after Stop: child %v, leader context %v", child.Err(), ctx.Err())
+		}
+	})
 }
