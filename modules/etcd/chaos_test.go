@@ -2,6 +2,7 @@ package etcdlease
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,14 +15,54 @@ import (
 )
 
 // chaosMember lets RunChaos stop and restart the embedded etcd member. The
-// member runs inside the test binary, so "kill" is an abrupt in-process
-// close of the member (its listeners and Raft node), not SIGKILL of a
-// process: what it wrote to its WAL is kept, as a real etcd keeps what it
-// acknowledged.
-type chaosMember struct{ m *etcdtest.Member }
+// member runs inside the test binary, so "kill" is an in-process close of
+// the member (its listeners, open client connections and Raft node), not
+// SIGKILL of a process: what it wrote to its WAL is kept, as a real etcd
+// keeps what it acknowledged.
+type chaosMember struct {
+	m *etcdtest.Member
 
-func (c chaosMember) Kill() error    { c.m.Stop(); return nil }
-func (c chaosMember) Restart() error { return c.m.Restart() }
+	mu      sync.Mutex
+	stopped chan struct{} // closed when the last Kill's Stop returned
+}
+
+// killWait bounds how long Kill waits for the member to stop. etcd's close
+// drains client connections: open streams (watches) for up to its request
+// timeout (6 s with the test cluster's 500 ms election timeout), and a
+// connection that has not sent its first bytes yet (a proxy partitioned
+// between its dial and the client's first bytes) until bytes come. RunChaos
+// heals that partition from the goroutine that calls Kill, so waiting for
+// it would deadlock: after killWait Kill returns (the member accepts
+// nothing new by then) and Restart waits for the stop to finish.
+const killWait = 8 * time.Second
+
+func (c *chaosMember) Kill() error {
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.stopped = done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		c.m.Stop()
+	}()
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return nil
+}
+
+func (c *chaosMember) Restart() error {
+	c.mu.Lock()
+	done := c.stopped
+	c.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	return c.m.Restart()
+}
 
 // TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on an embedded one-member etcd of its own: five candidates, each with its
@@ -35,7 +76,7 @@ func TestChaos(t *testing.T) {
 	m := c.Members[0]
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
 		Target: strings.TrimPrefix(m.Endpoint(), "http://"),
-		Server: chaosMember{m},
+		Server: &chaosMember{m: m},
 		NewClient: func(addr string) (fxelection.Backend, func(), error) {
 			cl, err := clientv3.New(clientv3.Config{
 				Endpoints:            []string{"http://" + addr},
