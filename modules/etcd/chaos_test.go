@@ -1,6 +1,8 @@
 package etcdlease
 
 import (
+	"context"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -98,4 +100,43 @@ func TestChaos(t *testing.T) {
 		Duration: 40 * time.Second,
 		Seed:     7,
 	})
+}
+
+// etcd's close waits for a client connection that has not sent its first
+// bytes yet (its protocol sniffing reads with no deadline): chaosMember.Kill
+// must return anyway, since RunChaos heals the stalled proxy holding such a
+// connection from the goroutine that calls Kill, and Restart must wait for
+// the stop and bring the member back.
+func TestChaosMemberKillWithSilentConnection(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{})
+	m := c.Members[0]
+	conn, err := net.Dial("tcp", strings.TrimPrefix(m.Endpoint(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	// etcd accepts connections in order: once a later one is served, the
+	// silent one has been accepted and etcd is waiting for its bytes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := etcdtest.NewClient(t, m.Endpoint())
+	if _, err := cl.Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	cm := &chaosMember{m: m}
+	if err := cm.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cm.stopped:
+		t.Fatal("the member stopped with a silent connection open: Kill's wait is no longer needed, or the test no longer shows it")
+	default:
+	}
+	_ = conn.Close()
+	if err := cm.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Put(ctx, "k", "v"); err != nil {
+		t.Fatalf("put after restart: %v", err)
+	}
 }
