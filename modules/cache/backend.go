@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
-
-// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
-const DefaultKeyPrefix = "fxelection."
 
 // acquireAttempts is how many read-decide-write rounds Acquire makes when
 // its conditional writes keep losing races.
@@ -24,29 +22,6 @@ const (
 	watchMinBackoff = 50 * time.Millisecond
 	watchMaxBackoff = 2 * time.Second
 )
-
-// ErrInvalidPrefix is returned by Options.Validate (and so by New) for a key
-// prefix with characters outside [A-Za-z0-9._=-], a leading '.', an empty
-// dot-separated part, or too long for the store's keys.
-var ErrInvalidPrefix = errors.New("cachelease: invalid Options.KeyPrefix")
-
-// Options configures a Backend. The zero value is ready to use.
-type Options struct {
-	// KeyPrefix is prepended to every key. Keys are KeyPrefix followed by the
-	// election name with every byte outside [A-Za-z0-9_-] escaped as =XX
-	// (or "=h" and a SHA-256 of the name when that is too long for the
-	// store). Default: "fxelection.".
-	KeyPrefix string
-	// Name is what BackendName returns (metrics, logs). Default: "cache".
-	Name string
-	// Secrets are values removed from every error the Backend returns
-	// (passwords, tokens the adapter's client was configured with). URL
-	// userinfo and query strings and key=value secrets are removed anyway.
-	Secrets []string
-	// DisablePush turns push wake-up off even when the store can watch:
-	// followers then only poll. Default: false.
-	DisablePush bool
-}
 
 // Backend implements fxelection.Backend (and fxelection.Notifier) on any
 // Store; see the package documentation. It is safe for concurrent use.
@@ -60,8 +35,8 @@ type Backend struct {
 	prefix  string
 	name    string
 	secrets []string
-	tracker fxelection.ExpiryTracker
-	hub     *fxelection.WakeHub
+	tracker backendkit.ExpiryTracker
+	hub     *backendkit.WakeHub
 }
 
 var (
@@ -93,43 +68,8 @@ func New(store Store, opts Options) (*Backend, error) {
 	if !opts.DisablePush {
 		b.watcher, _ = store.(Watcher)
 	}
-	b.hub = fxelection.NewWakeHub(b.listen)
+	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
-}
-
-// Validate checks o for a Store with capabilities caps, without I/O: it is
-// the check New runs, exported so that configuration modules reject the
-// same options before they create a client. An invalid KeyPrefix gives an
-// error matching ErrInvalidPrefix that does not quote it.
-func (o Options) Validate(caps Capabilities) error {
-	prefix := o.keyPrefix()
-	if err := checkPrefix(prefix); err != nil {
-		return err
-	}
-	if caps.MaxKeyLen > 0 && len(keyFor(prefix, "x", 0)) > caps.MaxKeyLen-len(hashMark)-64 {
-		return fmt.Errorf("%w: too long for the store's %d-byte keys", ErrInvalidPrefix, caps.MaxKeyLen)
-	}
-	return nil
-}
-
-// keyPrefix returns KeyPrefix or its default.
-func (o Options) keyPrefix() string {
-	if o.KeyPrefix == "" {
-		return DefaultKeyPrefix
-	}
-	return o.KeyPrefix
-}
-
-func checkPrefix(p string) error {
-	if strings.HasPrefix(p, ".") || strings.Contains(p, "..") {
-		return fmt.Errorf("%w: may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part", ErrInvalidPrefix)
-	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; !keyChar(c) && c != '.' && c != '=' {
-			return fmt.Errorf("%w: may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part", ErrInvalidPrefix)
-		}
-	}
-	return nil
 }
 
 // BackendName returns Options.Name ("cache" by default).
@@ -151,7 +91,7 @@ func (b *Backend) Close() error {
 
 // fail returns err with context, redacted.
 func (b *Backend) fail(op string, err error) error {
-	return fxelection.RedactError(fmt.Errorf("%s: %w", op, err), b.secrets...)
+	return backendkit.RedactError(fmt.Errorf("%s: %w", op, err), b.secrets...)
 }
 
 // read returns election's value; found is false if there is none.
@@ -189,7 +129,7 @@ func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 // (free, expired, evicted or deleted), released, already held by
 // req.Identity (same term), or — on a store without server TTL — observed
 // unchanged by this Backend for the record's full Duration. A new holder's
-// term is fxelection.NextTerm of the last term the store shows, so it is
+// term is backendkit.NextTerm of the last term the store shows, so it is
 // clock-seeded and rises even when the value was lost. Every write is an
 // add-if-absent or a compare-and-swap on the version just read.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
@@ -226,11 +166,11 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
 		}
 		if next.Term == 0 {
-			if next.Term, err = fxelection.NextTerm(prev, time.Now()); err != nil {
+			if next.Term, err = backendkit.NextTerm(prev, time.Now()); err != nil {
 				return fxelection.Lease{}, b.fail(op, err)
 			}
 		}
-		if err := fxelection.CheckLease(next); err != nil {
+		if err := next.Validate(); err != nil {
 			return fxelection.Lease{}, b.fail(op, err)
 		}
 		value, err := encode(next, false)
@@ -301,7 +241,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	next := cur.lease.Clone()
 	next.Metadata = maps.Clone(lease.Metadata)
 	next.Duration = lease.Duration
-	if err := fxelection.CheckLease(next); err != nil {
+	if err := next.Validate(); err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
 	value, err := encode(next, false)
@@ -366,7 +306,7 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 // Watcher, wake is called when a lease of election is released or its key
 // deleted, and (spuriously) for every election each time the watch is
 // (re)established, since a release may have been missed while it was down.
-// All subscriptions share one watch (fxelection.WakeHub). On any other
+// All subscriptions share one watch (backendkit.WakeHub). On any other
 // Store, or with Options.DisablePush, Subscribe does nothing and followers
 // poll.
 func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
@@ -378,7 +318,7 @@ func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 
 // listen keeps a watch on the prefix until ctx is done, re-establishing it
 // with backoff when it breaks.
-func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	failures := 0
 	for {
 		err := b.watcher.Watch(ctx, b.prefix, func() {
@@ -390,7 +330,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 		}
 		_ = err // the elector keeps polling meanwhile
 		failures++
-		if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
+		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
 			return
 		}
 	}
@@ -398,7 +338,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 
 // changed wakes the subscribers of the election whose key changed, if the
 // change freed the lease: a delete, or a released marker.
-func (b *Backend) changed(hub *fxelection.WakeHub, key string, value []byte) {
+func (b *Backend) changed(hub *backendkit.WakeHub, key string, value []byte) {
 	name, ok := strings.CutPrefix(key, b.prefix)
 	if !ok {
 		return
@@ -411,7 +351,7 @@ func (b *Backend) changed(hub *fxelection.WakeHub, key string, value []byte) {
 		}
 		return
 	}
-	s, err := decodeValue(value)
+	s, err := decode(value, "")
 	if err == nil && s.released && b.Key(s.lease.Election) == key {
 		hub.Wake(s.lease.Election)
 	}

@@ -87,14 +87,14 @@ func FuzzDecode(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
-		s, err := decodeValue(value)
+		s, err := decode(value, "")
 		if err != nil {
 			if !errors.Is(err, fxelection.ErrInvalidRecord) {
 				t.Fatalf("decode error %v does not match ErrInvalidRecord", err)
 			}
 			return
 		}
-		if err := fxelection.CheckLease(s.lease); err != nil {
+		if err := s.lease.Validate(); err != nil {
 			t.Fatalf("decoded an invalid lease: %v", err)
 		}
 		v, err := encode(s.lease, s.released)

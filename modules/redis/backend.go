@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
 )
 
@@ -56,7 +56,7 @@ type Backend struct {
 
 	acquire, renew, release, get *redis.Script
 
-	hub *fxelection.WakeHub // push wake-up: subscriptions and the pub/sub listener
+	hub *backendkit.WakeHub // push wake-up: subscriptions and the pub/sub listener
 
 	secrets []string // the client's credentials, redacted from every error
 }
@@ -118,7 +118,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		get:     redis.NewScript(getSrc),
 	}
 	b.secrets = clientSecrets(client)
-	b.hub = fxelection.NewWakeHub(b.listen)
+	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
 
@@ -151,14 +151,14 @@ func credentials(user, pw string) []string {
 	return out
 }
 
-// redact passes an error leaving the backend through fxelection.RedactError
+// redact passes an error leaving the backend through backendkit.RedactError
 // with the client's credentials; errors.Is and errors.As for HeldError keep
 // working.
 func (b *Backend) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fxelection.RedactError(err, b.secrets...)
+	return backendkit.RedactError(err, b.secrets...)
 }
 
 // BackendName returns "redis".
@@ -430,7 +430,7 @@ func termHead(l fxelection.Lease) string {
 }
 
 // parseRecord decodes a lease record (see scripts.go for the format) and
-// validates every field with fxelection.CheckLease: numbers in canonical
+// validates every field with Lease.Validate: numbers in canonical
 // decimal form, a term in [1, MaxTerm], a duration in (0,
 // MaxRecordDuration], a printable UTF-8 holder and metadata, an acquisition
 // time in the years 1–9999. It never
@@ -477,7 +477,7 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	if !ok {
 		return bad("duration is not a positive integer")
 	}
-	dur, err := fxelection.DurationFromMillis(durMS)
+	dur, err := backendkit.DurationFromMillis(durMS)
 	if err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -498,7 +498,7 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	if atMS > 0 {
 		l.AcquiredAt = time.UnixMilli(atMS)
 	}
-	if err := fxelection.CheckLease(l); err != nil {
+	if err := l.Validate(); err != nil {
 		return fxelection.Lease{}, err
 	}
 	l.Election = election // the key's, not the record's: the caller chose it
@@ -617,56 +617,11 @@ func encodeMetadata(m map[string]string) (string, error) {
 	if len(m) == 0 {
 		return "", nil
 	}
-	if s, ok := encodePlainMetadata(m); ok {
-		return s, nil
-	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("encode metadata: %w", err)
 	}
 	return string(b), nil
-}
-
-// encodePlainMetadata writes the JSON object for m by hand when no key or
-// value needs escaping (the common case), sparing encoding/json's
-// reflection on every Acquire. Keys are sorted, as json.Marshal sorts them.
-func encodePlainMetadata(m map[string]string) (string, bool) {
-	var buf [8]string
-	keys := buf[:0]
-	size := 2
-	for k, v := range m {
-		if !plainJSON(k) || !plainJSON(v) {
-			return "", false
-		}
-		keys = append(keys, k)
-		size += len(k) + len(v) + 6
-	}
-	slices.Sort(keys)
-	var sb strings.Builder
-	sb.Grow(size)
-	sb.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteByte('"')
-		sb.WriteString(k)
-		sb.WriteString(`":"`)
-		sb.WriteString(m[k])
-		sb.WriteByte('"')
-	}
-	sb.WriteByte('}')
-	return sb.String(), true
-}
-
-// plainJSON reports whether s can go between JSON quotes as it is.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 func decodeMetadata(s string) (map[string]string, error) {

@@ -17,7 +17,11 @@
 //	fxe1|1764512345678901|5|web-1|15000|1764512345678|{"addr":"10.0.0.1:8080"}
 //
 // that is: format, term, holder length, holder, duration (ms), acquisition
-// time (Unix ms, server clock) and metadata (JSON). The braces are Redis
+// time (Unix ms, server clock) and metadata (JSON). It is not the JSON record
+// of backendkit.MarshalRecord because the Lua scripts read the holder and
+// term of the stored value on every call: a length-prefixed prefix is matched
+// with string.sub and string.match, where JSON would need cjson to decode the
+// whole value (metadata included) inside the script, on every renewal. The braces are Redis
 // Cluster's hash tag; '{', '}' and '%' in an election name are
 // percent-escaped inside it, so every name maps to one slot. The prefix
 // defaults to "fxelection:" and should not contain braces. Release
@@ -95,7 +99,7 @@
 // is not) in the format above with every number in canonical decimal form,
 // the term in [1, fxelection.MaxTerm], the duration in
 // (0, fxelection.MaxRecordDuration], and the holder and metadata accepted by
-// fxelection.CheckLease (printable UTF-8, no control characters or terminal
+// Lease.Validate (printable UTF-8, no control characters or terminal
 // escapes, within the size limits). So nothing a foreign writer puts in
 // Redis reaches an elector, its metrics or a terminal unchecked. The one
 // exception to "never taken over" is a damaged record that names the
@@ -109,7 +113,7 @@
 //
 // # Secrets
 //
-// Every error a Backend returns passes through fxelection.RedactError with
+// Every error a Backend returns passes through backendkit.RedactError with
 // the client's password and user name (user names shorter than 4 bytes
 // excepted) when the client is a *redis.Client, *redis.ClusterClient or
 // *redis.Ring, so neither appears even when an SDK message quotes an
