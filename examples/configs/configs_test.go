@@ -145,12 +145,12 @@ func run(t *testing.T, name string, l config.Loader) {
 		t.Fatal("no electors")
 	}
 	for _, e := range all.Electors {
-		testserver.WaitFor(t, 30*time.Second, e.Name()+" to elect a leader", e.IsLeader)
+		testserver.WaitFor(t, 30*time.Second, e.Status().Election+" to elect a leader", e.IsLeader)
 	}
 	app.RequireStop()
 	for _, e := range all.Electors {
 		if e.IsLeader() {
-			t.Errorf("%s still leads after stop", e.Name())
+			t.Errorf("%s still leads after stop", e.Status().Election)
 		}
 	}
 }

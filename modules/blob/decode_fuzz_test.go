@@ -25,7 +25,7 @@ func fuzzRecord(holder, term, durationMS string) string {
 // the metadata value itself (as stored) and, separately, the record bytes
 // it would carry (base64-encoded here). Properties: it never panics;
 // rejections are recordInvalid with an error matching ErrInvalidRecord in
-// printable text; an accepted record passes fxelection.CheckLease, names
+// printable text; an accepted record passes Lease.Validate, names
 // the election, and re-encodes (encodeMeta) to a value that decodes to the
 // same lease.
 //
@@ -90,7 +90,7 @@ func check(t *testing.T, value string) {
 	if err != nil {
 		t.Fatalf("valid with error %v", err)
 	}
-	if err := fxelection.CheckLease(l); err != nil {
+	if err := l.Validate(); err != nil {
 		t.Fatalf("accepted a lease CheckLease rejects: %v", err)
 	}
 	if l.Election != fuzzElection || l.Term == 0 || l.Term > fxelection.MaxTerm || l.Duration <= 0 {

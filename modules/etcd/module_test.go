@@ -46,8 +46,8 @@ func TestConfigModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fxelection.BackendName(b) != "etcd" {
-		t.Fatalf("name = %q", fxelection.BackendName(b))
+	if b.(fxelection.NamedBackend).BackendName() != "etcd" {
+		t.Fatalf("name = %q", b.(fxelection.NamedBackend).BackendName())
 	}
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
@@ -213,8 +213,8 @@ func TestModule(t *testing.T) {
 	if k := eb.Key("fx-module"); k != "fx/fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
-	if e.BackendName() != "etcd" {
-		t.Fatalf("backend name %q", e.BackendName())
+	if e.Status().Backend != "etcd" {
+		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
 	if _, err := newBackend(t, Options{KeyPrefix: "fx/"}, c.Endpoints()...).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {

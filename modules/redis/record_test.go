@@ -96,7 +96,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 					// lease (a damaged one), which a may refresh. Only the
 					// duration and metadata can be bad then, and they are
 					// rewritten.
-					if cerr := fxelection.CheckLease(l); cerr != nil {
+					if cerr := l.Validate(); cerr != nil {
 						t.Fatalf("refreshed lease is invalid: %v", cerr)
 					}
 					continue
@@ -208,7 +208,7 @@ func recordText(t testing.TB, l fxelection.Lease) string {
 }
 
 // FuzzParseRecord: the record parser never panics; what it accepts is a
-// valid lease (CheckLease; in the fxe2 format, with a well-formed nonce as
+// valid lease (Lease.Validate; in the fxe2 format, with a well-formed nonce as
 // its Version) whose re-encoding has the same text up to the metadata and
 // decodes to an equal lease. Seeded with the hostile values and well-formed
 // records of both formats.
@@ -238,7 +238,7 @@ func FuzzParseRecord(f *testing.F) {
 			}
 			return
 		}
-		if err := fxelection.CheckLease(l); err != nil {
+		if err := l.Validate(); err != nil {
 			t.Fatalf("parseRecord(%q) accepted an invalid lease: %v", v, err)
 		}
 		if strings.HasPrefix(v, recordFormat+"|") != validNonce(l.Version) || l.Version != "" && !validNonce(l.Version) {
