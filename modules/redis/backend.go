@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -691,56 +690,11 @@ func encodeMetadata(m map[string]string) (string, error) {
 	if len(m) == 0 {
 		return "", nil
 	}
-	if s, ok := encodePlainMetadata(m); ok {
-		return s, nil
-	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("encode metadata: %w", err)
 	}
 	return string(b), nil
-}
-
-// encodePlainMetadata writes the JSON object for m by hand when no key or
-// value needs escaping (the common case), sparing encoding/json's
-// reflection on every Acquire. Keys are sorted, as json.Marshal sorts them.
-func encodePlainMetadata(m map[string]string) (string, bool) {
-	var buf [8]string
-	keys := buf[:0]
-	size := 2
-	for k, v := range m {
-		if !plainJSON(k) || !plainJSON(v) {
-			return "", false
-		}
-		keys = append(keys, k)
-		size += len(k) + len(v) + 6
-	}
-	slices.Sort(keys)
-	var sb strings.Builder
-	sb.Grow(size)
-	sb.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteByte('"')
-		sb.WriteString(k)
-		sb.WriteString(`":"`)
-		sb.WriteString(m[k])
-		sb.WriteByte('"')
-	}
-	sb.WriteByte('}')
-	return sb.String(), true
-}
-
-// plainJSON reports whether s can go between JSON quotes as it is.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 func decodeMetadata(s string) (map[string]string, error) {

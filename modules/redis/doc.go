@@ -24,9 +24,13 @@
 // rewrites them as fxe2. Earlier versions treat an fxe2 record as a
 // foreign value (see Foreign values): during a rolling upgrade they report
 // ErrInvalidRecord while a newer version holds the lease and take it over
-// only after it expires. The braces are Redis
-// Cluster's hash tag; '{', '}' and '%' in an election name are
-// percent-escaped inside it, so every name maps to one slot. The prefix
+// only after it expires. It is not the JSON record of
+// backendkit.MarshalRecord because the Lua scripts read the holder and term
+// of the stored value on every call: a length-prefixed prefix is matched
+// with string.sub and string.match, where JSON would need cjson to decode
+// the whole value (metadata included) inside the script, on every renewal.
+// The braces are Redis Cluster's hash tag; '{', '}' and '%' in an election
+// name are percent-escaped inside it, so every name maps to one slot. The prefix
 // defaults to "fxelection:" and should not contain braces. Release
 // publishes the election's name on the channel <prefix>wake.
 //
