@@ -25,9 +25,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// DefaultPrefix is the blob name prefix used when Options.Prefix is empty.
-const DefaultPrefix = "fxelection/"
-
 // MetadataKey is the blob metadata name holding the encoded lease record
 // (base64 of backendkit.MarshalRecord).
 const MetadataKey = "fxelection"
@@ -62,17 +59,6 @@ var (
 	ErrDuration = errors.New("bloblease: lease Duration must be between 15s and 60s (Azure blob lease range)")
 )
 
-// Options configures a Backend. The zero value is not usable: Container is
-// required.
-type Options struct {
-	// Container holds the lease blobs. It must exist: creating it is the
-	// application's job. Required.
-	Container string
-	// Prefix is prepended to every blob name.
-	// Default: "fxelection/".
-	Prefix string
-}
-
 // Backend is the Azure Blob implementation of fxelection.Backend, on the
 // service's native blob leases. It is safe for concurrent use and keeps no
 // state between calls.
@@ -80,7 +66,6 @@ type Backend struct {
 	client    *azblob.Client
 	container string
 	prefix    string
-	closer    func()   // set by the config module: frees the client's idle connections
 	secrets   []string // known secrets (config module: account key, SAS), removed from every error
 }
 
@@ -88,16 +73,6 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
-
-// Validate checks opts without I/O: Container is required
-// (ErrContainerRequired). New and the fxelection.backends.blob module both
-// call it.
-func (o Options) Validate() error {
-	if o.Container == "" {
-		return ErrContainerRequired
-	}
-	return nil
-}
 
 // New returns a Backend storing leases as blobs in opts.Container through
 // client, which the caller owns. It validates opts with Options.Validate
@@ -131,17 +106,6 @@ func (b *Backend) BlobName(election string) string {
 		name = name[:len(name)-1] + "%2E"
 	}
 	return b.prefix + name
-}
-
-// Close frees the idle connections of a client the backend created itself
-// (the fxelection.backends.blob module's); for a Backend made by New it
-// does nothing.
-// The Backend stays usable.
-func (b *Backend) Close() error {
-	if b.closer != nil {
-		b.closer()
-	}
-	return nil
 }
 
 // LeaseID returns the Azure lease id a candidate with identity uses: a
