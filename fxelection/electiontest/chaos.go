@@ -221,6 +221,14 @@ type ChaosReport struct {
 	// context done. Against RenewDeadline.
 	StepDown         ChaosStats `json:"step_down"`
 	LeaderContextEnd ChaosStats `json:"leader_context_end"`
+	// EarlyTakeoverChecked counts crashed leaders whose successor under
+	// another identity was checked against the early-takeover bound;
+	// EarlyTakeoverExempt those taken over early after an elector
+	// restarted under the crashed leader's identity had stopped, resigned
+	// or failed an Acquire first (it may have released the lease it took
+	// over, as the same identity may).
+	EarlyTakeoverChecked int `json:"early_takeover_checked"`
+	EarlyTakeoverExempt  int `json:"early_takeover_exempt"`
 	// HandOver: a leader stopped gracefully or resigned → another elector
 	// leads.
 	HandOver ChaosStats `json:"hand_over"`
@@ -278,6 +286,7 @@ func (r *ChaosReport) String() string {
 	fmt.Fprintf(&b, "overlaps: %d outside documented windows, %d documented (longest %v)\n", r.Overlaps, r.DocumentedOverlaps, ms(r.MaxDocumentedOverlap))
 	fmt.Fprintf(&b, "failover after a leader crash, another candidate able to take over: %v (bound %v + slack); every leader crash: %v\n", r.Failover, r.FailoverBound, r.FailoverAll)
 	fmt.Fprintf(&b, "step-down of a cut-off leader: IsLeader %v; leader context %v (renew deadline %v + slack)\n", r.StepDown, r.LeaderContextEnd, r.Timing.RenewDeadline)
+	fmt.Fprintf(&b, "early takeover after a leader crash: %d checked, %d exempt (the same identity restarted and let go first)\n", r.EarlyTakeoverChecked, r.EarlyTakeoverExempt)
 	fmt.Fprintf(&b, "hand-over after Stop/Resign: %v\n", r.HandOver)
 	fmt.Fprintf(&b, "convergence after outages and server restarts: %v; after the faults stopped: %v (bound %v + slack)\n", r.Convergence, ms(r.FinalConvergence), r.ConvergenceBound)
 	fmt.Fprintf(&b, "fenced writes: %d accepted, %d rejected while live, %d late writes rejected, %d late writes accepted\n", r.FencedAccepted, r.LiveRejected, r.StaleRejected, r.StaleAccepted)
@@ -318,7 +327,10 @@ func (r *ChaosReport) String() string {
 //     leader context was live (a second line of the same check);
 //   - a crashed leader's lease is not taken by another identity before
 //     LeaseDuration − RenewDeadline after the crash (it may still have been
-//     valid in the store: a paused process resuming would still act);
+//     valid in the store: a paused process resuming would still act),
+//     unless an elector restarted under the crashed leader's identity
+//     stopped, resigned or failed an Acquire first (the same identity
+//     takes its lease over at once, by design, and may then release it);
 //   - terms never decrease, and a term repeats only for the same identity;
 //   - a leader cut off from the store for longer than RenewDeadline stops
 //     believing, and its leader context ends, within RenewDeadline + Slack;

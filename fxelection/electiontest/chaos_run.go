@@ -2,6 +2,7 @@ package electiontest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -122,6 +123,9 @@ type instance struct {
 	cbs      []record
 	evs      []record
 	panics   int
+	// acquireErrs are the starts of Acquire calls that failed other than
+	// with a *fxelection.HeldError (the call may have undone a write).
+	acquireErrs []time.Duration
 }
 
 // sampled is one leadership as the 1 ms sampler saw it: believed at every
@@ -229,6 +233,14 @@ func (c *chaos) start(s *slot) error {
 			c.note(inst, &inst.evs, "stop", ev.Lease.Term)
 		case fxelection.EventDetached:
 			c.note(inst, &inst.evs, "detached", 0)
+		case fxelection.EventOperation:
+			var held *fxelection.HeldError
+			if ev.Op == fxelection.OpAcquire && ev.Err != nil && !errors.As(ev.Err, &held) {
+				at := ev.Time.Add(-ev.Duration).Sub(c.t0)
+				c.mu.Lock()
+				inst.acquireErrs = append(inst.acquireErrs, at)
+				c.mu.Unlock()
+			}
 		case fxelection.EventPanic:
 			c.mu.Lock()
 			inst.panics++

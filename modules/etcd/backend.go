@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -18,54 +15,9 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
-const DefaultKeyPrefix = "fxelection/"
-
-// maxPrefixLen bounds Options.KeyPrefix.
-const maxPrefixLen = 512
-
 // maxAcquireAttempts bounds how often Acquire retries when its transaction
 // lost a race to a release or to another Backend with the same identity.
 const maxAcquireAttempts = 3
-
-// Options configure a Backend. The zero value means the documented defaults.
-type Options struct {
-	// KeyPrefix starts every election's key (the key is the prefix followed
-	// by the election's name), so several applications can share one etcd.
-	// It must be printable UTF-8 of at most 512 bytes. Push wake-up watches
-	// every key under it. Default: "fxelection/".
-	KeyPrefix string
-
-	// DisablePush turns push wake-up off for this Backend: Subscribe does
-	// nothing and followers find a released or expired lease at their next
-	// retry. Default (false): push on.
-	DisablePush bool
-}
-
-// ErrInvalidOptions is matched by the errors of Options.Validate (and so of
-// New, and of the fxelection.backends.etcd module's Validate).
-var ErrInvalidOptions = errors.New("etcdlease: invalid options")
-
-// Validate checks opts without I/O: KeyPrefix must be printable UTF-8 (no
-// control characters) of at most 512 bytes. New and the
-// fxelection.backends.etcd module both call it. The error matches
-// ErrInvalidOptions, names the field and does not quote its value.
-func (o Options) Validate() error { return o.validate(optionLabel) }
-
-// validate is Validate with field names given by label (Options fields for
-// New, JSON keys for the config module).
-func (o Options) validate(label func(field string) string) error {
-	p := o.KeyPrefix
-	if len(p) > maxPrefixLen {
-		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidOptions, label("KeyPrefix"), maxPrefixLen)
-	}
-	if !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
-		return fmt.Errorf("%w: %s is not printable UTF-8", ErrInvalidOptions, label("KeyPrefix"))
-	}
-	return nil
-}
-
-func optionLabel(field string) string { return "Options." + field }
 
 // Backend is the etcd implementation of fxelection.Backend and
 // fxelection.Notifier. It is safe for concurrent use and does not own its

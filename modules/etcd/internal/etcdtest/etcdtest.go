@@ -206,7 +206,11 @@ func (m *Member) Restart() error {
 }
 
 // Stop stops the member (gracefully: it closes its listeners and its Raft
-// node); its data directory stays for Restart.
+// node); its data directory stays for Restart. It waits for etcd's close,
+// which drains the client connections: open streams (watches) for up to
+// etcd's request timeout (5 s + two election timeouts), and a connection
+// that has not sent its first bytes yet until it sends them or closes (a
+// client behind a stalled proxy can hold Stop up).
 func (m *Member) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
