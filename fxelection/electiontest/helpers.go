@@ -1,0 +1,178 @@
+package electiontest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// Helpers for a backend's own tests beyond the conformance suite: a test
+// context, polling, an event recorder and electors with short timing.
+
+// Context returns a context for one test: it is cancelled when the test
+// ends, or after a minute, so a call to a store that hangs fails the test
+// instead of hanging it.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond every 10ms until it holds, failing t (naming what)
+// when limit passes first. For tests that wait on a real store or an
+// elector talking to one: give limit generous margins.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Events records the events of one or more electors for assertions: pass it
+// to Elector.AddObserver. It keeps every event, in the order observed. It
+// is safe for concurrent use; the zero value is ready.
+type Events struct {
+	mu     sync.Mutex
+	events []fxelection.Event
+}
+
+// Observe implements fxelection.Observer.
+func (r *Events) Observe(ev fxelection.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+// All returns a copy of the events recorded so far.
+func (r *Events) All() []fxelection.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]fxelection.Event(nil), r.events...)
+}
+
+// Filter returns the events recorded so far that match pred, in order.
+func (r *Events) Filter(pred func(fxelection.Event) bool) []fxelection.Event {
+	var out []fxelection.Event
+	for _, ev := range r.All() {
+		if pred(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// Find returns the first event recorded so far that matches pred, if any.
+func (r *Events) Find(pred func(fxelection.Event) bool) (fxelection.Event, bool) {
+	for _, ev := range r.All() {
+		if pred(ev) {
+			return ev, true
+		}
+	}
+	return fxelection.Event{}, false
+}
+
+// WaitFor polls (see WaitFor) until an event matching pred was recorded
+// and returns the first such event.
+func (r *Events) WaitFor(t testing.TB, limit time.Duration, what string, pred func(fxelection.Event) bool) fxelection.Event {
+	t.Helper()
+	var ev fxelection.Event
+	WaitFor(t, limit, what, func() bool {
+		var ok bool
+		ev, ok = r.Find(pred)
+		return ok
+	})
+	return ev
+}
+
+// Kind returns a predicate for Events' methods that matches events of
+// kind k.
+func Kind(k fxelection.EventKind) func(fxelection.Event) bool {
+	return func(ev fxelection.Event) bool { return ev.Kind == k }
+}
+
+// IsStoreFailure reports whether ev is an operation that failed for
+// another reason than the contract's expected outcomes (ErrLeaseHeld,
+// ErrLeaseLost, ErrNoLease): the store was unreachable, refused or
+// answered with something the backend could not use.
+func IsStoreFailure(ev fxelection.Event) bool {
+	return ev.Kind == fxelection.EventOperation && ev.Err != nil &&
+		!errors.Is(ev.Err, fxelection.ErrLeaseHeld) && !errors.Is(ev.Err, fxelection.ErrLeaseLost) &&
+		!errors.Is(ev.Err, fxelection.ErrNoLease)
+}
+
+// The short elector timing StartCandidate uses, with the core's margins:
+// a 2s lease (whole seconds, for stores whose TTLs are), renewed within
+// 1.3s, retried every 300ms, backing off to at most 1.2s.
+const (
+	FaultLease      = 2 * time.Second
+	FaultRenew      = 1300 * time.Millisecond
+	FaultRetry      = 300 * time.Millisecond
+	FaultMaxBackoff = 1200 * time.Millisecond
+)
+
+// Candidate is a running elector and the events it emitted.
+type Candidate struct {
+	Elector *fxelection.Elector
+	Events  *Events
+}
+
+// StartCandidate starts an elector on b for election as identity (with
+// metadata {"id": identity}) with the fault timing above, after tweak (if
+// not nil) has changed its config. The elector is stopped when the test
+// ends.
+func StartCandidate(t testing.TB, b fxelection.Backend, election, identity string, tweak func(*fxelection.Config)) *Candidate {
+	t.Helper()
+	cfg := fxelection.Config{
+		Name:          election,
+		Identity:      identity,
+		Metadata:      map[string]string{"id": identity},
+		LeaseDuration: FaultLease,
+		RenewDeadline: FaultRenew,
+		RetryPeriod:   FaultRetry,
+		MaxBackoff:    FaultMaxBackoff,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	e, err := fxelection.New(cfg, b)
+	if err != nil {
+		t.Fatalf("New elector: %v", err)
+	}
+	c := &Candidate{Elector: e, Events: &Events{}}
+	e.AddObserver(c.Events)
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	return c
+}
+
+// WaitLeader waits up to limit for exactly one of cs to lead and returns
+// it with its lease. It fails t at once if two lead at the same time.
+func WaitLeader(t testing.TB, cs []*Candidate, limit time.Duration) (*Candidate, fxelection.Lease) {
+	t.Helper()
+	var leader *Candidate
+	var lease fxelection.Lease
+	WaitFor(t, limit, "a leader", func() bool {
+		n := 0
+		for _, c := range cs {
+			if l, ok := c.Elector.Lease(); ok {
+				leader, lease = c, l
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("%d candidates lead at once", n)
+		}
+		return n == 1
+	})
+	return leader, lease
+}
