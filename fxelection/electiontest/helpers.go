@@ -3,6 +3,7 @@ package electiontest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -173,6 +174,46 @@ func WaitLeader(t testing.TB, cs []*Candidate, limit time.Duration) (*Candidate,
 			t.Fatalf("%d candidates lead at once", n)
 		}
 		return n == 1
+	})
+	return leader, lease
+}
+
+// LeaderLimit bounds how long electing a leader may take with the fault
+// timing on a busy machine: a lease that must expire, two retries and ten
+// seconds of margin.
+const LeaderLimit = FaultLease + 2*FaultRetry + 10*time.Second
+
+// WaitStopped waits up to limit for c's stopped-leading event for term and
+// returns it.
+func WaitStopped(t testing.TB, c *Candidate, term uint64, limit time.Duration) fxelection.Event {
+	t.Helper()
+	return c.Events.WaitFor(t, limit, fmt.Sprintf("the leader of term %d to step down", term), func(ev fxelection.Event) bool {
+		return ev.Kind == fxelection.EventStoppedLeading && ev.Lease.Term == term
+	})
+}
+
+// WaitNewTerm waits up to limit for one of cs to lead a term above old and
+// returns it with its lease. When it fails, it logs each candidate's last
+// error.
+func WaitNewTerm(t testing.TB, cs []*Candidate, old uint64, limit time.Duration) (*Candidate, fxelection.Lease) {
+	t.Helper()
+	var leader *Candidate
+	var lease fxelection.Lease
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, c := range cs {
+				t.Logf("candidate %d: last error: %v", i, c.Elector.Status().LastError)
+			}
+		}
+	})
+	WaitFor(t, limit, fmt.Sprintf("a leader of a term above %d", old), func() bool {
+		for _, c := range cs {
+			if l, ok := c.Elector.Lease(); ok && l.Term > old {
+				leader, lease = c, l
+				return true
+			}
+		}
+		return false
 	})
 	return leader, lease
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
-	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
@@ -53,13 +53,13 @@ func TestConfigModule(t *testing.T) {
 		t.Error(`"push": false did not disable push`)
 	}
 	e := electionName(t)
-	cand := startCandidate(t, b, e, "reg", nil)
-	waitLeader(t, []*candidate{cand}, leaderLimit)
+	cand := electiontest.StartCandidate(t, b, e, "reg", nil)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{cand}, leaderLimit)
 	admin := c.Client(t)
 	if resp, err := admin.Get(ctxT(t), "reg/"+e); err != nil || len(resp.Kvs) != 1 {
 		t.Errorf("key reg/%s: %v, %v", e, resp, err)
 	}
-	if err := cand.e.Stop(context.Background()); err != nil {
+	if err := cand.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := cleanup(); err != nil {
@@ -185,9 +185,9 @@ func TestConfigModuleAuth(t *testing.T) {
 	if _, err := b.Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get with the right password: %v", err)
 	}
-	cand := startCandidate(t, b, electionName(t), "auth", nil)
-	waitLeader(t, []*candidate{cand}, leaderLimit)
-	if err := cand.e.Stop(context.Background()); err != nil {
+	cand := electiontest.StartCandidate(t, b, electionName(t), "auth", nil)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{cand}, leaderLimit)
+	if err := cand.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -204,12 +204,12 @@ func TestModule(t *testing.T) {
 		fx.Provide(func() *clientv3.Client { return etcdtest.NewClient(t, c.Endpoints()...) }),
 		fx.Supply(Options{KeyPrefix: "fx/"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: faultLease, RenewDeadline: faultRenew, RetryPeriod: faultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &eb),
 	)
 	app.RequireStart()
-	testserver.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := eb.Key("fx-module"); k != "fx/fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}

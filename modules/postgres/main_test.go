@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"sync"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
@@ -103,97 +103,34 @@ func admin(t testing.TB, dsn string) *pgxpool.Pool {
 	return pool
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Helpers every backend's tests share (electiontest).
+var (
+	ctxT     = electiontest.Context
+	election = electiontest.Election
+)
 
-// events records an elector's events.
-type events struct {
-	mu  sync.Mutex
-	evs []fxelection.Event
-}
-
-func (l *events) Observe(ev fxelection.Event) {
-	l.mu.Lock()
-	l.evs = append(l.evs, ev)
-	l.mu.Unlock()
-}
-
-func (l *events) all(pred func(fxelection.Event) bool) []fxelection.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []fxelection.Event
-	for _, ev := range l.evs {
-		if pred(ev) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func kind(k fxelection.EventKind) func(fxelection.Event) bool {
-	return func(ev fxelection.Event) bool { return ev.Kind == k }
-}
-
-// faultTiming is the short elector timing of the fault tests.
-var faultTiming = struct{ lease, deadline, retry, maxBackoff time.Duration }{
-	2 * time.Second, 1300 * time.Millisecond, 300 * time.Millisecond, 1200 * time.Millisecond,
-}
-
-// candidate is a real elector on its own pool.
+// candidate is a real elector on its own pool, with electiontest's fault
+// timing.
 type candidate struct {
-	e   *fxelection.Elector
-	ev  *events
+	*electiontest.Candidate
 	app string // application_name of its pool's connections
 }
 
 func startCandidate(t *testing.T, dsn, election, id string, opts pglease.Options) *candidate {
 	t.Helper()
 	b, app := newBackend(t, dsn, id, opts)
-	e, err := fxelection.New(fxelection.Config{
-		Name:          election,
-		Identity:      id,
-		LeaseDuration: faultTiming.lease,
-		RenewDeadline: faultTiming.deadline,
-		RetryPeriod:   faultTiming.retry,
-		MaxBackoff:    faultTiming.maxBackoff,
-	}, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &candidate{e: e, ev: &events{}, app: app}
-	e.AddObserver(c.ev)
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Stop(context.Background()) })
-	return c
+	return &candidate{electiontest.StartCandidate(t, b, election, id, nil), app}
 }
 
 // leaderOf waits for exactly one of cs to lead and returns it.
 func leaderOf(t *testing.T, limit time.Duration, cs ...*candidate) *candidate {
 	t.Helper()
-	var leader *candidate
-	testserver.WaitFor(t, limit, "a leader", func() bool {
-		leader = nil
-		n := 0
-		for _, c := range cs {
-			if c.e.IsLeader() {
-				leader, n = c, n+1
-			}
-		}
-		if n > 1 {
-			t.Fatalf("%d candidates lead at once", n)
-		}
-		return n == 1
-	})
-	return leader
-}
-
-func election(t testing.TB) string {
-	return "pgl-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
+	ecs := make([]*electiontest.Candidate, len(cs))
+	for i, c := range cs {
+		ecs[i] = c.Candidate
+	}
+	l, _ := electiontest.WaitLeader(t, ecs, limit)
+	return cs[slices.Index(ecs, l)]
 }
 
 // provision decodes settings (JSON values; the "module" key is added) as

@@ -12,8 +12,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
-	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -155,7 +155,7 @@ func TestFxModule(t *testing.T) {
 		fxelection.Module,
 		fx.Supply(fxelection.Config{
 			Name: election(t), Identity: "fx",
-			LeaseDuration: faultTiming.lease, RenewDeadline: faultTiming.deadline, RetryPeriod: faultTiming.retry,
+			LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry,
 		}),
 		fx.Populate(&elector, &backend),
 	)
@@ -165,7 +165,7 @@ func TestFxModule(t *testing.T) {
 	if err := app.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	testserver.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
+	electiontest.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
 	if fxelection.BackendName(backend) != "postgres" || backend.Table() != `"pgl_fx"` {
 		t.Fatalf("backend %s on table %s", fxelection.BackendName(backend), backend.Table())
 	}

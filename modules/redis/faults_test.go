@@ -8,41 +8,15 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-// leaderLimit bounds how long electing a leader may take on a busy machine.
-const leaderLimit = faultLease + 2*faultRetry + 10*time.Second
-
-func twoCandidates(t *testing.T, addr, election string) []*candidate {
-	return []*candidate{
-		startCandidate(t, newBackend(t, addr, Options{}), election, "c1", nil),
-		startCandidate(t, newBackend(t, addr, Options{}), election, "c2", nil),
+func twoCandidates(t *testing.T, addr, election string) []*electiontest.Candidate {
+	return []*electiontest.Candidate{
+		electiontest.StartCandidate(t, newBackend(t, addr, Options{}), election, "c1", nil),
+		electiontest.StartCandidate(t, newBackend(t, addr, Options{}), election, "c2", nil),
 	}
-}
-
-// stoppedEvent waits for leader's stopped-leading event for term.
-func stoppedEvent(t *testing.T, c *candidate, term uint64, limit time.Duration) fxelection.Event {
-	t.Helper()
-	return c.w.waitFor(t, limit, "stopped leading", func(ev fxelection.Event) bool {
-		return ev.Kind == fxelection.EventStoppedLeading && ev.Lease.Term == term
-	})
-}
-
-// waitNewTerm waits for a leader with a term above old.
-func waitNewTerm(t *testing.T, cs []*candidate, old uint64) fxelection.Lease {
-	t.Helper()
-	var l fxelection.Lease
-	testserver.WaitFor(t, leaderLimit, "a leader with a higher term", func() bool {
-		for _, c := range cs {
-			if got, ok := c.e.Lease(); ok && got.Term > old {
-				l = got
-				return true
-			}
-		}
-		return false
-	})
-	return l
 }
 
 // TestLeaseDeletedFromOutside: DEL of the lease key. The leader learns it
@@ -53,16 +27,16 @@ func TestLeaseDeletedFromOutside(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	e := electionName(t)
 	cs := twoCandidates(t, srv.Addr(), e)
-	leader, first := waitLeader(t, cs, leaderLimit)
+	leader, first := electiontest.WaitLeader(t, cs, electiontest.LeaderLimit)
 	lease, _ := mustNew(t, admin, Options{}).Keys(e)
 	if err := admin.Del(ctxT(t), lease).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ev := stoppedEvent(t, leader, first.Term, faultRenew+5*time.Second)
+	ev := electiontest.WaitStopped(t, leader, first.Term, electiontest.FaultRenew+5*time.Second)
 	if ev.Reason != fxelection.ReasonLost {
 		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
 	}
-	second := waitNewTerm(t, cs, first.Term)
+	_, second := electiontest.WaitNewTerm(t, cs, first.Term, electiontest.LeaderLimit)
 	t.Logf("term %d → %d after DEL", first.Term, second.Term)
 }
 
@@ -74,15 +48,15 @@ func TestFlushAll(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	e := electionName(t)
 	cs := twoCandidates(t, srv.Addr(), e)
-	leader, first := waitLeader(t, cs, leaderLimit)
+	leader, first := electiontest.WaitLeader(t, cs, electiontest.LeaderLimit)
 	if err := admin.FlushAll(ctxT(t)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ev := stoppedEvent(t, leader, first.Term, faultRenew+5*time.Second)
+	ev := electiontest.WaitStopped(t, leader, first.Term, electiontest.FaultRenew+5*time.Second)
 	if ev.Reason != fxelection.ReasonLost {
 		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
 	}
-	second := waitNewTerm(t, cs, first.Term)
+	_, second := electiontest.WaitNewTerm(t, cs, first.Term, electiontest.LeaderLimit)
 	t.Logf("term %d → %d after FLUSHALL", first.Term, second.Term)
 }
 
@@ -93,27 +67,27 @@ func TestServerKilled(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	e := electionName(t)
 	cs := twoCandidates(t, srv.Addr(), e)
-	leader, first := waitLeader(t, cs, leaderLimit)
+	leader, first := electiontest.WaitLeader(t, cs, electiontest.LeaderLimit)
 	killed := time.Now()
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	ev := stoppedEvent(t, leader, first.Term, faultRenew+5*time.Second)
-	if took := ev.Time.Sub(killed); took > faultRenew+2*time.Second {
-		t.Errorf("stepped down %v after the kill, want within RenewDeadline %v (+2s slack)", took, faultRenew)
+	ev := electiontest.WaitStopped(t, leader, first.Term, electiontest.FaultRenew+5*time.Second)
+	if took := ev.Time.Sub(killed); took > electiontest.FaultRenew+2*time.Second {
+		t.Errorf("stepped down %v after the kill, want within RenewDeadline %v (+2s slack)", took, electiontest.FaultRenew)
 	}
 	if ev.Reason != fxelection.ReasonDeadline {
 		t.Errorf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonDeadline)
 	}
-	if _, ok := leader.w.find(func(ev fxelection.Event) bool {
-		return isStoreFailure(ev) && ev.Op == fxelection.OpRenew
+	if _, ok := leader.Events.Find(func(ev fxelection.Event) bool {
+		return electiontest.IsStoreFailure(ev) && ev.Op == fxelection.OpRenew
 	}); !ok {
 		t.Error("no failed renewal was observed")
 	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	second := waitNewTerm(t, cs, first.Term)
+	_, second := electiontest.WaitNewTerm(t, cs, first.Term, electiontest.LeaderLimit)
 	t.Logf("stepped down %v after the kill; term %d → %d after restart", ev.Time.Sub(killed), first.Term, second.Term)
 }
 
@@ -136,29 +110,29 @@ func TestServerDownAtStart(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	c := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "c1", func(cfg *fxelection.Config) {
+	c := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "c1", func(cfg *fxelection.Config) {
 		cfg.Callbacks.OnError = onError
 	})
 	failures := func() []fxelection.Event {
 		var out []fxelection.Event
-		for _, ev := range c.w.all() {
-			if isStoreFailure(ev) && ev.Op == fxelection.OpAcquire {
+		for _, ev := range c.Events.All() {
+			if electiontest.IsStoreFailure(ev) && ev.Op == fxelection.OpAcquire {
 				out = append(out, ev)
 			}
 		}
 		return out
 	}
-	testserver.WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
+	electiontest.WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
 	fs := failures()
 	// Lower bounds only: waits never end early. Failure n is followed by
 	// RetryPeriod·2^(n−1), capped at MaxBackoff, plus jitter.
 	for i := 1; i < len(fs); i++ {
-		want := min(faultRetry<<(i-1), faultMaxBO)
+		want := min(electiontest.FaultRetry<<(i-1), electiontest.FaultMaxBackoff)
 		if gap := fs[i].Time.Sub(fs[i-1].Time); gap < want {
 			t.Errorf("gap after failure %d = %v, want at least %v (backoff)", i, gap, want)
 		}
 	}
-	testserver.WaitFor(t, 10*time.Second, "OnError calls", func() bool {
+	electiontest.WaitFor(t, 10*time.Second, "OnError calls", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(opErrs) > 0
@@ -168,13 +142,13 @@ func TestServerDownAtStart(t *testing.T) {
 		t.Errorf("OnError got %v", oe)
 	}
 	mu.Unlock()
-	if c.e.Status().LastError == nil {
+	if c.Elector.Status().LastError == nil {
 		t.Error("Status has no LastError")
 	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, []*candidate{c}, faultMaxBO*2+leaderLimit)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{c}, electiontest.FaultMaxBackoff*2+electiontest.LeaderLimit)
 }
 
 // TestReacquireAfterCrash: a leader dies without releasing (its lease stays
@@ -187,22 +161,22 @@ func TestReacquireAfterCrash(t *testing.T) {
 		cfg.KeepLeaseOnStop = true // what a crash leaves behind
 		cfg.LeaseDuration, cfg.RenewDeadline = time.Minute, 40*time.Second
 	}
-	a := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
-	_, first := waitLeader(t, []*candidate{a}, leaderLimit)
-	other := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
-	testserver.WaitFor(t, leaderLimit, "the other candidate to see the leader", func() bool {
-		l, ok := other.e.Leader()
+	a := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
+	_, first := electiontest.WaitLeader(t, []*electiontest.Candidate{a}, electiontest.LeaderLimit)
+	other := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the other candidate to see the leader", func() bool {
+		l, ok := other.Elector.Leader()
 		return ok && l.Holder == "fixed"
 	})
-	if err := a.e.Stop(context.Background()); err != nil {
+	if err := a.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	restarted := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
-	_, again := waitLeader(t, []*candidate{restarted, other}, 10*time.Second)
+	restarted := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
+	_, again := electiontest.WaitLeader(t, []*electiontest.Candidate{restarted, other}, 10*time.Second)
 	if again.Holder != "fixed" || again.Term != first.Term {
 		t.Fatalf("after restart %q leads with term %d, want fixed with term %d", again.Holder, again.Term, first.Term)
 	}
-	op, _ := restarted.w.find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventOperation })
+	op, _ := restarted.Events.Find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventOperation })
 	if op.Op != fxelection.OpAcquire || op.Err != nil {
 		t.Fatalf("first operation after restart: %s, %v; want a successful acquire", op.Op, op.Err)
 	}
@@ -216,18 +190,18 @@ func TestPushWakesFollower(t *testing.T) {
 	slow := func(cfg *fxelection.Config) {
 		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
 	}
-	leader := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "leader", slow)
-	waitLeader(t, []*candidate{leader}, 10*time.Second)
-	follower := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "follower", slow)
-	testserver.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.e.Leader()
+	leader := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "leader", slow)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, 10*time.Second)
+	follower := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "follower", slow)
+	electiontest.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
+		l, ok := follower.Elector.Leader()
 		return ok && l.Holder == "leader"
 	})
 	stopped := time.Now()
-	if err := leader.e.Stop(context.Background()); err != nil {
+	if err := leader.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Without push the follower would wait for its next retry, 15s away.
-	waitLeader(t, []*candidate{follower}, 5*time.Second)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 5*time.Second)
 	t.Logf("hand-over with push took %v", time.Since(stopped))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -43,8 +44,8 @@ func TestConfigModule(t *testing.T) {
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
-	c := startCandidate(t, b, electionName(t), "reg", nil)
-	_, l := waitLeader(t, []*candidate{c}, leaderLimit)
+	c := electiontest.StartCandidate(t, b, electionName(t), "reg", nil)
+	_, l := electiontest.WaitLeader(t, []*electiontest.Candidate{c}, electiontest.LeaderLimit)
 	if l.Term != 1 {
 		t.Errorf("sequential_terms: term %d, want 1", l.Term)
 	}
@@ -53,7 +54,7 @@ func TestConfigModule(t *testing.T) {
 	if keys, _ := admin.Keys(ctxT(t), "reg:{*").Result(); len(keys) != 2 {
 		t.Errorf("keys in db 3 with prefix reg: = %v, want lease and term", keys)
 	}
-	if err := c.e.Stop(context.Background()); err != nil {
+	if err := c.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := cleanup(); err != nil {
@@ -159,14 +160,14 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 	}
 	b := start(secret)
 	var errs []error
-	c := startCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
+	c := electiontest.StartCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
 		cfg.Callbacks.OnError = func(err error) { errs = append(errs, err) } // one delivery goroutine
 	})
-	ev := c.w.waitFor(t, 20*time.Second, "a failed acquisition", isStoreFailure)
+	ev := c.Events.WaitFor(t, 20*time.Second, "a failed acquisition", electiontest.IsStoreFailure)
 	if strings.Contains(ev.Err.Error(), secret) {
 		t.Fatalf("error %q contains the password", ev.Err)
 	}
-	if err := c.e.Stop(context.Background()); err != nil {
+	if err := c.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
@@ -174,7 +175,7 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 			t.Fatalf("OnError %q contains the password", err)
 		}
 	}
-	if st := c.e.Status(); st.LastError == nil || strings.Contains(st.LastError.Error(), secret) {
+	if st := c.Elector.Status(); st.LastError == nil || strings.Contains(st.LastError.Error(), secret) {
 		t.Fatalf("Status.LastError = %v", st.LastError)
 	}
 	if _, err := start("the-right-one").Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
@@ -196,12 +197,12 @@ func TestModule(t *testing.T) {
 		}),
 		fx.Supply(Options{KeyPrefix: "fx:"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: faultLease, RenewDeadline: faultRenew, RetryPeriod: faultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &rb),
 	)
 	app.RequireStart()
-	testserver.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if lease, _ := rb.Keys("fx-module"); !strings.HasPrefix(lease, "fx:") {
 		t.Fatalf("Options from the graph not used: %s", lease)
 	}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 const moduleID = "fxelection.backends.memcached"
@@ -32,7 +32,7 @@ const moduleID = "fxelection.backends.memcached"
 func document(election, settings string) []byte {
 	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
 		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, cachetest.Lease, cachetest.Renew, cachetest.Retry, cachetest.MaxBO, moduleID, settings)
+		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
 }
 
 // TestModuleRegistered: importing the package registers the typed module.
@@ -136,7 +136,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if m.client == nil || m.client.Timeout != 2*time.Second {
 		t.Fatalf("Provision did not create the client with the timeout: %+v", m.client)
 	}
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the elector to lead", el.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
 	if el.BackendName() != "memcached" {
 		t.Fatalf("backend name %q", el.BackendName())
 	}
@@ -160,7 +160,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("lease after app stop: %v, want released", err)
 	}
-	cachetest.WaitUntil(t, 20*time.Second, "the module's connections to close", func() bool {
+	electiontest.WaitFor(t, 20*time.Second, "the module's connections to close", func() bool {
 		now := connAddrs(t, srv.Addr())
 		for _, a := range mine {
 			if now[a] {
@@ -206,12 +206,12 @@ func TestFxModule(t *testing.T) {
 		fx.Provide(func() *memcache.Client { return newClient(t, srv.Addr()) }),
 		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: cachetest.Lease, RenewDeadline: cachetest.Renew, RetryPeriod: cachetest.Retry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &cb),
 	)
 	app.RequireStart()
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -281,7 +281,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
 	}
 	for _, e := range all.Electors {
-		cachetest.WaitUntil(t, cachetest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
+		electiontest.WaitFor(t, electiontest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
 	}
 	app.RequireStop()
 	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})

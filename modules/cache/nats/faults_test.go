@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
@@ -65,19 +66,19 @@ func TestPushWakesFollower(t *testing.T) {
 	slow := func(cfg *fxelection.Config) {
 		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
 	}
-	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
-	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
-	follower := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "follower", slow)
-	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.E.Leader()
+	leader := electiontest.StartCandidate(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, 10*time.Second)
+	follower := electiontest.StartCandidate(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "follower", slow)
+	electiontest.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
+		l, ok := follower.Elector.Leader()
 		return ok && l.Holder == "leader"
 	})
 	stopped := time.Now()
-	if err := leader.E.Stop(context.Background()); err != nil {
+	if err := leader.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Without push the follower would wait for its next retry, 15s away.
-	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 5*time.Second)
 	t.Logf("hand-over with push took %v", time.Since(stopped))
 }
 
@@ -150,15 +151,15 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 	slow := func(cfg *fxelection.Config) {
 		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
 	}
-	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
-	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
+	leader := electiontest.StartCandidate(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, 10*time.Second)
 	fb := newBackend(t, srv.URL(), cachelease.Options{})
 	var woken atomic.Int32
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
-	cachetest.WaitUntil(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
-	follower := cachetest.Start(t, fb, e, "follower", slow)
-	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.E.Leader()
+	electiontest.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
+	follower := electiontest.StartCandidate(t, fb, e, "follower", slow)
+	electiontest.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
+		l, ok := follower.Elector.Leader()
 		return ok && l.Holder == "leader"
 	})
 	if err := srv.Kill(); err != nil {
@@ -168,12 +169,12 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	cachetest.WaitUntil(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
+	electiontest.WaitFor(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
 	stopped := time.Now()
-	if err := leader.E.Stop(context.Background()); err != nil {
+	if err := leader.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Without push the follower would wait for its next retry, up to 15s away.
-	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 5*time.Second)
 	t.Logf("hand-over with push after a server restart took %v", time.Since(stopped))
 }

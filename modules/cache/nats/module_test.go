@@ -17,9 +17,9 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 const (
@@ -32,7 +32,7 @@ const (
 func document(election, settings string) []byte {
 	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
 		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, cachetest.Lease, cachetest.Renew, cachetest.Retry, cachetest.MaxBO, moduleID, settings)
+		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
 }
 
 // TestModuleRegistered: importing the package registers the typed module.
@@ -163,7 +163,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, ok := b.(fxelection.Notifier); !ok {
 		t.Fatal("the module's Backend does not implement Notifier")
 	}
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the elector to lead", el.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
 	if el.BackendName() != "nats" {
 		t.Fatalf("backend name %q", el.BackendName())
 	}
@@ -219,7 +219,7 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 			if err := app.Err(); err != nil {
 				t.Fatal(err)
 			}
-			w := &cachetest.Watch{}
+			w := &electiontest.Events{}
 			el.AddObserver(w)
 			if err := app.Start(ctxT(t)); err != nil {
 				if strings.Contains(err.Error(), secret) {
@@ -229,9 +229,9 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 				return // fine, and redacted
 			}
 			var ev fxelection.Event
-			cachetest.WaitUntil(t, 20*time.Second, "a failed acquisition", func() bool {
+			electiontest.WaitFor(t, 20*time.Second, "a failed acquisition", func() bool {
 				var ok bool
-				ev, ok = w.Find(cachetest.IsStoreFailure)
+				ev, ok = w.Find(electiontest.IsStoreFailure)
 				return ok
 			})
 			if strings.Contains(ev.Err.Error(), secret) {
@@ -291,12 +291,12 @@ func TestFxModule(t *testing.T) {
 		fx.Provide(func() jetstream.KeyValue { return admin }),
 		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: cachetest.Lease, RenewDeadline: cachetest.Renew, RetryPeriod: cachetest.Retry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &cb),
 	)
 	app.RequireStart()
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -338,7 +338,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
 	}
 	for _, e := range all.Electors {
-		cachetest.WaitUntil(t, cachetest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
+		electiontest.WaitFor(t, electiontest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
 	}
 	app.RequireStop()
 	admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())

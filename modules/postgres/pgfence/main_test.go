@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
@@ -61,11 +60,11 @@ func newPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Helpers every backend's tests share (electiontest).
+var (
+	ctxT     = electiontest.Context
+	election = electiontest.Election
+)
 
 // newGuard returns a guard on a fresh table of its own (and the table's name).
 func newGuard(t testing.TB, pool *pgxpool.Pool) (*pgfence.Guard, string) {
@@ -79,8 +78,4 @@ func newGuard(t testing.TB, pool *pgxpool.Pool) (*pgfence.Guard, string) {
 		t.Fatal(err)
 	}
 	return g, table
-}
-
-func election(t testing.TB) string {
-	return "pgf-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
 }
