@@ -54,9 +54,33 @@ type Options struct {
 	// 500ms; set LeaseDuration for backends with a minimum lease length.
 	Timing Timing
 
+	// StoreDown, if set, adds the Contract/StoreDown case, which checks
+	// that while the store is down every operation is a store failure
+	// (never ErrLeaseHeld, ErrLeaseLost or ErrNoLease, which would make an
+	// elector give up a lease it may still hold, or believe one free) and,
+	// if the store can restart, that the holder renews its lease with its
+	// term afterwards. It returns a store of the test's own: the case stops
+	// it, so it must not be the one newBackend uses.
+	StoreDown func(t *testing.T) DownStore
+
 	// SkipEndToEnd skips the end-to-end part (for quick local runs only;
 	// every backend must pass it in CI).
 	SkipEndToEnd bool
+}
+
+// DownStore is a store of a test's own for the StoreDown case.
+type DownStore struct {
+	// Backend is a backend on the store.
+	Backend fxelection.Backend
+	// Kill stops the store as a crash would.
+	Kill func() error
+	// Restart, if set, starts the store again on the same address with
+	// the data it had; the case then checks that the lease survived.
+	Restart func() error
+	// RenewWrites says a renewal writes a new version of the record (an
+	// S3 ETag); the case then checks that the renewal after the restart
+	// returns a new Version.
+	RenewWrites bool
 }
 
 // Timing is the elector timing used by the end-to-end tests.
@@ -114,6 +138,9 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("CancelledContext", s.cancelled)
 		t.Run("GarbageRecord", s.garbage)
 		t.Run("RenewBatch", s.renewBatch)
+		if opts.StoreDown != nil {
+			t.Run("StoreDown", s.storeDown)
+		}
 	})
 	if opts.SkipEndToEnd {
 		return
@@ -568,5 +595,42 @@ func (s *suite) garbage(t *testing.T) {
 			t.Fatal("a foreign record that expired still blocks the election")
 		}
 		time.Sleep(s.o.TTL / 10)
+	}
+}
+
+// storeDown: while the store is down every operation is a store failure;
+// after a restart (where the store can) the holder renews with its term.
+func (s *suite) storeDown(t *testing.T) {
+	st := s.o.StoreDown(t)
+	b, e := st.Backend, Election(t)
+	l := mustAcquire(t, b, s.req(e, "a", time.Minute))
+	if err := st.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	storeFailure := func(op string, err error) {
+		t.Helper()
+		if err == nil || errors.Is(err, fxelection.ErrLeaseLost) || errors.Is(err, fxelection.ErrNoLease) || errors.Is(err, fxelection.ErrLeaseHeld) {
+			t.Fatalf("%s with the store down: %v, want a store failure", op, err)
+		}
+	}
+	_, err := b.Renew(Context(t), l)
+	storeFailure("Renew", err)
+	_, err = b.Get(Context(t), e)
+	storeFailure("Get", err)
+	_, err = b.Acquire(Context(t), s.req(e, "b", time.Minute))
+	storeFailure("Acquire", err)
+	storeFailure("Release", b.Release(Context(t), l))
+	if st.Restart == nil {
+		return
+	}
+	if err := st.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Renew(Context(t), l)
+	if err != nil {
+		t.Fatalf("Renew after the restart: %v", err)
+	}
+	if l2.Term != l.Term || l2.Holder != l.Holder || st.RenewWrites && l2.Version == l.Version {
+		t.Fatalf("renewed %+v from %+v", l2, l)
 	}
 }

@@ -22,12 +22,14 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(testserver.RunMain(m, func() error {
-		if shared.c != nil {
-			return shared.c.RemoveAll()
+	testserver.Main(m, func() func() error {
+		return func() error {
+			if shared.c != nil {
+				return shared.c.RemoveAll()
+			}
+			return nil
 		}
-		return nil
-	}))
+	})
 }
 
 // sharedCluster returns the shared etcd, started on first use.

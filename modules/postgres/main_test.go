@@ -3,7 +3,6 @@ package pglease_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -25,35 +24,27 @@ import (
 const envDSN = "FXELECTION_TEST_POSTGRES_DSN"
 
 var (
-	private  *testserver.Postgres // the package's own server, nil if it did not start
-	startErr error                // why it did not
-	poolSeq  atomic.Int64         // makes application names unique
+	private *testserver.Private[*testserver.Postgres] // the package's own server
+	poolSeq atomic.Int64                              // makes application names unique
 )
 
 // TestMain starts one private PostgreSQL for the package and checks for
 // leaked goroutines after closing it (goleak.VerifyTestMain would run
 // before the Close and see the server's own process waiter).
 func TestMain(m *testing.M) {
-	private, startErr = testserver.StartPostgres(testserver.PostgresOptions{})
-	os.Exit(testserver.RunMain(m, func() error {
-		if private == nil {
-			return nil
-		}
-		return private.Close()
-	}))
+	testserver.Main(m, func() func() error {
+		private = testserver.StartPrivate(startPostgres, nil)
+		return private.Close
+	})
+}
+
+func startPostgres() (*testserver.Postgres, error) {
+	return testserver.StartPostgres(testserver.PostgresOptions{})
 }
 
 // server returns the private server, skipping (failing under CI=true) when
 // it could not start.
-func server(t testing.TB) *testserver.Postgres {
-	t.Helper()
-	err := startErr
-	if private == nil && err == nil {
-		err = errors.New("private postgres: not started")
-	}
-	testserver.Require(t, err)
-	return private
-}
+func server(t testing.TB) *testserver.Postgres { return private.Get(t) }
 
 // dsn returns the DSN of the server contract tests use.
 func dsn(t testing.TB) string {

@@ -2,9 +2,7 @@ package pgfence_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -16,34 +14,24 @@ import (
 )
 
 var (
-	private  *testserver.Postgres
-	startErr error
-	seq      atomic.Int64
+	private *testserver.Private[*testserver.Postgres] // the package's own server
+	seq     atomic.Int64
 )
 
 // TestMain starts one private PostgreSQL for the package and checks for
 // leaked goroutines after closing it.
 func TestMain(m *testing.M) {
-	private, startErr = testserver.StartPostgres(testserver.PostgresOptions{})
-	os.Exit(testserver.RunMain(m, func() error {
-		if private == nil {
-			return nil
-		}
-		return private.Close()
-	}))
+	testserver.Main(m, func() func() error {
+		private = testserver.StartPrivate(func() (*testserver.Postgres, error) {
+			return testserver.StartPostgres(testserver.PostgresOptions{})
+		}, nil)
+		return private.Close
+	})
 }
 
 // dsn returns the private server's DSN, skipping (failing under CI=true)
 // when it could not start.
-func dsn(t testing.TB) string {
-	t.Helper()
-	err := startErr
-	if private == nil && err == nil {
-		err = errors.New("private postgres: not started")
-	}
-	testserver.Require(t, err)
-	return private.DSN()
-}
+func dsn(t testing.TB) string { return private.Get(t).DSN() }
 
 func newPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
