@@ -101,10 +101,10 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 // higher term; on one clock, the two never lead at once.
 func TestPartitionedLeader(t *testing.T) {
 	c := sharedCluster(t)
-	p := newCutProxy(t, c.Members[0].Endpoint())
+	p, endpoint := newProxy(t, c.Members[0].Endpoint())
 	e := electionName(t)
 	rec := &electiontest.Recorder{}
-	behind := electiontest.StartCandidate(t, newBackend(t, Options{}, p.Endpoint()), e, "behind-proxy", nil)
+	behind := electiontest.StartCandidate(t, newBackend(t, Options{}, endpoint), e, "behind-proxy", nil)
 	behind.Elector.AddObserver(rec)
 	_, l := electiontest.WaitLeader(t, []*electiontest.Candidate{behind}, leaderLimit)
 	direct := electiontest.StartCandidate(t, newBackend(t, Options{}, c.Endpoints()...), e, "direct", nil)
@@ -114,7 +114,7 @@ func TestPartitionedLeader(t *testing.T) {
 		return ok && l.Holder == "behind-proxy"
 	})
 
-	p.Cut()
+	cut(p)
 	electiontest.WaitStopped(t, behind, l.Term, leaderLimit)
 	_, l2 := electiontest.WaitNewTerm(t, []*electiontest.Candidate{behind, direct}, l.Term, leaderLimit)
 	if l2.Holder != "direct" || l2.Term <= l.Term {
@@ -137,8 +137,8 @@ func TestCompaction(t *testing.T) {
 	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
 
 	// Push watch on a client behind a proxy.
-	p := newCutProxy(t, c.Members[0].Endpoint())
-	watched := newBackend(t, Options{}, p.Endpoint())
+	p, endpoint := newProxy(t, c.Members[0].Endpoint())
+	watched := newBackend(t, Options{}, endpoint)
 	other := electionName(t) + "-other"
 	var woken atomic.Int32
 	defer watched.Subscribe(other, func() { woken.Add(1) })()
@@ -150,7 +150,7 @@ func TestCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p.Cut()
+	cut(p)
 	// While the watch is cut off: a release it must hear of, then enough
 	// writes and a compaction past its revision.
 	ob := newBackend(t, Options{}, c.Endpoints()...)
