@@ -14,6 +14,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/cache/memcached"
@@ -145,7 +146,7 @@ func run(t *testing.T, name string, l config.Loader) {
 		t.Fatal("no electors")
 	}
 	for _, e := range all.Electors {
-		testserver.WaitFor(t, 30*time.Second, e.Name()+" to elect a leader", e.IsLeader)
+		electiontest.WaitFor(t, 30*time.Second, e.Name()+" to elect a leader", e.IsLeader)
 	}
 	app.RequireStop()
 	for _, e := range all.Electors {

@@ -293,17 +293,3 @@ func RunMain(m *testing.M, closeServers func() error) int {
 	}
 	return code
 }
-
-// WaitFor polls cond every 10ms until it holds, failing t (naming what)
-// when limit passes first. For tests that wait on a real server or an
-// elector talking to one: give limit generous margins.
-func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

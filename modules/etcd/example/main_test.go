@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
@@ -83,7 +84,7 @@ func TestTwoInstances(t *testing.T) {
 	}
 	a, b := start("a"), start("b")
 	var first *inst
-	testserver.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
+	electiontest.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
 		la, leadingA := leaderOf(a)
 		lb, leadingB := leaderOf(b)
 		if la == "" || la != lb || leadingA == leadingB {
@@ -103,7 +104,7 @@ func TestTwoInstances(t *testing.T) {
 		other = b
 	}
 	first.cancel()
-	testserver.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
+	electiontest.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
 		l, leading := leaderOf(other)
 		return leading && l == other.id
 	})
