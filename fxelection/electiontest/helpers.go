@@ -1,9 +1,11 @@
 package electiontest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +218,74 @@ func WaitNewTerm(t testing.TB, cs []*Candidate, old uint64, limit time.Duration)
 		return false
 	})
 	return leader, lease
+}
+
+// LogBuffer is an io.Writer that keeps what was written, safe for
+// concurrent use: a sink for an elector's or an app's logger that a test
+// reads while they run. The zero value is ready.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// CheckElectorErrors runs a real elector on b (a backend whose store
+// fails every operation: unreachable, or refusing its credentials) for
+// election, as identity "a" with a 15s lease (Azure's minimum) retried
+// every 100ms, until it reports an error through OnError; t fails if none
+// comes within 30s. It passes that error to check as "OnError", then
+// Status().LastError as "Status().LastError", and fails t if leaks reports
+// that the elector's log (slog text) holds a secret. For tests that what
+// an application sees of a backend's errors keeps its secrets out.
+func CheckElectorErrors(t testing.TB, b fxelection.Backend, election string, check func(what string, err error), leaks func(log string) bool) {
+	t.Helper()
+	var logs LogBuffer
+	errs := make(chan error, 16)
+	el, err := fxelection.New(fxelection.Config{
+		Name: election, Identity: "a",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Callbacks: fxelection.Callbacks{OnError: func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}},
+	}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := el.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case err := <-errs:
+		check("OnError", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no OnError within 30s")
+	}
+	check("Status().LastError", el.Status().LastError)
+	if leaks(logs.String()) {
+		t.Fatalf("the elector's log leaks a secret: %s", logs.String())
+	}
 }

@@ -5,12 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -251,24 +249,6 @@ func accountSAS(t *testing.T) (token, sig string) {
 	return qp.Encode(), qp.Signature()
 }
 
-// syncBuffer is a log sink for one elector.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSASNotLeaked (issue 9, point 2): with a connection string that uses
 // SharedAccessSignature=…sig=…, the SDK's network errors carry the request
 // URL with its query; no error from the backend, nor what a real Elector
@@ -322,7 +302,7 @@ func TestSASNotLeaked(t *testing.T) {
 			if err := be.Release(ctx, l); err != nil {
 				check(t, "Release", err)
 			}
-			runElector(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
+			electiontest.CheckElectorErrors(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
 		})
 	}
 	// The SAS works against the live server: an election runs on it.
@@ -344,47 +324,4 @@ func TestSASNotLeaked(t *testing.T) {
 			t.Fatalf("Release with a SAS: %v", err)
 		}
 	})
-}
-
-// runElector runs a real Elector on be until it has reported a store
-// failure, and checks the error it got through OnError and Status, and its
-// log.
-func runElector(t *testing.T, be fxelection.Backend, e string, check func(string, error), leaks func(string) bool) {
-	t.Helper()
-	var logs syncBuffer
-	errs := make(chan error, 16)
-	el, err := fxelection.New(fxelection.Config{
-		Name: e, Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Callbacks: fxelection.Callbacks{OnError: func(err error) {
-			select {
-			case errs <- err:
-			default:
-			}
-		}},
-	}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := el.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := el.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	select {
-	case err := <-errs:
-		check("OnError", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("no OnError within 30s")
-	}
-	check("Status().LastError", el.Status().LastError)
-	if leaks(logs.String()) {
-		t.Fatalf("log leaks the signature: %s", logs.String())
-	}
 }

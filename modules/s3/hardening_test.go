@@ -5,11 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -207,24 +205,6 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
-// syncBuffer is a log sink for one elector.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestErrorsRedacted (issue 9, secrets): with a wrong endpoint or wrong
 // credentials, no error of the backend — nor what a real Elector passes to
 // OnError, keeps in Status().LastError or logs — contains the secret key.
@@ -260,49 +240,7 @@ func TestErrorsRedacted(t *testing.T) {
 			_, err = be.Renew(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: "x", Duration: time.Minute})
 			check("Renew", err)
 			check("Release", be.Release(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: "x", Duration: time.Minute}))
-			runElector(t, be, e, check)
+			electiontest.CheckElectorErrors(t, be, e, check, func(log string) bool { return strings.Contains(log, "s3cret") })
 		})
-	}
-}
-
-// runElector runs a real Elector on be until it has reported a store
-// failure, and checks the error it got through OnError, Status and its log.
-func runElector(t *testing.T, be fxelection.Backend, e string, check func(string, error)) {
-	t.Helper()
-	var logs syncBuffer
-	errs := make(chan error, 16)
-	el, err := fxelection.New(fxelection.Config{
-		Name: e, Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Callbacks: fxelection.Callbacks{OnError: func(err error) {
-			select {
-			case errs <- err:
-			default:
-			}
-		}},
-	}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := el.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := el.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	select {
-	case err := <-errs:
-		check("OnError", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("no OnError within 30s")
-	}
-	check("Status().LastError", el.Status().LastError)
-	if strings.Contains(logs.String(), "s3cret") {
-		t.Fatalf("log leaks a secret: %s", logs.String())
 	}
 }

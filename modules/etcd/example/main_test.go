@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +17,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
 
-// syncBuffer is a bytes.Buffer safe for the app's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func noEnv(string) (string, bool) { return "", false }
 
 // TestTwoInstances: two instances on a real etcd elect one leader, which
@@ -45,7 +25,7 @@ func TestTwoInstances(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{})
 	type inst struct {
 		id, addr string
-		out      syncBuffer
+		out      electiontest.LogBuffer
 		cancel   context.CancelFunc
 		done     chan int
 	}
@@ -57,7 +37,7 @@ func TestTwoInstances(t *testing.T) {
 		in := &inst{id: id, addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan int, 1)}
 		ctx, cancel := context.WithCancel(context.Background())
 		in.cancel = cancel
-		var stderr syncBuffer
+		var stderr electiontest.LogBuffer
 		go func() {
 			in.done <- run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "--id", id, "--http", in.addr,
 				"--lease", "2s", "--renew-deadline", "1300ms", "--retry", "300ms"}, &in.out, &stderr, noEnv)
@@ -127,7 +107,7 @@ func TestBadUsage(t *testing.T) {
 		{"--nope"},
 		{"extra"},
 	} {
-		var stdout, stderr syncBuffer
+		var stdout, stderr electiontest.LogBuffer
 		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
