@@ -42,13 +42,6 @@ func deleteBlob(t *testing.T, b *bloblease.Backend, election string) {
 	}
 }
 
-// rawRecord is a record in the core's JSON encoding, written by hand so
-// that any field can be hostile.
-func rawRecord(election, holder, term, durationMS string) string {
-	return `{"fxelection":1,"election":"` + election + `","holder":"` + holder + `","term":` + term +
-		`,"duration_ms":` + durationMS + `,"acquired_at":"2026-01-01T00:00:00Z"}`
-}
-
 // plantMeta writes value as election's record metadata, creating the blob
 // if needed; with leaseID it first takes a 60 s lease with that id and
 // writes under it, as another program might.
@@ -100,15 +93,17 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 func TestHostileRecords(t *testing.T) {
 	b := newBackend(t, bloblease.Options{})
 	for name, value := range map[string]func(e string) string{
-		"invalid UTF-8 holder": func(e string) string { return b64(rawRecord(e, "\xff\xfe\xfd", "3", "60000")) },
-		"control in holder":    func(e string) string { return b64(rawRecord(e, `a\u001b[31mb`, "3", "60000")) },
-		"zero term":            func(e string) string { return b64(rawRecord(e, "x", "0", "60000")) },
-		"term above MaxTerm":   func(e string) string { return b64(rawRecord(e, "x", "9223372036854775808", "60000")) },
-		"max uint64 term":      func(e string) string { return b64(rawRecord(e, "x", "18446744073709551615", "60000")) },
-		"huge duration":        func(e string) string { return b64(rawRecord(e, "x", "3", fmt.Sprint(int64(math.MaxInt64)))) },
-		"negative duration":    func(e string) string { return b64(rawRecord(e, "x", "3", "-1")) },
-		"other election":       func(string) string { return b64(rawRecord("someone-else", "x", "3", "60000")) },
-		"not base64":           func(string) string { return "%%% not base64" },
+		"invalid UTF-8 holder": func(e string) string { return b64(electiontest.RawRecord(e, "\xff\xfe\xfd", "3", "60000")) },
+		"control in holder":    func(e string) string { return b64(electiontest.RawRecord(e, `a\u001b[31mb`, "3", "60000")) },
+		"zero term":            func(e string) string { return b64(electiontest.RawRecord(e, "x", "0", "60000")) },
+		"term above MaxTerm":   func(e string) string { return b64(electiontest.RawRecord(e, "x", "9223372036854775808", "60000")) },
+		"max uint64 term":      func(e string) string { return b64(electiontest.RawRecord(e, "x", "18446744073709551615", "60000")) },
+		"huge duration": func(e string) string {
+			return b64(electiontest.RawRecord(e, "x", "3", fmt.Sprint(int64(math.MaxInt64))))
+		},
+		"negative duration": func(e string) string { return b64(electiontest.RawRecord(e, "x", "3", "-1")) },
+		"other election":    func(string) string { return b64(electiontest.RawRecord("someone-else", "x", "3", "60000")) },
+		"not base64":        func(string) string { return "%%% not base64" },
 		"control in metadata": func(e string) string {
 			return b64(`{"fxelection":1,"election":"` + e + `","holder":"x","metadata":{"k":"\u0007"},"term":3,"duration_ms":60000}`)
 		},
@@ -180,7 +175,7 @@ func deleteLease(t *testing.T, b *bloblease.Backend, election string) {
 // blob alone instead of wrapping.
 func TestTermExhausted(t *testing.T) {
 	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
-	v := b64(rawRecord(e, "x", fmt.Sprint(uint64(fxelection.MaxTerm)), "15000"))
+	v := b64(electiontest.RawRecord(e, "x", fmt.Sprint(uint64(fxelection.MaxTerm)), "15000"))
 	plantMeta(t, b, e, v, "")
 	for _, id := range []string{"a", "x"} {
 		if _, err := b.Acquire(ctxT(t), req(e, id, 15*time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {

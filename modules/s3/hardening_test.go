@@ -18,13 +18,6 @@ import (
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
-// rawRecord is a record in the core's JSON encoding, written by hand so
-// that any field can be hostile.
-func rawRecord(election, holder string, term string, durationMS string) string {
-	return `{"fxelection":1,"election":"` + election + `","holder":"` + holder + `","term":` + term +
-		`,"duration_ms":` + durationMS + `,"acquired_at":"2026-01-01T00:00:00Z"}`
-}
-
 // plant writes body as election's object, as another program might, and
 // returns its ETag.
 func plant(t *testing.T, b *s3lease.Backend, election string, body []byte) string {
@@ -60,7 +53,7 @@ func TestHugeDurationNeverTakenOver(t *testing.T) {
 	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
 	for _, ms := range []string{fmt.Sprint(int64(math.MaxInt64)), fmt.Sprint(int64(math.MaxInt64 - 1)), fmt.Sprint(int64(math.MaxInt64 / 1000)), "9223372036854"} {
 		t.Run(ms, func(t *testing.T) {
-			etag := plant(t, b, e, envelopeBody(false, rawRecord(e, "x", "5", ms)))
+			etag := plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", "5", ms)))
 			deadline := time.Now().Add(3 * time.Second)
 			for n := 0; time.Now().Before(deadline) || n < 3; n++ {
 				if l, err := b.Acquire(ctxT(t), req(e, "a", 100*time.Millisecond)); !errors.Is(err, fxelection.ErrInvalidRecord) {
@@ -84,18 +77,18 @@ func TestHugeDurationNeverTakenOver(t *testing.T) {
 func TestHostileRecords(t *testing.T) {
 	b := newBackend(t, s3lease.Options{})
 	for name, rec := range map[string]func(e string) string{
-		"invalid UTF-8 holder": func(e string) string { return rawRecord(e, "\xff\xfe\xfd", "3", "60000") },
-		"control in holder":    func(e string) string { return rawRecord(e, `a\u001b[31mb`, "3", "60000") },
-		"newline in holder":    func(e string) string { return rawRecord(e, `a\nb`, "3", "60000") },
-		"empty holder":         func(e string) string { return rawRecord(e, "", "3", "60000") },
-		"zero term":            func(e string) string { return rawRecord(e, "x", "0", "60000") },
-		"term above MaxTerm":   func(e string) string { return rawRecord(e, "x", "9223372036854775808", "60000") },
-		"max uint64 term":      func(e string) string { return rawRecord(e, "x", "18446744073709551615", "60000") },
-		"negative term":        func(e string) string { return rawRecord(e, "x", "-1", "60000") },
-		"fractional term":      func(e string) string { return rawRecord(e, "x", "1.5", "60000") },
-		"zero duration":        func(e string) string { return rawRecord(e, "x", "3", "0") },
-		"negative duration":    func(e string) string { return rawRecord(e, "x", "3", "-60000") },
-		"other election":       func(string) string { return rawRecord("someone-else", "x", "3", "60000") },
+		"invalid UTF-8 holder": func(e string) string { return electiontest.RawRecord(e, "\xff\xfe\xfd", "3", "60000") },
+		"control in holder":    func(e string) string { return electiontest.RawRecord(e, `a\u001b[31mb`, "3", "60000") },
+		"newline in holder":    func(e string) string { return electiontest.RawRecord(e, `a\nb`, "3", "60000") },
+		"empty holder":         func(e string) string { return electiontest.RawRecord(e, "", "3", "60000") },
+		"zero term":            func(e string) string { return electiontest.RawRecord(e, "x", "0", "60000") },
+		"term above MaxTerm":   func(e string) string { return electiontest.RawRecord(e, "x", "9223372036854775808", "60000") },
+		"max uint64 term":      func(e string) string { return electiontest.RawRecord(e, "x", "18446744073709551615", "60000") },
+		"negative term":        func(e string) string { return electiontest.RawRecord(e, "x", "-1", "60000") },
+		"fractional term":      func(e string) string { return electiontest.RawRecord(e, "x", "1.5", "60000") },
+		"zero duration":        func(e string) string { return electiontest.RawRecord(e, "x", "3", "0") },
+		"negative duration":    func(e string) string { return electiontest.RawRecord(e, "x", "3", "-60000") },
+		"other election":       func(string) string { return electiontest.RawRecord("someone-else", "x", "3", "60000") },
 		"control in metadata": func(e string) string {
 			return `{"fxelection":1,"election":"` + e + `","holder":"x","metadata":{"k":"\u0007"},"term":3,"duration_ms":60000}`
 		},
@@ -127,7 +120,7 @@ func TestHostileRecords(t *testing.T) {
 	// The same holder with invalid UTF-8 in a released object: not taken
 	// either (a released record is decoded like any other).
 	e := electiontest.Election(t)
-	plant(t, b, e, envelopeBody(true, rawRecord(e, "\xff", "3", "60000")))
+	plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "\xff", "3", "60000")))
 	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, fxelection.ErrInvalidRecord) {
 		t.Fatalf("Acquire over a released hostile record: %v", err)
 	}
@@ -140,7 +133,7 @@ func TestHostileRecords(t *testing.T) {
 func TestTermExhausted(t *testing.T) {
 	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
 	maxTerm := fmt.Sprint(uint64(fxelection.MaxTerm))
-	etag := plant(t, b, e, envelopeBody(true, rawRecord(e, "x", maxTerm, "60000")))
+	etag := plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "x", maxTerm, "60000")))
 	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {
 		t.Fatalf("Acquire after term MaxTerm was released: %v, want ErrTermExhausted", err)
 	}
@@ -149,7 +142,7 @@ func TestTermExhausted(t *testing.T) {
 	}
 	// Held at MaxTerm: the holder re-acquires at the same term; a takeover
 	// after expiry is refused like the release.
-	plant(t, b, e, envelopeBody(false, rawRecord(e, "x", maxTerm, "200")))
+	plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", maxTerm, "200")))
 	lx, err := b.Acquire(ctxT(t), req(e, "x", 200*time.Millisecond))
 	if err != nil || lx.Term != fxelection.MaxTerm {
 		t.Fatalf("holder's re-acquire at MaxTerm: %+v, %v", lx, err)
