@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -298,35 +296,7 @@ func TestExampleConfig(t *testing.T) {
 // TestReadmeSettingsTable: the README's settings table for the module lists
 // exactly its settings (the struct's JSON keys).
 func TestReadmeSettingsTable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	header := "| `" + moduleID + "` setting |"
-	_, table, ok := strings.Cut(string(readme), header)
-	if !ok {
-		t.Fatalf("README has no table starting %q", header)
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
-	var listed []string
-	for _, row := range strings.Split(table, "\n")[2:] {
-		first := strings.Split(row, "|")[1]
-		for _, k := range strings.Split(first, ",") {
-			listed = append(listed, strings.Trim(strings.TrimSpace(k), "`"))
-		}
-	}
-	var keys []string
-	rt := reflect.TypeFor[ConfigModule]()
-	for i := range rt.NumField() {
-		if tag := rt.Field(i).Tag.Get("json"); tag != "" {
-			keys = append(keys, strings.Split(tag, ",")[0])
-		}
-	}
-	slices.Sort(listed)
-	slices.Sort(keys)
-	if !slices.Equal(listed, keys) {
-		t.Fatalf("README lists %v, the module has %v", listed, keys)
-	}
+	doctest.SettingsTable[ConfigModule](t, "../../../README.md", moduleID)
 }
 
 // TestModuleProvisionResolves: host names are resolved by Provision within
