@@ -7,6 +7,7 @@ package moduletest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -107,3 +108,29 @@ func Provision(t testing.TB, ctx context.Context, m config.BackendModule) (b fxe
 	})
 	return b, cleanup, nil
 }
+
+// ProvisionSettings decodes settings (JSON values; the "module" key is set
+// to moduleID) as one module object, validates it and provisions it (see
+// Provision) with ctx.
+func ProvisionSettings(t testing.TB, ctx context.Context, moduleID string, settings map[string]any) (b fxelection.Backend, cleanup func() error, err error) {
+	t.Helper()
+	settings["module"] = moduleID
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(string(raw), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Provision(t, ctx, m)
+}
+
+// At is a Case's Want for an error that names the JSON path of the module
+// object's setting key, as decoding reports it.
+func At(key string) []string { return []string{BackendPath + "." + key} }
+
+// Validated is a Case's Want for an error from the module's Validate:
+// the module object's path, then text naming the setting (the key and
+// what follows it in the module's message, such as "bucket:").
+func Validated(setting string) []string { return []string{BackendPath + ": ", setting} }

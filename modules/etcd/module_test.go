@@ -97,29 +97,27 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.etcd", "username": "app", "password": "{env.ETCD_PASSWORD}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: obj(``), Want: at("endpoints"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoints": []`), Want: at("endpoints"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoint": ["h:1"]`), Want: at("endpoint"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "endpoints": "h:1"`), Want: at("endpoints"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoints": [" "]`), Want: validate("endpoints"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["no-port"]`), Want: validate("endpoints"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["http://u:` + secret + `@h:1"]`), Want: validate("endpoints: endpoint 1 has user info"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1", "u:` + secret + `@h:1"]`), Want: validate("endpoint 2"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["unix://` + secret + `"]`), Want: validate("scheme"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["http://h:1/x?` + secret + `"]`), Want: validate("path or query"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["http://h:1"], "tls": true`), Want: validate("http:// but TLS"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["https://h:1", "http://h:2"]`), Want: validate("endpoint 2"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": "-1s"`), Want: validate("dial_timeout"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": 5`), Want: at("dial_timeout"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoints": ["h:1"], "cert_file": "c.pem"`), Want: validate("key_file"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1"], "push": "false"`), Want: at("push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoints": ["h:1"], "prefix": "a\nb"`), Want: validate("prefix"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": "{env.ETCD_PASSWORD}"}`, Want: validate("username"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "username": "app"}`, Want: validate("password"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": 5}`, Want: at("password"), Is: config.ErrWrongType},
+		{Settings: obj(``), Want: moduletest.At("endpoints"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoints": []`), Want: moduletest.At("endpoints"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": ["h:1"]`), Want: moduletest.At("endpoint"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "endpoints": "h:1"`), Want: moduletest.At("endpoints"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": [" "]`), Want: moduletest.Validated("endpoints"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["no-port"]`), Want: moduletest.Validated("endpoints"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://u:` + secret + `@h:1"]`), Want: moduletest.Validated("endpoints: endpoint 1 has user info"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1", "u:` + secret + `@h:1"]`), Want: moduletest.Validated("endpoint 2"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["unix://` + secret + `"]`), Want: moduletest.Validated("scheme"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://h:1/x?` + secret + `"]`), Want: moduletest.Validated("path or query"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://h:1"], "tls": true`), Want: moduletest.Validated("http:// but TLS"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["https://h:1", "http://h:2"]`), Want: moduletest.Validated("endpoint 2"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": "-1s"`), Want: moduletest.Validated("dial_timeout"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": 5`), Want: moduletest.At("dial_timeout"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": ["h:1"], "cert_file": "c.pem"`), Want: moduletest.Validated("key_file"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "push": "false"`), Want: moduletest.At("push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": ["h:1"], "prefix": "a\nb"`), Want: moduletest.Validated("prefix"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": "{env.ETCD_PASSWORD}"}`, Want: moduletest.Validated("username"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "username": "app"}`, Want: moduletest.Validated("password"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": 5}`, Want: moduletest.At("password"), Is: config.ErrWrongType},
 	}, secret)
 }
 

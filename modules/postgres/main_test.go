@@ -2,7 +2,6 @@ package pglease_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -129,14 +128,5 @@ func leaderOf(t *testing.T, limit time.Duration, cs ...*candidate) *candidate {
 // it. Its Cleanup runs when the test ends, or earlier through cleanup.
 func provision(t testing.TB, settings map[string]any) (b fxelection.Backend, cleanup func() error, err error) {
 	t.Helper()
-	settings["module"] = "fxelection.backends.postgres"
-	raw, err := json.Marshal(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := moduletest.Decode(string(raw), nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return moduletest.Provision(t, ctxT(t), m)
+	return moduletest.ProvisionSettings(t, ctxT(t), "fxelection.backends.postgres", settings)
 }

@@ -57,19 +57,17 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.postgres", "dsn": "{env.PG_DSN}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key + " \""} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: `{"module": "fxelection.backends.postgres"}`, Want: at("dsn"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.postgres", "dsn": ""}`, Want: at("dsn"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.postgres", "dsn": 5}`, Want: at("dsn"), Is: config.ErrWrongType},
-		{Settings: obj(`, "tabel": "t"`), Want: at("tabel"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "table": "x; DROP TABLE y"`), Want: validate("table"), Is: pglease.ErrInvalidIdentifier},
-		{Settings: obj(`, "schema": "a\"b"`), Want: validate("schema"), Is: pglease.ErrInvalidIdentifier},
-		{Settings: obj(`, "channel": "a b"`), Want: validate("channel"), Is: pglease.ErrInvalidIdentifier},
-		{Settings: obj(`, "table": 1`), Want: at("table"), Is: config.ErrWrongType},
-		{Settings: obj(`, "disable_push": "maybe"`), Want: at("disable_push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "skip_create_table": 2`), Want: at("skip_create_table"), Is: config.ErrWrongType},
+		{Settings: `{"module": "fxelection.backends.postgres"}`, Want: moduletest.At("dsn"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.postgres", "dsn": ""}`, Want: moduletest.At("dsn"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.postgres", "dsn": 5}`, Want: moduletest.At("dsn"), Is: config.ErrWrongType},
+		{Settings: obj(`, "tabel": "t"`), Want: moduletest.At("tabel"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "table": "x; DROP TABLE y"`), Want: moduletest.Validated("table \""), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "schema": "a\"b"`), Want: moduletest.Validated("schema \""), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "channel": "a b"`), Want: moduletest.Validated("channel \""), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "table": 1`), Want: moduletest.At("table"), Is: config.ErrWrongType},
+		{Settings: obj(`, "disable_push": "maybe"`), Want: moduletest.At("disable_push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "skip_create_table": 2`), Want: moduletest.At("skip_create_table"), Is: config.ErrWrongType},
 	}, pw)
 }
 

@@ -89,26 +89,24 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.redis", "password": "{env.REDIS_PASSWORD}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: obj(``), Want: at("addr"), Is: config.ErrRequired},
-		{Settings: obj(`, "addr": ""`), Want: at("addr"), Is: config.ErrRequired},
-		{Settings: obj(`, "adr": "h:1"`), Want: at("adr"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "addr": 6379`), Want: at("addr"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": " , "`), Want: validate("addr"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "no-port"`), Want: validate("addr"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "redis://u:` + secret + `@h:1"`), Want: validate("addr: address 1 is a URL"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "u:` + secret + `@h:1"`), Want: validate("addr"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "h:1", "db": "x"`), Want: at("db"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "db": 1.5`), Want: at("db"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "db": -1`), Want: validate("db"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "h:1,h:2", "db": 1`), Want: validate("db"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "h:1", "tls": "maybe"`), Want: at("tls"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "push": "false"`), Want: at("push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "sequential_terms": 2`), Want: at("sequential_terms"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "prefix": "a{b}"`), Want: validate("prefix"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.redis", "addr": "h:1", "password": 5}`, Want: at("password"), Is: config.ErrWrongType},
+		{Settings: obj(``), Want: moduletest.At("addr"), Is: config.ErrRequired},
+		{Settings: obj(`, "addr": ""`), Want: moduletest.At("addr"), Is: config.ErrRequired},
+		{Settings: obj(`, "adr": "h:1"`), Want: moduletest.At("adr"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "addr": 6379`), Want: moduletest.At("addr"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": " , "`), Want: moduletest.Validated("addr"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "no-port"`), Want: moduletest.Validated("addr"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "redis://u:` + secret + `@h:1"`), Want: moduletest.Validated("addr: address 1 is a URL"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "u:` + secret + `@h:1"`), Want: moduletest.Validated("addr"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1", "db": "x"`), Want: moduletest.At("db"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "db": 1.5`), Want: moduletest.At("db"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "db": -1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1,h:2", "db": 1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1", "tls": "maybe"`), Want: moduletest.At("tls"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "push": "false"`), Want: moduletest.At("push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "sequential_terms": 2`), Want: moduletest.At("sequential_terms"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "prefix": "a{b}"`), Want: moduletest.Validated("prefix"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.redis", "addr": "h:1", "password": 5}`, Want: moduletest.At("password"), Is: config.ErrWrongType},
 	}, secret)
 }
 
