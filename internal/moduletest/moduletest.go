@@ -134,3 +134,39 @@ func At(key string) []string { return []string{BackendPath + "." + key} }
 // the module object's path, then text naming the setting (the key and
 // what follows it in the module's message, such as "bucket:").
 func Validated(setting string) []string { return []string{BackendPath + ": ", setting} }
+
+// MustProvision decodes settings (see Decode; no placeholders), requires a
+// module of type M whose backend reports name (fxelection.BackendName),
+// and provisions it (see Provision) with ctx, failing t on any error.
+func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, settings, name string) (M, fxelection.Backend, func() error) {
+	t.Helper()
+	decoded, err := Decode(settings, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := decoded.(M)
+	if !ok {
+		t.Fatalf("decoded %T", decoded)
+	}
+	b, cleanup, err := Provision(t, ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fxelection.BackendName(b); got != name {
+		t.Fatalf("name = %q, want %q", got, name)
+	}
+	return m, b, cleanup
+}
+
+// CheckCleanupCloses runs a provisioned module's cleanup and checks that
+// its backend b no longer reaches the store (a Get fails), as it must once
+// the client the module built is closed.
+func CheckCleanupCloses(t testing.TB, ctx context.Context, b fxelection.Backend, cleanup func() error) {
+	t.Helper()
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "x"); err == nil {
+		t.Fatal("Get after Cleanup succeeded: the client was not closed")
+	}
+}

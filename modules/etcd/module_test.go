@@ -34,21 +34,8 @@ func endpointsJSON(t testing.TB, eps []string) string {
 // the client.
 func TestConfigModule(t *testing.T) {
 	c := sharedCluster(t)
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
-		"prefix": "reg/", "push": false, "dial_timeout": "3s"}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := m.(*ConfigModule); !ok {
-		t.Fatalf("decoded %T", m)
-	}
-	b, cleanup, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fxelection.BackendName(b) != "etcd" {
-		t.Fatalf("name = %q", fxelection.BackendName(b))
-	}
+	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
+		"prefix": "reg/", "push": false, "dial_timeout": "3s"}`, "etcd")
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
@@ -62,12 +49,7 @@ func TestConfigModule(t *testing.T) {
 	if err := cand.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Get(ctxT(t), "x"); err == nil {
-		t.Fatal("Get after Cleanup succeeded: the client was not closed")
-	}
+	moduletest.CheckCleanupCloses(t, ctxT(t), b, cleanup)
 }
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.

@@ -41,12 +41,7 @@ func TestConfigModule(t *testing.T) {
 	if err := b.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Get(ctxT(t), e); err == nil {
-		t.Fatal("Get after Cleanup succeeded: the pool should be closed")
-	}
+	moduletest.CheckCleanupCloses(t, ctxT(t), b, cleanup)
 }
 
 // TestConfigModuleErrors: strict decoding and Validate name the JSON path

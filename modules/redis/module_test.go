@@ -26,21 +26,8 @@ const secret = "s3cr3t-PASSWORD-never-shown"
 // the client.
 func TestConfigModule(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`",
-		"db": 3, "prefix": "reg:", "sequential_terms": true, "push": false}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := m.(*ConfigModule); !ok {
-		t.Fatalf("decoded %T", m)
-	}
-	b, cleanup, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fxelection.BackendName(b) != "redis" {
-		t.Fatalf("name = %q", fxelection.BackendName(b))
-	}
+	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`",
+		"db": 3, "prefix": "reg:", "sequential_terms": true, "push": false}`, "redis")
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
@@ -57,12 +44,7 @@ func TestConfigModule(t *testing.T) {
 	if err := c.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Get(ctxT(t), "x"); err == nil {
-		t.Fatal("Get after Cleanup succeeded: the client was not closed")
-	}
+	moduletest.CheckCleanupCloses(t, ctxT(t), b, cleanup)
 }
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.
