@@ -11,9 +11,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
 // BackendPath is the JSON path of the module object in the documents Decode
@@ -169,4 +174,39 @@ func CheckCleanupCloses(t testing.TB, ctx context.Context, b fxelection.Backend,
 	if _, err := b.Get(ctx, "x"); err == nil {
 		t.Fatal("Get after Cleanup succeeded: the client was not closed")
 	}
+}
+
+// RunConfigFile parses the configuration file path with l, runs it as an
+// fx app (without fx's log) until every election it names has a leader,
+// each within limit, stops the app, checks that no elector still leads,
+// and returns the document, for the caller to check the store.
+func RunConfigFile(t *testing.T, l config.Loader, path string, limit time.Duration) *config.Document {
+	t.Helper()
+	doc, err := l.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := config.Build(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all struct {
+		fx.In
+		Electors []*fxelection.Elector `group:"fxelection.electors"`
+	}
+	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
+	app.RequireStart()
+	if len(all.Electors) == 0 || len(all.Electors) != len(doc.Elections) {
+		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
+	}
+	for _, e := range all.Electors {
+		electiontest.WaitFor(t, limit, e.Name()+" to lead", e.IsLeader)
+	}
+	app.RequireStop()
+	for _, e := range all.Electors {
+		if e.IsLeader() {
+			t.Errorf("%s still leads after stop", e.Name())
+		}
+	}
+	return doc
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -261,27 +262,7 @@ func TestExampleConfig(t *testing.T) {
 	l := config.Loader{LookupEnv: func(name string) (string, bool) {
 		return srv.Addr(), name == "MEMCACHED_ADDR"
 	}}
-	doc, err := l.ParseFile("../../../examples/configs/memcached.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := config.Build(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all struct {
-		fx.In
-		Electors []*fxelection.Elector `group:"fxelection.electors"`
-	}
-	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
-	app.RequireStart()
-	if len(all.Electors) != len(doc.Elections) {
-		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
-	}
-	for _, e := range all.Electors {
-		electiontest.WaitFor(t, electiontest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
-	}
-	app.RequireStop()
+	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/memcached.json", electiontest.LeaderLimit)
 	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})
 	for _, e := range doc.Elections {
 		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {

@@ -16,6 +16,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -318,27 +319,7 @@ func TestExampleConfig(t *testing.T) {
 		v, ok := env[name]
 		return v, ok
 	}}
-	doc, err := l.ParseFile("../../../examples/configs/nats.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := config.Build(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all struct {
-		fx.In
-		Electors []*fxelection.Elector `group:"fxelection.electors"`
-	}
-	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
-	app.RequireStart()
-	if len(all.Electors) != len(doc.Elections) {
-		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
-	}
-	for _, e := range all.Electors {
-		electiontest.WaitFor(t, electiontest.LeaderLimit, e.Name()+" to lead", e.IsLeader)
-	}
-	app.RequireStop()
+	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/nats.json", electiontest.LeaderLimit)
 	admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())
 	kv, err := jsOf(t, admin).KeyValue(ctxT(t), DefaultBucket)
 	if err != nil {
