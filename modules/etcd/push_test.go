@@ -1,7 +1,6 @@
 package etcdlease
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,24 +13,9 @@ import (
 // bound, a follower takes over a released lease only thanks to the watch.
 func TestPushWakesFollower(t *testing.T) {
 	eps := sharedCluster(t).Endpoints()
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = 2*time.Minute, 80*time.Second, 30*time.Second, 30*time.Second
-	}
-	leader := electiontest.StartCandidate(t, newBackend(t, Options{}, eps...), e, "leader", slow)
-	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, leaderLimit)
-	follower := electiontest.StartCandidate(t, newBackend(t, Options{}, eps...), e, "follower", slow)
-	electiontest.WaitFor(t, leaderLimit, "the follower to see the leader", func() bool {
-		l, ok := follower.Elector.Leader()
-		return ok && l.Holder == "leader"
+	electiontest.CheckPushHandover(t, newBackend(t, Options{}, eps...), newBackend(t, Options{}, eps...), electiontest.PushOptions{
+		Retry: 30 * time.Second, Wait: leaderLimit, Handover: 10 * time.Second,
 	})
-	stopped := time.Now()
-	if err := leader.Elector.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, 30s away.
-	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 10*time.Second)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
 }
 
 // TestPushWakesOnExpiry: etcd deleting an expired lease's key wakes the

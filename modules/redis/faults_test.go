@@ -186,22 +186,5 @@ func TestReacquireAfterCrash(t *testing.T) {
 // bound, a follower takes over a released lease only thanks to push.
 func TestPushWakesFollower(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
-	}
-	leader := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "leader", slow)
-	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, 10*time.Second)
-	follower := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "follower", slow)
-	electiontest.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.Elector.Leader()
-		return ok && l.Holder == "leader"
-	})
-	stopped := time.Now()
-	if err := leader.Elector.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, 15s away.
-	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 5*time.Second)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
+	electiontest.CheckPushHandover(t, newBackend(t, srv.Addr(), Options{}), newBackend(t, srv.Addr(), Options{}), electiontest.PushOptions{})
 }

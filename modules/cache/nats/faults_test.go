@@ -1,7 +1,6 @@
 package natslease
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -62,24 +61,7 @@ func TestFaults(t *testing.T) {
 // watch.
 func TestPushWakesFollower(t *testing.T) {
 	srv, _ := newServer(t)
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
-	}
-	leader := electiontest.StartCandidate(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
-	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, 10*time.Second)
-	follower := electiontest.StartCandidate(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "follower", slow)
-	electiontest.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.Elector.Leader()
-		return ok && l.Holder == "leader"
-	})
-	stopped := time.Now()
-	if err := leader.Elector.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, 15s away.
-	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 5*time.Second)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
+	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), newBackend(t, srv.URL(), cachelease.Options{}), electiontest.PushOptions{})
 }
 
 // TestBadInput: empty and invalid bucket names, bad prefixes and hostile
@@ -147,34 +129,20 @@ func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*ca
 // woken then), a release wakes the follower long before its next retry.
 func TestPushSurvivesServerRestart(t *testing.T) {
 	srv, _ := newServer(t)
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
-	}
-	leader := electiontest.StartCandidate(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
-	electiontest.WaitLeader(t, []*electiontest.Candidate{leader}, 10*time.Second)
 	fb := newBackend(t, srv.URL(), cachelease.Options{})
 	var woken atomic.Int32
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
 	electiontest.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
-	follower := electiontest.StartCandidate(t, fb, e, "follower", slow)
-	electiontest.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.Elector.Leader()
-		return ok && l.Holder == "leader"
+	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, electiontest.PushOptions{
+		BeforeStop: func(t *testing.T) {
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			woken.Store(0)
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			electiontest.WaitFor(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
+		},
 	})
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	woken.Store(0)
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	electiontest.WaitFor(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
-	stopped := time.Now()
-	if err := leader.Elector.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, up to 15s away.
-	electiontest.WaitLeader(t, []*electiontest.Candidate{follower}, 5*time.Second)
-	t.Logf("hand-over with push after a server restart took %v", time.Since(stopped))
 }
