@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -209,4 +210,45 @@ func RunConfigFile(t *testing.T, l config.Loader, path string, limit time.Durati
 		}
 	}
 	return doc
+}
+
+// Document returns a configuration document with one election, with
+// electiontest's fault timing, whose backend object is the module moduleID
+// with settings (JSON members after the module key, each with a leading
+// comma, or "").
+func Document(election, moduleID, settings string) []byte {
+	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
+		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
+		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
+}
+
+// CheckRegistered checks that moduleID is registered, with a doc string.
+func CheckRegistered(t *testing.T, moduleID string) {
+	t.Helper()
+	info, err := config.GetModule(config.ModuleID(moduleID))
+	if err != nil || info.Doc == "" {
+		t.Fatalf("GetModule = %+v, %v", info, err)
+	}
+}
+
+// CheckDecodeHides decodes settings (a module object, values as Go
+// values; fuzz input) and checks that it either decodes to a module of
+// type M or fails with an error that does not contain secret. Settings
+// that JSON cannot represent are skipped.
+func CheckDecodeHides[M config.BackendModule](t *testing.T, settings map[string]any, secret string) {
+	t.Helper()
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return // not representable as JSON: nothing to decode
+	}
+	m, err := Decode(string(raw), nil)
+	if err == nil {
+		if _, ok := m.(M); !ok {
+			t.Fatalf("decoded %T", m)
+		}
+		return
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("error %q shows the secret", err)
+	}
 }

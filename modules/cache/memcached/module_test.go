@@ -26,21 +26,8 @@ import (
 
 const moduleID = "fxelection.backends.memcached"
 
-// document returns a one-election document whose backend object has the
-// given settings (JSON members, without braces) after the module ID.
-func document(election, settings string) []byte {
-	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
-		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
-}
-
 // TestModuleRegistered: importing the package registers the typed module.
-func TestModuleRegistered(t *testing.T) {
-	info, err := config.GetModule(moduleID)
-	if err != nil || info.Doc == "" {
-		t.Fatalf("GetModule = %+v, %v", info, err)
-	}
-}
+func TestModuleRegistered(t *testing.T) { moduletest.CheckRegistered(t, moduleID) }
 
 // TestModuleDecodeErrors: unknown keys, wrong types, missing required
 // settings, bad durations and values Validate refuses are errors naming the
@@ -68,7 +55,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 		{`, "addr": "h:1", "prefix": "` + strings.Repeat("p", 200) + `"`, `prefix: `, cachelease.ErrInvalidPrefix},
 	}
 	for _, tc := range cases {
-		_, err := config.Parse(document("e", tc.settings))
+		_, err := config.Parse(moduletest.Document("e", moduleID, tc.settings))
 		if err == nil {
 			t.Errorf("%s: no error", tc.settings)
 			continue
@@ -83,7 +70,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 			t.Errorf("%s: error %q echoes a value", tc.settings, err)
 		}
 	}
-	if _, err := config.Parse(document("e", `, "addr": "h:1, h:2", "timeout": "250ms", "prefix": "a.b_c="`)); err != nil {
+	if _, err := config.Parse(moduletest.Document("e", moduleID, `, "addr": "h:1, h:2", "timeout": "250ms", "prefix": "a.b_c="`)); err != nil {
 		t.Fatalf("valid settings: %v", err)
 	}
 }
@@ -94,7 +81,7 @@ func TestModuleSharedValidation(t *testing.T) {
 	client := memcache.New("127.0.0.1:1") // never dialled
 	for _, p := range []string{"a b", ".x", "a..b", "a/b", "é", strings.Repeat("p", 200), "", "a", "a.b.", "x_y=z-"} {
 		_, newErr := New(client, cachelease.Options{KeyPrefix: p})
-		_, docErr := config.Parse(document("e", fmt.Sprintf(`, "addr": "h:1", "prefix": %q`, p)))
+		_, docErr := config.Parse(moduletest.Document("e", moduleID, fmt.Sprintf(`, "addr": "h:1", "prefix": %q`, p)))
 		if (newErr == nil) != (docErr == nil) {
 			t.Errorf("prefix %q: New: %v; module: %v", p, newErr, docErr)
 		}
@@ -117,7 +104,7 @@ func TestModuleLifecycle(t *testing.T) {
 	}
 	before := connAddrs(t, srv.Addr())
 
-	doc, err := config.Parse(document(e, fmt.Sprintf(`, "addr": %q, "timeout": "2s", "prefix": "cfg."`, srv.Addr())))
+	doc, err := config.Parse(moduletest.Document(e, moduleID, fmt.Sprintf(`, "addr": %q, "timeout": "2s", "prefix": "cfg."`, srv.Addr())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,21 +26,8 @@ const (
 	secret   = "s3cr3t-PASSWORD-never-shown"
 )
 
-// document returns a one-election document whose backend object has the
-// given settings (JSON members, without braces) after the module ID.
-func document(election, settings string) []byte {
-	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
-		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
-}
-
 // TestModuleRegistered: importing the package registers the typed module.
-func TestModuleRegistered(t *testing.T) {
-	info, err := config.GetModule(moduleID)
-	if err != nil || info.Doc == "" {
-		t.Fatalf("GetModule = %+v, %v", info, err)
-	}
-}
+func TestModuleRegistered(t *testing.T) { moduletest.CheckRegistered(t, moduleID) }
 
 // TestModuleDecodeErrors: unknown keys, wrong types, missing required
 // settings and values Validate refuses are errors naming the JSON path or
@@ -71,7 +58,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 		{`, "url": "nats://user:` + secret + `@h:1", "prefix": ".x"`, `prefix: `, cachelease.ErrInvalidPrefix},
 	}
 	for _, tc := range cases {
-		_, err := config.Parse(document("e", tc.settings))
+		_, err := config.Parse(moduletest.Document("e", moduleID, tc.settings))
 		if err == nil {
 			t.Errorf("%s: no error", tc.settings)
 			continue
@@ -86,7 +73,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 			t.Errorf("%s: error %q contains a secret", tc.settings, err)
 		}
 	}
-	doc, err := config.Parse(document("e", `, "url": "nats://a:1, nats://b:2", "username": "app", "token": "t", "bucket": "b_1-x",
+	doc, err := config.Parse(moduletest.Document("e", moduleID, `, "url": "nats://a:1, nats://b:2", "username": "app", "token": "t", "bucket": "b_1-x",
 		"replicas": 3, "prefix": "p.", "push": false`+pw))
 	if err != nil {
 		t.Fatalf("valid settings: %v", err)
@@ -108,7 +95,7 @@ func TestModuleSharedValidation(t *testing.T) {
 	js := jsOf(t, connect(t, srv.URL()))
 	for _, bucket := range []string{"a.b", "a b", "a>", "é", strings.Repeat("b", 201), "b", "B_1-x", strings.Repeat("b", 200)} {
 		_, plainErr := NewBucketStore(js, jetstream.KeyValueConfig{Bucket: bucket})
-		_, docErr := config.Parse(document("e", fmt.Sprintf(`, "url": "nats://h:1", "bucket": %q`, bucket)))
+		_, docErr := config.Parse(moduletest.Document("e", moduleID, fmt.Sprintf(`, "url": "nats://h:1", "bucket": %q`, bucket)))
 		if (plainErr == nil) != (docErr == nil) || plainErr != nil && (!errors.Is(plainErr, ErrBucketRequired) || !errors.Is(docErr, ErrBucketRequired)) {
 			t.Errorf("bucket %q: NewBucketStore: %v; module: %v", bucket, plainErr, docErr)
 		}
@@ -119,7 +106,7 @@ func TestModuleSharedValidation(t *testing.T) {
 	}
 	for _, p := range []string{".x", "a..b", "a>", "a*", "a b", "", "a", "a.b.", "x_y=z-"} {
 		_, plainErr := backendOn(s, cachelease.Options{KeyPrefix: p})
-		_, docErr := config.Parse(document("e", fmt.Sprintf(`, "url": "nats://h:1", "prefix": %q`, p)))
+		_, docErr := config.Parse(moduletest.Document("e", moduleID, fmt.Sprintf(`, "url": "nats://h:1", "prefix": %q`, p)))
 		if (plainErr == nil) != (docErr == nil) || plainErr != nil && (!errors.Is(plainErr, cachelease.ErrInvalidPrefix) || !errors.Is(docErr, cachelease.ErrInvalidPrefix)) {
 			t.Errorf("prefix %q: New: %v; module: %v", p, plainErr, docErr)
 		}
@@ -135,7 +122,7 @@ func TestModuleLifecycle(t *testing.T) {
 	srv := testserver.NewNats(t, testserver.NatsOptions{User: "app", Password: secret})
 	t.Setenv("FXE_TEST_NATS_PASSWORD", secret)
 	e := electionName(t)
-	doc, err := config.Parse(document(e, fmt.Sprintf(`, "url": %q, "username": "app", "password": "{env.FXE_TEST_NATS_PASSWORD}",
+	doc, err := config.Parse(moduletest.Document(e, moduleID, fmt.Sprintf(`, "url": %q, "username": "app", "password": "{env.FXE_TEST_NATS_PASSWORD}",
 		"bucket": "cfg", "replicas": 1, "prefix": "cfg."`, srv.URL())))
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +196,7 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := electionName(t)
-			opt, err := config.Load(document(e, settings))
+			opt, err := config.Load(moduletest.Document(e, moduleID, settings))
 			if err != nil {
 				t.Fatal(err)
 			}
