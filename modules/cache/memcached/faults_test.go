@@ -10,9 +10,9 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 // TestFaults runs the shared fault scenarios against a real memcached:
@@ -22,7 +22,7 @@ func TestFaults(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	admin := newClient(t, srv.Addr())
 	keys := newBackend(t, srv.Addr(), cachelease.Options{})
-	cachetest.RunFaults(t, cachetest.Hooks{
+	electiontest.RunFaultTests(t, electiontest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBackend(t, srv.Addr(), cachelease.Options{}) },
 		Server:     srv,
 		Flush: func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 // TestFaults runs the shared fault scenarios against a real nats-server,
@@ -26,7 +25,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := jsOf(t, connect(t, srv.URL()))
-	cachetest.RunFaults(t, cachetest.Hooks{
+	electiontest.RunFaultTests(t, electiontest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBucketBackend(t, srv.URL(), cachelease.Options{}) },
 		Server:     srv,
 		Empty: func(t *testing.T) {
