@@ -128,30 +128,36 @@ func (h FaultHooks) killedRestartedEmpty(t *testing.T) {
 // flush: every key dropped from outside. The leader steps down at its next
 // renewal (lease lost); the next leader's term is still higher.
 func (h FaultHooks) flush(t *testing.T) {
-	e := Election(t)
-	cs := h.two(t, e)
-	leader, first := WaitLeader(t, cs, LeaderLimit)
-	h.Flush(t)
-	ev := WaitStopped(t, leader, first.Term, FaultRenew+5*time.Second)
-	if ev.Reason != fxelection.ReasonLost {
-		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
-	}
-	_, second := WaitNewTerm(t, cs, first.Term, LeaderLimit)
-	t.Logf("term %d → %d after the flush", first.Term, second.Term)
+	h.lost(t, "the flush", func(string) { h.Flush(t) })
 }
 
-// keyDeleted: the lease key deleted from outside, as flush but for one key.
+// keyDeleted: the lease record deleted from outside, as flush but for one
+// election.
 func (h FaultHooks) keyDeleted(t *testing.T) {
+	h.lost(t, "the delete", func(e string) { h.Delete(t, e) })
+}
+
+// lost runs a scenario in which do takes the lease away from under its
+// leader: the leader steps down at its next renewal (lease lost), and the
+// next leader's term is higher.
+func (h FaultHooks) lost(t *testing.T, what string, do func(election string)) {
 	e := Election(t)
 	cs := h.two(t, e)
 	leader, first := WaitLeader(t, cs, LeaderLimit)
-	h.Delete(t, e)
-	ev := WaitStopped(t, leader, first.Term, FaultRenew+5*time.Second)
+	do(e)
+	stoppedLost(t, leader, first.Term)
+	_, second := WaitNewTerm(t, cs, first.Term, LeaderLimit)
+	t.Logf("term %d → %d after %s", first.Term, second.Term, what)
+}
+
+// stoppedLost waits for leader to step down from term because it lost
+// the lease.
+func stoppedLost(t *testing.T, leader *Candidate, term uint64) {
+	t.Helper()
+	ev := WaitStopped(t, leader, term, FaultRenew+5*time.Second)
 	if ev.Reason != fxelection.ReasonLost {
 		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
 	}
-	_, second := WaitNewTerm(t, cs, first.Term, LeaderLimit)
-	t.Logf("term %d → %d after the delete", first.Term, second.Term)
 }
 
 // foreign: a foreign value overwrites a held lease. The leader steps down
@@ -165,10 +171,7 @@ func (h FaultHooks) foreign(t *testing.T) {
 	const ttl = 4 * time.Second
 	written := time.Now()
 	h.PutForeign(t, e, ttl)
-	ev := WaitStopped(t, leader, first.Term, FaultRenew+5*time.Second)
-	if ev.Reason != fxelection.ReasonLost {
-		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
-	}
+	stoppedLost(t, leader, first.Term)
 	WaitFor(t, 10*time.Second, "an invalid-record error event", func() bool {
 		for _, c := range cs {
 			if _, ok := c.Events.Find(func(ev fxelection.Event) bool {

@@ -42,23 +42,31 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 // Events records the events of one or more electors for assertions: pass it
 // to Elector.AddObserver. It keeps every event, in the order observed. It
 // is safe for concurrent use; the zero value is ready.
-type Events struct {
-	mu     sync.Mutex
-	events []fxelection.Event
-}
+type Events struct{ syncList[fxelection.Event] }
 
 // Observe implements fxelection.Observer.
-func (r *Events) Observe(ev fxelection.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, ev)
-	r.mu.Unlock()
-}
+func (r *Events) Observe(ev fxelection.Event) { r.add(ev) }
 
 // All returns a copy of the events recorded so far.
-func (r *Events) All() []fxelection.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]fxelection.Event(nil), r.events...)
+func (r *Events) All() []fxelection.Event { return r.snapshot() }
+
+// syncList is a list goroutines append to while a test reads it.
+type syncList[T any] struct {
+	mu  sync.Mutex
+	all []T
+}
+
+func (l *syncList[T]) add(v T) {
+	l.mu.Lock()
+	l.all = append(l.all, v)
+	l.mu.Unlock()
+}
+
+// snapshot returns a copy of the list.
+func (l *syncList[T]) snapshot() []T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]T(nil), l.all...)
 }
 
 // Filter returns the events recorded so far that match pred, in order.
@@ -125,6 +133,9 @@ const (
 type Candidate struct {
 	Elector *fxelection.Elector
 	Events  *Events
+	// Faulty is the Faulty between the elector and its backend, for a
+	// Candidate from StartFaultyCandidate; nil otherwise.
+	Faulty *Faulty
 }
 
 // StartCandidate starts an elector on b for election as identity (with
@@ -155,6 +166,17 @@ func StartCandidate(t testing.TB, b fxelection.Backend, election, identity strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	return c
+}
+
+// StartFaultyCandidate is StartCandidate with b behind a Faulty of its
+// own (Candidate.Faulty), through which a test cuts the elector off from
+// its store.
+func StartFaultyCandidate(t testing.TB, b fxelection.Backend, election, identity string, tweak func(*fxelection.Config)) *Candidate {
+	t.Helper()
+	f := NewFaulty(b)
+	c := StartCandidate(t, f, election, identity, tweak)
+	c.Faulty = f
 	return c
 }
 

@@ -213,16 +213,13 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 
 	// Two electors with electiontest's fault timing, each behind a Faulty.
 	var cs []*electiontest.Candidate
-	faulty := map[*electiontest.Candidate]*electiontest.Faulty{}
 	for _, id := range []string{"a", "b"} {
 		b, err := pglease.New(newPool(t, 4), pglease.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		f := electiontest.NewFaulty(b)
-		c := electiontest.StartCandidate(t, f, el, id, nil)
-		cs, faulty[c] = append(cs, c), f
+		cs = append(cs, electiontest.StartFaultyCandidate(t, b, el, id, nil))
 	}
 	old, _ := electiontest.WaitLeader(t, cs, 10*time.Second)
 	next := cs[0]
@@ -241,7 +238,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 		t.Fatalf("old leader's write: ran=%v %v", ran, err)
 	}
 
-	faulty[old].Partition(true) // cut off from the lease store, not from the data
+	old.Faulty.Partition(true) // cut off from the lease store, not from the data
 	electiontest.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
 	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)

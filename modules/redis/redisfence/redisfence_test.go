@@ -201,11 +201,8 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 
 	// Two electors with electiontest's fault timing, each behind a Faulty.
 	var cs []*electiontest.Candidate
-	faulty := map[*electiontest.Candidate]*electiontest.Faulty{}
 	for _, id := range []string{"a", "b"} {
-		f := electiontest.NewFaulty(newLease(t, newClient(t, addr)))
-		c := electiontest.StartCandidate(t, f, el, id, nil)
-		cs, faulty[c] = append(cs, c), f
+		cs = append(cs, electiontest.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, id, nil))
 	}
 	old, _ := electiontest.WaitLeader(t, cs, 10*time.Second)
 	next := cs[0]
@@ -222,7 +219,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 		t.Fatalf("old leader's write: ran=%v %v", ran, err)
 	}
 
-	faulty[old].Partition(true)
+	old.Faulty.Partition(true)
 	electiontest.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
 	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		_, err := g.XAdd(ctx, stream, "writer", "new")
