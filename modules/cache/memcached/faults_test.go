@@ -157,18 +157,5 @@ func TestHostileElectionNames(t *testing.T) {
 		t.Fatalf("Acquire with CR LF in the name: %v, want refused", err)
 	}
 	names := []string{"a b", "a=41", "aA", "a.b", strings.Repeat("é", 100), strings.Repeat("é", 99) + "e"}
-	terms := map[string]uint64{}
-	for _, n := range names {
-		l, err := a.Acquire(ctxT(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
-		if err != nil {
-			t.Fatalf("Acquire(%q): %v", n, err)
-		}
-		terms[n] = l.Term
-	}
-	for _, n := range names {
-		got, err := b.Get(ctxT(t), n)
-		if err != nil || got.Holder != "a" || got.Term != terms[n] || got.Election != n {
-			t.Fatalf("Get(%q) = %+v, %v", n, got, err)
-		}
-	}
+	electiontest.CheckElectionNames(t, a, b, names)
 }

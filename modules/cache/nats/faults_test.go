@@ -99,20 +99,7 @@ func TestBadInput(t *testing.T) {
 	a := newBackend(t, srv.URL(), cachelease.Options{})
 	b := newBackend(t, srv.URL(), cachelease.Options{})
 	names := []string{"*", ">", "a.>", "a.b", "a b", "a=2Eb", strings.Repeat("é", 100)}
-	terms := map[string]uint64{}
-	for _, n := range names {
-		l, err := a.Acquire(ctxT(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
-		if err != nil {
-			t.Fatalf("Acquire(%q): %v", n, err)
-		}
-		terms[n] = l.Term
-	}
-	for _, n := range names {
-		got, err := b.Get(ctxT(t), n)
-		if err != nil || got.Holder != "a" || got.Term != terms[n] || got.Election != n {
-			t.Fatalf("Get(%q) = %+v, %v", n, got, err)
-		}
-	}
+	electiontest.CheckElectionNames(t, a, b, names)
 }
 
 func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*cachelease.Backend, error) {
