@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -118,4 +119,22 @@ func printable(s string) bool {
 func SameRecord(a, b fxelection.Lease) bool {
 	return a.Election == b.Election && a.Holder == b.Holder && a.Term == b.Term && a.Duration == b.Duration &&
 		a.AcquiredAt.Equal(b.AcquiredAt) && len(a.Metadata) == len(b.Metadata) && maps.Equal(a.Metadata, b.Metadata)
+}
+
+// CheckRecordRefused checks that b refuses the hostile record stored for
+// r.Election: Acquire (with r) and Get fail with ErrInvalidRecord, and the
+// error text holds none of the stored control or invalid bytes (ESC, BEL,
+// 0xff) unescaped.
+func CheckRecordRefused(t testing.TB, b fxelection.Backend, r fxelection.AcquireRequest) {
+	t.Helper()
+	_, err := b.Acquire(Context(t), r)
+	if !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
+	}
+	if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
+		t.Fatalf("error carries stored bytes unescaped: %q", err)
+	}
+	if l, err := b.Get(Context(t), r.Election); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("Get: %+v, %v, want ErrInvalidRecord", l, err)
+	}
 }

@@ -131,16 +131,7 @@ func TestHostileRecords(t *testing.T) {
 			}
 			plantMeta(t, b, e, v, bloblease.LeaseID(leaseHolder))
 			for range 2 {
-				_, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
-				if !errors.Is(err, fxelection.ErrInvalidRecord) {
-					t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
-				}
-				if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
-					t.Fatalf("error carries stored bytes unescaped: %q", err)
-				}
-				if l, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
-					t.Fatalf("Get: %+v, %v, want ErrInvalidRecord", l, err)
-				}
+				electiontest.CheckRecordRefused(t, b, req(e, "a", 15*time.Second))
 			}
 			if got := metaOf(t, b, e); got != v {
 				t.Fatal("the planted record was replaced while leased")
