@@ -154,20 +154,25 @@ func TestRedisFixedPort(t *testing.T) {
 
 func pgSelect1(t *testing.T, dsn string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	var one int
-	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
-		t.Fatalf("SELECT 1 = %d, %v", one, err)
-	}
+	pgDo(t, dsn, func(ctx context.Context, conn *pgx.Conn) {
+		var one int
+		if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("SELECT 1 = %d, %v", one, err)
+		}
+	})
 }
 
 func pgExec(t *testing.T, dsn, sql string) {
+	t.Helper()
+	pgDo(t, dsn, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
+}
+
+// pgDo runs f on a connection of its own to dsn, within five seconds.
+func pgDo(t *testing.T, dsn string, f func(context.Context, *pgx.Conn)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -176,9 +181,7 @@ func pgExec(t *testing.T, dsn, sql string) {
 		t.Fatalf("connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	f(ctx, conn)
 }
 
 func TestPostgresKillRestart(t *testing.T) {
