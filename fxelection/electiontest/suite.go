@@ -132,6 +132,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("GetShowsHolder", s.getShowsHolder)
 		t.Run("TermMonotonic", s.termMonotonic)
 		t.Run("TermSurvivesDelete", s.termSurvivesDelete)
+		t.Run("TermAboveRepeatedDeletes", s.termAboveRepeatedDeletes)
 		t.Run("ExpiryLetsAnotherAcquire", s.expiry)
 		t.Run("RacingCandidates", s.racing)
 		t.Run("IndependentElections", s.independent)
@@ -432,6 +433,27 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 	}
 	if _, err := a.Renew(Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
 		t.Fatalf("old leader's Renew after the new holder took over: %v, want ErrLeaseLost", err)
+	}
+}
+
+// termAboveRepeatedDeletes: a held lease's record deleted from outside,
+// again and again: each next holder's term is above every earlier one.
+func (s *suite) termAboveRepeatedDeletes(t *testing.T) {
+	if s.o.DeleteRecord == nil {
+		t.Fatal("Options.DeleteRecord is required: every backend must keep terms rising after an out-of-band delete")
+	}
+	if s.o.DeleteResetsTerms {
+		t.Skip("the backend documents that deleting its records resets terms")
+	}
+	b, e := s.newBackend(t), Election(t)
+	var last uint64
+	for i := range 5 {
+		l := mustAcquire(t, b, s.req(e, fmt.Sprint("n", i), 0))
+		if l.Term <= last {
+			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
+		}
+		last = l.Term
+		s.o.DeleteRecord(t, e)
 	}
 }
 

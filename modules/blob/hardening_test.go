@@ -181,24 +181,6 @@ func TestTermExhausted(t *testing.T) {
 	}
 }
 
-// TestTermAboveDeletedTerms: terms handed out before the blob was deleted
-// stay below every later term, across several deletes.
-func TestTermAboveDeletedTerms(t *testing.T) {
-	a, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
-	var last uint64
-	for i := range 4 {
-		l, err := a.Acquire(ctxT(t), req(e, fmt.Sprint("n", i), 15*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Term <= last {
-			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
-		}
-		last = l.Term
-		deleteBlob(t, a, e)
-	}
-}
-
 // closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()

@@ -152,24 +152,6 @@ func TestTermExhausted(t *testing.T) {
 	}
 }
 
-// TestTermAboveDeletedTerms: terms handed out before the object was deleted
-// stay below every later term, across several deletes.
-func TestTermAboveDeletedTerms(t *testing.T) {
-	a, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
-	var last uint64
-	for i := range 5 {
-		l, err := a.Acquire(ctxT(t), req(e, fmt.Sprint("n", i), time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Term <= last {
-			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
-		}
-		last = l.Term
-		deleteObject(t, a, e)
-	}
-}
-
 func deleteObject(t *testing.T, b *s3lease.Backend, election string) {
 	t.Helper()
 	if err := newClient(t).RemoveObject(ctxT(t), b.Bucket(), b.Key(election), minio.RemoveObjectOptions{}); err != nil {
