@@ -54,14 +54,7 @@ func TestConfigModule(t *testing.T) {
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.
 func TestConfigModuleDefaults(t *testing.T) {
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": ["localhost:1"]}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b, _ := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.etcd", "endpoints": ["localhost:1"]}`, "etcd")
 	eb := b.(*Backend)
 	if !eb.push || eb.prefix != DefaultKeyPrefix {
 		t.Fatalf("defaults: push=%v prefix=%q", eb.push, eb.prefix)

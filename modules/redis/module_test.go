@@ -48,14 +48,7 @@ func TestConfigModule(t *testing.T) {
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.
 func TestConfigModuleDefaults(t *testing.T) {
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "localhost:1"}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b, _ := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.redis", "addr": "localhost:1"}`, "redis")
 	rb := b.(*Backend)
 	if !rb.push || rb.prefix != DefaultKeyPrefix || rb.clock != "1" {
 		t.Fatalf("defaults: push=%v prefix=%q clock=%q", rb.push, rb.prefix, rb.clock)
