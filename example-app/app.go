@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -65,7 +66,7 @@ func configProblem(file string, err error) error {
 	} else if errors.As(err, new(*config.PathError)) {
 		lines = append(lines, oneLine(err.Error()))
 	} else {
-		lines = append(lines, oneLine("--config: "+fxelection.RedactText(err.Error())))
+		lines = append(lines, oneLine("--config: "+backendkit.RedactText(err.Error())))
 	}
 	return usageError{strings.Join(lines, "\nexample-app: ")}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -189,7 +190,7 @@ func (o options) documentProblem(err error) string {
 	default:
 		line = "--backend " + o.backend + ": " + path + ": " + msg
 	}
-	return oneLine(fxelection.RedactText(line, o.secrets()...))
+	return oneLine(backendkit.RedactText(line, o.secrets()...))
 }
 
 // settingFlag is the flag that feeds setting key of the chosen backend, or

@@ -24,7 +24,7 @@ func work(ctx context.Context, e *fxelection.Elector, interval time.Duration, lo
 		_, _ = e.RunIfLeader(ctx, func(ctx context.Context) error {
 			l, _ := fxelection.LeaseFromContext(ctx)
 			if ctx.Err() == nil {
-				log.Info("leader work", "election", e.Name(), "identity", e.Identity(), "term", l.Term)
+				log.Info("leader work", "election", e.Status().Election, "identity", e.Status().Identity, "term", l.Term)
 			}
 			return nil
 		})
@@ -58,7 +58,7 @@ func leaderHandler(es []*fxelection.Elector) http.Handler {
 		if name, ok := r.URL.Query()["election"]; ok {
 			picked = nil
 			for _, e := range es {
-				if len(name) == 1 && e.Name() == name[0] {
+				if len(name) == 1 && e.Status().Election == name[0] {
 					picked = append(picked, e)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	memcachedlease "github.com/fxelection/fxelection/modules/cache/memcached"
 	natslease "github.com/fxelection/fxelection/modules/cache/nats"
 )
@@ -313,10 +314,10 @@ func parseProblem(err error) error {
 		{"flag needs an argument: -", "--%s needs a value"},
 	} {
 		if name, ok := strings.CutPrefix(msg, p.prefix); ok {
-			return usagef(p.format, oneLine(fxelection.RedactText(name)))
+			return usagef(p.format, oneLine(backendkit.RedactText(name)))
 		}
 	}
-	return usageError{oneLine(fxelection.RedactText(msg))}
+	return usageError{oneLine(backendkit.RedactText(msg))}
 }
 
 // withConfig are the flags that work with --config: they concern the
@@ -410,7 +411,7 @@ func (o options) settingProblem(err error) string {
 	if !mapped {
 		msg = "--backend " + o.backend + ": " + msg
 	}
-	red := fxelection.RedactText(msg, o.secrets()...)
+	red := backendkit.RedactText(msg, o.secrets()...)
 	if !strings.Contains(red, "--") { // withheld entirely: still name the flag
 		red = "--backend " + o.backend + ": " + red
 	}

@@ -24,9 +24,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fxelection/fxelection/fxelection"
 	// Backends register themselves (typed modules, or the flat registry the
 	// example stands in for) from init.
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/cache/memcached"
 	_ "github.com/fxelection/fxelection/modules/cache/nats"
@@ -80,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	if err != nil {
 		// Whatever a backend or fx said: secrets withheld, one line.
-		fmt.Fprintln(stderr, "example-app:", oneLine(fxelection.RedactText(err.Error(), o.secrets()...)))
+		fmt.Fprintln(stderr, "example-app:", oneLine(backendkit.RedactText(err.Error(), o.secrets()...)))
 		return 1
 	}
 	return 0

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // The kinds of flag value. Each Set validates its kind's rule and fails
@@ -36,7 +36,7 @@ func valueProblem(label string, err error) error {
 // show quotes a raw value for an error message: redacted, escaped and
 // shortened.
 func show(s string) string {
-	s = fxelection.RedactText(s)
+	s = backendkit.RedactText(s)
 	const maxShown = 64
 	if len(s) > maxShown {
 		cut := maxShown

@@ -67,7 +67,8 @@ type AcquireRequest struct {
 // Backend stores one lease record per election and changes it atomically.
 // It has no timers, goroutines, events, metrics or logging of its own (the
 // Elector owns all of that); an implementation is only storage operations.
-// The conformance suite in package electiontest checks every rule below.
+// The conformance suite in package electiontest checks every rule below, and
+// package backendkit has the helpers a backend needs.
 //
 // Errors: a refused Acquire returns a *HeldError (matching ErrLeaseHeld) that
 // carries the current holder; a refused Renew returns an error matching
@@ -77,47 +78,16 @@ type AcquireRequest struct {
 // drive the elector's backoff and error events. Every method honours ctx
 // and returns promptly once it is done.
 //
-// Two expiry models fit this interface unchanged:
-//
-//   - Server-authoritative: the store expires the lease by its own clock, and
-//     Acquire is one atomic operation on the store. No client clock is ever
-//     compared with another's.
-//   - Observed time: for stores with compare-and-swap but no TTL, a candidate
-//     may take over a record only after it has seen the same version
-//     unchanged for the record's full Duration on its own monotonic clock,
-//     and then writes with a compare-and-swap on that version. ExpiryTracker
-//     implements this rule once for all such backends.
-//
-// How the stores map onto it:
-//
-//   - Redis: the lease is a key with PX expiry holding holder, metadata and
-//     term; a separate per-election counter (same hash slot) outlives the
-//     lease and supplies terms. Acquire, Renew and Release are one Lua script
-//     each (SET with PX if absent, expired or ours; bump the counter on a
-//     change of holder). Server-authoritative. Release publishes a wake-up.
-//   - Postgres: one row per election with holder, metadata, term and an
-//     expires_at column compared only with the server's now(). Acquire is
-//     INSERT … ON CONFLICT DO UPDATE … WHERE expired OR ours RETURNING, which
-//     increments term on a change of holder. Server-authoritative.
-//     Release sends NOTIFY.
-//   - S3 (and MinIO): one object per election holding the encoded record
-//     (MarshalRecord). Version is the ETag. Acquire creates with
-//     If-None-Match: * or replaces with If-Match: <etag> once ExpiryTracker
-//     says the observed version expired; Renew and Release are If-Match on
-//     the holder's ETag. Observed time, so no node compares clocks.
-//   - Azure Blob: one blob per election using the service's native lease.
-//     Version is the lease id (derived from the identity so a restarted
-//     holder can re-acquire); term and holder live in blob metadata written
-//     under the lease. Azure leases last 15–60 s, so Duration must be in that
-//     range. Server-authoritative.
-//   - Cache with compare-and-swap (modules/cache: memcached add and
-//     gets/cas, NATS JetStream KV create and update on revision): the
-//     encoded record under one key per election, kept with a released marker
-//     on release; Version is the CAS token or revision. Terms are
-//     clock-seeded (NextTerm), so eviction, a flush or a server restarted
-//     empty does not make them go back. memcached expiry is the server's TTL
-//     (whole seconds); NATS KV has no per-key TTL on every server, so it uses
-//     observed time (ExpiryTracker).
+// Expiry follows one of two models. Server-authoritative: the store expires
+// the lease by its own clock (Redis PX, Postgres now(), etcd and Azure
+// leases, memcached TTL). Observed time, for stores with compare-and-swap but
+// no TTL (S3, NATS KV): a candidate may take over a record only after it has
+// seen the same version unchanged for the record's full Duration on its own
+// monotonic clock, then writes with a compare-and-swap on that version
+// (backendkit.ExpiryTracker). Either way no client clock is compared with
+// another's. Each backend's package documentation says how its store maps
+// onto this contract, and the README's guarantees table what it cannot
+// promise.
 //
 // Backends that can tell followers about a release implement Notifier too;
 // backends that can renew many leases in one round trip implement
@@ -125,8 +95,11 @@ type AcquireRequest struct {
 type Backend interface {
 	// Acquire takes the lease for req.Election as req.Identity if it is free,
 	// expired, or already held by req.Identity (so a candidate that crashed
-	// and restarted with the same identity gets it back at once). It is one
-	// atomic operation on the store. On a change of holder the term becomes
+	// and restarted with the same identity gets it back at once). It takes
+	// effect atomically: one script, statement or transaction, or, where a
+	// backend needs several requests (S3, Azure Blob), a compare-and-swap on
+	// the version it read as the one deciding write, so that two candidates
+	// never both succeed. On a change of holder the term becomes
 	// strictly greater than any term the election had; when req.Identity
 	// already holds it the term stays the same. Held by someone else: a
 	// *HeldError with the current holder.
@@ -142,7 +115,11 @@ type Backend interface {
 	// Release ends the caller's own lease so another candidate can take it
 	// at once. It never removes someone else's lease; releasing a lease that
 	// is no longer ours (expired, taken over, already released) returns nil.
-	// The election's term survives: the next holder gets a higher one.
+	// The election's term survives: the next holder gets a higher one. A
+	// backend should also match what the caller last got from the store
+	// (version or expiry), so that a release delayed from an earlier
+	// incarnation of the same identity cannot free the lease a later one
+	// re-acquired; the README's guarantees table says which backends do.
 	Release(ctx context.Context, lease Lease) error
 
 	// Get returns the current holder without changing anything, or
@@ -169,8 +146,8 @@ type NamedBackend interface {
 	BackendName() string
 }
 
-// BackendName returns b's name if it implements NamedBackend, else "custom".
-func BackendName(b Backend) string {
+// backendName returns b's name if it implements NamedBackend, else "custom".
+func backendName(b Backend) string {
 	if n, ok := b.(NamedBackend); ok {
 		return n.BackendName()
 	}
@@ -217,7 +194,8 @@ func (e *HeldError) Is(target error) bool { return target == ErrLeaseHeld }
 type OpError struct {
 	// Election is the election's name.
 	Election string
-	// Op is the operation: "acquire", "renew", "release" or "get".
+	// Op is the operation: OpAcquire, OpRenew or OpRelease from an Elector,
+	// OpGet from a Watcher.
 	Op string
 	// Err is the backend's error.
 	Err error

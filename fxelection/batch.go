@@ -135,7 +135,7 @@ func joinBatcher(b Backend) *batcher {
 	}
 	bt := batchers.m[b]
 	if bt == nil {
-		bt = &batcher{b: br, kind: BackendName(b)}
+		bt = &batcher{b: br, kind: backendName(b)}
 		batchers.m[b] = bt
 	}
 	bt.refs++

@@ -71,7 +71,7 @@ func TestBatchedRenewalsNeverLate(t *testing.T) {
 		synctest.Wait()
 		for _, e := range es {
 			if !e.IsLeader() {
-				t.Fatalf("%s does not lead", e.Name())
+				t.Fatalf("%s does not lead", e.Status().Election)
 			}
 			if err := e.Stop(context.Background()); err != nil {
 				t.Fatal(err)

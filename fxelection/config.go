@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 	"log/slog"
 	"os"
 	"strconv"
@@ -176,7 +177,7 @@ func (c Config) normalize() (Config, error) {
 	if c.RenewDeadline >= c.LeaseDuration {
 		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be shorter than LeaseDuration (%v)", c.RenewDeadline, c.LeaseDuration)
 	}
-	if jittered := jitterMax(c.RetryPeriod); c.RenewDeadline <= jittered {
+	if jittered := backoff.JitterMax(c.RetryPeriod); c.RenewDeadline <= jittered {
 		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be longer than 1.2 × RetryPeriod (%v)", c.RenewDeadline, jittered)
 	}
 	if c.MaxBackoff < c.RetryPeriod {

@@ -23,10 +23,10 @@
 // the returned error.
 //
 // Nothing a store or an application hook does can crash the elector: every
-// decoded record is checked (CheckLease, DurationFromMillis) and terms never
-// wrap (NextTerm, ErrTermExhausted); a panicking Observer or callback is
-// recovered and reported as a *PanicError (to OnError) and an EventPanic (to
-// observers); every store failure passes through RedactError before any
+// decoded record is checked (Lease.Validate) and terms never wrap
+// (ErrTermExhausted); a panicking Observer or callback is recovered and
+// reported as a *PanicError (to OnError) and an EventPanic (to observers);
+// every store failure is redacted (backendkit.RedactError) before any
 // callback, observer, log line or Status sees it.
 //
 // The core owns all timing, events and metrics hooks; a Backend is only four

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +21,7 @@ import (
 // and wake at once when the backend pushes a release.
 //
 // Panics in Observers and Callbacks are recovered (see PanicError), and
-// backend errors are redacted (RedactError) before anything else sees them.
+// backend errors are redacted (backendkit.RedactError) before anything else sees them.
 //
 // What it cannot promise: a process paused longer than LeaseDuration−
 // RenewDeadline at the wrong moment, or a clock running that much faster,
@@ -173,6 +175,8 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The caller keeps its map; later changes to it must not reach leases.
+	cfg.Metadata = maps.Clone(cfg.Metadata)
 	log := discardLogger
 	if cfg.Logger != nil {
 		log = cfg.Logger.With("election", cfg.Name, "identity", cfg.Identity)
@@ -180,7 +184,7 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	e := &Elector{
 		cfg:     cfg,
 		backend: backend,
-		kind:    BackendName(backend),
+		kind:    backendName(backend),
 		log:     log,
 		wake:    make(chan struct{}, 1),
 		mail:    make(chan struct{}, 1),
@@ -188,17 +192,13 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	return e, nil
 }
 
-// Name returns the election's name.
-func (e *Elector) Name() string { return e.cfg.Name }
-
-// Identity returns this candidate's identity.
-func (e *Elector) Identity() string { return e.cfg.Identity }
-
-// BackendName returns the backend's kind, as in BackendName.
-func (e *Elector) BackendName() string { return e.kind }
-
-// Config returns the configuration in effect, defaults filled in.
-func (e *Elector) Config() Config { return e.cfg }
+// Config returns a copy of the configuration in effect, defaults filled in
+// (Status has the election, identity and backend name too).
+func (e *Elector) Config() Config {
+	c := e.cfg
+	c.Metadata = maps.Clone(c.Metadata)
+	return c
+}
 
 // AddObserver attaches o; it receives events until the returned function is
 // called or the elector stops (EventDetached is the last event). Observers
@@ -560,7 +560,7 @@ type Status struct {
 	// but a store failure).
 	LastContact time.Time
 	// LastError is the last store failure (an *OpError whose message has
-	// passed through RedactError) and LastErrorAt when it happened.
+	// passed through backendkit.RedactError) and LastErrorAt when it happened.
 	LastError   error
 	LastErrorAt time.Time
 	// InFlight is the backend operation ("acquire", "renew", "release") the
@@ -918,7 +918,7 @@ func (e *Elector) campaign(ctx context.Context, sitOut time.Duration) (lease Lea
 			delay = e.backoff(failures)
 		default:
 			failures = 0
-			delay = jitter(e.cfg.RetryPeriod)
+			delay = backoff.Jitter(e.cfg.RetryPeriod)
 		}
 	}
 }
@@ -976,7 +976,7 @@ func (e *Elector) attempt(ctx context.Context, won *Lease) (time.Time, error) {
 // err from Acquire (nil when *won is the lease won). It returns the error
 // for the campaign (ctx's when ctx is done) and clears *won on an error.
 func (e *Elector) attempted(ctx context.Context, start time.Time, won *Lease, err error) error {
-	err = RedactError(err)
+	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
 	if err != nil {
 		*won = Lease{}
@@ -1174,7 +1174,7 @@ func (e *Elector) renewDirect(ctx context.Context, t *leaderTerm, out *Lease) (t
 // renewed handles the outcome of t's renewal that started at renewStart:
 // the renewed lease *l when err is nil.
 func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
-	err = RedactError(err)
+	err = redactErr(err)
 	took := time.Since(renewStart)
 	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
 	switch {
@@ -1198,7 +1198,7 @@ func (e *Elector) renewed(ctx context.Context, t *leaderTerm, renewStart time.Ti
 		}
 		e.ls.failures++
 		// Retry sooner than RetryPeriod: the deadline is running out.
-		wait := min(e.cfg.RetryPeriod, jitter(e.cfg.RetryPeriod/4<<min(e.ls.failures-1, 4)))
+		wait := min(e.cfg.RetryPeriod, backoff.Jitter(e.cfg.RetryPeriod/4<<min(e.ls.failures-1, 4)))
 		e.armRenewal(time.Now().Add(wait))
 	}
 	return "", false
@@ -1340,7 +1340,7 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 // release gives the lease back, reporting a store failure.
 func (e *Elector) release(ctx context.Context, l Lease) error {
 	start := time.Now()
-	err := RedactError(e.backend.Release(ctx, l))
+	err := redactErr(e.backend.Release(ctx, l))
 	e.observe(Event{Kind: EventOperation, Op: OpRelease, Duration: time.Since(start), Err: err})
 	if err != nil {
 		e.fail(OpRelease, err)
@@ -1375,7 +1375,7 @@ func (e *Elector) contact() {
 }
 
 // fail records and announces a store failure. err has passed through
-// RedactError where the backend call returned it: that is the one place
+// backendkit.RedactError where the backend call returned it: that is the one place
 // the core redacts, before anything (observers, callbacks, logs, Status)
 // sees the error.
 func (e *Elector) fail(op string, err error) {
@@ -1393,5 +1393,5 @@ func (e *Elector) fail(op string, err error) {
 // RetryPeriod doubling per failure, capped at MaxBackoff, jittered (never
 // beyond MaxBackoff).
 func (e *Elector) backoff(n int) time.Duration {
-	return min(Backoff(n, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff)
+	return min(backoff.Delay(n, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff)
 }

@@ -599,7 +599,7 @@ func TestDefaultIdentityUnique(t *testing.T) {
 		t.Fatalf("identities %q %q", a, b)
 	}
 	e, err := fxelection.New(fxelection.Config{Name: "x"}, fxelection.NewMemoryBackend())
-	if err != nil || e.Identity() == "" || e.Config().LeaseDuration != fxelection.DefaultLeaseDuration {
+	if err != nil || e.Status().Identity == "" || e.Config().LeaseDuration != fxelection.DefaultLeaseDuration {
 		t.Fatalf("defaults not applied: %v %+v", err, e.Config())
 	}
 }
@@ -628,6 +628,33 @@ func TestHungStoreDoesNotWedge(t *testing.T) {
 			t.Fatalf("TryAcquire took %v on a hung store", took)
 		}
 		if err := a.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// New copies Config.Metadata and Config hands out a copy: neither the
+// caller's later changes nor a reader's reach the leases.
+func TestConfigMetadataCopied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		md := map[string]string{"zone": "a"}
+		c := cfg("a")
+		c.Metadata = md
+		e, err := fxelection.New(c, fxelection.NewMemoryBackend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		md["zone"] = "changed"
+		e.Config().Metadata["zone"] = "changed too"
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		l, ok := e.Lease()
+		if !ok || l.Metadata["zone"] != "a" {
+			t.Fatalf("lease %+v, want the metadata New was given", l)
+		}
+		if err := e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -54,7 +54,7 @@ type Callbacks struct {
 	// changes, this candidate included.
 	OnNewLeader func(leader Lease)
 	// OnError is called with an *OpError for every store failure (its
-	// message passed through RedactError), and with a *PanicError when an
+	// message passed through backendkit.RedactError), and with a *PanicError when an
 	// observer or another callback panicked. "Held by someone else" and
 	// "lease lost" are not errors.
 	OnError func(err error)
@@ -109,7 +109,8 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Backend operation names used in events and errors.
+// Backend operation names used in events and OpError: an Elector calls
+// Acquire, Renew and Release; a Watcher calls Get.
 const (
 	OpAcquire = "acquire"
 	OpRenew   = "renew"
@@ -133,7 +134,7 @@ type Event struct {
 	// Reason is why leadership ended (EventStoppedLeading).
 	Reason StopReason
 	// Op, Duration and Err describe one backend call (EventOperation). Err
-	// has passed through RedactError. For EventPanic, Err is the
+	// has passed through backendkit.RedactError. For EventPanic, Err is the
 	// *PanicError.
 	Op       string
 	Duration time.Duration

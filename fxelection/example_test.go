@@ -30,7 +30,7 @@ func Example_fx() {
 		}),
 		fxelection.Module,
 		fx.Invoke(func(e *fxelection.Elector) {
-			fmt.Println("campaigning for", e.Name())
+			fmt.Println("campaigning for", e.Status().Election)
 		}),
 	)
 	if err := app.Start(context.Background()); err != nil {

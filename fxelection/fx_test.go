@@ -76,8 +76,8 @@ func TestNamedElections(t *testing.T) {
 		)
 		app.RequireStart()
 		synctest.Wait()
-		if got.Billing.Name() != "billing" || got.Reports.Name() != "reports" || len(got.All) != 2 {
-			t.Fatalf("electors: %s %s %d", got.Billing.Name(), got.Reports.Name(), len(got.All))
+		if got.Billing.Status().Election != "billing" || got.Reports.Status().Election != "reports" || len(got.All) != 2 {
+			t.Fatalf("electors: %s %s %d", got.Billing.Status().Election, got.Reports.Status().Election, len(got.All))
 		}
 		if !got.Billing.IsLeader() || !got.Reports.IsLeader() {
 			t.Fatal("independent elections should both be won")

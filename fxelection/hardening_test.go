@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
@@ -648,13 +649,13 @@ func TestBackoffNeverOverflows(t *testing.T) {
 		{3, 1<<63 - 2},
 	} {
 		for n := range 80 {
-			got := fxelection.Backoff(n, tc.base, tc.max)
+			got := backendkit.Backoff(n, tc.base, tc.max)
 			if got < min(tc.base, tc.max) {
 				t.Fatalf("Backoff(%d, %v, %v) = %v: below base (overflow?)", n, tc.base, tc.max, got)
 			}
 		}
 	}
-	if got := fxelection.Backoff(5, time.Second, 10*time.Second); got < 10*time.Second || got > 12*time.Second {
+	if got := backendkit.Backoff(5, time.Second, 10*time.Second); got < 10*time.Second || got > 12*time.Second {
 		t.Fatalf("Backoff(5, 1s, 10s) = %v, want in [10s, 12s]", got)
 	}
 }

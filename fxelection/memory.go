@@ -2,6 +2,8 @@ package fxelection
 
 import (
 	"context"
+	"fmt"
+	"github.com/fxelection/fxelection/fxelection/internal/wake"
 	"strconv"
 	"sync"
 	"time"
@@ -13,23 +15,20 @@ import (
 //
 // It serves single-process applications (several goroutines or components
 // electing one of themselves), demos and users' unit tests. It cannot
-// coordinate separate processes. Records are stored encoded, as a real store
-// would hold them, so PutRaw can plant a foreign value.
+// coordinate separate processes. Leases are kept as values, not encoded:
+// nothing but this process writes them, so there is no foreign record to
+// decode.
 type MemoryBackend struct {
 	mu      sync.Mutex
 	entries map[string]*memEntry
 	version uint64
-	hub     *WakeHub
+	hub     *wake.Hub
 }
 
 type memEntry struct {
-	raw []byte // nil when nobody holds the lease
-	// holder, term and dur are raw's, when cached is set (raw written by
-	// write, not PutRaw), so that a renewal need not decode the record.
-	holder   string
-	term     uint64
-	dur      time.Duration
-	cached   bool
+	lease    Lease     // the holder's lease; Holder is empty when free
+	held     bool      // lease is set (it may have expired since)
+	garbage  bool      // an unreadable record, for the conformance suite
 	version  uint64    // changes on every write
 	expires  time.Time // local monotonic clock
 	lastTerm uint64    // survives release
@@ -44,7 +43,7 @@ var (
 
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{entries: map[string]*memEntry{}, hub: NewWakeHub(nil)}
+	return &MemoryBackend{entries: map[string]*memEntry{}, hub: wake.New(nil)}
 }
 
 // BackendName returns "memory".
@@ -57,29 +56,31 @@ func (m *MemoryBackend) current(election string) (*memEntry, Lease, bool, error)
 		ent = &memEntry{}
 		m.entries[election] = ent
 	}
-	if ent.raw == nil || !time.Now().Before(ent.expires) {
+	switch {
+	case !time.Now().Before(ent.expires):
+		return ent, Lease{}, false, nil
+	case ent.garbage:
+		return ent, Lease{}, false, fmt.Errorf("%w: unreadable record", ErrInvalidRecord)
+	case !ent.held:
 		return ent, Lease{}, false, nil
 	}
-	l, err := UnmarshalRecord(ent.raw)
-	if err != nil {
-		return ent, Lease{}, false, err
-	}
+	l := ent.lease
 	l.Version = strconv.FormatUint(ent.version, 10)
 	l.ExpiresAt = ent.expires
 	return ent, l, true, nil
 }
 
+// write stores l, which the caller has cloned (the entry owns its
+// metadata), and returns a copy of its own.
 func (m *MemoryBackend) write(ent *memEntry, l Lease) (Lease, error) {
-	raw, err := MarshalRecord(l)
-	if err != nil {
-		return Lease{}, err
-	}
 	m.version++
-	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(l.Duration)
-	ent.holder, ent.term, ent.dur, ent.cached = l.Holder, l.Term, l.Duration, true
-	l.Version = strconv.FormatUint(ent.version, 10)
-	l.ExpiresAt = ent.expires
-	return l, nil
+	l.Version, l.ExpiresAt = "", time.Time{}
+	ent.lease, ent.held, ent.garbage = l, true, false
+	ent.version, ent.expires = m.version, time.Now().Add(l.Duration)
+	out := l.Clone()
+	out.Version = strconv.FormatUint(ent.version, 10)
+	out.ExpiresAt = ent.expires
+	return out, nil
 }
 
 // Acquire implements Backend.
@@ -146,12 +147,13 @@ func (m *MemoryBackend) RenewBatch(ctx context.Context, leases []Lease) []RenewR
 
 // renew is Renew with m.mu held.
 func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
-	if ent := m.entries[lease.Election]; ent != nil && ent.cached && ent.raw != nil &&
-		time.Now().Before(ent.expires) && ent.holder == lease.Holder && ent.term == lease.Term && ent.dur == lease.Duration {
-		// Ours, and the record does not change: extend it without decoding
-		// or encoding it. The caller's lease is the record's content.
+	if ent := m.entries[lease.Election]; ent != nil && ent.held && !ent.garbage &&
+		time.Now().Before(ent.expires) && ent.lease.Holder == lease.Holder &&
+		ent.lease.Term == lease.Term && ent.lease.Duration == lease.Duration {
+		// Ours, and the record does not change: extend it without copying
+		// it. The caller's lease is the record's content.
 		m.version++
-		ent.version, ent.expires = m.version, time.Now().Add(ent.dur)
+		ent.version, ent.expires = m.version, time.Now().Add(lease.Duration)
 		lease.Version, lease.ExpiresAt = strconv.FormatUint(ent.version, 10), ent.expires
 		return lease, nil
 	}
@@ -163,7 +165,7 @@ func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
 		return Lease{}, ErrLeaseLost
 	}
 	cur.Duration = lease.Duration
-	return m.write(ent, cur)
+	return m.write(ent, cur.Clone())
 }
 
 // Release implements Backend.
@@ -178,7 +180,7 @@ func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 		return nil // not ours (or unreadable, so not ours either)
 	}
 	m.version++
-	ent.raw, ent.version, ent.holder, ent.cached = nil, m.version, "", false
+	ent.lease, ent.held, ent.version = Lease{}, false, m.version
 	m.hub.Wake(lease.Election)
 	return nil
 }
@@ -206,9 +208,10 @@ func (m *MemoryBackend) Subscribe(election string, wake func()) (cancel func()) 
 	return m.hub.Subscribe(election, wake)
 }
 
-// PutRaw stores raw as election's record for ttl, as a foreign writer
-// might; for tests of how electors treat records they cannot read.
-func (m *MemoryBackend) PutRaw(election string, raw []byte, ttl time.Duration) {
+// putGarbage makes election's record unreadable for ttl, as a foreign
+// writer's value would be in a real store; for the conformance suite's
+// hostile-record cases (see export_test.go).
+func (m *MemoryBackend) putGarbage(election string, ttl time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ent := m.entries[election]
@@ -217,6 +220,17 @@ func (m *MemoryBackend) PutRaw(election string, raw []byte, ttl time.Duration) {
 		m.entries[election] = ent
 	}
 	m.version++
-	ent.raw, ent.version, ent.expires = raw, m.version, time.Now().Add(ttl)
-	ent.holder, ent.cached = "", false
+	ent.lease, ent.held, ent.garbage = Lease{}, false, true
+	ent.version, ent.expires = m.version, time.Now().Add(ttl)
+}
+
+// forget drops election's record but keeps its term counter, as close as an
+// in-process store comes to a record deleted out of band.
+func (m *MemoryBackend) forget(election string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ent := m.entries[election]; ent != nil {
+		m.version++
+		ent.lease, ent.held, ent.garbage, ent.version = Lease{}, false, false, m.version
+	}
 }

@@ -12,10 +12,10 @@ func TestMemoryBackendConformance(t *testing.T) {
 	store := fxelection.NewMemoryBackend()
 	electiontest.RunBackendTests(t, func(*testing.T) fxelection.Backend { return store }, electiontest.Options{
 		PutGarbage: func(_ *testing.T, election string, ttl time.Duration) {
-			store.PutRaw(election, []byte("\x00not a lease record"), ttl)
+			store.PutGarbage(election, ttl)
 		},
 		// Nothing outside the process can delete an in-memory record; the
-		// closest is a nil record, which keeps the term counter.
-		DeleteRecord: func(_ *testing.T, election string) { store.PutRaw(election, nil, 0) },
+		// closest is forgetting it, which keeps the term counter.
+		DeleteRecord: func(_ *testing.T, election string) { store.Forget(election) },
 	})
 }

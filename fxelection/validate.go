@@ -27,7 +27,7 @@ const (
 // refuses to hand out another term rather than wrap to a lower one.
 var ErrTermExhausted = errors.New("fxelection: fencing term exhausted")
 
-// CheckLease validates a lease decoded from a store: election name and
+// Validate checks a lease decoded from a store: election name and
 // holder are non-empty, printable UTF-8 and within MaxNameLen and
 // MaxIdentityLen (the same rules Config applies); metadata keys and values
 // are valid UTF-8 without control characters and within MaxMetadataBytes;
@@ -37,10 +37,10 @@ var ErrTermExhausted = errors.New("fxelection: fencing term exhausted")
 // record). The error matches ErrInvalidRecord and quotes no stored value
 // unescaped.
 //
-// Every backend calls it on every record it decodes, so nothing downstream
-// (metrics labels, logs, HTTP responses, terminals) ever sees an unchecked
-// value.
-func CheckLease(l Lease) error {
+// Every backend calls it on every record it decodes, and the Watcher on
+// every lease a backend returns, so nothing downstream (metrics labels, logs,
+// HTTP responses, terminals) ever sees an unchecked value.
+func (l Lease) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidRecord, fmt.Sprintf(format, args...))
 	}
@@ -83,35 +83,6 @@ func CheckLease(l Lease) error {
 		}
 	}
 	return nil
-}
-
-// DurationFromMillis converts a stored duration in milliseconds, rejecting
-// values that are not positive or exceed MaxRecordDuration (so that a huge
-// value cannot wrap to a negative time.Duration and make a live lease look
-// expired). The error matches ErrInvalidRecord.
-func DurationFromMillis(ms int64) (time.Duration, error) {
-	if ms <= 0 || ms > MaxRecordDuration.Milliseconds() {
-		return 0, fmt.Errorf("%w: duration %d ms out of range", ErrInvalidRecord, ms)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// NextTerm returns the term for a new holder after prev: the larger of
-// prev+1 and now in microseconds since the Unix epoch. Seeding terms from a
-// clock keeps them rising even when the record holding prev is lost (deleted
-// out of band, evicted, or on a store restarted empty, where prev reads as
-// 0): a later holder's clock is past the microsecond at which the lost term
-// was handed out, unless that clock lags by more than the time since. It
-// returns ErrTermExhausted instead of passing MaxTerm.
-func NextTerm(prev uint64, now time.Time) (uint64, error) {
-	if prev >= MaxTerm {
-		return 0, ErrTermExhausted
-	}
-	next := prev + 1
-	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= MaxTerm {
-		next = uint64(us)
-	}
-	return next, nil
 }
 
 func hasControl(s string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 	"log/slog"
 	"maps"
 	"sync"
@@ -303,11 +304,11 @@ func (w *Watcher) run(ctx context.Context) {
 			w.lastErr = err
 			w.mu.Unlock()
 			w.log.Warn("watch leader", "error", err)
-			delay, followUp = Backoff(failures, w.cfg.PollInterval, w.cfg.MaxBackoff), 0
+			delay, followUp = backoff.Delay(failures, w.cfg.PollInterval, w.cfg.MaxBackoff), 0
 		default:
 			failures = 0
 			w.update(info)
-			delay = jitter(w.cfg.PollInterval)
+			delay = backoff.Jitter(w.cfg.PollInterval)
 			if followUp > 0 && !info.HasLeader && followUp < w.cfg.PollInterval {
 				delay, followUp = followUp, followUp*2
 			} else {
@@ -335,7 +336,7 @@ func (w *Watcher) read(ctx context.Context) (LeaderInfo, error) {
 	now := time.Now()
 	switch {
 	case err == nil:
-		if cerr := CheckLease(l); cerr != nil {
+		if cerr := l.Validate(); cerr != nil {
 			return LeaderInfo{}, &OpError{Election: w.cfg.Name, Op: OpGet, Err: cerr}
 		}
 		return LeaderInfo{Leader: l.Clone(), HasLeader: true, ObservedAt: now}, nil

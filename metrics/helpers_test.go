@@ -44,14 +44,14 @@ func newElector(t *testing.T, name, identity string, b fxelection.Backend) *fxel
 func start(t *testing.T, e *fxelection.Elector) {
 	t.Helper()
 	if err := e.Start(context.Background()); err != nil {
-		t.Fatalf("start %s/%s: %v", e.Name(), e.Identity(), err)
+		t.Fatalf("start %s/%s: %v", e.Status().Election, e.Status().Identity, err)
 	}
 }
 
 func stop(t *testing.T, e *fxelection.Elector) {
 	t.Helper()
 	if err := e.Stop(context.Background()); err != nil {
-		t.Errorf("stop %s/%s: %v", e.Name(), e.Identity(), err)
+		t.Errorf("stop %s/%s: %v", e.Status().Election, e.Status().Identity, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/metrics"
 )
 
@@ -84,10 +85,32 @@ func TestHostileHolderDoesNotPanic(t *testing.T) {
 	}
 }
 
-// The record from the issue, planted raw in the in-memory store: the
-// elector must survive it (the decoder refuses or cleans it), and so must
-// the metrics.
-func TestRawHostileRecordOnMemoryBackend(t *testing.T) {
+// rawRecordBackend holds one election's raw stored value, decoded with the
+// shared record codec on every read as a store-backed backend does.
+type rawRecordBackend struct {
+	fxelection.Backend
+	raw []byte
+}
+
+func (r rawRecordBackend) decode() error {
+	l, err := backendkit.UnmarshalRecord(r.raw)
+	if err != nil {
+		return err
+	}
+	return &fxelection.HeldError{Holder: l}
+}
+
+func (r rawRecordBackend) Acquire(context.Context, fxelection.AcquireRequest) (fxelection.Lease, error) {
+	return fxelection.Lease{}, r.decode()
+}
+
+func (r rawRecordBackend) Get(context.Context, string) (fxelection.Lease, error) {
+	return fxelection.Lease{}, r.decode()
+}
+
+// The record from the issue, planted raw in a store: the elector must
+// survive it (the decoder refuses or cleans it), and so must the metrics.
+func TestRawHostileRecord(t *testing.T) {
 	for name, raw := range map[string][]byte{
 		"redis-style": []byte("fxe1|5|3|" + hostileHolder + "|60000|0|"),
 		"json":        []byte(`{"fxelection":1,"election":"jobs","holder":"` + hostileHolder + `","term":3,"duration_ms":60000}`),
@@ -97,8 +120,7 @@ func TestRawHostileRecordOnMemoryBackend(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				reg, m := newMetrics(t)
-				store := fxelection.NewMemoryBackend()
-				store.PutRaw("jobs", raw, time.Minute)
+				store := rawRecordBackend{Backend: fxelection.NewMemoryBackend(), raw: raw}
 				var errs []error
 				c := testConfig("jobs", "a")
 				c.Callbacks.OnError = func(err error) { errs = append(errs, err) }

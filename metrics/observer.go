@@ -44,7 +44,7 @@ type opResult struct{ op, result string }
 var _ fxelection.Observer = (*attachment)(nil)
 
 func newAttachment(c *collector, e *fxelection.Elector) *attachment {
-	return &attachment{c: c, e: e, election: labelValue(e.Name()), identity: labelValue(e.Identity()), backend: labelValue(e.BackendName()), refs: 1}
+	return &attachment{c: c, e: e, election: labelValue(e.Status().Election), identity: labelValue(e.Status().Identity), backend: labelValue(e.Status().Backend), refs: 1}
 }
 
 // Observe implements fxelection.Observer. It never blocks on anything but

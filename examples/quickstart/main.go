@@ -50,7 +50,7 @@ func main() {
 	time.Sleep(time.Second)
 	for _, e := range electors {
 		if l, ok := e.Leader(); ok {
-			fmt.Printf("%s sees leader %s (term %d)\n", e.Identity(), l.Holder, l.Term)
+			fmt.Printf("%s sees leader %s (term %d)\n", e.Status().Identity, l.Holder, l.Term)
 		}
 		_ = e.Stop(ctx)
 	}

@@ -305,7 +305,7 @@ func values(secrets []Secret) []string {
 }
 
 // redactable keeps the secrets long enough to be redacted by replacement:
-// shorter ones would make fxelection.RedactText withhold whole messages
+// shorter ones would make backendkit.RedactText withhold whole messages
 // that merely contain, say, a digit.
 func redactable(secrets []string) []string {
 	var out []string

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Sentinel errors. Every error from decoding, placeholders and validation is
@@ -65,7 +66,7 @@ func (e *PathError) Unwrap() error { return e.Err }
 func pathErr(path string, err error) error { return &PathError{Path: path, Err: err} }
 
 // redact passes the errors inside err's *PathErrors (and any other error in
-// it) through fxelection.RedactError with secrets, keeping the paths and the
+// it) through backendkit.RedactError with secrets, keeping the paths and the
 // *PathError type reachable with errors.As.
 func redact(err error, secrets []string) error {
 	if err == nil {
@@ -79,9 +80,9 @@ func redact(err error, secrets []string) error {
 		return errors.Join(out...)
 	}
 	if pe, ok := err.(*PathError); ok {
-		return &PathError{Path: pe.Path, Err: fxelection.RedactError(pe.Err, secrets...)}
+		return &PathError{Path: pe.Path, Err: backendkit.RedactError(pe.Err, secrets...)}
 	}
-	return fxelection.RedactError(err, secrets...)
+	return backendkit.RedactError(err, secrets...)
 }
 
 // joinPath appends key to path ("a" + "b" = "a.b"); keys that are not

@@ -25,7 +25,8 @@ func ExampleLoad() {
 	}
 	app := fx.New(fx.NopLogger, opt,
 		fx.Invoke(fx.Annotate(func(e *fxelection.Elector) {
-			fmt.Println(e.Name(), e.BackendName(), e.Config().LeaseDuration)
+			st := e.Status()
+			fmt.Println(st.Election, st.Backend, e.Config().LeaseDuration)
 		}, fx.ParamTags(`name:"reports"`))))
 	if err := app.Start(context.Background()); err != nil {
 		fmt.Println(err)

@@ -165,7 +165,7 @@ func (c *Census) Options() (fx.Option, error) {
 	return fx.Invoke(func(es electors) {
 		var names []string
 		for _, e := range es.All {
-			names = append(names, e.Name())
+			names = append(names, e.Status().Election)
 		}
 		slices.Sort(names)
 		journalFor(c.Journal).add("census %s", strings.Join(names, ","))

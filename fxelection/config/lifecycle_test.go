@@ -71,7 +71,7 @@ func TestLifecycleOrder(t *testing.T) {
 		synctest.Wait()
 		for _, e := range es.All {
 			if !e.IsLeader() {
-				t.Errorf("%s: not leader", e.Name())
+				t.Errorf("%s: not leader", e.Status().Election)
 			}
 		}
 		app.RequireStop()
@@ -186,8 +186,8 @@ func TestNotProvisionedBackend(t *testing.T) {
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if e.BackendName() != "memory" {
-		t.Errorf("BackendName = %q, want memory (the module ID's name)", e.BackendName())
+	if e.Status().Backend != "memory" {
+		t.Errorf("BackendName = %q, want memory (the module ID's name)", e.Status().Backend)
 	}
 	if _, err := e.TryAcquire(context.Background()); err == nil {
 		t.Error("TryAcquire on a stopped elector: no error")
@@ -222,7 +222,7 @@ func TestThreeElectionsOnMemory(t *testing.T) {
 		for _, e := range es.All {
 			l, ok := e.Lease()
 			if !ok || l.Holder != "node-1" || l.Term == 0 {
-				t.Errorf("%s: not leader (%+v)", e.Name(), l)
+				t.Errorf("%s: not leader (%+v)", e.Status().Election, l)
 			}
 		}
 		if l, _ := reports.Leader(); l.Metadata["addr"] != "10.0.0.7:8080" {
@@ -236,7 +236,7 @@ func TestThreeElectionsOnMemory(t *testing.T) {
 		}
 		for _, e := range es.All {
 			if e.IsLeader() {
-				t.Errorf("%s still leader after stop", e.Name())
+				t.Errorf("%s still leader after stop", e.Status().Election)
 			}
 		}
 	})
@@ -275,7 +275,7 @@ func TestSharedMemoryCandidates(t *testing.T) {
 		synctest.Wait()
 		for _, e := range es.All {
 			if e != leaders[0] && !e.IsLeader() {
-				t.Errorf("%s did not take over after the leader resigned", e.Identity())
+				t.Errorf("%s did not take over after the leader resigned", e.Status().Identity)
 			}
 		}
 		app.RequireStop()

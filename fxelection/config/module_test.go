@@ -147,7 +147,7 @@ func TestMemoryModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := m.Backend()
-	if a == b || fxelection.BackendName(a) != "memory" {
+	if a == b || a.(fxelection.NamedBackend).BackendName() != "memory" {
 		t.Fatal("Backend must return a new memory backend")
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Secret is a string setting that never prints itself: String, Format (every
 // fmt verb, %v %+v %#v %s %q %x included), GoString, MarshalJSON,
-// MarshalText and LogValue all give fxelection.Redacted ("xxxxx"), whether
+// MarshalText and LogValue all give backendkit.Redacted ("xxxxx"), whether
 // the secret is set or not. Only Value returns it. Use it for passwords,
 // keys and connection strings that embed them. Its zero value is the empty
 // secret.
@@ -43,10 +43,10 @@ func (s Secret) Value() string {
 func (s Secret) IsZero() bool { return s.Value() == "" }
 
 // String returns "xxxxx".
-func (s Secret) String() string { return fxelection.Redacted }
+func (s Secret) String() string { return backendkit.Redacted }
 
 // GoString returns `config.Secret("xxxxx")`, for %#v.
-func (s Secret) GoString() string { return `config.Secret("` + fxelection.Redacted + `")` }
+func (s Secret) GoString() string { return `config.Secret("` + backendkit.Redacted + `")` }
 
 // Format writes "xxxxx" for every verb (quoted for %q), so no fmt verb or
 // flag reveals the value.
@@ -55,21 +55,21 @@ func (s Secret) Format(f fmt.State, verb rune) {
 	case verb == 'v' && f.Flag('#'):
 		_, _ = f.Write([]byte(s.GoString()))
 	case verb == 'q':
-		_, _ = f.Write([]byte(`"` + fxelection.Redacted + `"`))
+		_, _ = f.Write([]byte(`"` + backendkit.Redacted + `"`))
 	default:
-		_, _ = f.Write([]byte(fxelection.Redacted))
+		_, _ = f.Write([]byte(backendkit.Redacted))
 	}
 }
 
 // LogValue implements slog.LogValuer: logs show "xxxxx".
-func (s Secret) LogValue() slog.Value { return slog.StringValue(fxelection.Redacted) }
+func (s Secret) LogValue() slog.Value { return slog.StringValue(backendkit.Redacted) }
 
 // MarshalJSON returns "xxxxx" as a JSON string: printing a decoded
 // configuration never reveals secrets (nor can it be re-loaded with them).
-func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + fxelection.Redacted + `"`), nil }
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + backendkit.Redacted + `"`), nil }
 
 // MarshalText returns "xxxxx".
-func (s Secret) MarshalText() ([]byte, error) { return []byte(fxelection.Redacted), nil }
+func (s Secret) MarshalText() ([]byte, error) { return []byte(backendkit.Redacted), nil }
 
 // UnmarshalJSON accepts a JSON string (or null, which leaves s unchanged).
 // Its errors never contain the input.

@@ -147,7 +147,7 @@ func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o Handov
 		follower := start(i)
 		deadline := time.Now().Add(10 * time.Second)
 		for { // until the follower made its first attempt and saw the leader
-			if l, ok := follower.e.Leader(); ok && l.Holder == leader.e.Identity() {
+			if l, ok := follower.e.Leader(); ok && l.Holder == leader.e.Status().Identity {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -96,8 +96,8 @@ func (s *suite) handOverOnStop(t *testing.T) {
 		if c == leader {
 			continue
 		}
-		if l, ok := c.e.Leader(); !ok || l.Holder != leader.e.Identity() || l.Term != first.Term {
-			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Identity(), l, ok, leader.e.Identity(), first.Term)
+		if l, ok := c.e.Leader(); !ok || l.Holder != leader.e.Status().Identity || l.Term != first.Term {
+			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Status().Identity, l, ok, leader.e.Status().Identity, first.Term)
 		}
 	}
 	_, push := cs[0].faulty.inner.(fxelection.Notifier)
@@ -144,7 +144,7 @@ func (s *suite) vanished(t *testing.T) {
 	leader.faulty.Partition(false)
 	deadline := time.Now().Add(2*tm.LeaseDuration + 5*time.Second)
 	for {
-		if l, ok := leader.e.Leader(); ok && l.Holder == next.e.Identity() {
+		if l, ok := leader.e.Leader(); ok && l.Holder == next.e.Status().Identity {
 			break
 		}
 		if time.Now().After(deadline) {

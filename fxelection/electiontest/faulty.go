@@ -104,8 +104,14 @@ func (f *Faulty) Calls(op string) int {
 	return f.calls[op]
 }
 
-// BackendName returns the wrapped backend's name.
-func (f *Faulty) BackendName() string { return fxelection.BackendName(f.inner) }
+// BackendName returns the wrapped backend's name ("custom" if it has none,
+// as the elector would call it).
+func (f *Faulty) BackendName() string {
+	if n, ok := f.inner.(fxelection.NamedBackend); ok {
+		return n.BackendName()
+	}
+	return "custom"
+}
 
 func (f *Faulty) before(ctx context.Context, op string) error {
 	f.mu.Lock()

@@ -17,7 +17,7 @@ import (
 // write access to the store may have written there.
 
 // RawRecord returns a record in the core's JSON format (version 1, as
-// fxelection.MarshalRecord writes it) with holder, term and durationMS
+// backendkit.MarshalRecord writes it) with holder, term and durationMS
 // written as they are, unchecked and unescaped, acquired at
 // 2026-01-01T00:00:00Z: for planting hostile records in a store.
 func RawRecord(election, holder, term, durationMS string) string {
@@ -68,7 +68,7 @@ func HostileRecords(election string) []string {
 // CheckDecoded checks what a backend's decoder made of a record for
 // election that anyone may have written: a rejection (err != nil) must
 // match fxelection.ErrInvalidRecord, in printable UTF-8 text; an accepted
-// lease must pass fxelection.CheckLease and name election, with a term in
+// lease must pass Lease.Validate and name election, with a term in
 // 1..MaxTerm, a positive duration and printable UTF-8 in its holder and
 // metadata. It reports whether the lease was accepted, so that the caller
 // goes on to check that it re-encodes to the same lease (see SameRecord).
@@ -83,8 +83,8 @@ func CheckDecoded(t testing.TB, election string, l fxelection.Lease, err error) 
 		}
 		return false
 	}
-	if err := fxelection.CheckLease(l); err != nil {
-		t.Fatalf("accepted a lease CheckLease rejects: %v", err)
+	if err := l.Validate(); err != nil {
+		t.Fatalf("accepted a lease Validate rejects: %v", err)
 	}
 	if l.Election != election || l.Term == 0 || l.Term > fxelection.MaxTerm || l.Duration <= 0 {
 		t.Fatalf("accepted %+v", l)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/fence"
 )
 
@@ -58,7 +59,7 @@ func TestStaleTermError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ste *fence.StaleTermError
-	if !errors.As(fxelection.RedactError(err), &ste) || ste.Highest != 5 {
+	if !errors.As(backendkit.RedactError(err), &ste) || ste.Highest != 5 {
 		t.Fatal("redacted error must keep the type")
 	}
 }
@@ -81,7 +82,7 @@ func FuzzTokenValidate(f *testing.F) {
 		if term == 0 || term > fxelection.MaxTerm || election == "" || len(election) > fxelection.MaxNameLen {
 			t.Fatalf("accepted %q %d", election, term)
 		}
-		if err := fxelection.CheckLease(fxelection.Lease{Election: election, Holder: "h", Term: term, Duration: 1}); err != nil {
+		if err := (fxelection.Lease{Election: election, Holder: "h", Term: term, Duration: 1}).Validate(); err != nil {
 			t.Fatalf("accepted %q %d that the core rejects: %v", election, term, err)
 		}
 	})

@@ -85,8 +85,8 @@ func (a *Elector) IsLeader(ctx context.Context) error {
 }
 
 func notLeader(e *fxelection.Elector) error {
-	l, ok := e.Leader()
-	return &NotLeaderError{Election: e.Name(), Identity: e.Identity(), Leader: l, LeaderKnown: ok}
+	st := e.Status()
+	return &NotLeaderError{Election: st.Election, Identity: st.Identity, Leader: st.Leader, LeaderKnown: st.LeaderKnown}
 }
 
 // Task wraps fn, a job body, so that it runs only while e leads: each call

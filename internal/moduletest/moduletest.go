@@ -142,7 +142,7 @@ func At(key string) []string { return []string{BackendPath + "." + key} }
 func Validated(setting string) []string { return []string{BackendPath + ": ", setting} }
 
 // MustProvision decodes settings (see Decode; no placeholders), requires a
-// module of type M whose backend reports name (fxelection.BackendName),
+// module of type M whose backend is named name (fxelection.NamedBackend),
 // and provisions it (see Provision) with ctx, failing t on any error.
 func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, settings, name string) (M, fxelection.Backend, func() error) {
 	t.Helper()
@@ -158,8 +158,8 @@ func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, se
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fxelection.BackendName(b); got != name {
-		t.Fatalf("name = %q, want %q", got, name)
+	if n, ok := b.(fxelection.NamedBackend); !ok || n.BackendName() != name {
+		t.Fatalf("backend %T is not named %q", b, name)
 	}
 	return m, b, cleanup
 }
@@ -201,12 +201,12 @@ func RunConfigFile(t *testing.T, l config.Loader, path string, limit time.Durati
 		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
 	}
 	for _, e := range all.Electors {
-		electiontest.WaitFor(t, limit, e.Name()+" to lead", e.IsLeader)
+		electiontest.WaitFor(t, limit, e.Status().Election+" to lead", e.IsLeader)
 	}
 	app.RequireStop()
 	for _, e := range all.Electors {
 		if e.IsLeader() {
-			t.Errorf("%s still leads after stop", e.Name())
+			t.Errorf("%s still leads after stop", e.Status().Election)
 		}
 	}
 	return doc

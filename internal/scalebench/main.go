@@ -218,7 +218,12 @@ func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease
 	return out
 }
 
-func (c *counting) BackendName() string { return fxelection.BackendName(c.b) }
+func (c *counting) BackendName() string {
+	if n, ok := c.b.(fxelection.NamedBackend); ok {
+		return n.BackendName()
+	}
+	return "custom"
+}
 
 func (c *counting) Subscribe(election string, wake func()) (cancel func()) {
 	if n, ok := c.b.(fxelection.Notifier); ok {

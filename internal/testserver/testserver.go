@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
 // ErrNotInstalled is returned by StartRedis and StartPostgres when the server
@@ -293,3 +295,7 @@ func RunMain(m *testing.M, closeServers func() error) int {
 	}
 	return code
 }
+
+// WaitFor is electiontest.WaitFor (one copy of the polling loop), kept
+// here for tests that already call it through this package.
+var WaitFor = electiontest.WaitFor

@@ -22,13 +22,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // DefaultPrefix is the blob name prefix used when Options.Prefix is empty.
 const DefaultPrefix = "fxelection/"
 
 // MetadataKey is the blob metadata name holding the encoded lease record
-// (base64 of fxelection.MarshalRecord).
+// (base64 of backendkit.MarshalRecord).
 const MetadataKey = "fxelection"
 
 // Azure's limits on a finite blob lease.
@@ -205,7 +206,7 @@ func metaValue(md map[string]*string, name string) (string, bool) {
 
 // decodeMeta decodes the record in a blob's metadata. No MetadataKey value
 // gives recordNone. Anything but standard base64 of a valid UTF-8 record
-// that fxelection.UnmarshalRecord accepts (holder and metadata printable
+// that backendkit.UnmarshalRecord accepts (holder and metadata printable
 // UTF-8, term in [1, MaxTerm], duration in (0, MaxRecordDuration]) and that
 // names election gives recordInvalid and an error matching
 // fxelection.ErrInvalidRecord that quotes no stored value unescaped.
@@ -218,7 +219,7 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", fxelection.ErrInvalidRecord, MetadataKey)
 	}
-	l, err := fxelection.UnmarshalRecord(raw)
+	l, err := backendkit.UnmarshalRecord(raw)
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, err
 	}
@@ -230,7 +231,7 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 
 // encodeMeta is the metadata value for l: base64 of its record.
 func encodeMeta(l fxelection.Lease) (string, error) {
-	rec, err := fxelection.MarshalRecord(l)
+	rec, err := backendkit.MarshalRecord(l)
 	if err != nil {
 		return "", err
 	}
@@ -315,14 +316,16 @@ func (p *poller) wait(ctx context.Context) (bool, error) {
 }
 
 // errUnknownHolder is returned when the blob is leased but no valid record
-// names the active lease's holder within resolveBudget: a candidate took
-// the Azure lease and did not write its record (it crashed in between), or
-// something other than fxelection leased the blob.
+// names the active lease's holder within resolveBudget. Acquire writes the
+// record before it takes the lease, with If-Match on the ETag it read, so
+// this is something other than fxelection leasing the blob (or a record
+// replaced out of band while leased).
 var errUnknownHolder = fmt.Errorf("%w: blob leased by a holder that wrote no record", fxelection.ErrInvalidRecord)
 
 // resolveHeld returns the verified holder of a leased blob whose record
-// names someone other than self, or retry=true when the lease changed
-// meanwhile (free now, or a new holder that has not written its record yet).
+// names someone other than self, or retry=true when the blob changed
+// meanwhile (the lease is free now, or another candidate's record and lease
+// replaced the ones read).
 func (b *Backend) resolveHeld(ctx context.Context, bc *blob.Client, election string, s snapshot) (fxelection.Lease, bool, error) {
 	switch s.state {
 	case recordInvalid:
@@ -442,7 +445,7 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		if s.state == recordValid {
 			prev = s.rec.Term
 		}
-		if next.Term, err = fxelection.NextTerm(prev, now); err != nil {
+		if next.Term, err = backendkit.NextTerm(prev, now); err != nil {
 			return fxelection.Lease{}, false, err
 		}
 	}
@@ -640,9 +643,9 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	}
 }
 
-// redact passes err through fxelection.RedactError with the backend's
+// redact passes err through backendkit.RedactError with the backend's
 // known secrets: every error that leaves the Backend goes through it (SDK
 // network errors carry the request URL, and with a SAS its sig=).
 func (b *Backend) redact(err error) error {
-	return fxelection.RedactError(err, b.secrets...)
+	return backendkit.RedactError(err, b.secrets...)
 }

@@ -39,8 +39,8 @@ func TestNewValidates(t *testing.T) {
 	if got := b.BlobName("a/b."); got != "p/a%2Fb%2E" {
 		t.Fatalf("BlobName = %q", got)
 	}
-	if fxelection.BackendName(b) != "blob" {
-		t.Fatalf("name %q", fxelection.BackendName(b))
+	if b.BackendName() != "blob" {
+		t.Fatalf("name %q", b.BackendName())
 	}
 }
 

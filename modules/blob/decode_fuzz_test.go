@@ -15,7 +15,7 @@ const fuzzElection = "demo"
 // the metadata value itself (as stored) and, separately, the record bytes
 // it would carry (base64-encoded here). Properties: it never panics;
 // rejections are recordInvalid with an error matching ErrInvalidRecord in
-// printable text; an accepted record passes fxelection.CheckLease, names
+// printable text; an accepted record passes Lease.Validate, names
 // the election, and re-encodes (encodeMeta) to a value that decodes to the
 // same lease.
 //

@@ -10,7 +10,7 @@
 // container the application creates. The blob's content is empty. Its
 // metadata value "fxelection" (MetadataKey) holds the lease record — holder,
 // term, the holder's metadata, duration, acquisition time — encoded with
-// fxelection.MarshalRecord and then base64, since metadata values must be
+// backendkit.MarshalRecord and then base64, since metadata values must be
 // HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB, which
 // bounds Config.Metadata.
 //
@@ -35,7 +35,7 @@
 //     the caller under an active lease, it re-acquires with If-Match on the
 //     ETag read and refreshes the record under the lease. Term: unchanged
 //     if the lease was active and the record named the caller (a re-acquire
-//     before expiry); otherwise fxelection.NextTerm(stored term) — the
+//     before expiry); otherwise backendkit.NextTerm(stored term) — the
 //     larger of the stored term + 1 and the candidate's clock in
 //     microseconds since the Unix epoch — including the caller's own lease
 //     after it expired or was released; for a new, deleted or foreign blob
@@ -104,7 +104,7 @@
 //
 // Everything read from the container is validated before the elector sees
 // it. A blob whose "fxelection" metadata is not standard base64 of valid
-// UTF-8, or holds a record that fxelection.UnmarshalRecord rejects (holder,
+// UTF-8, or holds a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
 // duration not in (0, fxelection.MaxRecordDuration]), names another
 // election, or has an acquired_at that cannot be written back, gives an
@@ -118,7 +118,7 @@
 // # Errors
 //
 // Every error that leaves the Backend, and the config module's,
-// passes through fxelection.RedactError: URL userinfo and query strings
+// passes through backendkit.RedactError: URL userinfo and query strings
 // (the SDK's network errors carry the full request URL, with a SAS's sig=)
 // and key=value secrets are removed, and for the config module's backends the
 // configured account key and the connection string's AccountKey and

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
@@ -235,7 +236,7 @@ func TestSASNotLeaked(t *testing.T) {
 			}
 		}
 		// Any sig= left must be a redacted one.
-		return strings.Contains(strings.ReplaceAll(s, "sig="+fxelection.Redacted, ""), "sig=")
+		return strings.Contains(strings.ReplaceAll(s, "sig="+backendkit.Redacted, ""), "sig=")
 	}
 	check := func(t *testing.T, what string, err error) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -30,7 +31,7 @@ func init() { config.RegisterModule(ConfigModule{}) }
 //
 // Set connection_string, or account_url, account_name and account_key. Its
 // errors, and every error the Backend returns, pass through
-// fxelection.RedactError with the secrets: the account key, and a
+// backendkit.RedactError with the secrets: the account key, and a
 // connection string's AccountKey and SharedAccessSignature (whole, and its
 // sig= value in every escaping).
 type ConfigModule struct {
@@ -153,7 +154,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 	secrets := m.secrets()
 	b, err := m.build()
 	if err != nil {
-		return fxelection.RedactError(err, secrets...)
+		return backendkit.RedactError(err, secrets...)
 	}
 	b.secrets = secrets
 	m.backend = b

@@ -87,8 +87,8 @@ func TestConfigModule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fxelection.BackendName(b) != "blob" {
-				t.Fatalf("name %q", fxelection.BackendName(b))
+			if b.(fxelection.NamedBackend).BackendName() != "blob" {
+				t.Fatalf("name %q", b.(fxelection.NamedBackend).BackendName())
 			}
 			e := electiontest.Election(t)
 			l, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -60,8 +61,8 @@ type Backend struct {
 	prefix  string
 	name    string
 	secrets []string
-	tracker fxelection.ExpiryTracker
-	hub     *fxelection.WakeHub
+	tracker backendkit.ExpiryTracker
+	hub     *backendkit.WakeHub
 }
 
 var (
@@ -93,7 +94,7 @@ func New(store Store, opts Options) (*Backend, error) {
 	if !opts.DisablePush {
 		b.watcher, _ = store.(Watcher)
 	}
-	b.hub = fxelection.NewWakeHub(b.listen)
+	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
 
@@ -151,7 +152,7 @@ func (b *Backend) Close() error {
 
 // fail returns err with context, redacted.
 func (b *Backend) fail(op string, err error) error {
-	return fxelection.RedactError(fmt.Errorf("%s: %w", op, err), b.secrets...)
+	return backendkit.RedactError(fmt.Errorf("%s: %w", op, err), b.secrets...)
 }
 
 // read returns election's value; found is false if there is none.
@@ -189,7 +190,7 @@ func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 // (free, expired, evicted or deleted), released, already held by
 // req.Identity (same term), or — on a store without server TTL — observed
 // unchanged by this Backend for the record's full Duration. A new holder's
-// term is fxelection.NextTerm of the last term the store shows, so it is
+// term is backendkit.NextTerm of the last term the store shows, so it is
 // clock-seeded and rises even when the value was lost. Every write is an
 // add-if-absent or a compare-and-swap on the version just read.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
@@ -226,11 +227,11 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
 		}
 		if next.Term == 0 {
-			if next.Term, err = fxelection.NextTerm(prev, time.Now()); err != nil {
+			if next.Term, err = backendkit.NextTerm(prev, time.Now()); err != nil {
 				return fxelection.Lease{}, b.fail(op, err)
 			}
 		}
-		if err := fxelection.CheckLease(next); err != nil {
+		if err := next.Validate(); err != nil {
 			return fxelection.Lease{}, b.fail(op, err)
 		}
 		value, err := encode(next, false)
@@ -301,7 +302,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	next := cur.lease.Clone()
 	next.Metadata = maps.Clone(lease.Metadata)
 	next.Duration = lease.Duration
-	if err := fxelection.CheckLease(next); err != nil {
+	if err := next.Validate(); err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
 	value, err := encode(next, false)
@@ -366,7 +367,7 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 // Watcher, wake is called when a lease of election is released or its key
 // deleted, and (spuriously) for every election each time the watch is
 // (re)established, since a release may have been missed while it was down.
-// All subscriptions share one watch (fxelection.WakeHub). On any other
+// All subscriptions share one watch (backendkit.WakeHub). On any other
 // Store, or with Options.DisablePush, Subscribe does nothing and followers
 // poll.
 func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
@@ -378,7 +379,7 @@ func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 
 // listen keeps a watch on the prefix until ctx is done, re-establishing it
 // with backoff when it breaks.
-func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	failures := 0
 	for {
 		err := b.watcher.Watch(ctx, b.prefix, func() {
@@ -390,7 +391,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 		}
 		_ = err // the elector keeps polling meanwhile
 		failures++
-		if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
+		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
 			return
 		}
 	}
@@ -398,7 +399,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 
 // changed wakes the subscribers of the election whose key changed, if the
 // change freed the lease: a delete, or a released marker.
-func (b *Backend) changed(hub *fxelection.WakeHub, key string, value []byte) {
+func (b *Backend) changed(hub *backendkit.WakeHub, key string, value []byte) {
 	name, ok := strings.CutPrefix(key, b.prefix)
 	if !ok {
 		return

@@ -51,9 +51,9 @@
 // # Values and keys
 //
 // The value under a key is a small JSON envelope (a released flag and a
-// per-write nonce) around the core's record (fxelection.MarshalRecord), so
+// per-write nonce) around the core's record (backendkit.MarshalRecord), so
 // every write stores different bytes. Every value read is validated
-// (fxelection.UnmarshalRecord, which calls fxelection.CheckLease) and must
+// (backendkit.UnmarshalRecord, which calls Lease.Validate) and must
 // name the election it was read for; anything else is
 // fxelection.ErrInvalidRecord and is never taken over before it expires.
 // Keys are Options.KeyPrefix (default "fxelection.") plus the election name
@@ -70,14 +70,14 @@
 //   - Observed time (NATS KV on servers without per-key TTL, such as
 //     nats-server 2.9): a candidate may take over a record only after this
 //     Backend has seen the same revision unchanged for the record's full
-//     duration on its own monotonic clock (fxelection.ExpiryTracker, the
+//     duration on its own monotonic clock (backendkit.ExpiryTracker, the
 //     rule client-go uses), and then with a compare-and-swap on that
 //     revision. A candidate that starts while a dead holder's record is in
 //     the store therefore waits a full lease duration.
 //
 // # Fencing terms
 //
-// A new holder's term is fxelection.NextTerm of the last term in the store:
+// A new holder's term is backendkit.NextTerm of the last term in the store:
 // the larger of that term plus one and the clock in microseconds. A
 // released lease keeps its term in the store. When the value is lost —
 // expired, evicted under memory pressure, deleted by an operator, a
@@ -96,7 +96,7 @@
 //
 // # Errors
 //
-// Every error a Backend returns passes through fxelection.RedactError with
+// Every error a Backend returns passes through backendkit.RedactError with
 // Options.Secrets, so URL credentials, tokens and passwords never reach
 // logs, health endpoints or status output.
 package cachelease

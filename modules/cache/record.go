@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // envelopeFormat is the version of the value this package writes.
@@ -36,7 +37,7 @@ type stored struct {
 
 // encode returns the value for l.
 func encode(l fxelection.Lease, released bool) ([]byte, error) {
-	rec, err := fxelection.MarshalRecord(l)
+	rec, err := backendkit.MarshalRecord(l)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 }
 
 // decode parses a stored value. Anything but a valid envelope around a
-// valid record of election (validated by fxelection.UnmarshalRecord, which
+// valid record of election (validated by backendkit.UnmarshalRecord, which
 // calls CheckLease) gives an error matching fxelection.ErrInvalidRecord.
 // The error quotes no stored bytes.
 func decode(value []byte, election string) (stored, error) {
@@ -81,7 +82,7 @@ func decodeValue(value []byte) (stored, error) {
 	if len(env.Record) == 0 {
 		return stored{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
 	}
-	l, err := fxelection.UnmarshalRecord(env.Record)
+	l, err := backendkit.UnmarshalRecord(env.Record)
 	if err != nil {
 		return stored{}, err
 	}

@@ -94,7 +94,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := fxelection.CheckLease(s.lease); err != nil {
+		if err := s.lease.Validate(); err != nil {
 			t.Fatalf("decoded an invalid lease: %v", err)
 		}
 		v, err := encode(s.lease, s.released)

@@ -82,17 +82,17 @@ func TestThreeElectionsTwoBackends(t *testing.T) {
 		t.Fatalf("group has %d electors, want 3", len(got.All))
 	}
 	for _, e := range []*fxelection.Elector{got.Alpha, got.Beta, got.Gamma} {
-		electiontest.WaitFor(t, leaderLimit, e.Name()+" to elect a leader", e.IsLeader)
+		electiontest.WaitFor(t, leaderLimit, e.Status().Election+" to elect a leader", e.IsLeader)
 		l, ok := e.Lease()
 		if !ok || l.Holder != "node-1" || l.Term == 0 {
-			t.Fatalf("%s: lease %+v", e.Name(), l)
+			t.Fatalf("%s: lease %+v", e.Status().Election, l)
 		}
 	}
 	if l, _ := got.Alpha.Lease(); l.Metadata["addr"] != "10.0.0.1:8080" {
 		t.Errorf("alpha metadata %v", l.Metadata)
 	}
-	if got.Alpha.BackendName() != "redis" || got.Gamma.BackendName() != "postgres" {
-		t.Errorf("backends: alpha %q, gamma %q", got.Alpha.BackendName(), got.Gamma.BackendName())
+	if got.Alpha.Status().Backend != "redis" || got.Gamma.Status().Backend != "postgres" {
+		t.Errorf("backends: alpha %q, gamma %q", got.Alpha.Status().Backend, got.Gamma.Status().Backend)
 	}
 
 	// While running, the stores hold the leases where the document says.

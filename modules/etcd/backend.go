@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -75,7 +76,7 @@ type Backend struct {
 	prefix string
 	push   bool
 
-	hub *fxelection.WakeHub // push wake-up: subscriptions and the watch
+	hub *backendkit.WakeHub // push wake-up: subscriptions and the watch
 
 	secrets []string // the client's credentials, redacted from every error
 }
@@ -105,7 +106,7 @@ func New(client *clientv3.Client, opts Options) (*Backend, error) {
 		push:    !opts.DisablePush,
 		secrets: credentials(client.Username, client.Password, client.Token),
 	}
-	b.hub = fxelection.NewWakeHub(b.listen)
+	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
 
@@ -126,14 +127,14 @@ func credentials(user, password, token string) []string {
 	return out
 }
 
-// redact passes an error leaving the backend through fxelection.RedactError
+// redact passes an error leaving the backend through backendkit.RedactError
 // with the client's credentials; errors.Is and errors.As for HeldError keep
 // working.
 func (b *Backend) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fxelection.RedactError(err, b.secrets...)
+	return backendkit.RedactError(err, b.secrets...)
 }
 
 // BackendName returns "etcd".

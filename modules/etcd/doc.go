@@ -92,7 +92,7 @@
 // etcd lease never would, and is invalid too). Valid means: at most 64 KiB
 // of UTF-8 JSON in the format above, nothing unknown or trailing, the
 // duration in (0, fxelection.MaxRecordDuration], the holder and metadata
-// accepted by fxelection.CheckLease (printable UTF-8, within the size
+// accepted by Lease.Validate (printable UTF-8, within the size
 // limits), a positive create revision and a mod revision not below it.
 // Renew reports fxelection.ErrLeaseLost and Release does nothing for such a
 // key. So nothing a foreign writer puts in etcd reaches an elector, its
@@ -100,7 +100,7 @@
 //
 // # Secrets
 //
-// Every error a Backend returns passes through fxelection.RedactError with
+// Every error a Backend returns passes through backendkit.RedactError with
 // the client's password and token, and its user name when at least 4 bytes
 // long. The fxelection.backends.etcd module refuses endpoints with user
 // info, without quoting them.

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -238,7 +239,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 
 // redact withholds the module's credentials from err.
 func (m *ConfigModule) redact(err error) error {
-	return fxelection.RedactError(err, credentials(m.Username, m.Password.Value(), "")...)
+	return backendkit.RedactError(err, credentials(m.Username, m.Password.Value(), "")...)
 }
 
 // Backend returns the provisioned Backend.
@@ -254,7 +255,7 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 // Backend has stopped.
 func (m *ConfigModule) Cleanup() error {
 	if m.backend != nil {
-		m.backend.shutdown()
+		_ = m.backend.Close() // always nil
 		m.backend = nil
 	}
 	if m.client == nil {

@@ -186,8 +186,8 @@ func TestModule(t *testing.T) {
 	if k := eb.Key("fx-module"); k != "fx/fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
-	if e.BackendName() != "etcd" {
-		t.Fatalf("backend name %q", e.BackendName())
+	if e.Status().Backend != "etcd" {
+		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
 	if _, err := newBackend(t, Options{KeyPrefix: "fx/"}, c.Endpoints()...).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {

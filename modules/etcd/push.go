@@ -5,10 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 // pushMinBackoff and pushMaxBackoff bound the wait before the watch is
@@ -25,7 +24,7 @@ const (
 // time the watch is (re)established, since a deletion may have been missed
 // while it was down. All subscriptions share one etcd watch on the key
 // prefix, owned by a goroutine that the first Subscribe starts and the last
-// cancel stops (fxelection.WakeHub); cancel returns after wake can no longer
+// cancel stops (backendkit.WakeHub); cancel returns after wake can no longer
 // be called. wake must not block or call back into the Backend. With
 // Options.DisablePush, Subscribe does nothing.
 func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
@@ -35,9 +34,14 @@ func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 	return b.hub.Subscribe(election, wake)
 }
 
-// shutdown stops push for good (for a Backend that owns its client and is
-// about to close it). Later Subscribe calls do nothing.
-func (b *Backend) shutdown() { b.hub.Close() }
+// Close stops push wake-up for good: the listener ends and later Subscribe
+// calls do nothing. It never closes the client passed to New (the config
+// module closes a client it built, in its Cleanup). It is idempotent and
+// returns nil; the Backend stays usable without push.
+func (b *Backend) Close() error {
+	b.hub.Close()
+	return nil
+}
 
 // listen runs the watch until ctx is done. The watch requires an etcd
 // leader (clientv3.WithRequireLeader), so a member cut off from the
@@ -46,7 +50,7 @@ func (b *Backend) shutdown() { b.hub.Close() }
 // revision compacted, the stream broken — it is opened again at the current
 // revision after a backoff, and every subscriber is woken once it is
 // established.
-func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	failures := 0
 	for {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -76,7 +80,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 			return
 		}
 		failures++
-		if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
+		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
 			return
 		}
 	}

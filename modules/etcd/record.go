@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // recordFormat is the version of the value format this package writes.
@@ -61,7 +62,7 @@ type storedKey struct {
 // format, no unknown or duplicate trailing data), the create revision (the
 // term) in [1, fxelection.MaxTerm], the mod revision not below it, the key
 // attached to an etcd lease (a key without one would never expire), and the
-// lease as a whole accepted by fxelection.CheckLease. Anything else gives
+// lease as a whole accepted by Lease.Validate. Anything else gives
 // an error matching fxelection.ErrInvalidRecord that quotes no stored
 // value; it never panics.
 func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
@@ -93,7 +94,7 @@ func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 	if w.Format != recordFormat {
 		return bad("unknown format %d", w.Format)
 	}
-	d, err := fxelection.DurationFromMillis(w.DurationMS)
+	d, err := backendkit.DurationFromMillis(w.DurationMS)
 	if err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -108,7 +109,7 @@ func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 	if len(l.Metadata) == 0 {
 		l.Metadata = nil
 	}
-	if err := fxelection.CheckLease(l); err != nil {
+	if err := l.Validate(); err != nil {
 		return fxelection.Lease{}, err
 	}
 	return l, nil

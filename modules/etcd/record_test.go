@@ -151,7 +151,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if err := fxelection.CheckLease(l); err != nil {
+		if err := l.Validate(); err != nil {
 			t.Fatalf("decoded lease fails CheckLease: %v", err)
 		}
 		if l.Term != uint64(create) || l.Version != formatLeaseID(lease) {

@@ -165,7 +165,7 @@ func FuzzDecodeRow(f *testing.F) {
 			}
 			return
 		}
-		if err := fxelection.CheckLease(l); err != nil {
+		if err := l.Validate(); err != nil {
 			t.Fatalf("accepted an invalid lease: %v", err)
 		}
 		// Re-encode as Acquire writes a row, and decode again.

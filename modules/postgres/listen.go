@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/modules/postgres/internal/pgident"
 )
 
@@ -17,7 +17,7 @@ const (
 )
 
 // pusher runs the Backend's one LISTEN connection, shared by all its
-// subscriptions through a fxelection.WakeHub: started by the first
+// subscriptions through a backendkit.WakeHub: started by the first
 // Subscribe, stopped when the last subscription is cancelled.
 type pusher struct {
 	db      DB
@@ -25,7 +25,7 @@ type pusher struct {
 	listen  string // LISTEN statement with the quoted channel
 	log     *slog.Logger
 	redact  func(error) error
-	hub     *fxelection.WakeHub // nil with DisablePush
+	hub     *backendkit.WakeHub // nil with DisablePush
 }
 
 func newPusher(db DB, opts Options, redact func(error) error) *pusher {
@@ -41,7 +41,7 @@ func newPusher(db DB, opts Options, redact func(error) error) *pusher {
 		redact:  redact,
 	}
 	if !opts.DisablePush {
-		p.hub = fxelection.NewWakeHub(p.loop)
+		p.hub = backendkit.NewWakeHub(p.loop)
 	}
 	return p
 }
@@ -72,7 +72,7 @@ func (p *pusher) close() {
 
 // loop keeps a LISTEN session up until ctx is done, reconnecting with
 // backoff.
-func (p *pusher) loop(ctx context.Context, hub *fxelection.WakeHub) {
+func (p *pusher) loop(ctx context.Context, hub *backendkit.WakeHub) {
 	failures := 0
 	for {
 		listened, err := p.session(ctx, hub, failures > 0)
@@ -83,9 +83,9 @@ func (p *pusher) loop(ctx context.Context, hub *fxelection.WakeHub) {
 			failures = 0
 		}
 		failures++
-		wait := fxelection.Backoff(failures, listenBackoffMin, listenBackoffMax)
+		wait := backendkit.Backoff(failures, listenBackoffMin, listenBackoffMax)
 		p.log.Warn("fxelection postgres listener down; followers poll until it is back", "error", p.redact(err), "retry_in", wait)
-		if !fxelection.SleepContext(ctx, wait) {
+		if !backendkit.SleepContext(ctx, wait) {
 			return
 		}
 	}
@@ -95,7 +95,7 @@ func (p *pusher) loop(ctx context.Context, hub *fxelection.WakeHub) {
 // notifications until an error or ctx ends it. listened reports whether
 // LISTEN succeeded. wakeAll makes it wake every subscriber once listening,
 // for releases missed while the listener was down.
-func (p *pusher) session(ctx context.Context, hub *fxelection.WakeHub, wakeAll bool) (listened bool, err error) {
+func (p *pusher) session(ctx context.Context, hub *backendkit.WakeHub, wakeAll bool) (listened bool, err error) {
 	pc, err := p.db.Acquire(ctx)
 	if err != nil {
 		return false, err

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -21,7 +22,7 @@ func init() { config.RegisterModule(ConfigModule{}) }
 //	 "table": "leases", "disable_push": true}
 //
 // Its errors, and every error the Backend returns, pass through
-// fxelection.RedactError with the DSN's password in every spelling libpq
+// backendkit.RedactError with the DSN's password in every spelling libpq
 // accepts and the password pgx resolved (from the DSN, PGPASSWORD or a
 // passfile).
 type ConfigModule struct {
@@ -100,18 +101,18 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 	if err != nil {
 		// Not %w: the parse error may quote the DSN, and unwrapping would
 		// reach the unredacted text.
-		return fmt.Errorf("dsn: %s", fxelection.RedactText(err.Error(), secrets...))
+		return fmt.Errorf("dsn: %s", backendkit.RedactText(err.Error(), secrets...))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("dsn: %s", fxelection.RedactText(err.Error(), secrets...))
+		return fmt.Errorf("dsn: %s", backendkit.RedactText(err.Error(), secrets...))
 	}
 	m.pool = pool
 	opts := m.options()
 	opts.Logger = ctx.Logger()
 	b, err := New(pool, opts)
 	if err != nil {
-		return fxelection.RedactError(err, secrets...)
+		return backendkit.RedactError(err, secrets...)
 	}
 	b.secrets = append(b.secrets, secrets...)
 	m.backend = b

@@ -26,7 +26,7 @@ func TestConfigModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name := fxelection.BackendName(b); name != "postgres" {
+	if name := b.(fxelection.NamedBackend).BackendName(); name != "postgres" {
 		t.Fatalf("BackendName = %q", name)
 	}
 	e := election(t)
@@ -159,15 +159,15 @@ func TestFxModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	electiontest.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
-	if fxelection.BackendName(backend) != "postgres" || backend.Table() != `"pgl_fx"` {
-		t.Fatalf("backend %s on table %s", fxelection.BackendName(backend), backend.Table())
+	if backend.BackendName() != "postgres" || backend.Table() != `"pgl_fx"` {
+		t.Fatalf("backend %s on table %s", backend.BackendName(), backend.Table())
 	}
 	if err := app.Stop(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	// The lease was released on stop.
 	b, _ := newBackend(t, d, "fx-check", pglease.Options{Table: "pgl_fx"})
-	if _, err := b.Get(ctxT(t), elector.Name()); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), elector.Status().Election); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("after app stop Get = %v, want ErrNoLease", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
 )
 
@@ -56,7 +57,7 @@ type Backend struct {
 
 	acquire, renew, release, get *redis.Script
 
-	hub *fxelection.WakeHub // push wake-up: subscriptions and the pub/sub listener
+	hub *backendkit.WakeHub // push wake-up: subscriptions and the pub/sub listener
 
 	secrets []string // the client's credentials, redacted from every error
 }
@@ -118,7 +119,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		get:     redis.NewScript(getSrc),
 	}
 	b.secrets = clientSecrets(client)
-	b.hub = fxelection.NewWakeHub(b.listen)
+	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
 
@@ -151,14 +152,14 @@ func credentials(user, pw string) []string {
 	return out
 }
 
-// redact passes an error leaving the backend through fxelection.RedactError
+// redact passes an error leaving the backend through backendkit.RedactError
 // with the client's credentials; errors.Is and errors.As for HeldError keep
 // working.
 func (b *Backend) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fxelection.RedactError(err, b.secrets...)
+	return backendkit.RedactError(err, b.secrets...)
 }
 
 // BackendName returns "redis".
@@ -430,7 +431,7 @@ func termHead(l fxelection.Lease) string {
 }
 
 // parseRecord decodes a lease record (see scripts.go for the format) and
-// validates every field with fxelection.CheckLease: numbers in canonical
+// validates every field with Lease.Validate: numbers in canonical
 // decimal form, a term in [1, MaxTerm], a duration in (0,
 // MaxRecordDuration], a printable UTF-8 holder and metadata, an acquisition
 // time in the years 1–9999. It never
@@ -477,7 +478,7 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	if !ok {
 		return bad("duration is not a positive integer")
 	}
-	dur, err := fxelection.DurationFromMillis(durMS)
+	dur, err := backendkit.DurationFromMillis(durMS)
 	if err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -498,7 +499,7 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	if atMS > 0 {
 		l.AcquiredAt = time.UnixMilli(atMS)
 	}
-	if err := fxelection.CheckLease(l); err != nil {
+	if err := l.Validate(); err != nil {
 		return fxelection.Lease{}, err
 	}
 	l.Election = election // the key's, not the record's: the caller chose it

@@ -95,7 +95,7 @@
 // is not) in the format above with every number in canonical decimal form,
 // the term in [1, fxelection.MaxTerm], the duration in
 // (0, fxelection.MaxRecordDuration], and the holder and metadata accepted by
-// fxelection.CheckLease (printable UTF-8, no control characters or terminal
+// Lease.Validate (printable UTF-8, no control characters or terminal
 // escapes, within the size limits). So nothing a foreign writer puts in
 // Redis reaches an elector, its metrics or a terminal unchecked. The one
 // exception to "never taken over" is a damaged record that names the
@@ -109,7 +109,7 @@
 //
 // # Secrets
 //
-// Every error a Backend returns passes through fxelection.RedactError with
+// Every error a Backend returns passes through backendkit.RedactError with
 // the client's password and user name (user names shorter than 4 bytes
 // excepted) when the client is a *redis.Client, *redis.ClusterClient or
 // *redis.Ring, so neither appears even when an SDK message quotes an

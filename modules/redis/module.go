@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -167,7 +168,7 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 // Backend has stopped.
 func (m *ConfigModule) Cleanup() error {
 	if m.backend != nil {
-		m.backend.shutdown()
+		_ = m.backend.Close() // always nil
 		m.backend = nil
 	}
 	if m.client == nil {
@@ -176,7 +177,7 @@ func (m *ConfigModule) Cleanup() error {
 	err := m.client.Close()
 	m.client = nil
 	if err != nil {
-		return fxelection.RedactError(fmt.Errorf("close redis client: %w", err), credentials(m.Username, m.Password.Value())...)
+		return backendkit.RedactError(fmt.Errorf("close redis client: %w", err), credentials(m.Username, m.Password.Value())...)
 	}
 	return nil
 }

@@ -178,8 +178,8 @@ func TestModule(t *testing.T) {
 	if lease, _ := rb.Keys("fx-module"); !strings.HasPrefix(lease, "fx:") {
 		t.Fatalf("Options from the graph not used: %s", lease)
 	}
-	if e.BackendName() != "redis" {
-		t.Fatalf("backend name %q", e.BackendName())
+	if e.Status().Backend != "redis" {
+		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
 	if _, err := mustNew(t, newClient(t, srv.Addr()), Options{KeyPrefix: "fx:"}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {

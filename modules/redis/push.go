@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 const (
@@ -26,7 +25,7 @@ const (
 // election is released through any Backend with the same key prefix, and
 // (spuriously) for every election after the shared pub/sub connection
 // (re)subscribes, since a release may have been missed while it was down.
-// All subscriptions share one pub/sub connection (fxelection.WakeHub): the
+// All subscriptions share one pub/sub connection (backendkit.WakeHub): the
 // first starts its goroutine and the last cancel stops it; cancel returns
 // after wake can no longer be called. wake must not block or call back into
 // the Backend (the elector's wake-up only signals a channel). With
@@ -38,15 +37,20 @@ func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 	return b.hub.Subscribe(election, wake)
 }
 
-// shutdown stops push for good (for a Backend that owns its client and is
-// about to close it). Later Subscribe calls do nothing.
-func (b *Backend) shutdown() { b.hub.Close() }
+// Close stops push wake-up for good: the listener ends and later Subscribe
+// calls do nothing. It never closes the client passed to New (the config
+// module closes a client it built, in its Cleanup). It is idempotent and
+// returns nil; the Backend stays usable without push.
+func (b *Backend) Close() error {
+	b.hub.Close()
+	return nil
+}
 
 // listen reads wake-ups from the pub/sub channel until ctx is done.
 // go-redis reconnects and resubscribes after a broken connection; this loop
 // paces attempts while the server is unreachable and pings a silent
 // connection, replacing it when a ping goes unanswered.
-func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	var mu sync.Mutex
 	var ps *redis.PubSub
 	// Closing the connection is what unblocks a read in progress.
@@ -103,7 +107,7 @@ func (b *Backend) listen(ctx context.Context, hub *fxelection.WakeHub) {
 				continue
 			}
 			failures++
-			if !fxelection.SleepContext(ctx, fxelection.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
+			if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, pushMinBackoff, pushMaxBackoff)) {
 				return
 			}
 			continue

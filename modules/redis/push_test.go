@@ -214,3 +214,30 @@ func TestDisablePush(t *testing.T) {
 	}
 	var _ fxelection.Notifier = quiet
 }
+
+// TestCloseStopsPush: Close ends the listener and later subscriptions, and
+// leaves the client and the Backend usable.
+func TestCloseStopsPush(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{})
+	b := newBackend(t, srv.Addr(), Options{})
+	other := newBackend(t, srv.Addr(), Options{})
+	var w counter
+	cancel := b.Subscribe(electionName(t), w.wake)
+	defer cancel()
+	electiontest.WaitFor(t, 10*time.Second, "one subscription on the server", func() bool { return numSub(t, other) == 1 })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pumpRunning(b) {
+		t.Fatal("listener still runs after Close")
+	}
+	b.Subscribe(electionName(t), w.wake)()
+	if pumpRunning(b) {
+		t.Fatal("Subscribe after Close started a listener")
+	}
+	electiontest.WaitFor(t, 10*time.Second, "no subscription on the server", func() bool { return numSub(t, other) == 0 })
+	releaseNow(t, b, electionName(t)) // the client still works
+	if err := b.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+}

@@ -85,7 +85,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 					// lease (a damaged one), which a may refresh. Only the
 					// duration and metadata can be bad then, and they are
 					// rewritten.
-					if cerr := fxelection.CheckLease(l); cerr != nil {
+					if cerr := l.Validate(); cerr != nil {
 						t.Fatalf("refreshed lease is invalid: %v", cerr)
 					}
 					continue
@@ -206,7 +206,7 @@ func FuzzParseRecord(f *testing.F) {
 			}
 			return
 		}
-		if err := fxelection.CheckLease(l); err != nil {
+		if err := l.Validate(); err != nil {
 			t.Fatalf("parseRecord(%q) accepted an invalid lease: %v", v, err)
 		}
 		again := recordText(t, l)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -83,7 +84,7 @@ func TestErrorsRedacted(t *testing.T) {
 		if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "app-user-77") {
 			t.Errorf("%s: error %q leaks a credential", name, err)
 		}
-		if !strings.Contains(err.Error(), fxelection.Redacted) {
+		if !strings.Contains(err.Error(), backendkit.Redacted) {
 			t.Errorf("%s: error %q: the socket path should show as redacted", name, err)
 		}
 	}

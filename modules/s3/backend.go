@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // DefaultPrefix is the object key prefix used when Options.Prefix is empty.
@@ -53,8 +54,7 @@ type Backend struct {
 	client  *minio.Client
 	bucket  string
 	prefix  string
-	tracker fxelection.ExpiryTracker
-	closer  func()   // set by the config module: frees the client's connections
+	tracker backendkit.ExpiryTracker
 	secrets []string // known secrets (config module: the secret key), removed from every error
 }
 
@@ -100,17 +100,6 @@ func (b *Backend) Key(election string) string {
 	return b.prefix + url.PathEscape(election) + ".json"
 }
 
-// Close frees the idle connections of a client the backend created itself
-// (the fxelection.backends.s3 module's); for a Backend made by New it
-// does nothing.
-// The Backend stays usable.
-func (b *Backend) Close() error {
-	if b.closer != nil {
-		b.closer()
-	}
-	return nil
-}
-
 // envelope is the object body.
 type envelope struct {
 	Format   int             `json:"fxelection_s3"`
@@ -127,7 +116,7 @@ type stored struct {
 
 // encode returns the body for l.
 func encode(l fxelection.Lease, released bool) ([]byte, error) {
-	rec, err := fxelection.MarshalRecord(l)
+	rec, err := backendkit.MarshalRecord(l)
 	if err != nil {
 		return nil, err
 	}
@@ -145,11 +134,11 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 // decode parses an object body. Anything but a valid envelope around a
 // valid record of election gives an error matching
 // fxelection.ErrInvalidRecord: a body that is not valid UTF-8 JSON, an
-// unknown format, a record that fxelection.UnmarshalRecord rejects (holder
+// unknown format, a record that backendkit.UnmarshalRecord rejects (holder
 // or metadata not printable UTF-8, term outside [1, MaxTerm], duration not
 // in (0, MaxRecordDuration]), a record naming another election, or one
 // that cannot be encoded again (acquired_at out of range; both checked by
-// fxelection.UnmarshalRecord). Error messages
+// backendkit.UnmarshalRecord). Error messages
 // quote no stored value unescaped.
 func decode(body []byte, election string) (stored, error) {
 	var env envelope
@@ -162,7 +151,7 @@ func decode(body []byte, election string) (stored, error) {
 	if len(env.Record) == 0 {
 		return stored{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
 	}
-	l, err := fxelection.UnmarshalRecord(env.Record)
+	l, err := backendkit.UnmarshalRecord(env.Record)
 	if err != nil {
 		return stored{}, err
 	}
@@ -254,7 +243,7 @@ func (b *Backend) write(ctx context.Context, l fxelection.Lease, released bool, 
 // Acquire takes req.Election's lease for req.Identity if the object is
 // absent, released, held by req.Identity, or observed unchanged by this
 // Backend for the record's full Duration; see the package documentation.
-// A new holder's term comes from fxelection.NextTerm (clock-seeded); at
+// A new holder's term comes from backendkit.NextTerm (clock-seeded); at
 // fxelection.MaxTerm Acquire fails with an error matching
 // fxelection.ErrTermExhausted and writes nothing.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
@@ -293,7 +282,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
 		}
 		if next.Term == 0 {
-			if next.Term, err = fxelection.NextTerm(prev, now); err != nil {
+			if next.Term, err = backendkit.NextTerm(prev, now); err != nil {
 				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 			}
 		}
@@ -405,10 +394,10 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	return cur.lease, nil
 }
 
-// redact passes err through fxelection.RedactError with the backend's
+// redact passes err through backendkit.RedactError with the backend's
 // known secrets: every error that leaves the Backend goes through it.
 func (b *Backend) redact(err error) error {
-	return fxelection.RedactError(err, b.secrets...)
+	return backendkit.RedactError(err, b.secrets...)
 }
 
 func cloneMeta(m map[string]string) map[string]string {

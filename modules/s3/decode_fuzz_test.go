@@ -17,7 +17,7 @@ func fuzzEnvelope(released bool, record string) []byte {
 // FuzzDecodeObject checks the S3 object decoder, the boundary between a
 // bucket anyone may write to and the elector: it never panics; whatever it
 // rejects matches ErrInvalidRecord; whatever it accepts is a lease
-// fxelection.CheckLease accepts, with printable UTF-8 text, and re-encodes
+// Lease.Validate accepts, with printable UTF-8 text, and re-encodes
 // (encode) to a body that decodes to the same lease and released flag.
 //
 // The seed corpus (hostile holders, terms and durations from issue 9) runs

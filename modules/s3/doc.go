@@ -8,7 +8,7 @@
 // Each election is one object, <prefix><escaped election>.json (the prefix
 // defaults to "fxelection/", the name is escaped with url.PathEscape). Its
 // body is a small JSON envelope around the core's record encoding
-// (fxelection.MarshalRecord):
+// (backendkit.MarshalRecord):
 //
 //	{"fxelection_s3":1,"released":false,"write":"9f2c…","record":{…}}
 //
@@ -25,11 +25,11 @@
 //     Released: replace it with If-Match: <etag>. Held by the caller's
 //     identity: replace it with If-Match at the same term (a restarted
 //     holder gets its lease back at once). Held by someone else: the
-//     candidate's fxelection.ExpiryTracker decides; once it has seen the
+//     candidate's backendkit.ExpiryTracker decides; once it has seen the
 //     same ETag unchanged for the record's full Duration on its own monotonic
 //     clock, it replaces the object with If-Match, otherwise it returns a
 //     *fxelection.HeldError. Every new holder's term is
-//     fxelection.NextTerm(stored term, or 0 when there is no object): the
+//     backendkit.NextTerm(stored term, or 0 when there is no object): the
 //     larger of the stored term + 1 and the candidate's clock in
 //     microseconds since the Unix epoch. A write that fails its
 //     precondition (412) lost a race: Acquire reads again and decides again
@@ -77,7 +77,7 @@
 //
 // Everything read from the bucket is validated before the elector sees it.
 // An object larger than 1 MiB, not valid UTF-8, not this envelope, or
-// holding a record that fxelection.UnmarshalRecord rejects (holder,
+// holding a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
 // duration not in (0, fxelection.MaxRecordDuration], so no duration can
 // overflow into a negative one), that names another election, or whose
@@ -90,7 +90,7 @@
 // # Errors
 //
 // Every error that leaves the Backend, and the config module's,
-// passes through fxelection.RedactError: URL userinfo and query strings
+// passes through backendkit.RedactError: URL userinfo and query strings
 // and key=value secrets are removed, and for the config module's backends the
 // configured secret key too (a Backend from New does not know the client's
 // secret key; SigV4 never sends it, so no S3 error carries it). Errors still

@@ -9,6 +9,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -24,7 +25,7 @@ func init() { config.RegisterModule(ConfigModule{}) }
 //	 "secret_key": "{env.S3_SECRET_KEY}", "region": "eu-west-1"}
 //
 // Without access_key and secret_key requests are anonymous. Its errors, and
-// every error the Backend returns, pass through fxelection.RedactError with
+// every error the Backend returns, pass through backendkit.RedactError with
 // the secret key.
 type ConfigModule struct {
 	// Endpoint is the service's host[:port], not a URL. Required.
@@ -43,7 +44,10 @@ type ConfigModule struct {
 	// Secure, when false, talks plain HTTP. Default: true (HTTPS).
 	Secure *bool `json:"secure,omitempty"`
 
-	backend *Backend // set by Provision, closed by Cleanup
+	backend *Backend // set by Provision
+	// idle frees the idle connections of the client Provision built: the
+	// module owns that client, as every backend module owns what it built.
+	idle func()
 }
 
 var (
@@ -84,7 +88,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 	secret := m.SecretKey.Value()
 	transport, err := minio.DefaultTransport(m.secure())
 	if err != nil {
-		return fxelection.RedactError(fmt.Errorf("endpoint: %w", err), secret)
+		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
 	client, err := minio.New(m.Endpoint, &minio.Options{
 		Creds:     credentials.NewStaticV4(m.AccessKey, secret, ""),
@@ -94,14 +98,14 @@ func (m *ConfigModule) Provision(config.Context) error {
 	})
 	if err != nil {
 		transport.CloseIdleConnections()
-		return fxelection.RedactError(fmt.Errorf("endpoint: %w", err), secret)
+		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
 	b, err := New(client, m.options())
 	if err != nil {
 		transport.CloseIdleConnections()
 		return err
 	}
-	b.closer = transport.CloseIdleConnections
+	m.idle = transport.CloseIdleConnections
 	if secret != "" {
 		b.secrets = []string{secret}
 	}
@@ -120,9 +124,10 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 // Cleanup frees the client's idle connections. It is safe after a failed
 // or missing Provision.
 func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
+	m.backend = nil
+	if m.idle != nil {
+		m.idle()
+		m.idle = nil
 	}
 	return nil
 }

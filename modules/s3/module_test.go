@@ -74,8 +74,8 @@ func TestConfigModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fxelection.BackendName(b) != "s3" {
-		t.Fatalf("name %q", fxelection.BackendName(b))
+	if b.(fxelection.NamedBackend).BackendName() != "s3" {
+		t.Fatalf("name %q", b.(fxelection.NamedBackend).BackendName())
 	}
 	e := electiontest.Election(t)
 	l, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))

@@ -195,8 +195,8 @@ func TestNewValidates(t *testing.T) {
 	if got := b.Key("a/b c"); got != "fxelection/a%2Fb%20c.json" {
 		t.Fatalf("Key = %q", got)
 	}
-	if fxelection.BackendName(b) != "s3" {
-		t.Fatalf("name %q", fxelection.BackendName(b))
+	if b.BackendName() != "s3" {
+		t.Fatalf("name %q", b.BackendName())
 	}
 	if _, ok := fxelection.Backend(b).(fxelection.Notifier); ok {
 		t.Fatal("s3 backend claims push wake-up")

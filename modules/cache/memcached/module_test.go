@@ -123,8 +123,8 @@ func TestModuleLifecycle(t *testing.T) {
 		t.Fatalf("Provision did not create the client with the timeout: %+v", m.client)
 	}
 	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
-	if el.BackendName() != "memcached" {
-		t.Fatalf("backend name %q", el.BackendName())
+	if el.Status().Backend != "memcached" {
+		t.Fatalf("backend name %q", el.Status().Backend)
 	}
 	if _, err := probe.Get(ctxT(t), e); err != nil {
 		t.Fatalf("lease with prefix cfg.: %v", err)
@@ -201,8 +201,8 @@ func TestFxModule(t *testing.T) {
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
-	if e.BackendName() != "memcached" {
-		t.Fatalf("backend name %q", e.BackendName())
+	if e.Status().Backend != "memcached" {
+		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
 	if _, err := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {

@@ -9,7 +9,7 @@
 // which cannot follow each lease's duration), so this adapter uses observed
 // time: a candidate takes over a record only after it has seen the same
 // revision unchanged for the record's full duration on its own monotonic
-// clock, and then with Update on that revision (fxelection.ExpiryTracker).
+// clock, and then with Update on that revision (backendkit.ExpiryTracker).
 // No clock is compared with another node's. A candidate that starts while a
 // dead holder's record is in the bucket waits a full lease duration. Do not
 // give the bucket a MaxAge shorter than the lease duration: the server

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -132,7 +133,7 @@ func (m *ConfigModule) urls() ([]string, error) {
 }
 
 // secrets returns the password, the token and every password in the URLs,
-// for redaction (fxelection.RedactText removes URL userinfo anyway).
+// for redaction (backendkit.RedactText removes URL userinfo anyway).
 func (m *ConfigModule) secrets() []string {
 	out := []string{m.Password.Value(), m.Token.Value()}
 	for _, s := range strings.Split(m.URL.Value(), ",") {
@@ -203,12 +204,12 @@ func (m *ConfigModule) Provision(config.Context) error {
 	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
 	if err != nil {
 		// Not %w: the client's error may quote the URL.
-		return fmt.Errorf("url: connect: %s", fxelection.RedactText(err.Error(), secrets...))
+		return fmt.Errorf("url: connect: %s", backendkit.RedactText(err.Error(), secrets...))
 	}
 	m.nc = nc
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return fxelection.RedactError(fmt.Errorf("jetstream: %w", err), secrets...)
+		return backendkit.RedactError(fmt.Errorf("jetstream: %w", err), secrets...)
 	}
 	store, err := NewBucketStore(js, jetstream.KeyValueConfig{Bucket: m.bucket(), Replicas: m.replicas(), Description: "fxelection leases"})
 	if err != nil {

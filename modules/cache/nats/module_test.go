@@ -150,8 +150,8 @@ func TestModuleLifecycle(t *testing.T) {
 		t.Fatal("the module's Backend does not implement Notifier")
 	}
 	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
-	if el.BackendName() != "nats" {
-		t.Fatalf("backend name %q", el.BackendName())
+	if el.Status().Backend != "nats" {
+		t.Fatalf("backend name %q", el.Status().Backend)
 	}
 	admin := connect(t, "nats://app:"+secret+"@"+srv.Addr())
 	kv, err := jsOf(t, admin).KeyValue(ctxT(t), "cfg")
@@ -286,8 +286,8 @@ func TestFxModule(t *testing.T) {
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
-	if e.BackendName() != "nats" {
-		t.Fatalf("backend name %q", e.BackendName())
+	if e.Status().Backend != "nats" {
+		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
 	if _, err := newBackend(t, srv.URL(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {

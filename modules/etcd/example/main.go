@@ -36,6 +36,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/metrics"
 	_ "github.com/fxelection/fxelection/modules/etcd" // registers fxelection.backends.etcd
@@ -100,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 		return 2
 	}
 	if err := runApp(ctx, opt, o.httpAddr, slog.New(slog.NewTextHandler(stdout, nil))); err != nil {
-		fmt.Fprintln(stderr, "example:", oneLine(fxelection.RedactText(err.Error())))
+		fmt.Fprintln(stderr, "example:", oneLine(backendkit.RedactText(err.Error())))
 		return 1
 	}
 	return 0

@@ -57,7 +57,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/modules/postgres/internal/pgident"
 )
@@ -133,7 +133,7 @@ func createSQL(table string) string {
 // unique-violation on the catalog, which a retry resolves.
 func (g *Guard) CreateTable(ctx context.Context, db Execer) error {
 	if _, err := db.Exec(ctx, g.create); err != nil {
-		return fmt.Errorf("pgfence: create table: %w", fxelection.RedactError(err))
+		return fmt.Errorf("pgfence: create table: %w", backendkit.RedactError(err))
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (g *Guard) Check(ctx context.Context, tx pgx.Tx) error {
 	case err == nil:
 		return nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("pgfence: check term: %w", fxelection.RedactError(err))
+		return fmt.Errorf("pgfence: check term: %w", backendkit.RedactError(err))
 	}
 	// The row exists with a higher term (locked by us now). Read it for the
 	// error, then roll back so a Commit that ignores the error cannot

@@ -54,6 +54,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
 )
@@ -225,5 +226,5 @@ func (g *Guard) mapErr(tok fence.Token, err error) error {
 	if strings.HasPrefix(msg, "FXFENCEINVALID") {
 		return fmt.Errorf("redisfence: fence key %q: %w", g.FenceKey(tok.Election), fxelection.ErrInvalidRecord)
 	}
-	return fmt.Errorf("redisfence: guarded write: %w", fxelection.RedactError(err))
+	return fmt.Errorf("redisfence: guarded write: %w", backendkit.RedactError(err))
 }

@@ -1,4 +1,4 @@
-package fxelection_test
+package backendkit_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 func TestRedactText(t *testing.T) {
@@ -30,32 +31,32 @@ func TestRedactText(t *testing.T) {
 		"pass= password = '" + secret + "'",
 		`token="a password=` + secret + `"`,
 	} {
-		out := fxelection.RedactText(in)
+		out := backendkit.RedactText(in)
 		if strings.Contains(out, "hunter2") || strings.Contains(out, "secret with") {
 			t.Errorf("RedactText(%q) = %q: secret leaked", in, out)
 		}
 	}
-	if got := fxelection.RedactText("dial tcp 127.0.0.1:6379: connection refused"); got != "dial tcp 127.0.0.1:6379: connection refused" {
+	if got := backendkit.RedactText("dial tcp 127.0.0.1:6379: connection refused"); got != "dial tcp 127.0.0.1:6379: connection refused" {
 		t.Errorf("harmless text changed: %q", got)
 	}
-	if got := fxelection.RedactText("auth failed for abc", "abc"); strings.Contains(got, "abc") {
+	if got := backendkit.RedactText("auth failed for abc", "abc"); strings.Contains(got, "abc") {
 		t.Errorf("short secret leaked: %q", got)
 	}
-	if got := fxelection.RedactText("auth failed for s3cr3tpw", "s3cr3tpw"); strings.Contains(got, "s3cr3tpw") {
+	if got := backendkit.RedactText("auth failed for s3cr3tpw", "s3cr3tpw"); strings.Contains(got, "s3cr3tpw") {
 		t.Errorf("secret leaked: %q", got)
 	}
 }
 
 func TestRedactErrorKeepsSentinels(t *testing.T) {
-	if fxelection.RedactError(nil) != nil {
+	if backendkit.RedactError(nil) != nil {
 		t.Fatal("RedactError(nil) != nil")
 	}
 	plain := errors.New("connection refused")
-	if fxelection.RedactError(plain) != plain {
+	if backendkit.RedactError(plain) != plain {
 		t.Fatal("an error without secrets should pass unchanged")
 	}
 	inner := fmt.Errorf("get https://a/b?sig=topsecret: %w", context.DeadlineExceeded)
-	err := fxelection.RedactError(fmt.Errorf("%w: %w", fxelection.ErrInvalidRecord, inner))
+	err := backendkit.RedactError(fmt.Errorf("%w: %w", fxelection.ErrInvalidRecord, inner))
 	if strings.Contains(err.Error(), "topsecret") {
 		t.Fatalf("leaked: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestRedactErrorKeepsSentinels(t *testing.T) {
 	}
 	held := &fxelection.HeldError{Holder: fxelection.Lease{Holder: "x"}}
 	var h *fxelection.HeldError
-	if !errors.As(fxelection.RedactError(fmt.Errorf("password=abcdef: %w", held)), &h) || h.Holder.Holder != "x" {
+	if !errors.As(backendkit.RedactError(fmt.Errorf("password=abcdef: %w", held)), &h) || h.Holder.Holder != "x" {
 		t.Fatal("HeldError not reachable through RedactError")
 	}
 }

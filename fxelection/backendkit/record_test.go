@@ -1,25 +1,28 @@
-package fxelection_test
+package backendkit_test
 
 import (
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 func TestRecordCodec(t *testing.T) {
 	in := fxelection.Lease{Election: "e", Holder: "h", Metadata: map[string]string{"a": "b"}, Term: 7, Duration: 1500 * time.Millisecond}
-	raw, err := fxelection.MarshalRecord(in)
+	raw, err := backendkit.MarshalRecord(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := fxelection.UnmarshalRecord(raw)
+	out, err := backendkit.UnmarshalRecord(raw)
 	if err != nil || out.Holder != "h" || out.Term != 7 || out.Duration != in.Duration || out.Metadata["a"] != "b" {
 		t.Fatalf("round trip: %+v %v", out, err)
 	}
 	for _, bad := range []string{"", "garbage", `{"fxelection":2,"holder":"h","term":1,"duration_ms":1}`, `{"fxelection":1,"term":1,"duration_ms":1}`,
 		`{"fxelection":1,"holder":"h","duration_ms":1}`, `{"fxelection":1,"holder":"h","term":1}`, `{"fxelection":1,"holder":"h","term":1,"duration_ms":1,"metadata":{"a":1}}`, `[1,2]`} {
-		if _, err := fxelection.UnmarshalRecord([]byte(bad)); err == nil || !errorsIs(err, fxelection.ErrInvalidRecord) {
+		if _, err := backendkit.UnmarshalRecord([]byte(bad)); err == nil || !errors.Is(err, fxelection.ErrInvalidRecord) {
 			t.Errorf("UnmarshalRecord(%q) = %v, want ErrInvalidRecord", bad, err)
 		}
 	}
@@ -28,8 +31,8 @@ func TestRecordCodec(t *testing.T) {
 // FuzzUnmarshalRecord is in fuzz_test.go.
 
 func TestExpiryTracker(t *testing.T) {
-	synctestRun(t, func(t *testing.T) {
-		var tr fxelection.ExpiryTracker
+	synctest.Test(t, func(t *testing.T) {
+		var tr backendkit.ExpiryTracker
 		if tr.Expired("e", "v1", time.Second) {
 			t.Fatal("expired at first sight")
 		}
@@ -60,7 +63,7 @@ func TestRedact(t *testing.T) {
 		{"no secret here", "no secret here"},
 		{"key abc leaked", "invalid configuration (details withheld: they may contain a secret)"},
 	} {
-		if got := fxelection.Redact(tt.msg, "hunter22", "", "abc"); got != tt.want {
+		if got := backendkit.RedactText(tt.msg, "hunter22", "", "abc"); got != tt.want {
 			t.Errorf("Redact(%q) = %q, want %q", tt.msg, got, tt.want)
 		}
 	}

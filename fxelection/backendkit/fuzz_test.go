@@ -1,4 +1,4 @@
-package fxelection_test
+package backendkit_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Hostile inputs from issue 9, shared by the seeds below.
@@ -21,7 +22,7 @@ const (
 )
 
 func FuzzUnmarshalRecord(f *testing.F) {
-	valid, err := fxelection.MarshalRecord(fxelection.Lease{
+	valid, err := backendkit.MarshalRecord(fxelection.Lease{
 		Election: "jobs", Holder: "a", Metadata: map[string]string{"addr": "10.0.0.1:80"}, Term: 7,
 		Duration: 15 * time.Second, AcquiredAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 	})
@@ -52,7 +53,7 @@ func FuzzUnmarshalRecord(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := fxelection.UnmarshalRecord(b)
+		l, err := backendkit.UnmarshalRecord(b)
 		if err != nil {
 			if !errors.Is(err, fxelection.ErrInvalidRecord) {
 				t.Fatalf("error %v does not match ErrInvalidRecord", err)
@@ -62,21 +63,21 @@ func FuzzUnmarshalRecord(f *testing.F) {
 			}
 			return
 		}
-		if err := fxelection.CheckLease(l); err != nil {
-			t.Fatalf("decoded lease fails CheckLease: %v (%+v)", err, l)
+		if err := l.Validate(); err != nil {
+			t.Fatalf("decoded lease fails Lease.Validate: %v (%+v)", err, l)
 		}
-		enc, err := fxelection.MarshalRecord(l)
+		enc, err := backendkit.MarshalRecord(l)
 		if err != nil {
 			t.Fatalf("re-encode %+v: %v", l, err)
 		}
-		l2, err := fxelection.UnmarshalRecord(enc)
+		l2, err := backendkit.UnmarshalRecord(enc)
 		if err != nil {
 			t.Fatalf("re-encoded record %s does not decode: %v", enc, err)
 		}
 		if !sameLease(l, l2) {
 			t.Fatalf("round trip changed the lease:\n%+v\n%+v", l, l2)
 		}
-		enc2, err := fxelection.MarshalRecord(l2)
+		enc2, err := backendkit.MarshalRecord(l2)
 		if err != nil || !bytes.Equal(enc, enc2) {
 			t.Fatalf("encoding is not stable: %s vs %s (%v)", enc, enc2, err)
 		}
@@ -88,7 +89,7 @@ func sameLease(a, b fxelection.Lease) bool {
 		a.AcquiredAt.Equal(b.AcquiredAt) && maps.Equal(a.Metadata, b.Metadata)
 }
 
-func FuzzCheckLease(f *testing.F) {
+func FuzzLeaseValidate(f *testing.F) {
 	f.Add("jobs", "a", uint64(1), int64(time.Second), "k", "v")
 	f.Add("", badHolder, uint64(3), int64(time.Minute), "", "")
 	f.Add("jobs", escHolder, uint64(0), int64(-1), "k", "\x1b[31m")
@@ -102,7 +103,7 @@ func FuzzCheckLease(f *testing.F) {
 		if mk != "" || mv != "" {
 			l.Metadata = map[string]string{mk: mv}
 		}
-		err := fxelection.CheckLease(l)
+		err := l.Validate()
 		if err != nil {
 			if !errors.Is(err, fxelection.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
 				t.Fatalf("bad error %q", err)
@@ -120,14 +121,14 @@ func FuzzCheckLease(f *testing.F) {
 		if strings.ContainsFunc(mk+mv, unicode.IsControl) || !utf8.ValidString(mk+mv) || mk == "" && mv != "" {
 			t.Fatalf("accepted metadata %q=%q", mk, mv)
 		}
-		// Whatever CheckLease accepts can be stored and read back.
-		enc, err := fxelection.MarshalRecord(l)
+		// Whatever Lease.Validate accepts can be stored and read back.
+		enc, err := backendkit.MarshalRecord(l)
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		back, err := fxelection.UnmarshalRecord(enc)
+		back, err := backendkit.UnmarshalRecord(enc)
 		if err != nil {
-			t.Fatalf("a lease CheckLease accepts does not survive encoding: %v (%s)", err, enc)
+			t.Fatalf("a lease Lease.Validate accepts does not survive encoding: %v (%s)", err, enc)
 		}
 		if back.Holder != l.Holder || back.Term != l.Term || back.Duration < l.Duration || back.Duration-l.Duration >= time.Millisecond {
 			t.Fatalf("round trip %+v → %+v", l, back)
@@ -140,7 +141,7 @@ func FuzzDurationFromMillis(f *testing.F) {
 		f.Add(ms)
 	}
 	f.Fuzz(func(t *testing.T, ms int64) {
-		d, err := fxelection.DurationFromMillis(ms)
+		d, err := backendkit.DurationFromMillis(ms)
 		if ms <= 0 || ms > fxelection.MaxRecordDuration.Milliseconds() {
 			if err == nil || !errors.Is(err, fxelection.ErrInvalidRecord) || d != 0 {
 				t.Fatalf("DurationFromMillis(%d) = %v, %v; want ErrInvalidRecord", ms, d, err)
@@ -169,7 +170,7 @@ func FuzzNextTerm(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, prev uint64, sec, nsec int64) {
 		at := time.Unix(sec, nsec)
-		next, err := fxelection.NextTerm(prev, at)
+		next, err := backendkit.NextTerm(prev, at)
 		if prev >= fxelection.MaxTerm {
 			if !errors.Is(err, fxelection.ErrTermExhausted) || next != 0 {
 				t.Fatalf("NextTerm(%d) = %d, %v; want ErrTermExhausted", prev, next, err)
@@ -194,7 +195,7 @@ func FuzzRedactText(f *testing.F) {
 		f.Add(s, "abcd")
 	}
 	f.Fuzz(func(t *testing.T, s, secret string) {
-		out := fxelection.RedactText(s, secret)
+		out := backendkit.RedactText(s, secret)
 		// A given secret never survives, unless it could be rebuilt from
 		// the replacement text itself.
 		if len(secret) >= 4 && !strings.ContainsAny(secret, "x@?\"") && strings.Contains(out, secret) {
@@ -203,7 +204,7 @@ func FuzzRedactText(f *testing.F) {
 		// Shaped secrets: a password given as key=value never survives.
 		const pw = "S3CRETVALUE"
 		for _, form := range []string{"password=" + pw, "password = '" + pw + "'", "sig=" + pw, "https://u:" + pw + "@h/"} {
-			if out := fxelection.RedactText(s + " " + form); strings.Contains(out, pw) && !strings.Contains(s, pw) {
+			if out := backendkit.RedactText(s + " " + form); strings.Contains(out, pw) && !strings.Contains(s, pw) {
 				t.Fatalf("RedactText(%q) = %q keeps %s", s+" "+form, out, pw)
 			}
 		}
@@ -229,7 +230,7 @@ func TestNextTermEdges(t *testing.T) {
 		{fxelection.MaxTerm + 1, now, 0, fxelection.ErrTermExhausted},
 		{math.MaxUint64, now, 0, fxelection.ErrTermExhausted}, // never wraps to 0
 	} {
-		got, err := fxelection.NextTerm(tc.prev, tc.at)
+		got, err := backendkit.NextTerm(tc.prev, tc.at)
 		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
 			t.Errorf("NextTerm(%d, %v) = %d, %v; want %d, %v", tc.prev, tc.at, got, err, tc.want, tc.err)
 		}
@@ -242,14 +243,14 @@ func TestDurationFromMillisEdges(t *testing.T) {
 		0: false, -1: false, math.MinInt64: false, math.MaxInt64: false, 9223372036854: false,
 		1: true, maxMS: true, maxMS + 1: false, 15000: true,
 	} {
-		d, err := fxelection.DurationFromMillis(ms)
+		d, err := backendkit.DurationFromMillis(ms)
 		if ok != (err == nil) || ok && d != time.Duration(ms)*time.Millisecond || !ok && !errors.Is(err, fxelection.ErrInvalidRecord) {
 			t.Errorf("DurationFromMillis(%d) = %v, %v", ms, d, err)
 		}
 	}
 }
 
-func TestCheckLeaseEdges(t *testing.T) {
+func TestLeaseValidateEdges(t *testing.T) {
 	good := fxelection.Lease{Election: "jobs", Holder: "a", Term: 1, Duration: time.Second}
 	with := func(f func(*fxelection.Lease)) fxelection.Lease { l := good.Clone(); f(&l); return l }
 	for name, tc := range map[string]struct {
@@ -279,9 +280,9 @@ func TestCheckLeaseEdges(t *testing.T) {
 		"metadata too big":     {with(func(l *fxelection.Lease) { l.Metadata = map[string]string{"k": strings.Repeat("v", 4096)} }), false},
 		"metadata at limit":    {with(func(l *fxelection.Lease) { l.Metadata = map[string]string{"k": strings.Repeat("v", 4095)} }), true},
 	} {
-		err := fxelection.CheckLease(tc.l)
+		err := tc.l.Validate()
 		if tc.ok != (err == nil) || err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
-			t.Errorf("%s: CheckLease = %v", name, err)
+			t.Errorf("%s: Validate = %v", name, err)
 		}
 		if err != nil && (!utf8.ValidString(err.Error()) || strings.ContainsAny(err.Error(), "\x1b\n")) {
 			t.Errorf("%s: error quotes the raw value: %q", name, err.Error())
@@ -308,7 +309,7 @@ func TestRedactTextEdges(t *testing.T) {
 		"host=db\npassword=" + pw + "\n",              // across lines
 		"postgres://u:" + pw + "@h/db?password=" + pw, // both at once
 	} {
-		out := fxelection.RedactText(in)
+		out := backendkit.RedactText(in)
 		if in == "requirepass "+pw+" ignored; pass="+pw {
 			if strings.Count(out, pw) != 1 {
 				t.Errorf("RedactText(%q) = %q", in, out)
@@ -326,7 +327,7 @@ func TestRedactTextEdges(t *testing.T) {
 		`lease "jobs" held by "a" (term 7)`,
 		"password authentication failed for user \"u\"",
 	} {
-		if out := fxelection.RedactText(in); out != in {
+		if out := backendkit.RedactText(in); out != in {
 			t.Errorf("RedactText(%q) = %q, want it unchanged", in, out)
 		}
 	}

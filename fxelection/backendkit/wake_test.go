@@ -1,4 +1,4 @@
-package fxelection_test
+package backendkit_test
 
 import (
 	"context"
@@ -7,18 +7,18 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 func TestWakeHub(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var running atomic.Int32
-		hub := fxelection.NewWakeHub(func(ctx context.Context, h *fxelection.WakeHub) {
+		hub := backendkit.NewWakeHub(func(ctx context.Context, h *backendkit.WakeHub) {
 			running.Add(1)
 			defer running.Add(-1)
 			h.WakeAll() // as after a (re)connect
 			for {
-				if !fxelection.SleepContext(ctx, time.Second) {
+				if !backendkit.SleepContext(ctx, time.Second) {
 					return
 				}
 				h.Wake("a")
@@ -68,7 +68,7 @@ func TestWakeHub(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	base, max := 100*time.Millisecond, time.Second
 	for n, want := range map[int]time.Duration{1: base, 2: 2 * base, 3: 4 * base, 4: 8 * base, 5: max, 50: max} {
-		got := fxelection.Backoff(n, base, max)
+		got := backendkit.Backoff(n, base, max)
 		if got < want || got >= want*6/5+1 {
 			t.Errorf("Backoff(%d) = %v, want [%v, %v)", n, got, want, want*6/5)
 		}

@@ -1,0 +1,34 @@
+package backendkit
+
+import (
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/internal/redact"
+)
+
+// Redacted replaces a secret in redacted text.
+const Redacted = redact.Mask
+
+// RedactText returns s with every secret removed: each of secrets (values a
+// backend knows are secret, such as a configured password), then everything
+// that has the shape of a secret (see RedactError). A secret shorter than 4
+// bytes cannot be replaced safely: if one occurs in s, the whole text is
+// withheld.
+func RedactText(s string, secrets ...string) string { return redact.Text(s, secrets...) }
+
+// RedactError returns err with its message passed through RedactText: URL
+// userinfo and query strings (sig=…), every key=value spelling of password,
+// AccountKey, SharedAccessSignature and the like, JSON "key": "value" pairs,
+// Authorization headers and the given secrets are replaced by "xxxxx". The
+// result still matches, with errors.Is, every sentinel err matched
+// (fxelection.ErrInvalidRecord, context.DeadlineExceeded, …), and errors.As
+// still finds a *fxelection.HeldError; it does not unwrap to err, so the
+// unredacted text cannot be reached through it. nil stays nil; an error
+// whose message needs no change is returned as is.
+//
+// Every error that leaves a backend passes through it: backends call it with
+// their own secrets, and the Elector applies it again (with no extra
+// secrets) to every store failure before callbacks, observers, logs or
+// Status see it.
+func RedactError(err error, secrets ...string) error {
+	return redact.Error[*fxelection.HeldError](err, secrets...)
+}

@@ -1,0 +1,478 @@
+package pglease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Backend is the PostgreSQL lease backend. It implements fxelection.Backend,
+// fxelection.Notifier (push wake-up via LISTEN/NOTIFY) and
+// fxelection.NamedBackend. It is safe for concurrent use; create one per
+// pool and share it between the process's elections.
+type Backend struct {
+	db    DB
+	opts  Options
+	table string // quoted, qualified
+	sql   statements
+
+	ensured  atomic.Bool
+	ensuring chan struct{} // a lock that honours contexts
+
+	push *pusher
+
+	secrets []string // passwords of the pool's configuration, redacted from every error
+}
+
+var (
+	_ fxelection.Backend      = (*Backend)(nil)
+	_ fxelection.Notifier     = (*Backend)(nil)
+	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ fxelection.BatchRenewer = (*Backend)(nil)
+)
+
+// querier is what RenewBatch needs beyond DB to renew many rows in one
+// statement; *pgxpool.Pool has it. A DB without it renews one lease at a
+// time.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// New returns a backend storing leases in db. It validates opts (an error
+// naming the option, matching ErrInvalidIdentifier, for a bad name) and
+// does no I/O, so it succeeds while the database is down: the table is
+// created on first use, and until the database answers every operation
+// returns a store error (which the elector reports and backs off on). Call
+// CreateTable to fail fast instead.
+//
+// The backend never closes db: the application owns its pool.
+func New(db DB, opts Options) (*Backend, error) {
+	if p, isPool := db.(*pgxpool.Pool); db == nil || (isPool && p == nil) {
+		return nil, errors.New("pglease: DB is required")
+	}
+	opts, err := opts.normalize(optionLabel)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{db: db, opts: opts, table: opts.qualifiedTable(), ensuring: make(chan struct{}, 1)}
+	if p, ok := db.(*pgxpool.Pool); ok {
+		b.secrets = configSecrets(p.Config().ConnConfig.Config)
+	}
+	b.sql = buildStatements(b.table)
+	b.push = newPusher(db, opts, b.redact)
+	return b, nil
+}
+
+// configSecrets returns the password of a parsed connection configuration
+// (from the connection string, PGPASSWORD or a passfile, as pgx resolved it).
+func configSecrets(cfg pgconn.Config) []string {
+	if cfg.Password == "" {
+		return nil
+	}
+	return []string{cfg.Password}
+}
+
+// redact passes an error leaving the backend through backendkit.RedactError
+// with the configuration's passwords: whatever pgx or the server put in a
+// message, no password leaves. errors.Is and errors.As for HeldError keep
+// working.
+func (b *Backend) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	return backendkit.RedactError(err, b.secrets...)
+}
+
+// BackendName returns "postgres".
+func (b *Backend) BackendName() string { return "postgres" }
+
+// Table returns the quoted, schema-qualified name of the lease table.
+func (b *Backend) Table() string { return b.table }
+
+// CreateTable creates the lease table if it is missing, idempotently and
+// safely when many instances do it at once. Operations do this themselves
+// on first use (unless SkipCreateTable); call it at start-up to find a
+// missing privilege or an unreachable database early. It runs even with
+// SkipCreateTable set.
+func (b *Backend) CreateTable(ctx context.Context) error {
+	return b.redact(b.createTable(ctx, false))
+}
+
+// createTable runs the create statement under the Backend's lock; once
+// skips it when the table was ensured meanwhile (by whoever held the lock
+// before), so electors that start together create it once.
+func (b *Backend) createTable(ctx context.Context, once bool) error {
+	select {
+	case b.ensuring <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("create table %s: %w", b.table, ctx.Err())
+	}
+	defer func() { <-b.ensuring }()
+	if once && b.ensured.Load() {
+		return nil
+	}
+	if _, err := b.db.Exec(ctx, b.sql.ensure); err != nil {
+		return fmt.Errorf("create table %s: %w", b.table, err)
+	}
+	b.ensured.Store(true)
+	return nil
+}
+
+// ensureTable creates the table once per Backend (again after an operation
+// found it missing), unless told not to. Concurrent first operations wait
+// for one creation and do not repeat it.
+func (b *Backend) ensureTable(ctx context.Context) error {
+	if b.opts.SkipCreateTable || b.ensured.Load() {
+		return nil
+	}
+	return b.createTable(ctx, true)
+}
+
+// storeErr wraps a store failure for op. A missing table (dropped, or not
+// created by the operator) makes the next operation create it again.
+func (b *Backend) storeErr(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		b.ensured.Store(false)
+		if b.opts.SkipCreateTable {
+			return fmt.Errorf("%s: table %s does not exist (create it, or unset SkipCreateTable): %w", op, b.table, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// maxAcquireAttempts bounds how often Acquire retries when the row changes
+// hands between its statement and its re-read.
+const maxAcquireAttempts = 3
+
+// Acquire implements fxelection.Backend with one INSERT … ON CONFLICT DO
+// UPDATE statement: it takes the lease if the row is missing, released,
+// expired by the server's now(), or held by req.Identity. The term stays
+// the same only when req.Identity re-acquires its own unexpired lease;
+// otherwise it becomes the larger of one more than the row's and the
+// server's clock in microseconds (see the package documentation), or, at
+// fxelection.MaxTerm, Acquire fails with an error matching
+// fxelection.ErrTermExhausted. Concurrent candidates are
+// serialised by the row lock, so exactly one of them wins. Held by someone
+// else: a *fxelection.HeldError with the holder; a row it cannot decode: an
+// error matching fxelection.ErrInvalidRecord (the row is never taken over
+// before it expires, except by the identity it names, and then only if its
+// term is positive: that row is the caller's own, and Acquire rewrites it).
+func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.acquire(ctx, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	if req.Identity == "" {
+		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
+	}
+	if req.Duration <= 0 || req.Duration > fxelection.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, fxelection.MaxRecordDuration)
+	}
+	md := req.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	mdJSON, err := json.Marshal(md)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: encode metadata: %w", err)
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	for range maxAcquireAttempts {
+		var (
+			r     row
+			won   bool
+			found = true
+		)
+		err := b.db.QueryRow(ctx, b.sql.acquire, req.Election, req.Identity, string(mdJSON), durationMS(req.Duration)).
+			Scan(append([]any{&won}, r.dest()...)...)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			found = false
+		case err != nil:
+			return fxelection.Lease{}, b.storeErr("acquire lease", err)
+		}
+		if won {
+			l, err := r.lease(req.Election)
+			if err != nil {
+				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			}
+			return l, nil
+		}
+		// Refused. The row the statement returned comes from its snapshot,
+		// which predates a row a concurrent winner committed while we waited
+		// for its lock; if it does not explain the refusal, read again.
+		if !found || !r.held() || (r.holder != nil && *r.holder == req.Identity) {
+			r, found, err = b.read(ctx, req.Election)
+			if err != nil {
+				return fxelection.Lease{}, b.storeErr("acquire lease", err)
+			}
+		}
+		if found && !r.held() && r.term != nil && *r.term >= fxelection.MaxTerm {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, fxelection.ErrTermExhausted)
+		}
+		if !found || !r.held() {
+			continue // freed meanwhile: try again
+		}
+		cur, err := r.lease(req.Election)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
+		if cur.Holder != req.Identity {
+			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur}
+		}
+		// Ours and valid now, though the statement refused: changed
+		// meanwhile; try again.
+	}
+	return fxelection.Lease{}, errors.New("acquire lease: the row kept changing during the attempt")
+}
+
+// read returns election's row with a fresh snapshot.
+func (b *Backend) read(ctx context.Context, election string) (row, bool, error) {
+	var r row
+	err := b.db.QueryRow(ctx, b.sql.get, election).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row{}, false, nil
+	}
+	if err != nil {
+		return row{}, false, err
+	}
+	return r, true, nil
+}
+
+// Renew implements fxelection.Backend with one UPDATE that matches the
+// election, holder and term and an unexpired lease (by the server's now()),
+// and sets the expiry to now() + lease.Duration. No matching row: an error
+// matching fxelection.ErrLeaseLost. A row whose holder and term match is the
+// caller's, so it is extended even if a foreign writer damaged its other
+// columns.
+func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	l, err := b.renew(ctx, lease)
+	return l, b.redact(err)
+}
+
+func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	}
+	if lease.Duration <= 0 || lease.Duration > fxelection.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not in (0, %v]", lease.Duration, fxelection.MaxRecordDuration)
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	var exp pgtype.Timestamptz
+	err := b.db.QueryRow(ctx, b.sql.renew, lease.Election, lease.Holder, int64(lease.Term), durationMS(lease.Duration)).Scan(&exp)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+	case err != nil:
+		return fxelection.Lease{}, b.storeErr("renew lease", err)
+	}
+	out := lease.Clone()
+	out.ExpiresAt = exp.Time
+	return out, nil
+}
+
+// RenewBatch implements fxelection.BatchRenewer with one UPDATE over all
+// the leases' rows (unnest of arrays of names, holders, terms and
+// durations), one round trip, under the same conditions as Renew for each
+// row: election, holder and term match and the lease has not expired by
+// the server's now(). Each lease gets what Renew would have returned for
+// it: a lease whose row did not match gets an error matching
+// fxelection.ErrLeaseLost while the others are renewed; a failure of the
+// statement fails them all. With a DB that has no Query method (see DB),
+// the leases are renewed one statement each.
+func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	out := make([]fxelection.RenewResult, len(leases))
+	q, ok := b.db.(querier)
+	if !ok {
+		for i, l := range leases {
+			out[i].Lease, out[i].Err = b.Renew(ctx, l)
+		}
+		return out
+	}
+	b.renewBatch(ctx, q, leases, out)
+	for i := range out {
+		out[i].Err = b.redact(out[i].Err)
+	}
+	return out
+}
+
+// renewKey identifies one lease's row match in a batch.
+type renewKey struct {
+	name, holder string
+	term         int64
+}
+
+func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection.Lease, out []fxelection.RenewResult) {
+	failAll := func(err error) {
+		for i := range out {
+			if out[i].Err == nil {
+				out[i].Err = err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		failAll(fmt.Errorf("renew lease: %w", err))
+		return
+	}
+	n := len(leases)
+	names, holders := make([]string, 0, n), make([]string, 0, n)
+	terms, durs := make([]int64, 0, n), make([]int64, 0, n)
+	for i, l := range leases {
+		switch {
+		case l.Term == 0 || l.Term > math.MaxInt64 || l.Holder == "":
+			out[i].Err = fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		case l.Duration <= 0 || l.Duration > fxelection.MaxRecordDuration:
+			out[i].Err = fmt.Errorf("renew lease: duration %v is not in (0, %v]", l.Duration, fxelection.MaxRecordDuration)
+		default:
+			names, holders = append(names, l.Election), append(holders, l.Holder)
+			terms, durs = append(terms, int64(l.Term)), append(durs, durationMS(l.Duration))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		failAll(fmt.Errorf("renew lease: %w", err))
+		return
+	}
+	renewed := make(map[renewKey]time.Time, len(names))
+	rows, err := q.Query(ctx, b.sql.renewBatch, names, holders, terms, durs)
+	if err == nil {
+		for rows.Next() {
+			var (
+				k   renewKey
+				exp pgtype.Timestamptz
+			)
+			if err = rows.Scan(&k.name, &k.holder, &k.term, &exp); err != nil {
+				break
+			}
+			renewed[k] = exp.Time
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err != nil {
+		failAll(b.storeErr("renew lease", err))
+		return
+	}
+	for i, l := range leases {
+		if out[i].Err != nil {
+			continue
+		}
+		exp, ok := renewed[renewKey{l.Election, l.Holder, int64(l.Term)}]
+		if !ok {
+			out[i].Err = fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+			continue
+		}
+		l = l.Clone()
+		l.ExpiresAt = exp
+		out[i].Lease = l
+	}
+}
+
+// Release implements fxelection.Backend with one statement that frees the
+// row if election, holder and term match and, when lease.ExpiresAt is not
+// zero, the row's expires_at equals lease.ExpiresAt (holder NULL, expired
+// now; the term stays for the next holder to exceed), and sends pg_notify
+// on the channel with the election's name. Releasing a lease that is not
+// ours changes nothing and returns nil.
+//
+// The expiry check makes a release free the lease only as the releaser
+// last wrote it: Acquire, Renew and RenewBatch return the row's expires_at
+// (microsecond precision) in ExpiresAt, and every later acquire or renewal
+// moves it, including a re-acquire by the same identity, which keeps the
+// term. So a delayed Release of an earlier incarnation of a holder (its
+// statement held up by a partition and executed after a restarted process
+// with the same identity re-acquired) is a no-op instead of freeing the new
+// incarnation's lease. The price: a Release after a renewal whose result
+// the caller never saw (the statement ran but the reply was lost) matches
+// nothing either, and the lease then runs out at its expiry. A Lease with a
+// zero ExpiresAt (built by hand rather than returned by the backend) is
+// matched on election, holder and term only, without that protection.
+func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+	return b.redact(b.release(ctx, lease))
+}
+
+func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
+		return nil // cannot be a lease of ours
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	var expires any // NULL: not checked
+	if !lease.ExpiresAt.IsZero() {
+		expires = lease.ExpiresAt
+	}
+	if _, err := b.db.Exec(ctx, b.sql.release, lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires); err != nil {
+		return b.storeErr("release lease", err)
+	}
+	return nil
+}
+
+// Get implements fxelection.Backend with one SELECT. A missing row, a
+// released one (holder NULL) or one expired by the server's now() gives
+// fxelection.ErrNoLease; an undecodable live row gives an error matching
+// fxelection.ErrInvalidRecord.
+func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.get(ctx, election)
+	return l, b.redact(err)
+}
+
+func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	r, found, err := b.read(ctx, election)
+	if err != nil {
+		return fxelection.Lease{}, b.storeErr("get lease", err)
+	}
+	if !found || !r.held() {
+		return fxelection.Lease{}, fxelection.ErrNoLease
+	}
+	l, err := r.lease(election)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	return l, nil
+}
+
+// Close stops the push listener, if one runs. It never closes the DB
+// passed to New (the fxelection.backends.postgres module closes the pool
+// it built in its Cleanup). After Close, Subscribe does nothing; Close is
+// idempotent and returns nil.
+func (b *Backend) Close() error {
+	b.push.close()
+	return nil
+}

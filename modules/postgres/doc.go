@@ -1,0 +1,92 @@
+// Package pglease is the PostgreSQL backend for fxelection: one row per
+// election in a lease table, changed only by single autocommit statements
+// that decide expiry by the server's clock.
+//
+// Each decision is one statement: Acquire is INSERT … ON CONFLICT (name)
+// DO UPDATE … WHERE the lease is free, expired by now() or already ours;
+// Renew is an UPDATE that matches holder, term and an unexpired lease;
+// Release is an UPDATE that frees our own row and sends pg_notify in the
+// same statement; Get is a SELECT. Acquire may run its statement up to three
+// times: when the row changed hands between the statement and the re-read
+// that reports the holder, it tries again rather than report a holder that
+// is already gone.
+//
+// Release frees the row only as the releaser last saw it: holder, term and
+// expires_at must all match the Lease that Acquire, Renew or RenewBatch
+// returned (they return the row's expires_at in ExpiresAt). Any later
+// acquire or renewal, even a re-acquire by the same identity (which keeps
+// the term), turns a stale release into a no-op, so a delayed release from
+// an earlier incarnation of a restarted holder cannot free the lease its
+// successor holds. A Lease with a zero ExpiresAt (built by hand) is
+// released on holder and term alone, without that guarantee; a release
+// after a renewal whose reply was lost frees nothing and the lease expires.
+//
+// No client clock is ever compared with the server's or another client's:
+// every expiry decision uses the server's now().
+//
+// The term column is a real fencing token: it increases whenever the lease
+// starts anew (another holder, or the same holder after its lease expired
+// or was released) and stays the same while one holder renews. A released
+// row is kept with holder NULL, so the term survives release, restarts and
+// fail-overs of the database like any committed row.
+//
+// Terms are clock-seeded, as the Redis backend's: a new lease's term is the
+// larger of the row's term plus one and the database server's clock in
+// microseconds since the Unix epoch (clock_timestamp()), so terms look like
+// 1764512345678901. This keeps them rising when the row is deleted out of
+// band (an operator's DELETE or TRUNCATE, a dropped and re-created table):
+// the next term is the clock, which is past every term handed out before.
+// A sequence was the alternative; it was not chosen because it is one more
+// object that the same cleanup can drop or reset (DROP TABLE … CASCADE,
+// TRUNCATE … RESTART IDENTITY, a schema restored without it), it is shared
+// by all elections of the table, and it needs CREATE privileges on its
+// own; the clock needs nothing that can be deleted. What can still make a
+// term repeat or go backwards: the row is deleted (or the database
+// restored from an older backup) AND the server's clock then reads earlier
+// than the last term handed out (a clock stepped back, or a fail-over to a
+// server whose clock lags, by more than the time since); or a DELETE
+// commits in the microseconds between a racing Acquire's reading of the
+// clock and its insert of the new row. Terms stop at fxelection.MaxTerm
+// (the largest bigint): Acquire then refuses a new lease with an error
+// matching fxelection.ErrTermExhausted instead of overflowing, while the
+// holder at MaxTerm keeps renewing.
+//
+// Rows are hostile input: every row read is validated with
+// Lease.Validate and backendkit.DurationFromMillis (a printable UTF-8
+// holder without control characters, metadata that is a JSON object of
+// printable UTF-8 strings within the size limit, a term in [1, MaxTerm], a
+// duration in (0, MaxRecordDuration], a finite expiry). A row that fails
+// gives an error matching fxelection.ErrInvalidRecord that quotes no stored
+// text, and a live one is never taken over before it expires by the
+// server's clock, except by the identity it names (the caller's own row,
+// which Acquire rewrites) when its term is positive.
+//
+// Secrets: every error a Backend returns (and its listener logs) passes
+// through backendkit.RedactError with the pool's password, as pgx resolved
+// it (from the connection string, PGPASSWORD or a passfile) when db is a
+// *pgxpool.Pool; the fxelection.backends.postgres module (ConfigModule)
+// adds the DSN's password in every spelling libpq accepts (spaces or tabs
+// around "=", quotes, escapes, URL user info or query) and redacts its own
+// errors the same way.
+//
+// No session state: unlike a session advisory lock, leadership is not tied
+// to a connection. The backend works through PgBouncer in transaction
+// pooling mode and survives pool connection recycling (MaxConnLifetime),
+// pg_terminate_backend and reconnects; a renew succeeds on whichever
+// connection runs it. Behind a transaction-mode pooler: set DisablePush
+// (LISTEN needs a session), and unless the pooler supports protocol-level
+// prepared statements (PgBouncer 1.21+ with max_prepared_statements), add
+// default_query_exec_mode=exec to the pool's connection string.
+//
+// Push wake-up: Release notifies the channel Options.Channel with the
+// election's name; each Backend listens on one connection of its own and
+// wakes the electors waiting for that election, so they acquire within
+// milliseconds. While the listener is down it reconnects with backoff and
+// electors poll every RetryPeriod as usual.
+//
+// The table (see CreateTableStatement) is created on first use unless
+// Options.SkipCreateTable is set: once per Backend, however many electors
+// share it and start at once (they wait for the one creation), and again
+// only after an operation found the table missing. Creation is idempotent
+// and safe when many processes start at once.
+package pglease
