@@ -299,3 +299,14 @@ func RunMain(m *testing.M, closeServers func() error) int {
 // WaitFor is electiontest.WaitFor (one copy of the polling loop), kept
 // here for tests that already call it through this package.
 var WaitFor = electiontest.WaitFor
+
+// ClosedAddr returns "127.0.0.1:PORT" for a port nothing listened on when
+// it was checked (see FreePort): the address of an unreachable store.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -28,16 +28,11 @@ import (
 // operator cleaning the container might.
 func deleteBlob(t *testing.T, b *bloblease.Backend, election string) {
 	t.Helper()
-	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
-	lc, err := lease.NewBlobClient(bc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zero := int32(0)
-	if _, err := lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil &&
+	if err := breakLease(t, b, election); err != nil &&
 		!bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation, bloberror.BlobNotFound) {
 		t.Fatalf("break lease: %v", err)
 	}
+	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
 	if _, err := bc.Delete(ctxT(t), nil); err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		t.Fatalf("delete blob: %v", err)
 	}
@@ -151,15 +146,22 @@ func TestHostileRecords(t *testing.T) {
 // deleteLease breaks election's lease at once.
 func deleteLease(t *testing.T, b *bloblease.Backend, election string) {
 	t.Helper()
+	if err := breakLease(t, b, election); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// breakLease breaks election's lease at once.
+func breakLease(t *testing.T, b *bloblease.Backend, election string) error {
+	t.Helper()
 	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
 	lc, err := lease.NewBlobClient(bc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zero := int32(0)
-	if _, err := lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero})
+	return err
 }
 
 // TestTermExhausted (issue 9, point 5): after a record at MaxTerm no new
@@ -180,18 +182,6 @@ func TestTermExhausted(t *testing.T) {
 	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get: %v, want ErrNoLease", err)
 	}
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 // accountSAS returns an account SAS token for the test server, valid for
@@ -249,7 +239,7 @@ func TestSASNotLeaked(t *testing.T) {
 		t.Logf("%s: %v", what, err)
 	}
 	for name, endpoint := range map[string]string{
-		"unreachable": "http://" + closedAddr(t) + "/" + srv.AccountName(),
+		"unreachable": "http://" + testserver.ClosedAddr(t) + "/" + srv.AccountName(),
 		"live":        srv.ServiceURL(),
 	} {
 		t.Run(name, func(t *testing.T) {

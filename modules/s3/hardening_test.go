@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
@@ -159,25 +159,13 @@ func deleteObject(t *testing.T, b *s3lease.Backend, election string) {
 	}
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // TestErrorsRedacted (issue 9, secrets): with a wrong endpoint or wrong
 // credentials, no error of the backend — nor what a real Elector passes to
 // OnError, keeps in Status().LastError or logs — contains the secret key.
 func TestErrorsRedacted(t *testing.T) {
 	srv := server(t)
 	const secretKey = "s3cret/Key+with=signs&sig=ab"
-	for name, endpoint := range map[string]string{"unreachable": closedAddr(t), "wrong credentials": srv.Endpoint()} {
+	for name, endpoint := range map[string]string{"unreachable": testserver.ClosedAddr(t), "wrong credentials": srv.Endpoint()} {
 		t.Run(name, func(t *testing.T) {
 			be, err := provision(t, map[string]any{
 				"endpoint": endpoint, "bucket": bucket, "access_key": "AKIAwrong", "secret_key": secretKey,
