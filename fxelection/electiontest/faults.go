@@ -10,14 +10,12 @@ import (
 )
 
 // FaultServer is the part of a test server the fault scenarios drive: a
-// real store's process on a fixed address.
+// real store's process on a fixed address (the servers of
+// internal/testserver implement it).
 type FaultServer interface {
-	// Stop stops the server gracefully.
+	ChaosServer // Kill and Restart
+	// Stop stops the server gracefully and waits until it is gone.
 	Stop() error
-	// Kill kills the server as a crash would.
-	Kill() error
-	// Restart starts it again on the same address.
-	Restart() error
 }
 
 // FaultHooks adapt RunFaultTests to one backend and its store's server.
