@@ -332,3 +332,33 @@ func TestRedactTextEdges(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnmarshalValue: any bytes give a validated lease that survives a
+// round trip, or an error matching ErrInvalidRecord; never a panic.
+func FuzzUnmarshalValue(f *testing.F) {
+	good, _ := backendkit.MarshalValue(fxelection.Lease{Election: "jobs", Holder: "a", Term: 2, Duration: time.Second}, false)
+	f.Add(good, "jobs")
+	f.Add([]byte(`{"fxelection_s3":1,"released":true,"write":"x","record":{"fxelection":1,"election":"jobs","holder":"a","term":3,"duration_ms":1000}}`), "")
+	f.Add([]byte(`{"fxelection_cache":1,"record":{"fxelection":1,"election":"j","holder":"\u001b[31m","term":3,"duration_ms":1}}`), "j")
+	f.Add([]byte("\xff\xfe"), "")
+	f.Fuzz(func(t *testing.T, b []byte, election string) {
+		l, released, err := backendkit.UnmarshalValue(b, election)
+		if err != nil {
+			if !errors.Is(err, fxelection.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
+				t.Fatalf("bad error %q", err)
+			}
+			return
+		}
+		if err := l.Validate(); err != nil || l.Election == "" || election != "" && l.Election != election {
+			t.Fatalf("accepted %+v: %v", l, err)
+		}
+		enc, err := backendkit.MarshalValue(l, released)
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		back, rel2, err := backendkit.UnmarshalValue(enc, l.Election)
+		if err != nil || rel2 != released || !sameLease(back, l) {
+			t.Fatalf("round trip %+v → %+v (%v)", l, back, err)
+		}
+	})
+}

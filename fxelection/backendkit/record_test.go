@@ -2,6 +2,7 @@ package backendkit_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -65,6 +66,48 @@ func TestRedact(t *testing.T) {
 	} {
 		if got := backendkit.RedactText(tt.msg, "hunter22", "", "abc"); got != tt.want {
 			t.Errorf("Redact(%q) = %q, want %q", tt.msg, got, tt.want)
+		}
+	}
+}
+
+func TestValueCodec(t *testing.T) {
+	l := fxelection.Lease{Election: "jobs", Holder: "a", Term: 7, Duration: time.Second, Metadata: map[string]string{"k": "v"}}
+	b1, err := backendkit.MarshalValue(l, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := backendkit.MarshalValue(l, true)
+	if string(b1) == string(b2) {
+		t.Fatal("two writes stored the same bytes (no nonce)")
+	}
+	back, released, err := backendkit.UnmarshalValue(b1, "jobs")
+	if err != nil || !released || back.Holder != "a" || back.Term != 7 || back.Metadata["k"] != "v" {
+		t.Fatalf("round trip: %+v %v %v", back, released, err)
+	}
+	if _, _, err := backendkit.UnmarshalValue(b1, "other"); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		t.Fatalf("record of another election: %v", err)
+	}
+	if _, _, err := backendkit.UnmarshalValue(b1, ""); err != nil {
+		t.Fatalf("any election: %v", err)
+	}
+	rec := `{"fxelection":1,"election":"jobs","holder":"a","term":3,"duration_ms":1000}`
+	for name, tc := range map[string]struct {
+		v  string
+		ok bool
+	}{
+		"written by the S3 backend before":    {`{"fxelection_s3":1,"released":false,"write":"x","record":` + rec + `}`, true},
+		"written by the cache backend before": {`{"fxelection_cache":1,"released":false,"write":"x","record":` + rec + `}`, true},
+		"two format keys":                     {`{"fxelection_value":1,"fxelection_s3":1,"write":"x","record":` + rec + `}`, false},
+		"unknown format":                      {`{"fxelection_value":2,"write":"x","record":` + rec + `}`, false},
+		"no format":                           {`{"write":"x","record":` + rec + `}`, false},
+		"no record":                           {`{"fxelection_value":1}`, false},
+		"not JSON":                            {"\x00garbage", false},
+		"too large":                           {`{"fxelection_value":1,"write":"` + strings.Repeat("x", backendkit.MaxValueBytes) + `"}`, false},
+		"record without election":             {`{"fxelection_value":1,"record":{"fxelection":1,"holder":"a","term":3,"duration_ms":1000}}`, false},
+	} {
+		l, _, err := backendkit.UnmarshalValue([]byte(tc.v), "")
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
+			t.Errorf("%s: %+v, %v", name, l, err)
 		}
 	}
 }

@@ -25,9 +25,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// DefaultPrefix is the blob name prefix used when Options.Prefix is empty.
-const DefaultPrefix = "fxelection/"
-
 // MetadataKey is the blob metadata name holding the encoded lease record
 // (base64 of backendkit.MarshalRecord).
 const MetadataKey = "fxelection"
@@ -62,17 +59,6 @@ var (
 	ErrDuration = errors.New("bloblease: lease Duration must be between 15s and 60s (Azure blob lease range)")
 )
 
-// Options configures a Backend. The zero value is not usable: Container is
-// required.
-type Options struct {
-	// Container holds the lease blobs. It must exist: creating it is the
-	// application's job. Required.
-	Container string
-	// Prefix is prepended to every blob name.
-	// Default: "fxelection/".
-	Prefix string
-}
-
 // Backend is the Azure Blob implementation of fxelection.Backend, on the
 // service's native blob leases. It is safe for concurrent use and keeps no
 // state between calls.
@@ -80,7 +66,6 @@ type Backend struct {
 	client    *azblob.Client
 	container string
 	prefix    string
-	closer    func()   // set by the config module: frees the client's idle connections
 	secrets   []string // known secrets (config module: account key, SAS), removed from every error
 }
 
@@ -88,16 +73,6 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
-
-// Validate checks opts without I/O: Container is required
-// (ErrContainerRequired). New and the fxelection.backends.blob module both
-// call it.
-func (o Options) Validate() error {
-	if o.Container == "" {
-		return ErrContainerRequired
-	}
-	return nil
-}
 
 // New returns a Backend storing leases as blobs in opts.Container through
 // client, which the caller owns. It validates opts with Options.Validate
@@ -133,17 +108,6 @@ func (b *Backend) BlobName(election string) string {
 	return b.prefix + name
 }
 
-// Close frees the idle connections of a client the backend created itself
-// (the fxelection.backends.blob module's); for a Backend made by New it
-// does nothing.
-// The Backend stays usable.
-func (b *Backend) Close() error {
-	if b.closer != nil {
-		b.closer()
-	}
-	return nil
-}
-
 // LeaseID returns the Azure lease id a candidate with identity uses: a
 // version-5-style UUID from the SHA-1 of "fxelection:"+identity. It is the
 // same in every process, so a restarted holder can take its own lease back
@@ -169,6 +133,24 @@ func durationSeconds(d time.Duration) (int32, error) {
 
 func (b *Backend) blobClient(election string) *blob.Client {
 	return b.client.ServiceClient().NewContainerClient(b.container).NewBlobClient(b.BlobName(election))
+}
+
+// leaseVersion is the Lease.Version of a lease with Azure lease id id whose
+// blob the holder last saw with ETag etag: "<lease id>;<ETag>", or the lease
+// id alone when the ETag is unknown.
+func leaseVersion(id string, etag azcore.ETag) string {
+	if etag == "" {
+		return id
+	}
+	return id + ";" + string(etag)
+}
+
+// splitVersion splits a Lease.Version into the Azure lease id and the ETag
+// (empty when the Version is a lease id alone, as in a hand-built Lease or
+// one from Get). A lease id never contains ';'.
+func splitVersion(v string) (string, azcore.ETag) {
+	id, etag, _ := strings.Cut(v, ";")
+	return id, azcore.ETag(etag)
 }
 
 func leaseClient(bc *blob.Client, id string) (*lease.BlobClient, error) {
@@ -427,11 +409,12 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		return fxelection.Lease{}, false, &fxelection.HeldError{Holder: holder}
 	}
 	now := time.Now()
+	id := *lc.LeaseID()
 	next := fxelection.Lease{
 		Election:   req.Election,
 		Holder:     req.Identity,
 		Metadata:   maps.Clone(req.Metadata),
-		Version:    *lc.LeaseID(),
+		Version:    id,
 		Duration:   req.Duration,
 		AcquiredAt: now,
 	}
@@ -472,12 +455,18 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	case err != nil:
 		return fxelection.Lease{}, false, err
 	}
+	if resp.ETag != nil {
+		etag = *resp.ETag
+	}
 	if mine {
-		// Re-acquired in place: refresh the metadata under our lease.
-		if err := b.writeRecord(ctx, bc, next); err != nil {
+		// Re-acquired in place: refresh the metadata under our lease. The
+		// write gives the blob a new ETag, which an earlier incarnation's
+		// lease does not carry: its delayed Release frees nothing.
+		if etag, err = b.writeRecord(ctx, bc, next); err != nil {
 			return fxelection.Lease{}, false, err
 		}
 	}
+	next.Version = leaseVersion(id, etag)
 	if resp.Date != nil {
 		next.ExpiresAt = resp.Date.Add(time.Duration(secs) * time.Second)
 	}
@@ -503,36 +492,44 @@ func (b *Backend) writeUnleased(ctx context.Context, bc *blob.Client, l fxelecti
 	return *resp.ETag, nil
 }
 
-// writeRecord stores l's record as the blob's metadata under l's lease.
-func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease) error {
+// writeRecord stores l's record as the blob's metadata under l's lease and
+// returns the new ETag.
+func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease) (azcore.ETag, error) {
 	v, err := encodeMeta(l)
 	if err != nil {
-		return err
+		return "", err
 	}
-	id := l.Version
-	_, err = bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
+	id, _ := splitVersion(l.Version)
+	resp, err := bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
 		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &id}},
 	})
 	if err != nil {
-		return fmt.Errorf("write record: %w", err)
+		return "", fmt.Errorf("write record: %w", err)
 	}
-	return nil
+	if resp.ETag == nil {
+		return "", errors.New("write record: no ETag in the response")
+	}
+	return *resp.ETag, nil
 }
 
-// Renew renews the Azure lease lease.Version and then checks, under that
-// lease, that the blob's record still has lease's holder and term;
-// otherwise it returns an error matching fxelection.ErrLeaseLost.
+// Renew renews the Azure lease named by lease.Version and then checks,
+// under that lease, that the blob's record still has lease's holder and
+// term; otherwise it returns an error matching fxelection.ErrLeaseLost.
+// The ETag in lease.Version is not compared; the returned lease carries the
+// one that read returned, so that after an earlier incarnation's delayed
+// Acquire rewrote the record, the holder's own Release still matches.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	next, err := b.renew(ctx, l)
 	return next, b.redact(err)
 }
 
 func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
-	if l.Election == "" || l.Holder == "" || l.Version == "" {
+	id, _ := splitVersion(l.Version)
+	if l.Election == "" || l.Holder == "" || id == "" {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
 	bc := b.blobClient(l.Election)
-	lc, err := leaseClient(bc, l.Version)
+	lc, err := leaseClient(bc, id)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
@@ -543,7 +540,7 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 	case err != nil:
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
-	s, err := b.props(ctx, bc, l.Election, l.Version)
+	s, err := b.props(ctx, bc, l.Election, id)
 	switch {
 	case err != nil && isLost(err):
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, err)
@@ -553,6 +550,7 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
 	next := l.Clone()
+	next.Version = leaseVersion(id, s.etag)
 	next.ExpiresAt = time.Time{}
 	if resp.Date != nil {
 		secs, err := durationSeconds(l.Duration)
@@ -563,20 +561,27 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 	return next, nil
 }
 
-// Release releases the Azure lease lease.Version if the blob's record
-// still has lease's holder and term (the release is conditioned on the
-// record's ETag). Releasing a lease that is no longer the caller's returns
-// nil. The record stays, so the next holder's term is higher.
+// Release releases the Azure lease named by lease.Version if the blob's
+// record still has lease's holder and term and the blob still has the ETag
+// that lease.Version carries (the one Acquire or Renew last saw): the
+// release is conditioned on that ETag (If-Match). A re-acquisition by the
+// same identity (a restarted holder: same lease id, same term) rewrites the
+// record, so a delayed Release from the earlier incarnation frees nothing.
+// Releasing a lease that is no longer the caller's returns nil. The record
+// stays, so the next holder's term is higher. A Lease whose Version is a
+// lease id alone (built by hand, or from Get) is matched on the lease id,
+// holder and term only, without that protection.
 func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
 	return b.redact(b.release(ctx, l))
 }
 
 func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
-	if l.Election == "" || l.Holder == "" || l.Version == "" {
+	id, want := splitVersion(l.Version)
+	if l.Election == "" || l.Holder == "" || id == "" {
 		return nil
 	}
 	bc := b.blobClient(l.Election)
-	s, err := b.props(ctx, bc, l.Election, l.Version)
+	s, err := b.props(ctx, bc, l.Election, id)
 	switch {
 	case err != nil && ctx.Err() == nil && isLost(err):
 		return nil
@@ -584,8 +589,10 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 		return fmt.Errorf("release lease: %w", err)
 	case s.state != recordValid || s.rec.Holder != l.Holder || s.rec.Term != l.Term:
 		return nil
+	case want != "" && s.etag != want:
+		return nil // a later acquisition of the same lease id: not ours to free
 	}
-	lc, err := leaseClient(bc, l.Version)
+	lc, err := leaseClient(bc, id)
 	if err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}

@@ -67,8 +67,9 @@ func TestDurationRange(t *testing.T) {
 }
 
 // TestSameIdentity: a restarted holder (new client, same identity) gets its
-// lease back at once with the same term and lease id; after a release it
-// gets a new term.
+// lease back at once with the same term and lease id (its Version carries
+// the new ETag of the record it rewrote); after a release it gets a new
+// term.
 func TestSameIdentity(t *testing.T) {
 	e := electiontest.Election(t)
 	l1, err := newBackend(t, bloblease.Options{}).Acquire(ctxT(t), req(e, "a", 15*time.Second))
@@ -80,7 +81,8 @@ func TestSameIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("re-acquire: %v", err)
 	}
-	if l2.Term != l1.Term || l2.Version != l1.Version || l2.Version != bloblease.LeaseID("a") || !l2.AcquiredAt.Equal(l1.AcquiredAt) {
+	id := bloblease.LeaseID("a") + ";"
+	if l2.Term != l1.Term || l2.Version == l1.Version || !strings.HasPrefix(l1.Version, id) || !strings.HasPrefix(l2.Version, id) || !l2.AcquiredAt.Equal(l1.AcquiredAt) {
 		t.Fatalf("re-acquired %+v, first %+v", l2, l1)
 	}
 	// The old lease value still renews (same term), as the new one does.
@@ -105,7 +107,7 @@ func TestSameIdentity(t *testing.T) {
 	if err := b2.Release(ctxT(t), l1); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b2.Get(ctxT(t), e); err != nil || got.Holder != "a" || got.Term != l3.Term || got.Version != l3.Version {
+	if got, err := b2.Get(ctxT(t), e); err != nil || got.Holder != "a" || got.Term != l3.Term || got.Version != bloblease.LeaseID("a") {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
 }

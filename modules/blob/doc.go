@@ -14,11 +14,14 @@
 // HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB, which
 // bounds Config.Metadata.
 //
-// Lease.Version is the Azure lease id. It is derived from the identity
-// (LeaseID: a version-5-style UUID of SHA-1("fxelection:"+identity)), so a
-// holder that restarts with the same identity presents the same lease id
-// and gets its lease back at once. Two live candidates must therefore never
-// share an identity: to Azure they are the same lease holder.
+// Lease.Version is the Azure lease id, followed (in leases from Acquire and
+// Renew) by ";" and the blob's ETag the holder last saw. The lease id is
+// derived from the identity (LeaseID: a version-5-style UUID of
+// SHA-1("fxelection:"+identity)), so a holder that restarts with the same
+// identity presents the same lease id and gets its lease back at once. Two
+// live candidates must therefore never share an identity: to Azure they are
+// the same lease holder. The ETag tells the acquisitions of one lease id
+// apart (see Release).
 //
 // # Operations
 //
@@ -47,9 +50,16 @@
 //     renews a lease that expired if nobody leased or changed the blob
 //     since.
 //   - Release reads the record under the caller's lease id and, if it still
-//     has the caller's holder and term, releases the Azure lease with
-//     If-Match on that ETag. The record stays, so the next holder's term is
-//     higher. A lease that is no longer the caller's gives nil.
+//     has the caller's holder and term and the blob still has the ETag in
+//     lease.Version, releases the Azure lease with If-Match on that ETag.
+//     A re-acquisition rewrites the record (new ETag), so a delayed
+//     Release from a restarted holder's earlier incarnation, which shares
+//     its lease id and term, frees nothing. Renew returns the ETag it read,
+//     so the holder's own Release matches even after an earlier
+//     incarnation's delayed Acquire rewrote the record. A Version that is
+//     the lease id alone (from Get, or built by hand) is matched on lease
+//     id, holder and term only. The record stays, so the next holder's term
+//     is higher. A lease that is no longer the caller's gives nil.
 //   - Get reports the holder of the active lease (verified as in Acquire),
 //     or fxelection.ErrNoLease when the blob is missing or its lease is not
 //     active. Azure does not report a lease's remaining time, so

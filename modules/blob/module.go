@@ -51,7 +51,10 @@ type ConfigModule struct {
 	// Prefix is Options.Prefix. Default: "fxelection/".
 	Prefix string `json:"prefix,omitempty"`
 
-	backend *Backend // set by Provision, closed by Cleanup
+	backend *Backend // set by Provision
+	// idle frees the idle connections of the client Provision built: the
+	// module owns that client, as every backend module owns what it built.
+	idle func()
 }
 
 var (
@@ -190,7 +193,7 @@ func (m *ConfigModule) build() (*Backend, error) {
 		transport.CloseIdleConnections()
 		return nil, err
 	}
-	b.closer = transport.CloseIdleConnections
+	m.idle = transport.CloseIdleConnections
 	return b, nil
 }
 
@@ -205,9 +208,10 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 // Cleanup frees the client's idle connections. It is safe after a failed
 // or missing Provision.
 func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
+	m.backend = nil
+	if m.idle != nil {
+		m.idle()
+		m.idle = nil
 	}
 	return nil
 }

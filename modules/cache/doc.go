@@ -50,10 +50,12 @@
 //
 // # Values and keys
 //
-// The value under a key is a small JSON envelope (a released flag and a
-// per-write nonce) around the core's record (backendkit.MarshalRecord), so
-// every write stores different bytes. Every value read is validated
-// (backendkit.UnmarshalRecord, which calls Lease.Validate) and must
+// The value under a key is the value shared with the S3 backend
+// (backendkit.MarshalValue: a released flag and a per-write nonce around
+// backendkit.MarshalRecord's record), so every write stores different
+// bytes; values written before under "fxelection_cache" are still read.
+// Every value read is validated (backendkit.UnmarshalValue, which calls
+// Lease.Validate) and must
 // name the election it was read for; anything else is
 // fxelection.ErrInvalidRecord and is never taken over before it expires.
 // Keys are Options.KeyPrefix (default "fxelection.") plus the election name

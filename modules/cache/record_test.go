@@ -87,7 +87,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
-		s, err := decodeValue(value)
+		s, err := decode(value, "")
 		if err != nil {
 			if !errors.Is(err, fxelection.ErrInvalidRecord) {
 				t.Fatalf("decode error %v does not match ErrInvalidRecord", err)

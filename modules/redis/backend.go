@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -18,30 +18,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
 )
-
-// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
-const DefaultKeyPrefix = rediskey.DefaultPrefix
-
-// Options configure a Backend. The zero value means the documented defaults.
-type Options struct {
-	// KeyPrefix starts every key and the wake-up channel, so several
-	// applications can share one Redis. It should not contain '{' or '}'
-	// (Redis Cluster hash tags). Default: "fxelection:".
-	KeyPrefix string
-
-	// DisablePush turns push wake-up off for this Backend: Subscribe does
-	// nothing and followers find a released lease at their next retry.
-	// Release still publishes, so candidates on other Backends that use push
-	// keep waking at once. Default (false): push on.
-	DisablePush bool
-
-	// SequentialTerms makes terms 1, 2, 3, … instead of taking the Redis
-	// server's clock in microseconds into account. Such terms start again at
-	// 1 whenever the term counter is lost or deleted (FLUSHALL, DEL,
-	// restart without persistence, eviction, failover to a lagging
-	// replica), so they repeat; see the package documentation. Default (false): clock-based terms.
-	SequentialTerms bool
-}
 
 // Backend is the Redis implementation of fxelection.Backend and
 // fxelection.Notifier. It is safe for concurrent use and does not own its
@@ -68,27 +44,6 @@ var (
 	_ fxelection.NamedBackend = (*Backend)(nil)
 	_ fxelection.BatchRenewer = (*Backend)(nil)
 )
-
-// ErrInvalidOptions is matched by the errors of Options.Validate (and so of
-// New, and of the fxelection.backends.redis module's Validate).
-var ErrInvalidOptions = errors.New("redislease: invalid options")
-
-// Validate checks opts without I/O: KeyPrefix must not contain '{' or '}'
-// (they would make Redis Cluster hash tags, and keys of one election could
-// land in different slots). New and the fxelection.backends.redis module
-// both call it. The error matches ErrInvalidOptions and names the field.
-func (o Options) Validate() error { return o.validate(optionLabel) }
-
-// validate is Validate with field names given by label (Options fields for
-// New, JSON keys for the config module).
-func (o Options) validate(label func(field string) string) error {
-	if strings.ContainsAny(o.KeyPrefix, "{}") {
-		return fmt.Errorf("%w: %s %q must not contain '{' or '}'", ErrInvalidOptions, label("KeyPrefix"), o.KeyPrefix)
-	}
-	return nil
-}
-
-func optionLabel(field string) string { return "Options." + field }
 
 // New returns a Backend storing leases through client, which may be a
 // single-node, Sentinel failover or Cluster client. It validates opts with
@@ -188,7 +143,10 @@ func (b *Backend) WakeChannel() string { return b.channel }
 // when the counter has reached fxelection.MaxTerm it refuses with an error
 // matching fxelection.ErrTermExhausted. A record that fails validation
 // gives an error matching fxelection.ErrInvalidRecord and is not taken
-// over. AcquiredAt and ExpiresAt are by the Redis server's clock.
+// over. AcquiredAt and ExpiresAt are by the Redis server's clock. Every
+// successful Acquire, a re-acquisition by the holder included, stores a new
+// random nonce in the record and returns it as the lease's Version, which
+// Release then requires (see Release).
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquireLease(ctx, req)
 	return l, b.redact(err)
@@ -210,8 +168,9 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 	}
 	lease, term := b.Keys(req.Election)
 	durMS := req.Duration.Milliseconds()
+	nonce := newNonce()
 	res, err := b.acquire.Run(ctx, b.client, []string{lease, term},
-		holderPart(req.Identity), meta, durMS, b.clock).Slice()
+		holderPart(req.Identity), meta, durMS, b.clock, nonce).Slice()
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", storeError(err))
 	}
@@ -235,6 +194,7 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 			Holder:     req.Identity,
 			Metadata:   maps.Clone(req.Metadata),
 			Term:       t,
+			Version:    nonce,
 			Duration:   time.Duration(durMS) * time.Millisecond,
 			AcquiredAt: time.UnixMilli(at),
 			ExpiresAt:  time.UnixMilli(now + durMS),
@@ -256,10 +216,12 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 // lease.Duration (PEXPIRE) only while lease.Holder holds lease.Term, and
 // otherwise returns an error matching fxelection.ErrLeaseLost (which also
 // matches fxelection.ErrInvalidRecord when a foreign value replaced the
-// lease). The returned lease shares lease's Metadata map (read-only); its
-// ExpiresAt is estimated on the local clock as the call's start plus
-// Duration, since Redis sets the expiry by its own clock at most one round
-// trip later.
+// lease). The nonce (lease.Version) is not compared; the returned lease
+// carries the record's current one, so that after an earlier incarnation's
+// delayed Acquire replaced it, the holder's own Release still matches. The
+// returned lease shares lease's Metadata map (read-only); its ExpiresAt is
+// estimated on the local clock as the call's start plus Duration, since
+// Redis sets the expiry by its own clock at most one round trip later.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	out, err := b.renewLease(ctx, l)
 	return out, b.redact(err)
@@ -275,24 +237,38 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	start := time.Now()
 	lease := b.leaseKey(l.Election)
 	durMS := l.Duration.Milliseconds()
-	status, err := b.renew.Run(ctx, b.client, []string{lease}, termHead(l), durMS).Int64()
-	return renewOutcome(l, start, status, err)
+	res, err := b.renew.Run(ctx, b.client, []string{lease}, termPart(l), durMS).Slice()
+	return renewOutcome(l, start, res, err)
 }
 
 // renewOutcome turns the renew script's reply (or error) for l, sent at
 // start, into Renew's result.
-func renewOutcome(l fxelection.Lease, start time.Time, status int64, err error) (fxelection.Lease, error) {
+func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fxelection.Lease, error) {
 	durMS := l.Duration.Milliseconds()
-	switch {
-	case err != nil && isWrongType(err):
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, storeError(err))
-	case err != nil:
+	if err != nil {
+		if isWrongType(err) {
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, storeError(err))
+		}
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
-	case status == 1:
+	}
+	status, err := replyStatus(res)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
+	switch status {
+	case 1:
+		nonce, ok := "", len(res) == 2
+		if ok {
+			nonce, ok = res[1].(string)
+		}
+		if !ok || nonce != "" && !validNonce(nonce) {
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", errReply)
+		}
+		l.Version = nonce
 		l.Duration = time.Duration(durMS) * time.Millisecond
 		l.ExpiresAt = start.Add(l.Duration)
 		return l, nil
-	case status == 0:
+	case 0:
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	default:
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w: our record is damaged",
@@ -322,7 +298,7 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []f
 		pipe := b.client.Pipeline()
 		for _, i := range idx {
 			l := leases[i]
-			keys, args := []string{b.leaseKey(l.Election)}, []any{termHead(l), l.Duration.Milliseconds()}
+			keys, args := []string{b.leaseKey(l.Election)}, []any{termPart(l), l.Duration.Milliseconds()}
 			if full {
 				cmds[i] = b.renew.Eval(ctx, pipe, keys, args...)
 			} else {
@@ -352,8 +328,8 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []f
 		}
 	}
 	for _, i := range idx {
-		status, err := cmds[i].Int64()
-		out[i].Lease, out[i].Err = renewOutcome(leases[i], start, status, err)
+		res, err := cmds[i].Slice()
+		out[i].Lease, out[i].Err = renewOutcome(leases[i], start, res, err)
 	}
 	for i := range out {
 		out[i].Err = b.redact(out[i].Err)
@@ -362,10 +338,17 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []f
 }
 
 // Release implements fxelection.Backend: one script that deletes the lease
-// only if lease.Holder still holds lease.Term, and then publishes the
-// election's name on WakeChannel. A lease that is no longer ours (or a
-// foreign value) is left alone and nil is returned. The term counter is
-// kept.
+// only if lease.Holder still holds lease.Term under the nonce
+// lease.Version (the one the record got at the acquisition that Acquire,
+// Renew, RenewBatch or Get last reported), and then publishes the
+// election's name on WakeChannel. So a delayed Release from an earlier
+// incarnation of a holder that has since re-acquired its lease (same
+// identity and term, new nonce) frees nothing. A lease that is no longer
+// ours (or a foreign value) is left alone and nil is returned. The term
+// counter is kept. A Lease with an empty Version (built by hand rather than
+// returned by the backend) is matched on holder and term only, without
+// that protection, as is a record in the earlier fxe1 format; a Version
+// that is not a nonce this backend writes matches nothing.
 func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
 	return b.redact(b.releaseLease(ctx, l))
 }
@@ -374,8 +357,15 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
+	part, withNonce := termPart(l), "0"
+	if l.Version != "" {
+		if !validNonce(l.Version) {
+			return nil // cannot be a lease of ours
+		}
+		part, withNonce = part+l.Version+"|", "1"
+	}
 	lease := b.leaseKey(l.Election)
-	err := b.release.Run(ctx, b.client, []string{lease}, termHead(l), l.Election, b.channel).Err()
+	err := b.release.Run(ctx, b.client, []string{lease}, part, l.Election, b.channel, withNonce).Err()
 	if err != nil && !isWrongType(err) { // a foreign type is not ours: nothing to do
 		return fmt.Errorf("release lease: %w", err)
 	}
@@ -417,26 +407,52 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 	}
 }
 
-// recordFormat starts every lease record.
-const recordFormat = "fxe1"
+// recordFormat starts every lease record the scripts write;
+// recordFormatV1 the records of earlier versions (no nonce), still read.
+const (
+	recordFormat   = "fxe2"
+	recordFormatV1 = "fxe1"
+)
+
+// nonceLen is the length of a record's nonce: 16 lowercase hex digits.
+const nonceLen = 16
+
+// newNonce returns a random nonce for a new acquisition.
+func newNonce() string {
+	return fmt.Sprintf("%016x", rand.Uint64())
+}
+
+// validNonce reports whether s is a nonce as the scripts store it.
+func validNonce(s string) bool {
+	if len(s) != nonceLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // holderPart is "|<len>|<holder>|", the holder's part of a record.
 func holderPart(holder string) string {
 	return "|" + strconv.Itoa(len(holder)) + "|" + holder + "|"
 }
 
-// termHead is "fxe1|<term>|<len>|<holder>|", the prefix of l's record.
-func termHead(l fxelection.Lease) string {
-	return recordFormat + "|" + strconv.FormatUint(l.Term, 10) + holderPart(l.Holder)
+// termPart is "|<term>|<len>|<holder>|", what follows the format in the
+// prefix of l's record.
+func termPart(l fxelection.Lease) string {
+	return "|" + strconv.FormatUint(l.Term, 10) + holderPart(l.Holder)
 }
 
-// parseRecord decodes a lease record (see scripts.go for the format) and
+// parseRecord decodes a lease record in either format (see scripts.go) and
 // validates every field with Lease.Validate: numbers in canonical
 // decimal form, a term in [1, MaxTerm], a duration in (0,
 // MaxRecordDuration], a printable UTF-8 holder and metadata, an acquisition
-// time in the years 1–9999. It never
-// panics; anything else gives an error matching ErrInvalidRecord that
-// quotes no stored text.
+// time in the years 1–9999, and (fxe2) a nonce of 16 lowercase hex
+// digits, returned as the lease's Version. It never panics; anything else
+// gives an error matching ErrInvalidRecord that quotes no stored text.
 func parseRecord(election, v string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
 		return fxelection.Lease{}, fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, what)
@@ -450,7 +466,8 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 		v = v[i+1:]
 		return f, true
 	}
-	if f, ok := field(); !ok || f != recordFormat {
+	format, ok := field()
+	if !ok || format != recordFormat && format != recordFormatV1 {
 		return bad("not a lease record")
 	}
 	termS, ok1 := field()
@@ -469,6 +486,15 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	n := int(n64)
 	holder := v[:n]
 	v = v[n+1:]
+	var nonce string
+	if format == recordFormat {
+		if nonce, ok = field(); !ok {
+			return bad("truncated record")
+		}
+		if !validNonce(nonce) {
+			return bad("bad nonce")
+		}
+	}
 	durS, ok1 := field()
 	atS, ok2 := field()
 	if !ok1 || !ok2 {
@@ -494,6 +520,7 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 		Holder:   holder,
 		Metadata: md,
 		Term:     uint64(term),
+		Version:  nonce,
 		Duration: dur,
 	}
 	if atMS > 0 {
@@ -618,56 +645,11 @@ func encodeMetadata(m map[string]string) (string, error) {
 	if len(m) == 0 {
 		return "", nil
 	}
-	if s, ok := encodePlainMetadata(m); ok {
-		return s, nil
-	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("encode metadata: %w", err)
 	}
 	return string(b), nil
-}
-
-// encodePlainMetadata writes the JSON object for m by hand when no key or
-// value needs escaping (the common case), sparing encoding/json's
-// reflection on every Acquire. Keys are sorted, as json.Marshal sorts them.
-func encodePlainMetadata(m map[string]string) (string, bool) {
-	var buf [8]string
-	keys := buf[:0]
-	size := 2
-	for k, v := range m {
-		if !plainJSON(k) || !plainJSON(v) {
-			return "", false
-		}
-		keys = append(keys, k)
-		size += len(k) + len(v) + 6
-	}
-	slices.Sort(keys)
-	var sb strings.Builder
-	sb.Grow(size)
-	sb.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteByte('"')
-		sb.WriteString(k)
-		sb.WriteString(`":"`)
-		sb.WriteString(m[k])
-		sb.WriteByte('"')
-	}
-	sb.WriteByte('}')
-	return sb.String(), true
-}
-
-// plainJSON reports whether s can go between JSON quotes as it is.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 func decodeMetadata(s string) (map[string]string, error) {

@@ -14,12 +14,23 @@
 //
 // The record reads, for example,
 //
-//	fxe1|1764512345678901|5|web-1|15000|1764512345678|{"addr":"10.0.0.1:8080"}
+//	fxe2|1764512345678901|5|web-1|9f86d081884c7d65|15000|1764512345678|{"addr":"10.0.0.1:8080"}
 //
-// that is: format, term, holder length, holder, duration (ms), acquisition
-// time (Unix ms, server clock) and metadata (JSON). The braces are Redis
-// Cluster's hash tag; '{', '}' and '%' in an election name are
-// percent-escaped inside it, so every name maps to one slot. The prefix
+// that is: format, term, holder length, holder, nonce (16 random hex
+// digits, new on every Acquire), duration (ms), acquisition time (Unix ms,
+// server clock) and metadata (JSON). Records of the earlier format fxe1
+// (the same without the nonce, written by earlier versions of this
+// package) are still read and renewed; their holder's next Acquire
+// rewrites them as fxe2. Earlier versions treat an fxe2 record as a
+// foreign value (see Foreign values): during a rolling upgrade they report
+// ErrInvalidRecord while a newer version holds the lease and take it over
+// only after it expires. It is not the JSON record of
+// backendkit.MarshalRecord because the Lua scripts read the holder and term
+// of the stored value on every call: a length-prefixed prefix is matched
+// with string.sub and string.match, where JSON would need cjson to decode
+// the whole value (metadata included) inside the script, on every renewal.
+// The braces are Redis Cluster's hash tag; '{', '}' and '%' in an election
+// name are percent-escaped inside it, so every name maps to one slot. The prefix
 // defaults to "fxelection:" and should not contain braces. Release
 // publishes the election's name on the channel <prefix>wake.
 //
@@ -30,6 +41,19 @@
 // Renew extends the lease only while the holder and the term match. Release
 // deletes only the caller's own lease and publishes a wake-up. Redis
 // expires the lease; no client clock is involved.
+//
+// # Delayed releases
+//
+// A holder that re-acquires its own unexpired lease (a process restarted
+// under the same identity) keeps its term, so holder and term cannot tell
+// its acquisitions apart. Release therefore also matches the nonce: the
+// lease's Version, which Acquire sets to the nonce it stored and Renew,
+// RenewBatch and Get set to the record's current one. A release from an
+// earlier incarnation, stalled in the network and delivered after the
+// re-acquisition, frees nothing, and the lease the new incarnation holds
+// cannot be taken before it expires. A Lease with an empty Version (built
+// by hand) or a record in the fxe1 format is matched on holder and term
+// only, as before.
 //
 // # Fencing terms
 //

@@ -42,6 +42,15 @@ var hostileRecords = []struct{ name, v string }{
 	{"MetadataEmptyKey", "fxe1|5|1|a|60000|0|{\"\":\"v\"}"},
 	{"MetadataNull", "fxe1|5|1|a|60000|0|null"},
 	{"MetadataNumber", "fxe1|5|1|a|60000|0|{\"k\":1}"},
+	{"NonceMissing", "fxe2|5|1|a|60000|0|"},
+	{"NonceEmpty", "fxe2|5|1|a||60000|0|"},
+	{"NonceShort", "fxe2|5|1|a|0123456789abcde|60000|0|"},
+	{"NonceLong", "fxe2|5|1|a|0123456789abcdef0|60000|0|"},
+	{"NonceUpperCase", "fxe2|5|1|a|0123456789ABCDEF|60000|0|"},
+	{"NonceNotHex", "fxe2|5|1|a|0123456789abcdeg|60000|0|"},
+	{"NonceControl", "fxe2|5|1|a|0123456789abcde\x1b|60000|0|"},
+	{"HolderNotUTF8V2", "fxe2|5|3|\xff\xfe\xfd|0123456789abcdef|60000|0|"},
+	{"DurationZeroV2", "fxe2|5|1|a|0123456789abcdef|0|0|"},
 	{"MetadataTooLarge", "fxe1|5|1|a|60000|0|{\"k\":\"" + strings.Repeat("v", fxelection.MaxMetadataBytes) + "\"}"},
 }
 
@@ -78,9 +87,12 @@ func TestHostileRecordsInRedis(t *testing.T) {
 			if err := admin.Set(ctxT(t), lease, tc.v, time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
+			// A record naming a with a valid term (and, in fxe2, a valid
+			// nonce) is a's own.
+			own := strings.HasPrefix(tc.v, "fxe1|5|1|a|") || strings.HasPrefix(tc.v, "fxe2|5|1|a|0123456789abcdef|")
 			for _, id := range []string{"b", "a"} {
 				l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
-				if id == "a" && err == nil && strings.HasPrefix(tc.v, "fxe1|5|1|a|") {
+				if id == "a" && err == nil && own {
 					// The record names a with a valid term: it is a's own
 					// lease (a damaged one), which a may refresh. Only the
 					// duration and metadata can be bad then, and they are
@@ -97,7 +109,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 			if _, err := b.Get(ctxT(t), e); err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
 				t.Fatalf("Get: %v", err)
 			}
-			if got := admin.Get(ctxT(t), lease).Val(); !strings.HasPrefix(tc.v, "fxe1|5|1|a|") && got != tc.v {
+			if got := admin.Get(ctxT(t), lease).Val(); !own && got != tc.v {
 				t.Fatalf("the hostile value was replaced by %q", got)
 			}
 		})
@@ -125,9 +137,10 @@ func TestHostileRecordsInRedis(t *testing.T) {
 }
 
 // TestOwnDamagedRecord: a record that names the caller's identity and a
-// valid term is the caller's own, and Acquire refreshes it (a duration out
-// of range and bad metadata are rewritten); one whose term or acquisition
-// time is not a canonical integer is refused and left as it is.
+// valid term (and, in the fxe2 format, a well-formed nonce) is the
+// caller's own, and Acquire refreshes it (a duration out of range and bad
+// metadata are rewritten, with a new nonce); one whose term, acquisition
+// time or nonce is malformed is refused and left as it is.
 func TestOwnDamagedRecord(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
@@ -138,6 +151,11 @@ func TestOwnDamagedRecord(t *testing.T) {
 		"fxe1|99999999999999999999999|1|b|60000|0|",
 		"fxe1|0|1|b|60000|0|",
 		"fxe1|03|1|b|60000|0|",
+		"fxe2|3|1|b|nonce|60000|0|",
+		"fxe2|3|1|b|0123456789ABCDEF|60000|0|",
+		"fxe2|3|1|b|0123456789abcdef0|60000|0|",
+		"fxe2|3|1|b|60000|0|",
+		"fxe2|3|1|b|0123456789abcdef|60000|0042|",
 	} {
 		e := electionName(t)
 		lease, _ := b.Keys(e)
@@ -152,21 +170,27 @@ func TestOwnDamagedRecord(t *testing.T) {
 			t.Fatalf("%q was rewritten to %q", v, got)
 		}
 	}
-	e := electionName(t)
-	lease, _ := b.Keys(e)
-	if err := admin.Set(ctxT(t), lease, "fxe1|3|1|b|99999999999999|0|{\"k\":1}", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
-	if err != nil || l.Term != 3 {
-		t.Fatalf("Acquire over its own damaged record = %+v, %v; want term 3", l, err)
-	}
-	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != 3 || got.Duration != 2*time.Minute {
-		t.Fatalf("Get after the refresh = %+v, %v", got, err)
+	for _, v := range []string{
+		"fxe1|3|1|b|99999999999999|0|{\"k\":1}",
+		"fxe2|3|1|b|0123456789abcdef|99999999999999|0|{\"k\":1}",
+	} {
+		e := electionName(t)
+		lease, _ := b.Keys(e)
+		if err := admin.Set(ctxT(t), lease, v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
+		if err != nil || l.Term != 3 || !validNonce(l.Version) || l.Version == "0123456789abcdef" {
+			t.Fatalf("Acquire over its own damaged record %q = %+v, %v; want term 3 and a new nonce", v, l, err)
+		}
+		if got, err := b.Get(ctxT(t), e); err != nil || got.Term != 3 || got.Duration != 2*time.Minute || got.Version != l.Version {
+			t.Fatalf("Get after the refresh = %+v, %v", got, err)
+		}
 	}
 }
 
-// recordText encodes l in the record format, as the scripts write it.
+// recordText encodes l as the scripts write it: in the fxe2 format when l
+// has a nonce (Version), else in the earlier fxe1 format.
 func recordText(t testing.TB, l fxelection.Lease) string {
 	t.Helper()
 	meta, err := encodeMetadata(l.Metadata)
@@ -177,13 +201,18 @@ func recordText(t testing.TB, l fxelection.Lease) string {
 	if !l.AcquiredAt.IsZero() {
 		at = l.AcquiredAt.UnixMilli()
 	}
-	return termHead(l) + strconv.FormatInt(l.Duration.Milliseconds(), 10) + "|" + strconv.FormatInt(at, 10) + "|" + meta
+	head := recordFormatV1 + termPart(l)
+	if l.Version != "" {
+		head = recordFormat + termPart(l) + l.Version + "|"
+	}
+	return head + strconv.FormatInt(l.Duration.Milliseconds(), 10) + "|" + strconv.FormatInt(at, 10) + "|" + meta
 }
 
 // FuzzParseRecord: the record parser never panics; what it accepts is a
-// valid lease (CheckLease) whose re-encoding has the same text up to the
-// metadata and decodes to an equal lease. Seeded with the hostile values
-// and well-formed records.
+// valid lease (Lease.Validate; in the fxe2 format, with a well-formed nonce as
+// its Version) whose re-encoding has the same text up to the metadata and
+// decodes to an equal lease. Seeded with the hostile values and well-formed
+// records of both formats.
 func FuzzParseRecord(f *testing.F) {
 	for _, tc := range hostileRecords {
 		f.Add(tc.v)
@@ -194,7 +223,11 @@ func FuzzParseRecord(f *testing.F) {
 		"fxe1|9223372036854775807|1|a|60000|0|",
 		"fxe1|1|1|a|31536000000|0|{}",
 		"fxe1|7|8|ünï|60000|0|{\"k\":\"ü ✓\"}",
-		"", "fxe1", "fxe1|||||", "\x00not a lease record",
+		"fxe2|42|5|a|b|c|0123456789abcdef|1500|1700000000000|{\"k\":\"v\"}",
+		"fxe2|1764512345678901|5|web-1|9f86d081884c7d65|15000|1764512345678|{\"addr\":\"10.0.0.1:8080\"}",
+		"fxe2|9223372036854775807|1|a|ffffffffffffffff|60000|0|",
+		"fxe2|7|8|ünï|0000000000000000|60000|0|{\"k\":\"ü ✓\"}",
+		"", "fxe1", "fxe1|||||", "fxe2||||||", "\x00not a lease record",
 	} {
 		f.Add(v)
 	}
@@ -209,6 +242,9 @@ func FuzzParseRecord(f *testing.F) {
 		if err := l.Validate(); err != nil {
 			t.Fatalf("parseRecord(%q) accepted an invalid lease: %v", v, err)
 		}
+		if strings.HasPrefix(v, recordFormat+"|") != validNonce(l.Version) || l.Version != "" && !validNonce(l.Version) {
+			t.Fatalf("parseRecord(%q) gave Version %q", v, l.Version)
+		}
 		again := recordText(t, l)
 		head := v[:len(v)-len(metadataPart(v))]
 		if !strings.HasPrefix(again, head) {
@@ -218,7 +254,7 @@ func FuzzParseRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoding %q of %q does not decode: %v", again, v, err)
 		}
-		if l2.Holder != l.Holder || l2.Term != l.Term || l2.Duration != l.Duration ||
+		if l2.Holder != l.Holder || l2.Term != l.Term || l2.Version != l.Version || l2.Duration != l.Duration ||
 			!l2.AcquiredAt.Equal(l.AcquiredAt) || !maps.Equal(l2.Metadata, l.Metadata) {
 			t.Fatalf("%q decodes to %+v, its re-encoding %q to %+v", v, l, again, l2)
 		}
@@ -231,7 +267,11 @@ func metadataPart(v string) string {
 	parts := strings.SplitN(v, "|", 4) // format, term, length, rest
 	n, _ := strconv.Atoi(parts[2])
 	rest := parts[3][n+1:]
-	for range 2 { // duration, acquired
+	fields := 2 // duration, acquired
+	if parts[0] == recordFormat {
+		fields++ // nonce
+	}
+	for range fields {
 		_, rest, _ = strings.Cut(rest, "|")
 	}
 	return rest

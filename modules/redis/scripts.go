@@ -5,16 +5,27 @@ package redislease
 //
 // The lease is a string with PX expiry:
 //
+//	fxe2|<term>|<holder length>|<holder>|<nonce>|<duration ms>|<acquired Unix ms>|<metadata JSON>
+//
+// "fxe2" is the record format. The holder is length-prefixed, so the
+// prefix "fxe2|<term>|<len>|<holder>|" identifies one holder's term
+// unambiguously; Renew compares only that prefix. The nonce (16 lowercase
+// hex digits, random) is new on every Acquire, re-acquisitions by the
+// holder included, and Release compares the prefix up to and including
+// it: a release from an earlier acquisition (a restarted holder's previous
+// incarnation) frees nothing. Records of the earlier format
+//
 //	fxe1|<term>|<holder length>|<holder>|<duration ms>|<acquired Unix ms>|<metadata JSON>
 //
-// "fxe1" is the record format. The holder is length-prefixed, so the
-// prefix "fxe1|<term>|<len>|<holder>|" identifies one holder's term
-// unambiguously and Renew and Release compare only that prefix. A key of
-// another type makes GET raise WRONGTYPE, which the Go side maps to
-// fxelection.ErrInvalidRecord (or, for Release, to "not ours"). Terms are
-// handled as strings of digits (see termLib), so every term up to
-// fxelection.MaxTerm is exact. Writes after TIME need script effects
-// replication, the default since Redis 5.
+// (no nonce; written by versions before it) are still read, renewed in
+// their format and released on holder and term; an Acquire by their holder
+// rewrites them as fxe2. Versions that know only fxe1 see an fxe2 record as
+// a foreign value (fxelection.ErrInvalidRecord, never taken over before it
+// expires). A key of another type makes GET raise WRONGTYPE, which the Go
+// side maps to fxelection.ErrInvalidRecord (or, for Release, to "not
+// ours"). Terms are handled as strings of digits (see termLib), so every
+// term up to fxelection.MaxTerm is exact. Writes after TIME need script
+// effects replication, the default since Redis 5.
 
 // termLib is shared by the scripts that read terms. Terms are kept as
 // decimal strings in canonical form (no sign, no leading zero) and compared
@@ -34,31 +45,41 @@ local function less(a, b)
 end
 `
 
+// nonceLib is the Lua pattern of a nonce: 16 lowercase hex digits.
+const nonceLib = `
+local NONCE = string.rep('[0-9a-f]', 16)
+`
+
 // acquireSrc: KEYS lease, term; ARGV "|<len>|<identity>|", metadata,
-// duration ms, "1" for clock-based terms.
+// duration ms, "1" for clock-based terms, nonce.
 //
 // Replies {1, term, acquired ms, now ms} when the caller holds the lease
-// afterwards, {0, record, pttl, now ms} when another holds it, {-1, reason}
-// for a foreign value, or {-2} when the term counter reached
-// fxelection.MaxTerm.
+// afterwards (the record then carries the new nonce), {0, record, pttl,
+// now ms} when another holds it, {-1, reason} for a foreign value, or {-2}
+// when the term counter reached fxelection.MaxTerm.
 //
 // A new term is the counter plus one, by INCR (exact on 64-bit integers,
 // an error instead of a wrap at the top), raised to the server's clock in
 // microseconds (a string built from TIME's two fields) when that is larger.
-const acquireSrc = termLib + `
+const acquireSrc = termLib + nonceLib + `
 local v = redis.call('GET', KEYS[1])
 if v then
-  local term = string.match(v, '^fxe1|(%d+)|')
+  local f, term = string.match(v, '^(fxe[12])|(%d+)|')
   if not term then return {-1, 'the lease key holds a value that is not a lease record'} end
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  local head = 'fxe1|' .. term .. ARGV[1]
+  local head = f .. '|' .. term .. ARGV[1]
   if string.sub(v, 1, #head) ~= head then
     return {0, v, redis.call('PTTL', KEYS[1]), now}
   end
-  local at = string.match(v, '^%d+|(%d+)|', #head + 1)
+  local at
+  if f == 'fxe1' then
+    at = string.match(v, '^%d+|(%d+)|', #head + 1)
+  else
+    at = string.match(v, '^' .. NONCE .. '|%d+|(%d+)|', #head + 1)
+  end
   if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
-  redis.call('SET', KEYS[1], head .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
+  redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
   return {1, term, at, now}
 end
 local c = redis.call('GET', KEYS[2])
@@ -77,36 +98,51 @@ else
   ts = redis.call('GET', KEYS[2])
 end
 local ats = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-redis.call('SET', KEYS[1], 'fxe1|' .. ts .. ARGV[1] .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[1], 'fxe2|' .. ts .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
 return {1, ts, ats, tonumber(ats)}
 `
 
-// renewSrc: KEYS lease; ARGV "fxe1|<term>|<len>|<holder>|", duration ms.
+// renewSrc: KEYS lease; ARGV "|<term>|<len>|<holder>|", duration ms.
 //
-// Replies 1 renewed, 0 not ours (or no lease), -1 our prefix on a broken
-// record.
-const renewSrc = `
+// Replies {1, nonce} renewed (the record's nonce, "" for an fxe1 record),
+// {0} not ours (or no lease), {-1} our prefix on a broken record. The
+// nonce is not compared: any acquisition of the holder's term is renewed.
+const renewSrc = nonceLib + `
 local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local p = ARGV[1]
-if string.sub(v, 1, #p) ~= p then return 0 end
+if not v then return {0} end
+local f = string.sub(v, 1, 4)
+if f ~= 'fxe1' and f ~= 'fxe2' then return {0} end
+local p = f .. ARGV[1]
+if string.sub(v, 1, #p) ~= p then return {0} end
+local n = ''
+if f == 'fxe2' then
+  n = string.match(v, '^(' .. NONCE .. ')|', #p + 1)
+  if not n then return {-1} end
+  p = p .. n .. '|'
+end
 local d = ARGV[2] .. '|'
 if string.sub(v, #p + 1, #p + #d) == d then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, n}
 end
 local rest = string.match(v, '^%d+|(.*)$', #p + 1)
-if not rest then return -1 end
+if not rest then return {-1} end
 redis.call('SET', KEYS[1], p .. d .. rest, 'PX', ARGV[2])
-return 1
+return {1, n}
 `
 
-// releaseSrc: KEYS lease; ARGV "fxe1|<term>|<len>|<holder>|", election,
-// wake channel.
+// releaseSrc: KEYS lease; ARGV "|<term>|<len>|<holder>|" followed by
+// "<nonce>|" when the releaser has one, election, wake channel, "1" when a
+// nonce was given.
 //
-// Replies 1 released, 0 not ours.
+// Replies 1 released, 0 not ours. With a nonce only an fxe2 record of that
+// acquisition matches; without one, any record of the holder's term.
 const releaseSrc = `
 local v = redis.call('GET', KEYS[1])
-if not v or string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+if not v then return 0 end
+local f = string.sub(v, 1, 4)
+if f ~= 'fxe2' and (f ~= 'fxe1' or ARGV[4] == '1') then return 0 end
+if string.sub(v, 5, 4 + #ARGV[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[2])
 return 1

@@ -176,10 +176,11 @@ func TestTermsExact(t *testing.T) {
 			if l.Term != math.MaxInt64 {
 				t.Fatalf("term %d, want MaxTerm", l.Term)
 			}
-			if l2 := acquire(t, b, e, "a"); l2.Term != math.MaxInt64 {
+			l2 := acquire(t, b, e, "a")
+			if l2.Term != math.MaxInt64 {
 				t.Fatalf("re-acquire at MaxTerm: term %d", l2.Term)
 			}
-			release(t, b, l)
+			release(t, b, l2) // the re-acquisition's lease: l's release is stale now
 			for _, id := range []string{"a", "b"} {
 				_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
 				if !errors.Is(err, fxelection.ErrTermExhausted) {

@@ -3,9 +3,6 @@ package s3lease
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,33 +16,13 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// DefaultPrefix is the object key prefix used when Options.Prefix is empty.
-const DefaultPrefix = "fxelection/"
-
-// envelopeFormat is the version of the object body this package writes.
-const envelopeFormat = 1
-
 // maxBody bounds how much of an object is read: a lease record is small,
 // anything larger is foreign.
-const maxBody = 1 << 20
+const maxBody = backendkit.MaxValueBytes
 
 // acquireAttempts is how many read-decide-write rounds Acquire makes when
 // its conditional writes keep losing races.
 const acquireAttempts = 4
-
-// ErrBucketRequired is returned by New when Options.Bucket is empty.
-var ErrBucketRequired = errors.New("s3lease: Options.Bucket is required")
-
-// Options configures a Backend. The zero value is not usable: Bucket is
-// required.
-type Options struct {
-	// Bucket is the bucket holding the lease objects. It must exist.
-	// Required.
-	Bucket string
-	// Prefix is prepended to every object key.
-	// Default: "fxelection/".
-	Prefix string
-}
 
 // Backend is the S3 implementation of fxelection.Backend. It is safe for
 // concurrent use. Each Backend has its own expiry tracker: the observations
@@ -62,15 +39,6 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ fxelection.NamedBackend = (*Backend)(nil)
 )
-
-// Validate checks opts without I/O: Bucket is required (ErrBucketRequired).
-// New and the fxelection.backends.s3 module both call it.
-func (o Options) Validate() error {
-	if o.Bucket == "" {
-		return ErrBucketRequired
-	}
-	return nil
-}
 
 // New returns a Backend storing leases in opts.Bucket through client, which
 // the caller owns. It validates opts with Options.Validate and does no I/O;
@@ -100,65 +68,32 @@ func (b *Backend) Key(election string) string {
 	return b.prefix + url.PathEscape(election) + ".json"
 }
 
-// envelope is the object body.
-type envelope struct {
-	Format   int             `json:"fxelection_s3"`
-	Released bool            `json:"released"`
-	Write    string          `json:"write"`
-	Record   json.RawMessage `json:"record"`
-}
-
 // stored is a decoded object.
 type stored struct {
 	lease    fxelection.Lease // Version is the ETag
 	released bool
 }
 
-// encode returns the body for l.
+// encode returns the body for l: backendkit.MarshalValue, whose per-write
+// nonce makes every write change the ETag.
 func encode(l fxelection.Lease, released bool) ([]byte, error) {
-	rec, err := backendkit.MarshalRecord(l)
-	if err != nil {
-		return nil, err
-	}
-	var nonce [12]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, fmt.Errorf("write nonce: %w", err)
-	}
-	body, err := json.Marshal(envelope{Format: envelopeFormat, Released: released, Write: hex.EncodeToString(nonce[:]), Record: rec})
-	if err != nil {
-		return nil, fmt.Errorf("encode lease object: %w", err)
-	}
-	return body, nil
+	return backendkit.MarshalValue(l, released)
 }
 
-// decode parses an object body. Anything but a valid envelope around a
-// valid record of election gives an error matching
+// decode parses an object body with backendkit.UnmarshalValue. Anything but
+// a valid value around a valid record of election gives an error matching
 // fxelection.ErrInvalidRecord: a body that is not valid UTF-8 JSON, an
 // unknown format, a record that backendkit.UnmarshalRecord rejects (holder
 // or metadata not printable UTF-8, term outside [1, MaxTerm], duration not
-// in (0, MaxRecordDuration]), a record naming another election, or one
-// that cannot be encoded again (acquired_at out of range; both checked by
-// backendkit.UnmarshalRecord). Error messages
-// quote no stored value unescaped.
+// in (0, MaxRecordDuration], acquired_at that cannot be encoded again), or
+// a record naming another election. Error messages quote no stored value
+// unescaped.
 func decode(body []byte, election string) (stored, error) {
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		return stored{}, fmt.Errorf("%w: object is not a JSON lease envelope", fxelection.ErrInvalidRecord)
-	}
-	if env.Format != envelopeFormat {
-		return stored{}, fmt.Errorf("%w: unknown object format %d", fxelection.ErrInvalidRecord, env.Format)
-	}
-	if len(env.Record) == 0 {
-		return stored{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
-	}
-	l, err := backendkit.UnmarshalRecord(env.Record)
+	l, released, err := backendkit.UnmarshalValue(body, election)
 	if err != nil {
 		return stored{}, err
 	}
-	if l.Election != election {
-		return stored{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
-	}
-	return stored{lease: l, released: env.Released}, nil
+	return stored{lease: l, released: released}, nil
 }
 
 // s3Code returns the S3 error code and HTTP status of err, if it is an S3

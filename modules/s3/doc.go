@@ -7,10 +7,11 @@
 //
 // Each election is one object, <prefix><escaped election>.json (the prefix
 // defaults to "fxelection/", the name is escaped with url.PathEscape). Its
-// body is a small JSON envelope around the core's record encoding
-// (backendkit.MarshalRecord):
+// body is the value shared with the cache backends (backendkit.MarshalValue:
+// a small JSON envelope around backendkit.MarshalRecord's record); objects
+// written before, under the key "fxelection_s3", are still read:
 //
-//	{"fxelection_s3":1,"released":false,"write":"9f2c…","record":{…}}
+//	{"fxelection_value":1,"released":false,"write":"9f2c…","record":{…}}
 //
 // "released" marks a lease its holder gave up: the object is never deleted,
 // so the term survives a release and the next holder's term is higher.
@@ -76,7 +77,8 @@
 // # Foreign objects and hostile records
 //
 // Everything read from the bucket is validated before the elector sees it.
-// An object larger than 1 MiB, not valid UTF-8, not this envelope, or
+// An object larger than 64 KiB (backendkit.MaxValueBytes), not valid UTF-8,
+// not this envelope, or
 // holding a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
 // duration not in (0, fxelection.MaxRecordDuration], so no duration can
