@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,67 +37,8 @@ func TestThreeProcessesOnCaches(t *testing.T) {
 				backend = []string{"--backend", "nats", "--nats-url", srv.URL(), "--nats-bucket", "it"}
 			}
 			p := &procs{t: t}
-			args := append(append([]string(nil), backend...), "--election", "it", "--log-format", "json",
-				"--lease", lease.String(), "--renew-deadline", "2s", "--retry", retry.String(), "--work-interval", "100ms", "--http", "")
-			for range 3 {
-				p.start(args...)
-			}
-			acquired := func(after uint64) func(logLine) bool {
-				return func(l logLine) bool { return l.Msg == "leadership acquired" && l.Term > after }
-			}
-			first, idx := p.waitFor(0, 30*time.Second, acquired(0))
-			p.waitFor(idx, 10*time.Second, func(l logLine) bool { return l.Msg == "leader work" && l.proc == first.proc })
-
-			killed := time.Now()
-			if err := p.cmds[first.proc].Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			second, idx := p.waitFor(idx, lease+c.slack+2*retry+10*time.Second, acquired(first.Term))
-			if took := second.at.Sub(killed); took > lease+c.slack+time.Duration(1.2*float64(retry))+3*time.Second {
-				t.Errorf("failover after SIGKILL took %v", took)
-			} else {
-				t.Logf("failover after SIGKILL: %v (lease %v, retry %v)", took, lease, retry)
-			}
-			if second.proc == first.proc {
-				t.Fatal("the killed process led again")
-			}
-			p.waitFor(idx, 10*time.Second, func(l logLine) bool { return l.Msg == "leader work" && l.proc == second.proc })
-
-			termed := time.Now()
-			if err := p.cmds[second.proc].Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			third, _ := p.waitFor(idx, 10*time.Second, acquired(second.Term))
-			if took := third.at.Sub(termed); took > c.handover {
-				t.Errorf("hand-over after SIGTERM took %v, want within %v", took, c.handover)
-			} else {
-				t.Logf("hand-over after SIGTERM: %v", took)
-			}
-			select {
-			case <-p.eof[second.proc]:
-			case <-time.After(15 * time.Second):
-				t.Fatal("SIGTERM'd process did not exit within its stop timeout")
-			}
-			if err := p.cmds[second.proc].Wait(); err != nil {
-				t.Fatalf("SIGTERM'd process: %v, want exit 0", err)
-			}
-
-			// No leader work from an old term once a newer term's work
-			// appeared.
-			time.Sleep(500 * time.Millisecond)
-			var newest uint64
-			for _, l := range p.snapshot() {
-				if l.Msg != "leader work" {
-					continue
-				}
-				if l.Term < newest {
-					t.Fatalf("leader work of term %d (process %d) after work of term %d", l.Term, l.proc, newest)
-				}
-				newest = l.Term
-			}
-			if newest != third.Term {
-				t.Fatalf("newest leader work term %d, want %d", newest, third.Term)
-			}
+			_, _, third := p.failover(backend, lease, retry, c.slack, c.handover)
+			p.checkWorkTerms(third.Term)
 
 			status := append([]string{"status"}, backend...)
 			out, err := exec.Command(binary, append(status, "--election", "it")...).CombinedOutput()

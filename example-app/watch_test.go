@@ -1,38 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the watcher's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestStatusWatch(t *testing.T) {
 	mem := fxelection.NewMemoryBackend()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &electiontest.LogBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- runWatch(ctx, options{election: "w", retry: 50 * time.Millisecond}, mem, out) }()
 

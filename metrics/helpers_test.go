@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/metrics"
 )
 
 // Test timings: small, and on fake time (testing/synctest) anyway.
@@ -138,4 +139,15 @@ func after(origin time.Time, d time.Duration) {
 
 func unixSeconds(t time.Time) float64 {
 	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+}
+
+// newMetrics returns a pedantic registry and Metrics registered on it.
+func newMetrics(t *testing.T) (*prometheus.Registry, *metrics.Metrics) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return reg, m
 }

@@ -66,11 +66,7 @@ func TestHostileHolderDoesNotPanic(t *testing.T) {
 	for _, holder := range []string{hostileHolder, "a\x1b[2J\x1b[31mred\r\nforged 1", string(make([]byte, 1000))} {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				reg := prometheus.NewPedanticRegistry()
-				m, err := metrics.New(reg)
-				if err != nil {
-					t.Fatal(err)
-				}
+				reg, m := newMetrics(t)
 				e := newElector(t, "jobs", "a", hostileBackend{Backend: fxelection.NewMemoryBackend(), holder: holder})
 				defer m.Attach(e)()
 				start(t, e)
@@ -123,11 +119,7 @@ func TestRawHostileRecord(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				reg := prometheus.NewPedanticRegistry()
-				m, err := metrics.New(reg)
-				if err != nil {
-					t.Fatal(err)
-				}
+				reg, m := newMetrics(t)
 				store := rawRecordBackend{Backend: fxelection.NewMemoryBackend(), raw: raw}
 				var errs []error
 				c := testConfig("jobs", "a")

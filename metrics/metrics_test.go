@@ -37,11 +37,7 @@ import (
 //	0.8    compare
 func TestScriptedSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatalf("New: %v", err)
-		}
+		reg, m := newMetrics(t)
 		mem := fxelection.NewMemoryBackend()
 		faulty := electiontest.NewFaulty(mem)
 		a := newElector(t, "jobs", "a", faulty)
@@ -214,11 +210,7 @@ func lintClean(t *testing.T, g prometheus.Gatherer) {
 // gone while the leader is unknown.
 func TestLeaderInfoFollowsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		mem := fxelection.NewMemoryBackend()
 		x := newElector(t, "jobs", "x", mem)
 		y := newElector(t, "jobs", "y", mem)
@@ -262,11 +254,7 @@ func TestLeaderInfoFollowsLeader(t *testing.T) {
 // get their own series, both leading.
 func TestSeparateSeriesPerElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		mem := fxelection.NewMemoryBackend()
 		alpha := newElector(t, "alpha", "p1", mem)
 		beta := newElector(t, "beta", "p1", mem)
@@ -310,11 +298,7 @@ func TestSeparateSeriesPerElection(t *testing.T) {
 // detaching do not bring series back.
 func TestStopLeavesNoStaleLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		mem := fxelection.NewMemoryBackend()
 
 		// Stop while leading.
@@ -354,11 +338,7 @@ func TestStopLeavesNoStaleLeader(t *testing.T) {
 // state from Status.
 func TestAttachRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		e := newElector(t, "jobs", "a", fxelection.NewMemoryBackend())
 		start(t, e)
 		defer stop(t, e)
@@ -444,11 +424,7 @@ func TestSharedRegistry(t *testing.T) {
 // canceled, not as a store error.
 func TestCanceledIsNotAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		faulty := electiontest.NewFaulty(fxelection.NewMemoryBackend())
 		faulty.Hang(true)
 		e := newElector(t, "jobs", "a", faulty)
@@ -501,11 +477,7 @@ func equal(a, b map[string]float64) bool {
 // its events (run with -race); at the end no series is left.
 func TestConcurrentAttachDetach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewPedanticRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		e := newElector(t, "jobs", "a", fxelection.NewMemoryBackend())
 		start(t, e)
 		done := make(chan struct{})

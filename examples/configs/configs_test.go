@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/fx"
-	"go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/cache/memcached"
@@ -127,32 +125,7 @@ func TestEveryBackendHasAFile(t *testing.T) {
 // leader, stops it, and checks every lease was released.
 func run(t *testing.T, name string, l config.Loader) {
 	t.Helper()
-	raw, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := l.Load(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all struct {
-		fx.In
-		Electors []*fxelection.Elector `group:"fxelection.electors"`
-	}
-	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
-	app.RequireStart()
-	if len(all.Electors) == 0 {
-		t.Fatal("no electors")
-	}
-	for _, e := range all.Electors {
-		testserver.WaitFor(t, 30*time.Second, e.Status().Election+" to elect a leader", e.IsLeader)
-	}
-	app.RequireStop()
-	for _, e := range all.Electors {
-		if e.IsLeader() {
-			t.Errorf("%s still leads after stop", e.Status().Election)
-		}
-	}
+	moduletest.RunConfigFile(t, l, name, 30*time.Second)
 }
 
 func TestMemoryRuns(t *testing.T) { run(t, "memory.json", loader(nil, nil)) }

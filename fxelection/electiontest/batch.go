@@ -64,7 +64,7 @@ func (s *suite) renewBatch(t *testing.T) {
 	if !ok {
 		t.Skip("the backend does not implement fxelection.BatchRenewer (optional)")
 	}
-	if got := br.RenewBatch(ctxT(t), nil); len(got) != 0 {
+	if got := br.RenewBatch(Context(t), nil); len(got) != 0 {
 		t.Fatalf("RenewBatch(nil) returned %d results", len(got))
 	}
 	base := Election(t)
@@ -73,7 +73,7 @@ func (s *suite) renewBatch(t *testing.T) {
 	l1 := mustAcquire(t, a, s.req(e[1], "a", 0))
 	l2 := mustAcquire(t, a, s.req(e[2], "a", 0))
 	// e[1] changes hands: released, then taken by b.
-	if err := a.Release(ctxT(t), l1); err != nil {
+	if err := a.Release(Context(t), l1); err != nil {
 		t.Fatal(err)
 	}
 	lb := mustAcquire(t, other, s.req(e[1], "b", 0))
@@ -82,7 +82,7 @@ func (s *suite) renewBatch(t *testing.T) {
 	wrongTerm.Term = l2.Term + 1000
 
 	leases := []fxelection.Lease{l0, l1, l2, never, wrongTerm}
-	res := br.RenewBatch(ctxT(t), leases)
+	res := br.RenewBatch(Context(t), leases)
 	if len(res) != len(leases) {
 		t.Fatalf("RenewBatch returned %d results for %d leases", len(res), len(leases))
 	}
@@ -99,14 +99,14 @@ func (s *suite) renewBatch(t *testing.T) {
 			t.Fatalf("lease %d (%s): %v, want ErrLeaseLost", i, leases[i].Election, res[i].Err)
 		}
 	}
-	if got, err := other.Get(ctxT(t), e[1]); err != nil || got.Holder != "b" || got.Term != lb.Term {
+	if got, err := other.Get(Context(t), e[1]); err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("after the batch, %s = %+v, %v; want b's lease (term %d)", e[1], got, err, lb.Term)
 	}
-	if _, err := a.Get(ctxT(t), e[3]); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := a.Get(Context(t), e[3]); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("the batch created a lease nobody acquired: %v", err)
 	}
 	// The renewed leases are good for the next renewal.
-	if _, err := a.Renew(ctxT(t), res[0].Lease); err != nil {
+	if _, err := a.Renew(Context(t), res[0].Lease); err != nil {
 		t.Fatalf("Renew of a lease RenewBatch returned: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -54,9 +54,33 @@ type Options struct {
 	// 500ms; set LeaseDuration for backends with a minimum lease length.
 	Timing Timing
 
+	// StoreDown, if set, adds the Contract/StoreDown case, which checks
+	// that while the store is down every operation is a store failure
+	// (never ErrLeaseHeld, ErrLeaseLost or ErrNoLease, which would make an
+	// elector give up a lease it may still hold, or believe one free) and,
+	// if the store can restart, that the holder renews its lease with its
+	// term afterwards. It returns a store of the test's own: the case stops
+	// it, so it must not be the one newBackend uses.
+	StoreDown func(t *testing.T) DownStore
+
 	// SkipEndToEnd skips the end-to-end part (for quick local runs only;
 	// every backend must pass it in CI).
 	SkipEndToEnd bool
+}
+
+// DownStore is a store of a test's own for the StoreDown case.
+type DownStore struct {
+	// Backend is a backend on the store.
+	Backend fxelection.Backend
+	// Kill stops the store as a crash would.
+	Kill func() error
+	// Restart, if set, starts the store again on the same address with
+	// the data it had; the case then checks that the lease survived.
+	Restart func() error
+	// RenewWrites says a renewal writes a new version of the record (an
+	// S3 ETag); the case then checks that the renewal after the restart
+	// returns a new Version.
+	RenewWrites bool
 }
 
 // Timing is the elector timing used by the end-to-end tests.
@@ -108,12 +132,16 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("GetShowsHolder", s.getShowsHolder)
 		t.Run("TermMonotonic", s.termMonotonic)
 		t.Run("TermSurvivesDelete", s.termSurvivesDelete)
+		t.Run("TermAboveRepeatedDeletes", s.termAboveRepeatedDeletes)
 		t.Run("ExpiryLetsAnotherAcquire", s.expiry)
 		t.Run("RacingCandidates", s.racing)
 		t.Run("IndependentElections", s.independent)
 		t.Run("CancelledContext", s.cancelled)
 		t.Run("GarbageRecord", s.garbage)
 		t.Run("RenewBatch", s.renewBatch)
+		if opts.StoreDown != nil {
+			t.Run("StoreDown", s.storeDown)
+		}
 	})
 	if opts.SkipEndToEnd {
 		return
@@ -130,7 +158,9 @@ type suite struct {
 	o          Options
 }
 
-// Election returns a fresh election name for t, unique across runs.
+// Election returns a fresh election name for t, unique across runs and
+// across the tests of a run: a random part and t's name, made safe for any
+// store's keys (letters, digits and '-', at most 74 bytes).
 func Election(t testing.TB) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -150,12 +180,6 @@ func shortName(s string) string {
 	return string(out)
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func (s *suite) req(election, id string, d time.Duration) fxelection.AcquireRequest {
 	if d == 0 {
 		d = time.Minute
@@ -165,7 +189,7 @@ func (s *suite) req(election, id string, d time.Duration) fxelection.AcquireRequ
 
 func mustAcquire(t *testing.T, b fxelection.Backend, r fxelection.AcquireRequest) fxelection.Lease {
 	t.Helper()
-	l, err := b.Acquire(ctxT(t), r)
+	l, err := b.Acquire(Context(t), r)
 	if err != nil {
 		t.Fatalf("Acquire(%s as %s): %v", r.Election, r.Identity, err)
 	}
@@ -195,7 +219,7 @@ func (s *suite) acquireWhenFree(t *testing.T) {
 func (s *suite) refusedWhileHeld(t *testing.T) {
 	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
 	la := mustAcquire(t, a, s.req(e, "a", 0))
-	_, err := b.Acquire(ctxT(t), s.req(e, "b", 0))
+	_, err := b.Acquire(Context(t), s.req(e, "b", 0))
 	he := wantHeld(t, err, "a")
 	if he.Holder.Term != la.Term || he.Holder.Metadata["addr"] != "a:8080" {
 		t.Fatalf("held error lease = %+v, want term %d with metadata", he.Holder, la.Term)
@@ -210,7 +234,7 @@ func (s *suite) reacquireSameIdentity(t *testing.T) {
 	if la2.Term != la.Term || la2.Holder != "a" {
 		t.Fatalf("re-acquire: term %d holder %q, want term %d holder a", la2.Term, la2.Holder, la.Term)
 	}
-	if _, err := s.newBackend(t).Acquire(ctxT(t), s.req(e, "b", 0)); err == nil {
+	if _, err := s.newBackend(t).Acquire(Context(t), s.req(e, "b", 0)); err == nil {
 		t.Fatal("b acquired a lease a re-acquired")
 	}
 }
@@ -219,7 +243,7 @@ func (s *suite) renewByHolder(t *testing.T) {
 	b, e := s.newBackend(t), Election(t)
 	l := mustAcquire(t, b, s.req(e, "a", 0))
 	for range 3 {
-		l2, err := b.Renew(ctxT(t), l)
+		l2, err := b.Renew(Context(t), l)
 		if err != nil {
 			t.Fatalf("Renew: %v", err)
 		}
@@ -236,7 +260,7 @@ func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r fxelection.Acq
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		l, err := b.Acquire(ctxT(t), r)
+		l, err := b.Acquire(Context(t), r)
 		if err == nil {
 			return l
 		}
@@ -261,10 +285,10 @@ func (s *suite) renewRefusedAfterTakeover(t *testing.T) {
 	if lb.Term <= la.Term {
 		t.Fatalf("takeover term %d not above %d", lb.Term, la.Term)
 	}
-	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
 		t.Fatalf("Renew after takeover: %v, want ErrLeaseLost", err)
 	}
-	got, err := b.Get(ctxT(t), e)
+	got, err := b.Get(Context(t), e)
 	if err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("after refused renew Get = %+v, %v; want b's lease", got, err)
 	}
@@ -275,24 +299,24 @@ func (s *suite) releaseOnlyOwn(t *testing.T) {
 	la := mustAcquire(t, a, s.req(e, "a", 0))
 	forged := la
 	forged.Holder = "b"
-	if err := b.Release(ctxT(t), forged); err != nil {
+	if err := b.Release(Context(t), forged); err != nil {
 		t.Fatalf("Release of a lease b does not hold: %v, want nil", err)
 	}
-	if got, err := a.Get(ctxT(t), e); err != nil || got.Holder != "a" {
+	if got, err := a.Get(Context(t), e); err != nil || got.Holder != "a" {
 		t.Fatalf("b's release removed a's lease: %+v, %v", got, err)
 	}
 	stale := la
 	stale.Term = la.Term + 1000
-	if err := a.Release(ctxT(t), stale); err != nil {
+	if err := a.Release(Context(t), stale); err != nil {
 		t.Fatalf("Release with a wrong term: %v", err)
 	}
-	if got, err := a.Get(ctxT(t), e); err != nil || got.Holder != "a" {
+	if got, err := a.Get(Context(t), e); err != nil || got.Holder != "a" {
 		t.Fatalf("release with a wrong term removed the lease: %+v, %v", got, err)
 	}
-	if err := a.Release(ctxT(t), la); err != nil {
+	if err := a.Release(Context(t), la); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if _, err := a.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := a.Get(Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get after release: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
@@ -304,28 +328,28 @@ func (s *suite) releaseOnlyOwn(t *testing.T) {
 func (s *suite) releaseLost(t *testing.T) {
 	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
 	la := mustAcquire(t, a, s.req(e, "a", 0))
-	if err := a.Release(ctxT(t), la); err != nil {
+	if err := a.Release(Context(t), la); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if err := a.Release(ctxT(t), la); err != nil {
+	if err := a.Release(Context(t), la); err != nil {
 		t.Fatalf("second Release: %v, want nil", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
-	if err := a.Release(ctxT(t), la); err != nil {
+	if err := a.Release(Context(t), la); err != nil {
 		t.Fatalf("Release of a lease now held by b: %v, want nil", err)
 	}
-	if got, err := b.Get(ctxT(t), e); err != nil || got.Holder != "b" || got.Term != lb.Term {
+	if got, err := b.Get(Context(t), e); err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("a's stale release disturbed b: %+v, %v", got, err)
 	}
 }
 
 func (s *suite) getShowsHolder(t *testing.T) {
 	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get of an unused election: %v, want ErrNoLease", err)
 	}
 	la := mustAcquire(t, a, s.req(e, "a", 0))
-	got, err := b.Get(ctxT(t), e)
+	got, err := b.Get(Context(t), e)
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -333,10 +357,10 @@ func (s *suite) getShowsHolder(t *testing.T) {
 		t.Fatalf("Get = %+v, want a's lease term %d", got, la.Term)
 	}
 	// Get changes nothing.
-	if _, err := b.Get(ctxT(t), e); err != nil {
+	if _, err := b.Get(Context(t), e); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Renew(ctxT(t), la); err != nil {
+	if _, err := a.Renew(Context(t), la); err != nil {
 		t.Fatalf("Renew after Get: %v", err)
 	}
 }
@@ -346,16 +370,16 @@ func (s *suite) termMonotonic(t *testing.T) {
 	var terms []uint64
 	la := mustAcquire(t, a, s.req(e, "a", 0))
 	terms = append(terms, la.Term)
-	la, err := a.Renew(ctxT(t), la)
+	la, err := a.Renew(Context(t), la)
 	if err != nil || la.Term != terms[0] {
 		t.Fatalf("renew changed term: %d, %v", la.Term, err)
 	}
-	if err := a.Release(ctxT(t), la); err != nil {
+	if err := a.Release(Context(t), la); err != nil {
 		t.Fatal(err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
 	terms = append(terms, lb.Term)
-	if err := b.Release(ctxT(t), lb); err != nil {
+	if err := b.Release(Context(t), lb); err != nil {
 		t.Fatal(err)
 	}
 	la = mustAcquire(t, a, s.req(e, "a", s.o.TTL))
@@ -385,7 +409,7 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 	}{{a, "a"}, {b, "b"}, {a, "a"}} {
 		l := mustAcquire(t, c.b, s.req(e, c.id, 0))
 		highest = max(highest, l.Term)
-		if err := c.b.Release(ctxT(t), l); err != nil {
+		if err := c.b.Release(Context(t), l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -394,21 +418,42 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 
 	s.o.DeleteRecord(t, e)
 
-	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
 		t.Fatalf("Renew after the record was deleted: %v, want ErrLeaseLost", err)
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get after the record was deleted: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
 	if !s.o.DeleteResetsTerms && lb.Term <= highest {
 		t.Fatalf("term after delete = %d, want > %d (every earlier term)", lb.Term, highest)
 	}
-	if _, err := a.Acquire(ctxT(t), s.req(e, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
+	if _, err := a.Acquire(Context(t), s.req(e, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
 		t.Fatalf("old leader's Acquire after the new holder took over: %v, want ErrLeaseHeld", err)
 	}
-	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
 		t.Fatalf("old leader's Renew after the new holder took over: %v, want ErrLeaseLost", err)
+	}
+}
+
+// termAboveRepeatedDeletes: a held lease's record deleted from outside,
+// again and again: each next holder's term is above every earlier one.
+func (s *suite) termAboveRepeatedDeletes(t *testing.T) {
+	if s.o.DeleteRecord == nil {
+		t.Fatal("Options.DeleteRecord is required: every backend must keep terms rising after an out-of-band delete")
+	}
+	if s.o.DeleteResetsTerms {
+		t.Skip("the backend documents that deleting its records resets terms")
+	}
+	b, e := s.newBackend(t), Election(t)
+	var last uint64
+	for i := range 5 {
+		l := mustAcquire(t, b, s.req(e, fmt.Sprint("n", i), 0))
+		if l.Term <= last {
+			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
+		}
+		last = l.Term
+		s.o.DeleteRecord(t, e)
 	}
 }
 
@@ -416,7 +461,7 @@ func (s *suite) expiry(t *testing.T) {
 	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
 	start := time.Now()
 	la := mustAcquire(t, a, s.req(e, "a", s.o.TTL))
-	if _, err := b.Acquire(ctxT(t), s.req(e, "b", 0)); time.Since(start) < s.o.TTL {
+	if _, err := b.Acquire(Context(t), s.req(e, "b", 0)); time.Since(start) < s.o.TTL {
 		wantHeld(t, err, "a")
 	}
 	lb := s.waitAcquire(t, b, s.req(e, "b", 0), s.expiryLimit())
@@ -451,7 +496,7 @@ func (s *suite) racing(t *testing.T) {
 				defer wg.Done()
 				<-startGate
 				id := fmt.Sprintf("c%02d", i)
-				l, err := backends[i].Acquire(ctxT(t), s.req(e, id, 0))
+				l, err := backends[i].Acquire(Context(t), s.req(e, id, 0))
 				outs[i] = out{id, l, err}
 			}()
 		}
@@ -484,7 +529,7 @@ func (s *suite) racing(t *testing.T) {
 		last = w.l.Term
 		var wIdx int
 		fmt.Sscanf(w.id, "c%d", &wIdx)
-		if err := backends[wIdx].Release(ctxT(t), w.l); err != nil {
+		if err := backends[wIdx].Release(Context(t), w.l); err != nil {
 			t.Fatalf("round %d: release: %v", round, err)
 		}
 	}
@@ -495,14 +540,14 @@ func (s *suite) independent(t *testing.T) {
 	e1, e2 := Election(t)+"-1", Election(t)+"-2"
 	l1 := mustAcquire(t, a, s.req(e1, "a", 0))
 	l2 := mustAcquire(t, b, s.req(e2, "b", 0))
-	if err := a.Release(ctxT(t), l1); err != nil {
+	if err := a.Release(Context(t), l1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Get(ctxT(t), e2)
+	got, err := a.Get(Context(t), e2)
 	if err != nil || got.Holder != "b" || got.Term != l2.Term {
 		t.Fatalf("releasing %s disturbed %s: %+v, %v", e1, e2, got, err)
 	}
-	if _, err := a.Acquire(ctxT(t), s.req(e2, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
+	if _, err := a.Acquire(Context(t), s.req(e2, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
 		t.Fatalf("a took b's election: %v", err)
 	}
 }
@@ -526,7 +571,7 @@ func (s *suite) cancelled(t *testing.T) {
 	check("Renew", func() error { _, err := b.Renew(ctx, l); return err })
 	check("Get", func() error { _, err := b.Get(ctx, e); return err })
 	check("Release", func() error { return b.Release(ctx, l) })
-	if got, err := b.Get(ctxT(t), e); err != nil || got.Holder != "a" {
+	if got, err := b.Get(Context(t), e); err != nil || got.Holder != "a" {
 		t.Fatalf("after cancelled calls Get = %+v, %v", got, err)
 	}
 }
@@ -538,7 +583,7 @@ func (s *suite) garbage(t *testing.T) {
 	b, e := s.newBackend(t), Election(t)
 	start := time.Now()
 	s.o.PutGarbage(t, e, s.o.TTL)
-	_, err := b.Acquire(ctxT(t), s.req(e, "a", 0))
+	_, err := b.Acquire(Context(t), s.req(e, "a", 0))
 	if time.Since(start) < s.o.TTL {
 		if err == nil {
 			t.Fatal("Acquire took over a foreign record before it expired")
@@ -547,20 +592,20 @@ func (s *suite) garbage(t *testing.T) {
 			t.Fatalf("Acquire over a foreign record: %v, want ErrInvalidRecord", err)
 		}
 	}
-	if _, err := b.Get(ctxT(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := b.Get(Context(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, fxelection.ErrInvalidRecord) {
 		t.Fatalf("Get of a foreign record: %v, want ErrInvalidRecord", err)
 	}
 	forged := fxelection.Lease{Election: e, Holder: "a", Term: 1, Duration: time.Minute}
-	if _, err := b.Renew(ctxT(t), forged); err == nil {
+	if _, err := b.Renew(Context(t), forged); err == nil {
 		t.Fatal("Renew succeeded over a foreign record")
 	}
-	_ = b.Release(ctxT(t), forged) // must not panic; may fail
+	_ = b.Release(Context(t), forged) // must not panic; may fail
 	if s.o.GarbageNeverExpires {
 		return
 	}
 	deadline := time.Now().Add(s.expiryLimit())
 	for {
-		if _, err := b.Acquire(ctxT(t), s.req(e, "a", 0)); err == nil {
+		if _, err := b.Acquire(Context(t), s.req(e, "a", 0)); err == nil {
 			if time.Since(start) < s.o.TTL {
 				t.Fatal("foreign record taken over before it expired")
 			}
@@ -572,5 +617,42 @@ func (s *suite) garbage(t *testing.T) {
 			t.Fatal("a foreign record that expired still blocks the election")
 		}
 		time.Sleep(s.o.TTL / 10)
+	}
+}
+
+// storeDown: while the store is down every operation is a store failure;
+// after a restart (where the store can) the holder renews with its term.
+func (s *suite) storeDown(t *testing.T) {
+	st := s.o.StoreDown(t)
+	b, e := st.Backend, Election(t)
+	l := mustAcquire(t, b, s.req(e, "a", time.Minute))
+	if err := st.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	storeFailure := func(op string, err error) {
+		t.Helper()
+		if err == nil || errors.Is(err, fxelection.ErrLeaseLost) || errors.Is(err, fxelection.ErrNoLease) || errors.Is(err, fxelection.ErrLeaseHeld) {
+			t.Fatalf("%s with the store down: %v, want a store failure", op, err)
+		}
+	}
+	_, err := b.Renew(Context(t), l)
+	storeFailure("Renew", err)
+	_, err = b.Get(Context(t), e)
+	storeFailure("Get", err)
+	_, err = b.Acquire(Context(t), s.req(e, "b", time.Minute))
+	storeFailure("Acquire", err)
+	storeFailure("Release", b.Release(Context(t), l))
+	if st.Restart == nil {
+		return
+	}
+	if err := st.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Renew(Context(t), l)
+	if err != nil {
+		t.Fatalf("Renew after the restart: %v", err)
+	}
+	if l2.Term != l.Term || l2.Holder != l.Holder || st.RenewWrites && l2.Version == l.Version {
+		t.Fatalf("renewed %+v from %+v", l2, l)
 	}
 }

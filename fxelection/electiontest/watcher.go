@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,39 +46,26 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 		}
 	})
 
-	type node struct {
-		e *fxelection.Elector
-		f *Faulty
-	}
-	var nodes []*node
+	var nodes []*Candidate
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		f := NewFaulty(newBackend(t))
-		e, err := fxelection.New(fxelection.Config{
-			Name: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"},
-			LeaseDuration: watchLease, RenewDeadline: watchRenew, RetryPeriod: watchRetry,
-		}, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Stop(ctx) })
-		nodes = append(nodes, &node{e, f})
+		nodes = append(nodes, StartFaultyCandidate(t, newBackend(t), election, id, func(cfg *fxelection.Config) {
+			cfg.Metadata = map[string]string{"addr": id + ":8080"}
+			cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = watchLease, watchRenew, watchRetry, 0
+		}))
 	}
 
 	// nextLeader waits for a node other than not to lead, then for the
 	// watcher to report it, and checks the delay against the bound.
 	var leaders []fxelection.Lease
-	nextLeader := func(step string, not ...*node) *node {
+	nextLeader := func(step string, not ...*Candidate) *Candidate {
 		t.Helper()
-		var l *node
+		var l *Candidate
 		var lease fxelection.Lease
 		deadline := time.Now().Add(5 * watchLease)
 		for l == nil {
 			for _, n := range nodes {
-				if got, ok := n.e.Lease(); ok && !slices.Contains(not, n) {
+				if got, ok := n.Elector.Lease(); ok && !slices.Contains(not, n) {
 					l, lease = n, got
 				}
 			}
@@ -108,15 +94,15 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 	}
 
 	l1 := nextLeader("first leader")
-	if err := l1.e.Resign(ctx); err != nil {
+	if err := l1.Elector.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l2 := nextLeader("graceful hand-over (Resign)", l1)
-	if err := l2.e.Stop(ctx); err != nil {
+	if err := l2.Elector.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l3 := nextLeader("leader stopped", l2)
-	l3.f.Partition(true)
+	l3.Faulty.Partition(true)
 	nextLeader("leader cut off", l2, l3)
 
 	// Every leader appears in the change log, in order.
@@ -136,24 +122,17 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 // WatcherConfig.OnChange. It is safe for concurrent use; the zero value is
 // ready.
 type ChangeLog struct {
-	mu  sync.Mutex
-	all []fxelection.LeaderInfo
+	syncList[fxelection.LeaderInfo]
 }
 
 // Add records one OnChange call.
-func (c *ChangeLog) Add(i fxelection.LeaderInfo) {
-	c.mu.Lock()
-	c.all = append(c.all, i)
-	c.mu.Unlock()
-}
+func (c *ChangeLog) Add(i fxelection.LeaderInfo) { c.add(i) }
 
 // Leaders returns the leases of the recorded calls that reported a leader,
 // in order.
 func (c *ChangeLog) Leaders() []fxelection.Lease {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []fxelection.Lease
-	for _, i := range c.all {
+	for _, i := range c.snapshot() {
 		if i.HasLeader {
 			out = append(out, i.Leader)
 		}
@@ -164,10 +143,8 @@ func (c *ChangeLog) Leaders() []fxelection.Lease {
 // Holders lists the recorded calls' holders separated by spaces, "-" for a
 // call that reported no leader (e.g. "- a - b").
 func (c *ChangeLog) Holders() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var s []string
-	for _, i := range c.all {
+	for _, i := range c.snapshot() {
 		if i.HasLeader {
 			s = append(s, i.Leader.Holder)
 		} else {

@@ -7,12 +7,19 @@ package moduletest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
 // BackendPath is the JSON path of the module object in the documents Decode
@@ -106,4 +113,142 @@ func Provision(t testing.TB, ctx context.Context, m config.BackendModule) (b fxe
 		}
 	})
 	return b, cleanup, nil
+}
+
+// ProvisionSettings decodes settings (JSON values; the "module" key is set
+// to moduleID) as one module object, validates it and provisions it (see
+// Provision) with ctx.
+func ProvisionSettings(t testing.TB, ctx context.Context, moduleID string, settings map[string]any) (b fxelection.Backend, cleanup func() error, err error) {
+	t.Helper()
+	settings["module"] = moduleID
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(string(raw), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Provision(t, ctx, m)
+}
+
+// At is a Case's Want for an error that names the JSON path of the module
+// object's setting key, as decoding reports it.
+func At(key string) []string { return []string{BackendPath + "." + key} }
+
+// Validated is a Case's Want for an error from the module's Validate:
+// the module object's path, then text naming the setting (the key and
+// what follows it in the module's message, such as "bucket:").
+func Validated(setting string) []string { return []string{BackendPath + ": ", setting} }
+
+// MustProvision decodes settings (see Decode; no placeholders), requires a
+// module of type M whose backend is named name (fxelection.NamedBackend),
+// and provisions it (see Provision) with ctx, failing t on any error.
+func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, settings, name string) (M, fxelection.Backend, func() error) {
+	t.Helper()
+	decoded, err := Decode(settings, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := decoded.(M)
+	if !ok {
+		t.Fatalf("decoded %T", decoded)
+	}
+	b, cleanup, err := Provision(t, ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := b.(fxelection.NamedBackend); !ok || n.BackendName() != name {
+		t.Fatalf("backend %T is not named %q", b, name)
+	}
+	return m, b, cleanup
+}
+
+// CheckCleanupCloses runs a provisioned module's cleanup and checks that
+// its backend b no longer reaches the store (a Get fails), as it must once
+// the client the module built is closed.
+func CheckCleanupCloses(t testing.TB, ctx context.Context, b fxelection.Backend, cleanup func() error) {
+	t.Helper()
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "x"); err == nil {
+		t.Fatal("Get after Cleanup succeeded: the client was not closed")
+	}
+}
+
+// RunConfigFile parses the configuration file path with l, runs it as an
+// fx app (without fx's log) until every election it names has a leader,
+// each within limit, stops the app, checks that no elector still leads,
+// and returns the document, for the caller to check the store.
+func RunConfigFile(t *testing.T, l config.Loader, path string, limit time.Duration) *config.Document {
+	t.Helper()
+	doc, err := l.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := config.Build(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all struct {
+		fx.In
+		Electors []*fxelection.Elector `group:"fxelection.electors"`
+	}
+	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
+	app.RequireStart()
+	if len(all.Electors) == 0 || len(all.Electors) != len(doc.Elections) {
+		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
+	}
+	for _, e := range all.Electors {
+		electiontest.WaitFor(t, limit, e.Status().Election+" to lead", e.IsLeader)
+	}
+	app.RequireStop()
+	for _, e := range all.Electors {
+		if e.IsLeader() {
+			t.Errorf("%s still leads after stop", e.Status().Election)
+		}
+	}
+	return doc
+}
+
+// Document returns a configuration document with one election, with
+// electiontest's fault timing, whose backend object is the module moduleID
+// with settings (JSON members after the module key, each with a leading
+// comma, or "").
+func Document(election, moduleID, settings string) []byte {
+	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
+		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
+		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
+}
+
+// CheckRegistered checks that moduleID is registered, with a doc string.
+func CheckRegistered(t *testing.T, moduleID string) {
+	t.Helper()
+	info, err := config.GetModule(config.ModuleID(moduleID))
+	if err != nil || info.Doc == "" {
+		t.Fatalf("GetModule = %+v, %v", info, err)
+	}
+}
+
+// CheckDecodeHides decodes settings (a module object, values as Go
+// values; fuzz input) and checks that it either decodes to a module of
+// type M or fails with an error that does not contain secret. Settings
+// that JSON cannot represent are skipped.
+func CheckDecodeHides[M config.BackendModule](t *testing.T, settings map[string]any, secret string) {
+	t.Helper()
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return // not representable as JSON: nothing to decode
+	}
+	m, err := Decode(string(raw), nil)
+	if err == nil {
+		if _, ok := m.(M); !ok {
+			t.Fatalf("decoded %T", m)
+		}
+		return
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("error %q shows the secret", err)
+	}
 }

@@ -3,8 +3,6 @@ package testserver
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,13 +61,9 @@ func StartAzurite(opts AzuriteOptions) (*Azurite, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "fxelection-azurite-*")
-	if err != nil {
-		return nil, fmt.Errorf("start azurite: %w", err)
-	}
 	a := &Azurite{bin: bin}
-	a.server = &server{name: "azurite", stopSig: syscall.SIGTERM, dir: dir, launch: a.launch}
-	if err := a.open(opts.Port, func() { _ = os.Remove(a.logPath()) }); err != nil {
+	a.server = &server{name: "azurite", stopSig: syscall.SIGTERM, launch: a.launch}
+	if err := a.create(opts.Port, nil); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -145,8 +139,6 @@ func moduleRoot() (string, error) {
 	}
 }
 
-func (a *Azurite) logPath() string { return filepath.Join(a.dir, "azurite.log") }
-
 // launch starts azurite-blob on port (directly, not through npx, so that
 // killing the process kills the server) and waits until it answers HTTP.
 func (a *Azurite) launch(port int) (*process, error) {
@@ -162,11 +154,9 @@ func (a *Azurite) launch(port int) (*process, error) {
 		"--skipApiVersionCheck",
 		"--disableTelemetry",
 	)
-	cmd.Dir = a.dir
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	base := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/"
-	return launch(cmd, a.logPath(), nil, azuriteReadyTimeout, func() error {
-		_, err := httpStatus(client, base) // any HTTP answer means it listens
+	client := readyClient()
+	return a.run(cmd, port, nil, azuriteReadyTimeout, func(addr string) error {
+		_, err := httpStatus(client, "http://"+addr+"/") // any HTTP answer means it listens
 		return err
 	})
 }

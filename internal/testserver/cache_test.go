@@ -1,41 +1,18 @@
 package testserver
 
 import (
-	"bufio"
-	"net"
 	"os"
 	"strings"
 	"testing"
-	"time"
 )
-
-// memcachedDo sends one command over a raw connection and returns the
-// first reply line.
-func memcachedDo(t *testing.T, addr, cmd string) string {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		t.Fatalf("dial memcached: %v", err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
-		t.Fatalf("write %q: %v", cmd, err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read reply to %q: %v", cmd, err)
-	}
-	return strings.TrimSpace(line)
-}
 
 func TestMemcachedKillRestartEmpty(t *testing.T) {
 	m := NewMemcached(t, MemcachedOptions{MemoryMB: 8})
 	addr := m.Addr()
-	if got := memcachedDo(t, addr, "set k 0 0 1\r\nv"); got != "STORED" {
+	if got := rawDo(t, addr, "set k 0 0 1\r\nv"); got != "STORED" {
 		t.Fatalf("set = %q", got)
 	}
-	if got := memcachedDo(t, addr, "get k"); got != "VALUE k 0 1" {
+	if got := rawDo(t, addr, "get k"); got != "VALUE k 0 1" {
 		t.Fatalf("get = %q", got)
 	}
 	if err := m.Kill(); err != nil {
@@ -48,7 +25,7 @@ func TestMemcachedKillRestartEmpty(t *testing.T) {
 	if m.Addr() != addr {
 		t.Fatalf("address changed: %s → %s", addr, m.Addr())
 	}
-	if got := memcachedDo(t, addr, "get k"); got != "END" {
+	if got := rawDo(t, addr, "get k"); got != "END" {
 		t.Fatalf("get after restart = %q, want END (empty)", got)
 	}
 	if err := m.Stop(); err != nil {

@@ -3,10 +3,8 @@ package testserver
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,20 +36,16 @@ type Memcached struct {
 // and waits until it answers. The caller must call Close. It returns an
 // error wrapping ErrNotInstalled when memcached is not found.
 func StartMemcached(opts MemcachedOptions) (*Memcached, error) {
-	bin, err := exec.LookPath("memcached")
+	bin, err := lookPath("memcached", "memcached", "apt-get install memcached")
 	if err != nil {
-		return nil, fmt.Errorf("start memcached: %w: %v (install it with: apt-get install memcached)", ErrNotInstalled, err)
+		return nil, err
 	}
 	if opts.MemoryMB <= 0 {
 		opts.MemoryMB = 64
 	}
-	dir, err := os.MkdirTemp("", "fxelection-memcached-*")
-	if err != nil {
-		return nil, fmt.Errorf("start memcached: %w", err)
-	}
 	m := &Memcached{bin: bin, opts: opts}
-	m.server = &server{name: "memcached", stopSig: syscall.SIGTERM, dir: dir, launch: m.launch}
-	if err := m.open(opts.Port, func() { _ = os.Remove(m.logPath()) }); err != nil {
+	m.server = &server{name: "memcached", stopSig: syscall.SIGTERM, launch: m.launch}
+	if err := m.create(opts.Port, nil); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -65,8 +59,6 @@ func NewMemcached(t testing.TB, opts MemcachedOptions) *Memcached {
 	m, err := StartMemcached(opts)
 	return forTest(t, m, err)
 }
-
-func (m *Memcached) logPath() string { return filepath.Join(m.dir, "memcached.log") }
 
 // launch starts memcached on port and waits until it answers "stats" with
 // its own pid.
@@ -82,22 +74,17 @@ func (m *Memcached) launch(port int) (*process, error) {
 	if os.Getuid() == 0 {
 		cmd.Args = append(cmd.Args, "-u", "root") // memcached refuses root otherwise
 	}
-	cmd.Dir = m.dir
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return launch(cmd, m.logPath(), nil, memcachedReadyTimeout, func() error { return memcachedReady(addr, cmd.Process.Pid) })
+	return m.run(cmd, port, nil, memcachedReadyTimeout, func(addr string) error { return memcachedReady(addr, cmd.Process.Pid) })
 }
 
 // memcachedReady checks that the server at addr answers "stats" and is the
 // process with the given pid.
 func memcachedReady(addr string, pid int) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	conn, err := dial(addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
-		return err
-	}
 	if _, err := conn.Write([]byte("stats\r\n")); err != nil {
 		return err
 	}

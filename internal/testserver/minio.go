@@ -55,13 +55,9 @@ func StartMinIO(opts MinIOOptions) (*MinIO, error) {
 	if _, err := rand.Read(secret[:]); err != nil {
 		return nil, fmt.Errorf("start minio: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "fxelection-minio-*")
-	if err != nil {
-		return nil, fmt.Errorf("start minio: %w", err)
-	}
 	m := &MinIO{bin: bin, accessKey: "fxelection", secretKey: hex.EncodeToString(secret[:])}
-	m.server = &server{name: "minio", stopSig: syscall.SIGTERM, dir: dir, launch: m.launch}
-	if err := m.open(opts.Port, func() { m.consolePort = 0; _ = os.Remove(m.logPath()) }); err != nil {
+	m.server = &server{name: "minio", stopSig: syscall.SIGTERM, launch: m.launch}
+	if err := m.create(opts.Port, func() { m.consolePort = 0 }); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -109,8 +105,6 @@ func findMinIO() (string, error) {
 	return "", fmt.Errorf("start minio: %w (install it with: %s)", ErrNotInstalled, MinIOInstall)
 }
 
-func (m *MinIO) logPath() string { return filepath.Join(m.dir, "minio.log") }
-
 // launch starts minio on port (and the console on a port of its own) and
 // waits until the readiness endpoint answers 200.
 func (m *MinIO) launch(port int) (*process, error) {
@@ -134,10 +128,8 @@ func (m *MinIO) launch(port int) (*process, error) {
 		"MINIO_UPDATE=off",
 		"MINIO_CI_CD=on",
 	)
-	cmd.Dir = m.dir
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	base := "http://" + addr
-	return launch(cmd, m.logPath(), nil, minioReadyTimeout, func() error { return minioReady(client, base) })
+	client := readyClient()
+	return m.run(cmd, port, nil, minioReadyTimeout, func(addr string) error { return minioReady(client, "http://"+addr) })
 }
 
 // minioReady checks that the server at base is ready: GET
@@ -161,6 +153,12 @@ func minioReady(client *http.Client, base string) error {
 		}
 	}
 	return nil
+}
+
+// readyClient is an HTTP client for readiness checks: one second per
+// request, a new connection each time.
+func readyClient() *http.Client {
+	return &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 }
 
 // httpStatus returns the status of GET url.

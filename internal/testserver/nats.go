@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,22 +43,18 @@ type Nats struct {
 // Close. It returns an error wrapping ErrNotInstalled when nats-server is
 // not found (on PATH or in /usr/sbin, where Debian puts it).
 func StartNats(opts NatsOptions) (*Nats, error) {
-	bin, err := exec.LookPath("nats-server")
+	bin, err := lookPath("nats", "nats-server", "apt-get install nats-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/nats-server"); serr != nil {
-			return nil, fmt.Errorf("start nats: %w: %v (install it with: apt-get install nats-server)", ErrNotInstalled, err)
+			return nil, err
 		}
 		bin = "/usr/sbin/nats-server"
-	}
-	dir, err := os.MkdirTemp("", "fxelection-nats-*")
-	if err != nil {
-		return nil, fmt.Errorf("start nats: %w", err)
 	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	n := &Nats{bin: bin, opts: opts, name: "fxelection-test-" + hex.EncodeToString(id[:])}
-	n.server = &server{name: "nats", stopSig: syscall.SIGTERM, dir: dir, launch: n.launch}
-	if err := n.open(opts.Port, func() { _ = os.Remove(n.logPath()) }); err != nil {
+	n.server = &server{name: "nats", stopSig: syscall.SIGTERM, launch: n.launch}
+	if err := n.create(opts.Port, nil); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -91,7 +86,6 @@ func (n *Nats) ClearData() error {
 	return nil
 }
 
-func (n *Nats) logPath() string  { return filepath.Join(n.dir, "nats.log") }
 func (n *Nats) storeDir() string { return filepath.Join(n.dir, "jetstream") }
 
 // launch starts nats-server on port and waits until it greets with its
@@ -107,22 +101,17 @@ func (n *Nats) launch(port int) (*process, error) {
 	if n.opts.User != "" {
 		cmd.Args = append(cmd.Args, "--user", n.opts.User, "--pass", n.opts.Password)
 	}
-	cmd.Dir = n.dir
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return launch(cmd, n.logPath(), nil, natsReadyTimeout, func() error { return natsReady(addr, n.name) })
+	return n.run(cmd, port, nil, natsReadyTimeout, func(addr string) error { return natsReady(addr, n.name) })
 }
 
 // natsReady checks that the server at addr sends an INFO greeting with the
 // given server name and JetStream enabled.
 func natsReady(addr, name string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	conn, err := dial(addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
-		return err
-	}
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -84,7 +83,6 @@ func (p *Postgres) DSN() string {
 }
 
 func (p *Postgres) dataDir() string { return filepath.Join(p.dir, "data") }
-func (p *Postgres) logPath() string { return filepath.Join(p.dir, "postgres.log") }
 
 // findPostgres returns a directory holding both initdb and postgres: the
 // one of postgres on PATH, else the newest /usr/lib/postgresql/*/bin.
@@ -171,9 +169,7 @@ func (p *Postgres) launch(port int) (*process, error) {
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
 	)
-	cmd.Dir = p.dir
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return launch(cmd, p.logPath(), p.cred, pgReadyTimeout, func() error {
+	return p.run(cmd, port, p.cred, pgReadyTimeout, func(addr string) error {
 		if err := p.pidFileReady(cmd.Process.Pid); err != nil {
 			return err
 		}
@@ -201,14 +197,11 @@ func (p *Postgres) pidFileReady(pid int) error {
 // pgReady opens a protocol v3 session as user postgres and waits for
 // ReadyForQuery, which fails while the server is starting up or recovering.
 func pgReady(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	conn, err := dial(addr, 2*time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
-		return err
-	}
 	params := "user\x00postgres\x00database\x00postgres\x00\x00"
 	msg := binary.BigEndian.AppendUint32(nil, uint32(8+len(params)))
 	msg = binary.BigEndian.AppendUint32(msg, 3<<16) // protocol 3.0

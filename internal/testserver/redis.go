@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -47,17 +45,13 @@ type Redis struct {
 // call Close. It returns an error wrapping ErrNotInstalled when
 // redis-server is not found.
 func StartRedis(opts RedisOptions) (*Redis, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := lookPath("redis", "redis-server", "apt-get install redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("start redis: %w: %v (install it with: apt-get install redis-server)", ErrNotInstalled, err)
-	}
-	dir, err := os.MkdirTemp("", "fxelection-redis-*")
-	if err != nil {
-		return nil, fmt.Errorf("start redis: %w", err)
+		return nil, err
 	}
 	r := &Redis{bin: bin, opts: opts}
-	r.server = &server{name: "redis", stopSig: syscall.SIGTERM, dir: dir, launch: r.launch}
-	if err := r.open(opts.Port, func() { _ = os.Remove(r.logPath()) }); err != nil {
+	r.server = &server{name: "redis", stopSig: syscall.SIGTERM, launch: r.launch}
+	if err := r.create(opts.Port, nil); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -71,8 +65,6 @@ func NewRedis(t testing.TB, opts RedisOptions) *Redis {
 	r, err := StartRedis(opts)
 	return forTest(t, r, err)
 }
-
-func (r *Redis) logPath() string { return filepath.Join(r.dir, "redis.log") }
 
 // launch starts redis-server on port and waits for PING.
 func (r *Redis) launch(port int) (*process, error) {
@@ -92,22 +84,17 @@ func (r *Redis) launch(port int) (*process, error) {
 	if r.opts.Cluster {
 		cmd.Args = append(cmd.Args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(r.dir, "nodes.conf"))
 	}
-	cmd.Dir = r.dir
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return launch(cmd, r.logPath(), nil, redisReadyTimeout, func() error { return redisReady(addr, cmd.Process.Pid) })
+	return r.run(cmd, port, nil, redisReadyTimeout, func(addr string) error { return redisReady(addr, cmd.Process.Pid) })
 }
 
 // redisReady checks that the server at addr answers PING with +PONG and is
 // the process with the given pid, not some other server that took the port.
 func redisReady(addr string, pid int) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	conn, err := dial(addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
-		return err
-	}
 	if _, err := conn.Write([]byte("PING\r\nINFO server\r\n")); err != nil {
 		return err
 	}

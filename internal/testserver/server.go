@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // server is the lifecycle every test server shares: a child process on a
 // fixed loopback port with a temporary directory, stopped, killed,
-// restarted and closed under one lock. Redis and Postgres embed it and
-// supply launch.
+// restarted and closed under one lock. Every server type embeds it and
+// supplies launch.
 type server struct {
-	name    string         // for errors: "redis", "postgres"
+	name    string         // for errors and file names: "redis", "postgres"
 	stopSig syscall.Signal // graceful stop
 	dir     string
 	launch  func(port int) (*process, error) // start on port, wait until ready
@@ -24,6 +27,59 @@ type server struct {
 	port   int
 	proc   *process // nil when not running
 	closed bool
+}
+
+// create makes the server's temporary directory and starts the server for
+// the first time (see open); a failed attempt's log is removed before a
+// retry, after beforeRetry (if set) has run.
+func (s *server) create(port int, beforeRetry func()) error {
+	dir, err := os.MkdirTemp("", "fxelection-"+s.name+"-*")
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	s.dir = dir
+	return s.open(port, func() {
+		if beforeRetry != nil {
+			beforeRetry()
+		}
+		_ = os.Remove(s.logPath())
+	})
+}
+
+// logPath is the server's log: NAME.log in its directory.
+func (s *server) logPath() string { return filepath.Join(s.dir, s.name+".log") }
+
+// run starts cmd in the server's directory, as cred if not nil, with its
+// output in the server's log, and waits up to timeout until ready succeeds
+// for the address 127.0.0.1:port (see launch).
+func (s *server) run(cmd *exec.Cmd, port int, cred *syscall.Credential, timeout time.Duration, ready func(addr string) error) (*process, error) {
+	cmd.Dir = s.dir
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return launch(cmd, s.logPath(), cred, timeout, func() error { return ready(addr) })
+}
+
+// lookPath finds the server binary bin on PATH, or returns an error
+// wrapping ErrNotInstalled with the install command.
+func lookPath(name, bin, install string) (string, error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", fmt.Errorf("start %s: %w: %v (install it with: %s)", name, ErrNotInstalled, err, install)
+	}
+	return path, nil
+}
+
+// dial connects to addr for a readiness check (within a second), with
+// every read and write on the connection due within d.
+func dial(addr string, d time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.SetDeadline(time.Now().Add(d)); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // open starts the server for the first time: on port, or on a free port

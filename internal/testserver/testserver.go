@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
 // ErrNotInstalled is returned by StartRedis and StartPostgres when the server
@@ -294,16 +296,17 @@ func RunMain(m *testing.M, closeServers func() error) int {
 	return code
 }
 
-// WaitFor polls cond every 10ms until it holds, failing t (naming what)
-// when limit passes first. For tests that wait on a real server or an
-// elector talking to one: give limit generous margins.
-func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+// WaitFor is electiontest.WaitFor (one copy of the polling loop), kept
+// here for tests that already call it through this package.
+var WaitFor = electiontest.WaitFor
+
+// ClosedAddr returns "127.0.0.1:PORT" for a port nothing listened on when
+// it was checked (see FreePort): the address of an unreachable store.
+func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }

@@ -18,13 +18,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// redisDo sends one inline command over a raw connection and returns the
-// first reply line.
-func redisDo(t *testing.T, addr, cmd string) string {
+// rawDo sends one command line (Redis inline, memcached text) over a raw
+// connection and returns the first reply line.
+func rawDo(t *testing.T, addr, cmd string) string {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		t.Fatalf("dial redis: %v", err)
+		t.Fatalf("dial %s: %v", addr, err)
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
@@ -47,16 +47,33 @@ func assertRefused(t *testing.T, addr string) {
 	}
 }
 
+// closeTwice closes s twice and checks that its address refuses
+// connections and its directory is gone.
+func closeTwice(t *testing.T, s *server) {
+	t.Helper()
+	addr, dir := s.Addr(), s.dir
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	assertRefused(t, addr)
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dir %s not removed: %v", dir, err)
+	}
+}
+
 func TestRedisKillRestart(t *testing.T) {
 	start := time.Now()
 	r := NewRedis(t, RedisOptions{})
 	t.Logf("redis started in %v on %s", time.Since(start), r.Addr())
 	addr := r.Addr()
 
-	if got := redisDo(t, addr, "PING"); got != "+PONG" {
+	if got := rawDo(t, addr, "PING"); got != "+PONG" {
 		t.Fatalf("PING = %q", got)
 	}
-	if got := redisDo(t, addr, "SET k v"); got != "+OK" {
+	if got := rawDo(t, addr, "SET k v"); got != "+OK" {
 		t.Fatalf("SET = %q", got)
 	}
 	pid := r.proc.cmd.Process.Pid
@@ -79,10 +96,10 @@ func TestRedisKillRestart(t *testing.T) {
 	if r.Addr() != addr {
 		t.Fatalf("Addr changed: %s -> %s", addr, r.Addr())
 	}
-	if got := redisDo(t, addr, "PING"); got != "+PONG" {
+	if got := rawDo(t, addr, "PING"); got != "+PONG" {
 		t.Fatalf("PING after restart = %q", got)
 	}
-	if got := redisDo(t, addr, "GET k"); got != "$-1" {
+	if got := rawDo(t, addr, "GET k"); got != "$-1" {
 		t.Fatalf("GET k without persistence = %q, want nil", got)
 	}
 
@@ -93,21 +110,11 @@ func TestRedisKillRestart(t *testing.T) {
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if got := redisDo(t, addr, "PING"); got != "+PONG" {
+	if got := rawDo(t, addr, "PING"); got != "+PONG" {
 		t.Fatalf("PING after stop/restart = %q", got)
 	}
 
-	dir := r.dir
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	assertRefused(t, addr)
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("dir %s not removed: %v", dir, err)
-	}
+	closeTwice(t, r.server)
 	if err := r.Restart(); err == nil {
 		t.Fatal("Restart after Close succeeded")
 	}
@@ -115,7 +122,7 @@ func TestRedisKillRestart(t *testing.T) {
 
 func TestRedisAppendOnlySurvivesKill(t *testing.T) {
 	r := NewRedis(t, RedisOptions{AppendOnly: true})
-	if got := redisDo(t, r.Addr(), "SET k v"); got != "+OK" {
+	if got := rawDo(t, r.Addr(), "SET k v"); got != "+OK" {
 		t.Fatalf("SET = %q", got)
 	}
 	if err := r.Kill(); err != nil {
@@ -124,7 +131,7 @@ func TestRedisAppendOnlySurvivesKill(t *testing.T) {
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if got := redisDo(t, r.Addr(), "GET k"); got != "$1" {
+	if got := rawDo(t, r.Addr(), "GET k"); got != "$1" {
 		t.Fatalf("GET k after restart = %q, want $1 (value v)", got)
 	}
 }
@@ -135,7 +142,7 @@ func TestRedisFixedPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewRedis(t, RedisOptions{Port: port})
-	if got := redisDo(t, r.Addr(), "PING"); got != "+PONG" {
+	if got := rawDo(t, r.Addr(), "PING"); got != "+PONG" {
 		t.Fatalf("PING = %q", got)
 	}
 	// A second server on the same port must fail, not reuse the first one.
@@ -147,20 +154,25 @@ func TestRedisFixedPort(t *testing.T) {
 
 func pgSelect1(t *testing.T, dsn string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	var one int
-	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
-		t.Fatalf("SELECT 1 = %d, %v", one, err)
-	}
+	pgDo(t, dsn, func(ctx context.Context, conn *pgx.Conn) {
+		var one int
+		if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("SELECT 1 = %d, %v", one, err)
+		}
+	})
 }
 
 func pgExec(t *testing.T, dsn, sql string) {
+	t.Helper()
+	pgDo(t, dsn, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
+}
+
+// pgDo runs f on a connection of its own to dsn, within five seconds.
+func pgDo(t *testing.T, dsn string, f func(context.Context, *pgx.Conn)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -169,9 +181,7 @@ func pgExec(t *testing.T, dsn, sql string) {
 		t.Fatalf("connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	f(ctx, conn)
 }
 
 func TestPostgresKillRestart(t *testing.T) {
@@ -231,17 +241,7 @@ func TestPostgresKillRestart(t *testing.T) {
 	}
 	pgSelect1(t, dsn)
 
-	dir := p.dir
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	assertRefused(t, addr)
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("dir %s not removed: %v", dir, err)
-	}
+	closeTwice(t, p.server)
 }
 
 func TestPostgresRestartWhileRunning(t *testing.T) {

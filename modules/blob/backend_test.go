@@ -11,7 +11,6 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -149,39 +148,4 @@ func TestUnnamedHolder(t *testing.T) {
 	if err != nil || lb.Term <= la.Term {
 		t.Fatalf("Acquire after the unnamed lease: %+v, %v (previous term %d)", lb, err, la.Term)
 	}
-}
-
-// TestServerDown: while the store is down every operation is a store
-// failure (never ErrLeaseLost, ErrNoLease or ErrLeaseHeld).
-func TestServerDown(t *testing.T) {
-	srv := testserver.NewAzurite(t, testserver.AzuriteOptions{})
-	c := newClientOn(t, srv)
-	if _, err := c.CreateContainer(ctxT(t), "faults", nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bloblease.New(c, bloblease.Options{Container: "faults"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := electiontest.Election(t)
-	l, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	storeFailure := func(op string, err error) {
-		t.Helper()
-		if err == nil || errors.Is(err, fxelection.ErrLeaseLost) || errors.Is(err, fxelection.ErrNoLease) || errors.Is(err, fxelection.ErrLeaseHeld) {
-			t.Fatalf("%s with the server down: %v, want a store failure", op, err)
-		}
-	}
-	_, err = b.Renew(ctxT(t), l)
-	storeFailure("Renew", err)
-	_, err = b.Get(ctxT(t), e)
-	storeFailure("Get", err)
-	_, err = b.Acquire(ctxT(t), req(e, "b", time.Minute))
-	storeFailure("Acquire", err)
-	storeFailure("Release", b.Release(ctxT(t), l))
 }

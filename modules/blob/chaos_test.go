@@ -73,7 +73,7 @@ func (a azuriteChaos) Restart() error {
 	if err := a.Azurite.Restart(); err != nil {
 		return err
 	}
-	if err := makeContainer(container); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+	if err := makeContainer(a.Azurite, container); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 		return err
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -56,5 +57,22 @@ func TestConformance(t *testing.T) {
 		},
 		Timing:     electiontest.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		Candidates: 50,
+		StoreDown:  storeDown,
 	})
+}
+
+// storeDown returns a backend on an Azurite of its own for the suite's
+// StoreDown case. It is not restarted: what Azurite keeps of a lease
+// across a restart is not checked.
+func storeDown(t *testing.T) electiontest.DownStore {
+	srv := testserver.NewAzurite(t, testserver.AzuriteOptions{})
+	c := newClientOn(t, srv)
+	if _, err := c.CreateContainer(ctxT(t), "faults", nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bloblease.New(c, bloblease.Options{Container: "faults"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return electiontest.DownStore{Backend: b, Kill: srv.Kill}
 }

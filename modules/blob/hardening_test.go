@@ -5,12 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -30,26 +28,14 @@ import (
 // operator cleaning the container might.
 func deleteBlob(t *testing.T, b *bloblease.Backend, election string) {
 	t.Helper()
-	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
-	lc, err := lease.NewBlobClient(bc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zero := int32(0)
-	if _, err := lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil &&
+	if err := breakLease(t, b, election); err != nil &&
 		!bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation, bloberror.BlobNotFound) {
 		t.Fatalf("break lease: %v", err)
 	}
+	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
 	if _, err := bc.Delete(ctxT(t), nil); err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		t.Fatalf("delete blob: %v", err)
 	}
-}
-
-// rawRecord is a record in the core's JSON encoding, written by hand so
-// that any field can be hostile.
-func rawRecord(election, holder, term, durationMS string) string {
-	return `{"fxelection":1,"election":"` + election + `","holder":"` + holder + `","term":` + term +
-		`,"duration_ms":` + durationMS + `,"acquired_at":"2026-01-01T00:00:00Z"}`
 }
 
 // plantMeta writes value as election's record metadata, creating the blob
@@ -103,15 +89,17 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 func TestHostileRecords(t *testing.T) {
 	b := newBackend(t, bloblease.Options{})
 	for name, value := range map[string]func(e string) string{
-		"invalid UTF-8 holder": func(e string) string { return b64(rawRecord(e, "\xff\xfe\xfd", "3", "60000")) },
-		"control in holder":    func(e string) string { return b64(rawRecord(e, `a\u001b[31mb`, "3", "60000")) },
-		"zero term":            func(e string) string { return b64(rawRecord(e, "x", "0", "60000")) },
-		"term above MaxTerm":   func(e string) string { return b64(rawRecord(e, "x", "9223372036854775808", "60000")) },
-		"max uint64 term":      func(e string) string { return b64(rawRecord(e, "x", "18446744073709551615", "60000")) },
-		"huge duration":        func(e string) string { return b64(rawRecord(e, "x", "3", fmt.Sprint(int64(math.MaxInt64)))) },
-		"negative duration":    func(e string) string { return b64(rawRecord(e, "x", "3", "-1")) },
-		"other election":       func(string) string { return b64(rawRecord("someone-else", "x", "3", "60000")) },
-		"not base64":           func(string) string { return "%%% not base64" },
+		"invalid UTF-8 holder": func(e string) string { return b64(electiontest.RawRecord(e, "\xff\xfe\xfd", "3", "60000")) },
+		"control in holder":    func(e string) string { return b64(electiontest.RawRecord(e, `a\u001b[31mb`, "3", "60000")) },
+		"zero term":            func(e string) string { return b64(electiontest.RawRecord(e, "x", "0", "60000")) },
+		"term above MaxTerm":   func(e string) string { return b64(electiontest.RawRecord(e, "x", "9223372036854775808", "60000")) },
+		"max uint64 term":      func(e string) string { return b64(electiontest.RawRecord(e, "x", "18446744073709551615", "60000")) },
+		"huge duration": func(e string) string {
+			return b64(electiontest.RawRecord(e, "x", "3", fmt.Sprint(int64(math.MaxInt64))))
+		},
+		"negative duration": func(e string) string { return b64(electiontest.RawRecord(e, "x", "3", "-1")) },
+		"other election":    func(string) string { return b64(electiontest.RawRecord("someone-else", "x", "3", "60000")) },
+		"not base64":        func(string) string { return "%%% not base64" },
 		"control in metadata": func(e string) string {
 			return b64(`{"fxelection":1,"election":"` + e + `","holder":"x","metadata":{"k":"\u0007"},"term":3,"duration_ms":60000}`)
 		},
@@ -139,16 +127,7 @@ func TestHostileRecords(t *testing.T) {
 			}
 			plantMeta(t, b, e, v, bloblease.LeaseID(leaseHolder))
 			for range 2 {
-				_, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
-				if !errors.Is(err, fxelection.ErrInvalidRecord) {
-					t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
-				}
-				if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
-					t.Fatalf("error carries stored bytes unescaped: %q", err)
-				}
-				if l, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
-					t.Fatalf("Get: %+v, %v, want ErrInvalidRecord", l, err)
-				}
+				electiontest.CheckRecordRefused(t, b, req(e, "a", 15*time.Second))
 			}
 			if got := metaOf(t, b, e); got != v {
 				t.Fatal("the planted record was replaced while leased")
@@ -167,15 +146,22 @@ func TestHostileRecords(t *testing.T) {
 // deleteLease breaks election's lease at once.
 func deleteLease(t *testing.T, b *bloblease.Backend, election string) {
 	t.Helper()
+	if err := breakLease(t, b, election); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// breakLease breaks election's lease at once.
+func breakLease(t *testing.T, b *bloblease.Backend, election string) error {
+	t.Helper()
 	bc := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election))
 	lc, err := lease.NewBlobClient(bc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zero := int32(0)
-	if _, err := lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = lc.BreakLease(ctxT(t), &lease.BlobBreakOptions{BreakPeriod: &zero})
+	return err
 }
 
 // TestTermExhausted (issue 9, point 5): after a record at MaxTerm no new
@@ -183,7 +169,7 @@ func deleteLease(t *testing.T, b *bloblease.Backend, election string) {
 // blob alone instead of wrapping.
 func TestTermExhausted(t *testing.T) {
 	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
-	v := b64(rawRecord(e, "x", fmt.Sprint(uint64(fxelection.MaxTerm)), "15000"))
+	v := b64(electiontest.RawRecord(e, "x", fmt.Sprint(uint64(fxelection.MaxTerm)), "15000"))
 	plantMeta(t, b, e, v, "")
 	for _, id := range []string{"a", "x"} {
 		if _, err := b.Acquire(ctxT(t), req(e, id, 15*time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {
@@ -196,36 +182,6 @@ func TestTermExhausted(t *testing.T) {
 	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get: %v, want ErrNoLease", err)
 	}
-}
-
-// TestTermAboveDeletedTerms: terms handed out before the blob was deleted
-// stay below every later term, across several deletes.
-func TestTermAboveDeletedTerms(t *testing.T) {
-	a, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
-	var last uint64
-	for i := range 4 {
-		l, err := a.Acquire(ctxT(t), req(e, fmt.Sprint("n", i), 15*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Term <= last {
-			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
-		}
-		last = l.Term
-		deleteBlob(t, a, e)
-	}
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 // accountSAS returns an account SAS token for the test server, valid for
@@ -250,24 +206,6 @@ func accountSAS(t *testing.T) (token, sig string) {
 		t.Fatal(err)
 	}
 	return qp.Encode(), qp.Signature()
-}
-
-// syncBuffer is a log sink for one elector.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestSASNotLeaked (issue 9, point 2): with a connection string that uses
@@ -301,7 +239,7 @@ func TestSASNotLeaked(t *testing.T) {
 		t.Logf("%s: %v", what, err)
 	}
 	for name, endpoint := range map[string]string{
-		"unreachable": "http://" + closedAddr(t) + "/" + srv.AccountName(),
+		"unreachable": "http://" + testserver.ClosedAddr(t) + "/" + srv.AccountName(),
 		"live":        srv.ServiceURL(),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -323,7 +261,7 @@ func TestSASNotLeaked(t *testing.T) {
 			if err := be.Release(ctx, l); err != nil {
 				check(t, "Release", err)
 			}
-			runElector(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
+			electiontest.CheckElectorErrors(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
 		})
 	}
 	// The SAS works against the live server: an election runs on it.
@@ -345,47 +283,4 @@ func TestSASNotLeaked(t *testing.T) {
 			t.Fatalf("Release with a SAS: %v", err)
 		}
 	})
-}
-
-// runElector runs a real Elector on be until it has reported a store
-// failure, and checks the error it got through OnError and Status, and its
-// log.
-func runElector(t *testing.T, be fxelection.Backend, e string, check func(string, error), leaks func(string) bool) {
-	t.Helper()
-	var logs syncBuffer
-	errs := make(chan error, 16)
-	el, err := fxelection.New(fxelection.Config{
-		Name: e, Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Callbacks: fxelection.Callbacks{OnError: func(err error) {
-			select {
-			case errs <- err:
-			default:
-			}
-		}},
-	}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := el.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := el.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	select {
-	case err := <-errs:
-		check("OnError", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("no OnError within 30s")
-	}
-	check("Status().LastError", el.Status().LastError)
-	if leaks(logs.String()) {
-		t.Fatalf("log leaks the signature: %s", logs.String())
-	}
 }

@@ -2,11 +2,8 @@ package bloblease_test
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -15,39 +12,28 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
 const container = "fxelection-test"
 
-var (
-	private  *testserver.Azurite // the package's own server, nil if it did not start
-	startErr error               // why it did not
-)
+var private *testserver.Private[*testserver.Azurite] // the package's own server
 
 // TestMain starts one private Azurite for the package, creates the test
 // container, and checks for leaked goroutines after closing the server.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		// A fuzz worker runs only the fuzz target, which needs no server.
-		os.Exit(m.Run())
-	}
-	private, startErr = testserver.StartAzurite(testserver.AzuriteOptions{})
-	if startErr == nil {
-		startErr = makeContainer(container)
-	}
-	os.Exit(testserver.RunMain(m, func() error {
-		if private == nil {
-			return nil
-		}
-		return private.Close()
-	}))
+	testserver.Main(m, func() func() error {
+		private = testserver.StartPrivate(func() (*testserver.Azurite, error) {
+			return testserver.StartAzurite(testserver.AzuriteOptions{})
+		}, func(srv *testserver.Azurite) error { return makeContainer(srv, container) })
+		return private.Close
+	})
 }
 
-func makeContainer(name string) error {
-	c, tr, err := client(private)
+func makeContainer(srv *testserver.Azurite, name string) error {
+	c, tr, err := client(srv)
 	if err != nil {
 		return err
 	}
@@ -62,15 +48,7 @@ func makeContainer(name string) error {
 
 // server returns the private server, skipping (failing under CI=true) when
 // it could not start.
-func server(t testing.TB) *testserver.Azurite {
-	t.Helper()
-	err := startErr
-	if private == nil && err == nil {
-		err = errors.New("private azurite: not started")
-	}
-	testserver.Require(t, err)
-	return private
-}
+func server(t testing.TB) *testserver.Azurite { return private.Get(t) }
 
 // client returns a client of its own (own connection pool) on srv.
 func client(srv *testserver.Azurite) (*azblob.Client, *http.Transport, error) {
@@ -122,11 +100,7 @@ func newBackend(t testing.TB, opts bloblease.Options) *bloblease.Backend {
 	return b
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+var ctxT = electiontest.Context // shared by every backend's tests
 
 func req(election, id string, d time.Duration) fxelection.AcquireRequest {
 	return fxelection.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}

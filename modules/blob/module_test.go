@@ -1,7 +1,6 @@
 package bloblease_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -25,16 +24,7 @@ const secret = "c3VwM3Itc2VjcmV0LWszeS1mb3ItdGVzdHM="
 // Cleanup runs when the test ends.
 func provision(t testing.TB, settings map[string]any) (fxelection.Backend, error) {
 	t.Helper()
-	settings["module"] = "fxelection.backends.blob"
-	raw, err := json.Marshal(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := moduletest.Decode(string(raw), nil)
-	if err != nil {
-		return nil, err
-	}
-	b, _, err := moduletest.Provision(t, ctxT(t), m)
+	b, _, err := moduletest.ProvisionSettings(t, ctxT(t), "fxelection.backends.blob", settings)
 	return b, err
 }
 
@@ -45,20 +35,18 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.blob", "account_url": "http://127.0.0.1:1/devstoreaccount1", "account_name": "acct"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key + ":"} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: obj(`, "account_key": "{env.KEY}"`), Want: at("container"), Is: config.ErrRequired},
-		{Settings: obj(`, "account_key": "{env.KEY}", "container": 1`), Want: at("container"), Is: config.ErrWrongType},
-		{Settings: obj(`, "account_key": "{env.KEY}", "container": "c", "prefx": "p"`), Want: at("prefx"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "container": "c"`), Want: validate("account_key"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.blob", "account_name": "acct", "account_key": "{env.KEY}", "container": "c"}`, Want: validate("account_url"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.blob", "account_url": "http://h/", "account_key": "{env.KEY}", "container": "c"}`, Want: validate("account_name"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.blob", "container": "c"}`, Want: append(validate("account_url"), "connection_string")},
-		{Settings: obj(`, "account_key": "{env.BAD_KEY}", "container": "c"`), Want: validate("account_key")},
-		{Settings: `{"module": "fxelection.backends.blob", "account_url": "ftp://` + secret + `@host/", "account_name": "a", "account_key": "{env.KEY}", "container": "c"}`, Want: validate("account_url")},
-		{Settings: obj(`, "connection_string": "{env.CS}", "container": "c"`), Want: validate("connection_string")},
-		{Settings: obj(`, "account_key": 5, "container": "c"`), Want: at("account_key"), Is: config.ErrWrongType},
+		{Settings: obj(`, "account_key": "{env.KEY}"`), Want: moduletest.At("container"), Is: config.ErrRequired},
+		{Settings: obj(`, "account_key": "{env.KEY}", "container": 1`), Want: moduletest.At("container"), Is: config.ErrWrongType},
+		{Settings: obj(`, "account_key": "{env.KEY}", "container": "c", "prefx": "p"`), Want: moduletest.At("prefx"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "container": "c"`), Want: moduletest.Validated("account_key:"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.blob", "account_name": "acct", "account_key": "{env.KEY}", "container": "c"}`, Want: moduletest.Validated("account_url:"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.blob", "account_url": "http://h/", "account_key": "{env.KEY}", "container": "c"}`, Want: moduletest.Validated("account_name:"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.blob", "container": "c"}`, Want: append(moduletest.Validated("account_url:"), "connection_string")},
+		{Settings: obj(`, "account_key": "{env.BAD_KEY}", "container": "c"`), Want: moduletest.Validated("account_key:")},
+		{Settings: `{"module": "fxelection.backends.blob", "account_url": "ftp://` + secret + `@host/", "account_name": "a", "account_key": "{env.KEY}", "container": "c"}`, Want: moduletest.Validated("account_url:")},
+		{Settings: obj(`, "connection_string": "{env.CS}", "container": "c"`), Want: moduletest.Validated("connection_string:")},
+		{Settings: obj(`, "account_key": 5, "container": "c"`), Want: moduletest.At("account_key"), Is: config.ErrWrongType},
 	}, secret)
 }
 

@@ -12,46 +12,21 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
 // twoCandidates starts "a" and "b" on separate clients of endpoints.
-func twoCandidates(t *testing.T, election string, rec *electiontest.Recorder, tweak func(*fxelection.Config), endpoints ...string) []*candidate {
+func twoCandidates(t *testing.T, election string, rec *electiontest.Recorder, tweak func(*fxelection.Config), endpoints ...string) []*electiontest.Candidate {
 	t.Helper()
-	var cs []*candidate
+	var cs []*electiontest.Candidate
 	for _, id := range []string{"a", "b"} {
-		c := startCandidate(t, newBackend(t, Options{}, endpoints...), election, id, tweak)
+		c := electiontest.StartCandidate(t, newBackend(t, Options{}, endpoints...), election, id, tweak)
 		if rec != nil {
-			c.e.AddObserver(rec)
+			c.Elector.AddObserver(rec)
 		}
 		cs = append(cs, c)
 	}
 	return cs
-}
-
-func stoppedEvent(t *testing.T, c *candidate, term uint64, limit time.Duration) fxelection.Event {
-	t.Helper()
-	return c.w.waitFor(t, limit, fmt.Sprintf("the leader of term %d to step down", term), func(ev fxelection.Event) bool {
-		return ev.Kind == fxelection.EventStoppedLeading && ev.Lease.Term == term
-	})
-}
-
-// waitNewLeader waits for one of cs to lead a term other than old.
-func waitNewLeader(t *testing.T, cs []*candidate, old uint64, limit time.Duration) (*candidate, fxelection.Lease) {
-	t.Helper()
-	var leader *candidate
-	var lease fxelection.Lease
-	testserver.WaitFor(t, limit, fmt.Sprintf("a leader of a term other than %d", old), func() bool {
-		for _, c := range cs {
-			if l, ok := c.e.Lease(); ok && l.Term != old {
-				leader, lease = c, l
-				return true
-			}
-		}
-		return false
-	})
-	return leader, lease
 }
 
 func checkNoOverlap(t *testing.T, rec *electiontest.Recorder) {
@@ -69,15 +44,15 @@ func TestKeyDeletedFromOutside(t *testing.T) {
 	admin := c.Client(t)
 	e := electionName(t)
 	cs := twoCandidates(t, e, nil, nil, c.Endpoints()...)
-	leader, l := waitLeader(t, cs, leaderLimit)
+	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
 	if _, err := admin.Delete(ctxT(t), DefaultKeyPrefix+e); err != nil {
 		t.Fatal(err)
 	}
-	ev := stoppedEvent(t, leader, l.Term, leaderLimit)
+	ev := electiontest.WaitStopped(t, leader, l.Term, leaderLimit)
 	if ev.Reason != fxelection.ReasonLost {
 		t.Errorf("step-down reason %q, want %q", ev.Reason, fxelection.ReasonLost)
 	}
-	_, l2 := waitNewLeader(t, cs, l.Term, leaderLimit)
+	_, l2 := electiontest.WaitNewTerm(t, cs, l.Term, leaderLimit)
 	if l2.Term <= l.Term {
 		t.Fatalf("term after the delete %d, want > %d", l2.Term, l.Term)
 	}
@@ -94,27 +69,27 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 	e := electionName(t)
 	rec := &electiontest.Recorder{}
 	cs := twoCandidates(t, e, rec, nil, c.Endpoints()...)
-	leader, l := waitLeader(t, cs, leaderLimit)
+	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
 
 	c.Members[0].Stop()
-	ev := stoppedEvent(t, leader, l.Term, leaderLimit)
+	ev := electiontest.WaitStopped(t, leader, l.Term, leaderLimit)
 	if ev.Reason != fxelection.ReasonDeadline {
 		t.Errorf("step-down reason %q, want %q", ev.Reason, fxelection.ReasonDeadline)
 	}
-	leader.w.waitFor(t, leaderLimit, "a store failure event", isStoreFailure)
+	leader.Events.WaitFor(t, leaderLimit, "a store failure event", electiontest.IsStoreFailure)
 
 	if err := c.Members[0].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	next, l2 := waitLeader(t, cs, 2*leaderLimit)
+	next, l2 := electiontest.WaitLeader(t, cs, 2*leaderLimit)
 	// The holder may keep its term (its key outlived the outage: etcd
 	// gives every lease its full TTL again when it restarts) or get a
 	// higher one (the key expired first); another holder's is higher.
 	switch {
 	case l2.Term < l.Term:
-		t.Errorf("%s leads term %d after the restart, below %d", next.e.Config().Identity, l2.Term, l.Term)
+		t.Errorf("%s leads term %d after the restart, below %d", next.Elector.Config().Identity, l2.Term, l.Term)
 	case l2.Holder != l.Holder && l2.Term == l.Term:
-		t.Errorf("new holder %s got term %d, want > %d", next.e.Config().Identity, l2.Term, l.Term)
+		t.Errorf("new holder %s got term %d, want > %d", next.Elector.Config().Identity, l2.Term, l.Term)
 	}
 	t.Logf("before: %s term %d; after the restart: %s term %d", l.Holder, l.Term, l2.Holder, l2.Term)
 	checkNoOverlap(t, rec)
@@ -126,22 +101,22 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 // higher term; on one clock, the two never lead at once.
 func TestPartitionedLeader(t *testing.T) {
 	c := sharedCluster(t)
-	p := newCutProxy(t, c.Members[0].Endpoint())
+	p, endpoint := newProxy(t, c.Members[0].Endpoint())
 	e := electionName(t)
 	rec := &electiontest.Recorder{}
-	behind := startCandidate(t, newBackend(t, Options{}, p.Endpoint()), e, "behind-proxy", nil)
-	behind.e.AddObserver(rec)
-	_, l := waitLeader(t, []*candidate{behind}, leaderLimit)
-	direct := startCandidate(t, newBackend(t, Options{}, c.Endpoints()...), e, "direct", nil)
-	direct.e.AddObserver(rec)
-	testserver.WaitFor(t, leaderLimit, "the follower to see the leader", func() bool {
-		l, ok := direct.e.Leader()
+	behind := electiontest.StartCandidate(t, newBackend(t, Options{}, endpoint), e, "behind-proxy", nil)
+	behind.Elector.AddObserver(rec)
+	_, l := electiontest.WaitLeader(t, []*electiontest.Candidate{behind}, leaderLimit)
+	direct := electiontest.StartCandidate(t, newBackend(t, Options{}, c.Endpoints()...), e, "direct", nil)
+	direct.Elector.AddObserver(rec)
+	electiontest.WaitFor(t, leaderLimit, "the follower to see the leader", func() bool {
+		l, ok := direct.Elector.Leader()
 		return ok && l.Holder == "behind-proxy"
 	})
 
-	p.Cut()
-	stoppedEvent(t, behind, l.Term, leaderLimit)
-	_, l2 := waitNewLeader(t, []*candidate{behind, direct}, l.Term, leaderLimit)
+	cut(p)
+	electiontest.WaitStopped(t, behind, l.Term, leaderLimit)
+	_, l2 := electiontest.WaitNewTerm(t, []*electiontest.Candidate{behind, direct}, l.Term, leaderLimit)
 	if l2.Holder != "direct" || l2.Term <= l.Term {
 		t.Fatalf("after the cut %s leads term %d, want direct with a term > %d", l2.Holder, l2.Term, l.Term)
 	}
@@ -159,15 +134,15 @@ func TestCompaction(t *testing.T) {
 	admin := c.Client(t)
 	e := electionName(t)
 	cs := twoCandidates(t, e, nil, nil, c.Endpoints()...)
-	leader, l := waitLeader(t, cs, leaderLimit)
+	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
 
 	// Push watch on a client behind a proxy.
-	p := newCutProxy(t, c.Members[0].Endpoint())
-	watched := newBackend(t, Options{}, p.Endpoint())
+	p, endpoint := newProxy(t, c.Members[0].Endpoint())
+	watched := newBackend(t, Options{}, endpoint)
 	other := electionName(t) + "-other"
 	var woken atomic.Int32
 	defer watched.Subscribe(other, func() { woken.Add(1) })()
-	testserver.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return woken.Load() > 0 })
+	electiontest.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return woken.Load() > 0 })
 
 	held := newBackend(t, Options{}, c.Endpoints()...)
 	hl, err := held.Acquire(ctxT(t), fxelection.AcquireRequest{Election: electionName(t) + "-held", Identity: "h", Duration: time.Minute})
@@ -175,7 +150,7 @@ func TestCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p.Cut()
+	cut(p)
 	// While the watch is cut off: a release it must hear of, then enough
 	// writes and a compaction past its revision.
 	ob := newBackend(t, Options{}, c.Endpoints()...)
@@ -202,7 +177,7 @@ func TestCompaction(t *testing.T) {
 	}
 	before := woken.Load()
 	p.Heal()
-	testserver.WaitFor(t, leaderLimit, "a wake-up after the cut", func() bool { return woken.Load() > before })
+	electiontest.WaitFor(t, leaderLimit, "a wake-up after the cut", func() bool { return woken.Load() > before })
 
 	// A lease acquired before the compaction renews after it, with its
 	// term.
@@ -212,10 +187,10 @@ func TestCompaction(t *testing.T) {
 	if got, err := held.Get(ctxT(t), hl.Election); err != nil || got.Term != hl.Term || got.Holder != "h" {
 		t.Fatalf("Get after compaction: %+v, %v", got, err)
 	}
-	if err := leader.e.Stop(context.Background()); err != nil {
+	if err := leader.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, l2 := waitNewLeader(t, cs, l.Term, leaderLimit)
+	_, l2 := electiontest.WaitNewTerm(t, cs, l.Term, leaderLimit)
 	if l2.Term <= l.Term {
 		t.Fatalf("term after compaction %d, want > %d", l2.Term, l.Term)
 	}
@@ -239,29 +214,29 @@ func TestClusterLeaderFailover(t *testing.T) {
 		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = 8*time.Second, 6*time.Second, 500*time.Millisecond, 2*time.Second
 	}
 	cs := twoCandidates(t, e, rec, slow, c.Endpoints()...)
-	leader, l := waitLeader(t, cs, leaderLimit)
+	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
 
 	var etcdLeader *etcdtest.Member
-	testserver.WaitFor(t, leaderLimit, "an etcd leader", func() bool {
+	electiontest.WaitFor(t, leaderLimit, "an etcd leader", func() bool {
 		etcdLeader = c.Leader()
 		return etcdLeader != nil
 	})
 	etcdLeader.Stop()
-	testserver.WaitFor(t, 2*leaderLimit, "a new etcd leader", func() bool {
+	electiontest.WaitFor(t, 2*leaderLimit, "a new etcd leader", func() bool {
 		m := c.Leader()
 		return m != nil && m != etcdLeader
 	})
 	// Give the election time to renew through the new etcd leader (or to
 	// hand over), then check it.
 	time.Sleep(3 * time.Second)
-	now, l2 := waitLeader(t, cs, 2*leaderLimit)
+	now, l2 := electiontest.WaitLeader(t, cs, 2*leaderLimit)
 	if now == leader && l2.Term != l.Term {
 		t.Errorf("the leader's term changed from %d to %d", l.Term, l2.Term)
 	}
 	if now != leader && l2.Term <= l.Term {
 		t.Errorf("new holder's term %d, want > %d", l2.Term, l.Term)
 	}
-	if _, ok := leader.w.find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventStoppedLeading }); ok {
+	if _, ok := leader.Events.Find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventStoppedLeading }); ok {
 		t.Logf("the election's leader stepped down during the etcd failover (allowed; timing-dependent)")
 	}
 	checkNoOverlap(t, rec)
@@ -270,7 +245,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBackend(t, Options{}, etcdLeader.Endpoint())
-	testserver.WaitFor(t, 2*leaderLimit, "the restarted member to serve the election", func() bool {
+	electiontest.WaitFor(t, 2*leaderLimit, "the restarted member to serve the election", func() bool {
 		got, err := b.Get(ctxT(t), e)
 		return err == nil && got.Term >= l.Term
 	})

@@ -13,8 +13,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
-	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
@@ -34,52 +34,27 @@ func endpointsJSON(t testing.TB, eps []string) string {
 // the client.
 func TestConfigModule(t *testing.T) {
 	c := sharedCluster(t)
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
-		"prefix": "reg/", "push": false, "dial_timeout": "3s"}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := m.(*ConfigModule); !ok {
-		t.Fatalf("decoded %T", m)
-	}
-	b, cleanup, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.(fxelection.NamedBackend).BackendName() != "etcd" {
-		t.Fatalf("name = %q", b.(fxelection.NamedBackend).BackendName())
-	}
+	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
+		"prefix": "reg/", "push": false, "dial_timeout": "3s"}`, "etcd")
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
 	e := electionName(t)
-	cand := startCandidate(t, b, e, "reg", nil)
-	waitLeader(t, []*candidate{cand}, leaderLimit)
+	cand := electiontest.StartCandidate(t, b, e, "reg", nil)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{cand}, leaderLimit)
 	admin := c.Client(t)
 	if resp, err := admin.Get(ctxT(t), "reg/"+e); err != nil || len(resp.Kvs) != 1 {
 		t.Errorf("key reg/%s: %v, %v", e, resp, err)
 	}
-	if err := cand.e.Stop(context.Background()); err != nil {
+	if err := cand.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Get(ctxT(t), "x"); err == nil {
-		t.Fatal("Get after Cleanup succeeded: the client was not closed")
-	}
+	moduletest.CheckCleanupCloses(t, ctxT(t), b, cleanup)
 }
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.
 func TestConfigModuleDefaults(t *testing.T) {
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": ["localhost:1"]}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b, _ := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.etcd", "endpoints": ["localhost:1"]}`, "etcd")
 	eb := b.(*Backend)
 	if !eb.push || eb.prefix != DefaultKeyPrefix {
 		t.Fatalf("defaults: push=%v prefix=%q", eb.push, eb.prefix)
@@ -97,29 +72,27 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.etcd", "username": "app", "password": "{env.ETCD_PASSWORD}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: obj(``), Want: at("endpoints"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoints": []`), Want: at("endpoints"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoint": ["h:1"]`), Want: at("endpoint"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "endpoints": "h:1"`), Want: at("endpoints"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoints": [" "]`), Want: validate("endpoints"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["no-port"]`), Want: validate("endpoints"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["http://u:` + secret + `@h:1"]`), Want: validate("endpoints: endpoint 1 has user info"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1", "u:` + secret + `@h:1"]`), Want: validate("endpoint 2"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["unix://` + secret + `"]`), Want: validate("scheme"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["http://h:1/x?` + secret + `"]`), Want: validate("path or query"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["http://h:1"], "tls": true`), Want: validate("http:// but TLS"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["https://h:1", "http://h:2"]`), Want: validate("endpoint 2"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": "-1s"`), Want: validate("dial_timeout"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": 5`), Want: at("dial_timeout"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoints": ["h:1"], "cert_file": "c.pem"`), Want: validate("key_file"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "endpoints": ["h:1"], "push": "false"`), Want: at("push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoints": ["h:1"], "prefix": "a\nb"`), Want: validate("prefix"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": "{env.ETCD_PASSWORD}"}`, Want: validate("username"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "username": "app"}`, Want: validate("password"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": 5}`, Want: at("password"), Is: config.ErrWrongType},
+		{Settings: obj(``), Want: moduletest.At("endpoints"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoints": []`), Want: moduletest.At("endpoints"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": ["h:1"]`), Want: moduletest.At("endpoint"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "endpoints": "h:1"`), Want: moduletest.At("endpoints"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": [" "]`), Want: moduletest.Validated("endpoints"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["no-port"]`), Want: moduletest.Validated("endpoints"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://u:` + secret + `@h:1"]`), Want: moduletest.Validated("endpoints: endpoint 1 has user info"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1", "u:` + secret + `@h:1"]`), Want: moduletest.Validated("endpoint 2"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["unix://` + secret + `"]`), Want: moduletest.Validated("scheme"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://h:1/x?` + secret + `"]`), Want: moduletest.Validated("path or query"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["http://h:1"], "tls": true`), Want: moduletest.Validated("http:// but TLS"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["https://h:1", "http://h:2"]`), Want: moduletest.Validated("endpoint 2"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": "-1s"`), Want: moduletest.Validated("dial_timeout"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "dial_timeout": 5`), Want: moduletest.At("dial_timeout"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": ["h:1"], "cert_file": "c.pem"`), Want: moduletest.Validated("key_file"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "endpoints": ["h:1"], "push": "false"`), Want: moduletest.At("push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoints": ["h:1"], "prefix": "a\nb"`), Want: moduletest.Validated("prefix"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": "{env.ETCD_PASSWORD}"}`, Want: moduletest.Validated("username"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "username": "app"}`, Want: moduletest.Validated("password"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.etcd", "endpoints": ["h:1"], "password": 5}`, Want: moduletest.At("password"), Is: config.ErrWrongType},
 	}, secret)
 }
 
@@ -185,9 +158,9 @@ func TestConfigModuleAuth(t *testing.T) {
 	if _, err := b.Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get with the right password: %v", err)
 	}
-	cand := startCandidate(t, b, electionName(t), "auth", nil)
-	waitLeader(t, []*candidate{cand}, leaderLimit)
-	if err := cand.e.Stop(context.Background()); err != nil {
+	cand := electiontest.StartCandidate(t, b, electionName(t), "auth", nil)
+	electiontest.WaitLeader(t, []*electiontest.Candidate{cand}, leaderLimit)
+	if err := cand.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -204,12 +177,12 @@ func TestModule(t *testing.T) {
 		fx.Provide(func() *clientv3.Client { return etcdtest.NewClient(t, c.Endpoints()...) }),
 		fx.Supply(Options{KeyPrefix: "fx/"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: faultLease, RenewDeadline: faultRenew, RetryPeriod: faultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &eb),
 	)
 	app.RequireStart()
-	testserver.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := eb.Key("fx-module"); k != "fx/fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -236,21 +209,8 @@ func FuzzConfigModuleSettings(f *testing.F) {
 	f.Fuzz(func(t *testing.T, before, after, prefix string) {
 		const pw = "Fz-pw-7d21"
 		ep := before + ":" + pw + after
-		raw, err := json.Marshal(map[string]any{
+		moduletest.CheckDecodeHides[*ConfigModule](t, map[string]any{
 			"module": "fxelection.backends.etcd", "endpoints": []string{"h:1", ep}, "prefix": prefix, "username": "user", "password": pw,
-		})
-		if err != nil {
-			return // not representable as JSON: nothing to decode
-		}
-		m, err := moduletest.Decode(string(raw), nil)
-		if err == nil {
-			if _, ok := m.(*ConfigModule); !ok {
-				t.Fatalf("decoded %T", m)
-			}
-			return
-		}
-		if strings.Contains(err.Error(), pw) {
-			t.Fatalf("error %q shows the password", err)
-		}
+		}, pw)
 	})
 }

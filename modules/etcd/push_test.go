@@ -1,37 +1,21 @@
 package etcdlease
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
 // TestPushWakesFollower: with a retry period far longer than the test's
 // bound, a follower takes over a released lease only thanks to the watch.
 func TestPushWakesFollower(t *testing.T) {
 	eps := sharedCluster(t).Endpoints()
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = 2*time.Minute, 80*time.Second, 30*time.Second, 30*time.Second
-	}
-	leader := startCandidate(t, newBackend(t, Options{}, eps...), e, "leader", slow)
-	waitLeader(t, []*candidate{leader}, leaderLimit)
-	follower := startCandidate(t, newBackend(t, Options{}, eps...), e, "follower", slow)
-	testserver.WaitFor(t, leaderLimit, "the follower to see the leader", func() bool {
-		l, ok := follower.e.Leader()
-		return ok && l.Holder == "leader"
+	electiontest.CheckPushHandover(t, newBackend(t, Options{}, eps...), newBackend(t, Options{}, eps...), electiontest.PushOptions{
+		Retry: 30 * time.Second, Wait: leaderLimit, Handover: 10 * time.Second,
 	})
-	stopped := time.Now()
-	if err := leader.e.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, 30s away.
-	waitLeader(t, []*candidate{follower}, 10*time.Second)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
 }
 
 // TestPushWakesOnExpiry: etcd deleting an expired lease's key wakes the
@@ -45,12 +29,12 @@ func TestPushWakesOnExpiry(t *testing.T) {
 	cancel := b.Subscribe(e, func() { mine.Add(1) })
 	cancelOther := b.Subscribe(e+"-other", func() { others.Add(1) })
 	defer cancelOther()
-	testserver.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return mine.Load() > 0 && others.Load() > 0 })
+	electiontest.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return mine.Load() > 0 && others.Load() > 0 })
 	m0, o0 := mine.Load(), others.Load()
 	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	testserver.WaitFor(t, leaderLimit, "a wake-up when the lease expires", func() bool { return mine.Load() > m0 })
+	electiontest.WaitFor(t, leaderLimit, "a wake-up when the lease expires", func() bool { return mine.Load() > m0 })
 	if others.Load() != o0 {
 		t.Errorf("another election's subscriber was woken %d times", others.Load()-o0)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -34,8 +34,8 @@ func TestFaultTerminatedConnections(t *testing.T) {
 	a := startCandidate(t, d, e, "a", pglease.Options{})
 	b := startCandidate(t, d, e, "b", pglease.Options{})
 	leader := leaderOf(t, 15*time.Second, a, b)
-	first, _ := leader.e.Lease()
-	testserver.WaitFor(t, 10*time.Second, "the leader's listener", func() bool { return listeners(t, adm, leader.app) == 1 })
+	first, _ := leader.Elector.Lease()
+	electiontest.WaitFor(t, 10*time.Second, "the leader's listener", func() bool { return listeners(t, adm, leader.app) == 1 })
 
 	for round := range 3 {
 		var killed int
@@ -46,17 +46,17 @@ func TestFaultTerminatedConnections(t *testing.T) {
 		if killed < 2 { // at least the listener and one pooled connection
 			t.Fatalf("round %d: terminated %d connections, want the listener and the pool's", round, killed)
 		}
-		renewed := len(leader.ev.all(kind(fxelection.EventRenewed)))
+		renewed := len(leader.Events.Filter(electiontest.Kind(fxelection.EventRenewed)))
 		// Several renewals after the kill, well past the renew deadline.
-		testserver.WaitFor(t, 4*faultTiming.deadline+5*time.Second, "renewals after the kill", func() bool {
-			return len(leader.ev.all(kind(fxelection.EventRenewed))) >= renewed+5
+		electiontest.WaitFor(t, 4*electiontest.FaultRenew+5*time.Second, "renewals after the kill", func() bool {
+			return len(leader.Events.Filter(electiontest.Kind(fxelection.EventRenewed))) >= renewed+5
 		})
-		testserver.WaitFor(t, 10*time.Second, "the leader's listener back", func() bool { return listeners(t, adm, leader.app) == 1 })
+		electiontest.WaitFor(t, 10*time.Second, "the leader's listener back", func() bool { return listeners(t, adm, leader.app) == 1 })
 	}
-	if stops := leader.ev.all(kind(fxelection.EventStoppedLeading)); len(stops) != 0 {
+	if stops := leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading)); len(stops) != 0 {
 		t.Fatalf("leader stepped down after its connections were killed: %+v", stops[0])
 	}
-	now, ok := leader.e.Lease()
+	now, ok := leader.Elector.Lease()
 	if !ok || now.Term != first.Term {
 		t.Fatalf("leader lease now %+v (leading %v), want term %d", now, ok, first.Term)
 	}
@@ -76,7 +76,7 @@ func TestFaultServerDown(t *testing.T) {
 			a := startCandidate(t, d, e, "a", pglease.Options{})
 			b := startCandidate(t, d, e, "b", pglease.Options{})
 			leader := leaderOf(t, 15*time.Second, a, b)
-			first, _ := leader.e.Lease()
+			first, _ := leader.Elector.Lease()
 
 			bringBack(t)
 			down := time.Now()
@@ -89,31 +89,31 @@ func TestFaultServerDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			testserver.WaitFor(t, faultTiming.deadline+5*time.Second, "the leader to step down", func() bool {
-				return len(leader.ev.all(kind(fxelection.EventStoppedLeading))) > 0
+			electiontest.WaitFor(t, electiontest.FaultRenew+5*time.Second, "the leader to step down", func() bool {
+				return len(leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))) > 0
 			})
-			stop := leader.ev.all(kind(fxelection.EventStoppedLeading))[0]
+			stop := leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))[0]
 			if stop.Reason != fxelection.ReasonDeadline {
 				t.Fatalf("stepped down with reason %q, want %q", stop.Reason, fxelection.ReasonDeadline)
 			}
-			if took := stop.Time.Sub(down); took > faultTiming.deadline+3*time.Second {
-				t.Errorf("stepped down %v after the server went down, renew deadline %v", took, faultTiming.deadline)
+			if took := stop.Time.Sub(down); took > electiontest.FaultRenew+3*time.Second {
+				t.Errorf("stepped down %v after the server went down, renew deadline %v", took, electiontest.FaultRenew)
 			}
-			if a.e.IsLeader() || b.e.IsLeader() {
+			if a.Elector.IsLeader() || b.Elector.IsLeader() {
 				t.Fatal("a candidate leads while the server is down")
 			}
-			if errs := leader.ev.all(func(ev fxelection.Event) bool {
+			if errs := leader.Events.Filter(func(ev fxelection.Event) bool {
 				return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpRenew && ev.Err != nil
 			}); len(errs) == 0 {
 				t.Error("no failed renewals recorded")
 			}
 			// Past the lease by a margin, then back.
-			time.Sleep(time.Until(down.Add(faultTiming.lease + 500*time.Millisecond)))
+			time.Sleep(time.Until(down.Add(electiontest.FaultLease + 500*time.Millisecond)))
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
 			}
-			next := leaderOf(t, 4*faultTiming.maxBackoff+15*time.Second, a, b)
-			second, _ := next.e.Lease()
+			next := leaderOf(t, 4*electiontest.FaultMaxBackoff+15*time.Second, a, b)
+			second, _ := next.Elector.Lease()
 			if second.Term <= first.Term {
 				t.Fatalf("term after the outage %d (holder %s), want > %d (holder %s)", second.Term, second.Holder, first.Term, first.Holder)
 			}
@@ -132,19 +132,19 @@ func TestFaultQuickRestart(t *testing.T) {
 	a := startCandidate(t, d, e, "a", pglease.Options{})
 	b := startCandidate(t, d, e, "b", pglease.Options{})
 	leader := leaderOf(t, 15*time.Second, a, b)
-	first, _ := leader.e.Lease()
+	first, _ := leader.Elector.Lease()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	// Let a renewal or acquisition go through on the restarted server.
-	time.Sleep(2 * faultTiming.retry)
-	next := leaderOf(t, 4*faultTiming.maxBackoff+15*time.Second, a, b)
-	second, _ := next.e.Lease()
+	time.Sleep(2 * electiontest.FaultRetry)
+	next := leaderOf(t, 4*electiontest.FaultMaxBackoff+15*time.Second, a, b)
+	second, _ := next.Elector.Lease()
 	if !(second.Term > first.Term || (second.Holder == first.Holder && second.Term == first.Term)) {
 		t.Fatalf("after restart: holder %s term %d; before: holder %s term %d", second.Holder, second.Term, first.Holder, first.Term)
 	}
 	t.Logf("after restart: holder %s term %d (before: %s term %d; leader stepped down %d times)",
-		second.Holder, second.Term, first.Holder, first.Term, len(leader.ev.all(kind(fxelection.EventStoppedLeading))))
+		second.Holder, second.Term, first.Holder, first.Term, len(leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))))
 }
 
 // TestFaultServerDownAtStart starts an elector while the server is down:
@@ -160,11 +160,11 @@ func TestFaultServerDownAtStart(t *testing.T) {
 	e := election(t)
 	c := startCandidate(t, d, e, "a", pglease.Options{})
 	failed := func() []fxelection.Event {
-		return c.ev.all(func(ev fxelection.Event) bool {
+		return c.Events.Filter(func(ev fxelection.Event) bool {
 			return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpAcquire && ev.Err != nil
 		})
 	}
-	testserver.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
+	electiontest.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
 	evs := failed()
 	for _, ev := range evs {
 		if errors.Is(ev.Err, fxelection.ErrLeaseHeld) || errors.Is(ev.Err, fxelection.ErrInvalidRecord) {
@@ -176,16 +176,16 @@ func TestFaultServerDownAtStart(t *testing.T) {
 		longest = max(longest, evs[i].Time.Sub(evs[i-1].Time))
 	}
 	// Without backoff every wait would be at most 1.2 RetryPeriods.
-	if longest < 2*faultTiming.retry {
-		t.Errorf("longest wait between failed attempts %v, want backoff beyond %v", longest, 2*faultTiming.retry)
+	if longest < 2*electiontest.FaultRetry {
+		t.Errorf("longest wait between failed attempts %v, want backoff beyond %v", longest, 2*electiontest.FaultRetry)
 	}
-	if st := c.e.Status(); st.LastError == nil {
+	if st := c.Elector.Status(); st.LastError == nil {
 		t.Error("Status has no LastError")
 	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	leaderOf(t, 2*faultTiming.maxBackoff+15*time.Second, c)
+	leaderOf(t, 2*electiontest.FaultMaxBackoff+15*time.Second, c)
 }
 
 // TestFaultRowEditedOutside changes the holder behind the leader's back:
@@ -201,14 +201,14 @@ func TestFaultRowEditedOutside(t *testing.T) {
 		t.Fatalf("update: %v, %v", tag, err)
 	}
 	edited := time.Now()
-	testserver.WaitFor(t, faultTiming.deadline+5*time.Second, "the leader to step down", func() bool {
-		return len(c.ev.all(kind(fxelection.EventStoppedLeading))) > 0
+	electiontest.WaitFor(t, electiontest.FaultRenew+5*time.Second, "the leader to step down", func() bool {
+		return len(c.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))) > 0
 	})
-	stop := c.ev.all(kind(fxelection.EventStoppedLeading))[0]
+	stop := c.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))[0]
 	if stop.Reason != fxelection.ReasonLost {
 		t.Fatalf("stepped down with reason %q after %v, want %q", stop.Reason, stop.Time.Sub(edited), fxelection.ReasonLost)
 	}
-	if l, ok := c.e.Leader(); ok && l.Holder == "a" {
+	if l, ok := c.Elector.Leader(); ok && l.Holder == "a" {
 		t.Fatalf("still sees itself as leader: %+v", l)
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
-	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -41,12 +41,7 @@ func TestConfigModule(t *testing.T) {
 	if err := b.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Get(ctxT(t), e); err == nil {
-		t.Fatal("Get after Cleanup succeeded: the pool should be closed")
-	}
+	moduletest.CheckCleanupCloses(t, ctxT(t), b, cleanup)
 }
 
 // TestConfigModuleErrors: strict decoding and Validate name the JSON path
@@ -57,19 +52,17 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.postgres", "dsn": "{env.PG_DSN}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key + " \""} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: `{"module": "fxelection.backends.postgres"}`, Want: at("dsn"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.postgres", "dsn": ""}`, Want: at("dsn"), Is: config.ErrRequired},
-		{Settings: `{"module": "fxelection.backends.postgres", "dsn": 5}`, Want: at("dsn"), Is: config.ErrWrongType},
-		{Settings: obj(`, "tabel": "t"`), Want: at("tabel"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "table": "x; DROP TABLE y"`), Want: validate("table"), Is: pglease.ErrInvalidIdentifier},
-		{Settings: obj(`, "schema": "a\"b"`), Want: validate("schema"), Is: pglease.ErrInvalidIdentifier},
-		{Settings: obj(`, "channel": "a b"`), Want: validate("channel"), Is: pglease.ErrInvalidIdentifier},
-		{Settings: obj(`, "table": 1`), Want: at("table"), Is: config.ErrWrongType},
-		{Settings: obj(`, "disable_push": "maybe"`), Want: at("disable_push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "skip_create_table": 2`), Want: at("skip_create_table"), Is: config.ErrWrongType},
+		{Settings: `{"module": "fxelection.backends.postgres"}`, Want: moduletest.At("dsn"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.postgres", "dsn": ""}`, Want: moduletest.At("dsn"), Is: config.ErrRequired},
+		{Settings: `{"module": "fxelection.backends.postgres", "dsn": 5}`, Want: moduletest.At("dsn"), Is: config.ErrWrongType},
+		{Settings: obj(`, "tabel": "t"`), Want: moduletest.At("tabel"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "table": "x; DROP TABLE y"`), Want: moduletest.Validated("table \""), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "schema": "a\"b"`), Want: moduletest.Validated("schema \""), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "channel": "a b"`), Want: moduletest.Validated("channel \""), Is: pglease.ErrInvalidIdentifier},
+		{Settings: obj(`, "table": 1`), Want: moduletest.At("table"), Is: config.ErrWrongType},
+		{Settings: obj(`, "disable_push": "maybe"`), Want: moduletest.At("disable_push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "skip_create_table": 2`), Want: moduletest.At("skip_create_table"), Is: config.ErrWrongType},
 	}, pw)
 }
 
@@ -155,7 +148,7 @@ func TestFxModule(t *testing.T) {
 		fxelection.Module,
 		fx.Supply(fxelection.Config{
 			Name: election(t), Identity: "fx",
-			LeaseDuration: faultTiming.lease, RenewDeadline: faultTiming.deadline, RetryPeriod: faultTiming.retry,
+			LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry,
 		}),
 		fx.Populate(&elector, &backend),
 	)
@@ -165,7 +158,7 @@ func TestFxModule(t *testing.T) {
 	if err := app.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	testserver.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
+	electiontest.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
 	if backend.BackendName() != "postgres" || backend.Table() != `"pgl_fx"` {
 		t.Fatalf("backend %s on table %s", backend.BackendName(), backend.Table())
 	}

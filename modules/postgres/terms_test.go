@@ -6,9 +6,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fxelection/fxelection/fxelection"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
+
+// setTerm gives election a released row (acquired and released as "a")
+// whose term is then set to term from outside, as if that many leases had
+// come and gone.
+func setTerm(t *testing.T, b *pglease.Backend, adm *pgxpool.Pool, election string, term int64) {
+	t.Helper()
+	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: election, Identity: "a", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctxT(t), l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.Exec(ctxT(t), `UPDATE `+b.Table()+` SET term = $2 WHERE name = $1`, election, term); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestTermAfterDelete: an operator's DELETE of the lease row, after
 // thousands of terms and while a leader holds it, does not make terms start
@@ -23,19 +42,10 @@ func TestTermAfterDelete(t *testing.T) {
 	req := func(id string) fxelection.AcquireRequest {
 		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute}
 	}
-	l, err := b.Acquire(ctxT(t), req("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctxT(t), l); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.Exec(ctxT(t), `UPDATE `+b.Table()+` SET term = 5000 WHERE name = $1`, e); err != nil {
-		t.Fatal(err)
-	}
+	setTerm(t, b, adm, e, 5000)
 	highest := uint64(5000)
 	for _, id := range []string{"a", "b", "a"} {
-		l, err = b.Acquire(ctxT(t), req(id))
+		l, err := b.Acquire(ctxT(t), req(id))
 		if err != nil || l.Term <= highest {
 			t.Fatalf("Acquire = %+v, %v; want a term above %d", l, err, highest)
 		}
@@ -81,16 +91,7 @@ func TestTermExhausted(t *testing.T) {
 	req := func(id string) fxelection.AcquireRequest {
 		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute}
 	}
-	l, err := b.Acquire(ctxT(t), req("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctxT(t), l); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.Exec(ctxT(t), `UPDATE `+b.Table()+` SET term = $2 WHERE name = $1`, e, int64(math.MaxInt64-1)); err != nil {
-		t.Fatal(err)
-	}
+	setTerm(t, b, adm, e, math.MaxInt64-1)
 	top, err := b.Acquire(ctxT(t), req("a"))
 	if err != nil || top.Term != math.MaxInt64 {
 		t.Fatalf("Acquire = %+v, %v; want term MaxTerm", top, err)

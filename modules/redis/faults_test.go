@@ -2,179 +2,37 @@ package redislease
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-// leaderLimit bounds how long electing a leader may take on a busy machine.
-const leaderLimit = faultLease + 2*faultRetry + 10*time.Second
-
-func twoCandidates(t *testing.T, addr, election string) []*candidate {
-	return []*candidate{
-		startCandidate(t, newBackend(t, addr, Options{}), election, "c1", nil),
-		startCandidate(t, newBackend(t, addr, Options{}), election, "c2", nil),
-	}
-}
-
-// stoppedEvent waits for leader's stopped-leading event for term.
-func stoppedEvent(t *testing.T, c *candidate, term uint64, limit time.Duration) fxelection.Event {
-	t.Helper()
-	return c.w.waitFor(t, limit, "stopped leading", func(ev fxelection.Event) bool {
-		return ev.Kind == fxelection.EventStoppedLeading && ev.Lease.Term == term
-	})
-}
-
-// waitNewTerm waits for a leader with a term above old.
-func waitNewTerm(t *testing.T, cs []*candidate, old uint64) fxelection.Lease {
-	t.Helper()
-	var l fxelection.Lease
-	testserver.WaitFor(t, leaderLimit, "a leader with a higher term", func() bool {
-		for _, c := range cs {
-			if got, ok := c.e.Lease(); ok && got.Term > old {
-				l = got
-				return true
-			}
-		}
-		return false
-	})
-	return l
-}
-
-// TestLeaseDeletedFromOutside: DEL of the lease key. The leader learns it
-// at its next renewal (lease lost) and steps down; a leader is elected again
-// with a higher term.
-func TestLeaseDeletedFromOutside(t *testing.T) {
+// TestFaults runs electiontest's fault scenarios against a redis-server of
+// its own: DEL of the lease key and FLUSHALL (the leader learns it at its
+// next renewal; the next term is higher, terms being clock-based by
+// default), the server killed and restarted (without persistence, so
+// empty) and down at start.
+func TestFaults(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
-	e := electionName(t)
-	cs := twoCandidates(t, srv.Addr(), e)
-	leader, first := waitLeader(t, cs, leaderLimit)
-	lease, _ := mustNew(t, admin, Options{}).Keys(e)
-	if err := admin.Del(ctxT(t), lease).Err(); err != nil {
-		t.Fatal(err)
-	}
-	ev := stoppedEvent(t, leader, first.Term, faultRenew+5*time.Second)
-	if ev.Reason != fxelection.ReasonLost {
-		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
-	}
-	second := waitNewTerm(t, cs, first.Term)
-	t.Logf("term %d → %d after DEL", first.Term, second.Term)
-}
-
-// TestFlushAll: FLUSHALL drops the lease and the term counter. The leader
-// steps down at its next renewal; the next leader's term is still higher,
-// because terms are clock-based by default.
-func TestFlushAll(t *testing.T) {
-	srv := newServer(t, testserver.RedisOptions{})
-	admin := newClient(t, srv.Addr())
-	e := electionName(t)
-	cs := twoCandidates(t, srv.Addr(), e)
-	leader, first := waitLeader(t, cs, leaderLimit)
-	if err := admin.FlushAll(ctxT(t)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	ev := stoppedEvent(t, leader, first.Term, faultRenew+5*time.Second)
-	if ev.Reason != fxelection.ReasonLost {
-		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
-	}
-	second := waitNewTerm(t, cs, first.Term)
-	t.Logf("term %d → %d after FLUSHALL", first.Term, second.Term)
-}
-
-// TestServerKilled: redis-server killed mid-leadership. The leader steps
-// down within RenewDeadline (its renewals fail); after a restart (without
-// persistence) a leader is elected again with a higher term.
-func TestServerKilled(t *testing.T) {
-	srv := newServer(t, testserver.RedisOptions{})
-	e := electionName(t)
-	cs := twoCandidates(t, srv.Addr(), e)
-	leader, first := waitLeader(t, cs, leaderLimit)
-	killed := time.Now()
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	ev := stoppedEvent(t, leader, first.Term, faultRenew+5*time.Second)
-	if took := ev.Time.Sub(killed); took > faultRenew+2*time.Second {
-		t.Errorf("stepped down %v after the kill, want within RenewDeadline %v (+2s slack)", took, faultRenew)
-	}
-	if ev.Reason != fxelection.ReasonDeadline {
-		t.Errorf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonDeadline)
-	}
-	if _, ok := leader.w.find(func(ev fxelection.Event) bool {
-		return isStoreFailure(ev) && ev.Op == fxelection.OpRenew
-	}); !ok {
-		t.Error("no failed renewal was observed")
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	second := waitNewTerm(t, cs, first.Term)
-	t.Logf("stepped down %v after the kill; term %d → %d after restart", ev.Time.Sub(killed), first.Term, second.Term)
-}
-
-// TestServerDownAtStart: candidates start while redis-server is down. They
-// report store failures (events and OnError) and back off exponentially;
-// once the server is up a leader is elected.
-func TestServerDownAtStart(t *testing.T) {
-	srv := newServer(t, testserver.RedisOptions{})
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	e := electionName(t)
-	var mu sync.Mutex
-	var opErrs []*fxelection.OpError
-	onError := func(err error) {
-		var oe *fxelection.OpError
-		if errors.As(err, &oe) {
-			mu.Lock()
-			opErrs = append(opErrs, oe)
-			mu.Unlock()
-		}
-	}
-	c := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "c1", func(cfg *fxelection.Config) {
-		cfg.Callbacks.OnError = onError
-	})
-	failures := func() []fxelection.Event {
-		var out []fxelection.Event
-		for _, ev := range c.w.all() {
-			if isStoreFailure(ev) && ev.Op == fxelection.OpAcquire {
-				out = append(out, ev)
+	electiontest.RunFaultTests(t, electiontest.FaultHooks{
+		NewBackend: func(t *testing.T) fxelection.Backend { return newBackend(t, srv.Addr(), Options{}) },
+		Server:     srv,
+		Flush: func(t *testing.T) {
+			if err := admin.FlushAll(ctxT(t)).Err(); err != nil {
+				t.Fatal(err)
 			}
-		}
-		return out
-	}
-	testserver.WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
-	fs := failures()
-	// Lower bounds only: waits never end early. Failure n is followed by
-	// RetryPeriod·2^(n−1), capped at MaxBackoff, plus jitter.
-	for i := 1; i < len(fs); i++ {
-		want := min(faultRetry<<(i-1), faultMaxBO)
-		if gap := fs[i].Time.Sub(fs[i-1].Time); gap < want {
-			t.Errorf("gap after failure %d = %v, want at least %v (backoff)", i, gap, want)
-		}
-	}
-	testserver.WaitFor(t, 10*time.Second, "OnError calls", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(opErrs) > 0
+		},
+		Delete: func(t *testing.T, election string) {
+			lease, _ := mustNew(t, admin, Options{}).Keys(election)
+			if err := admin.Del(ctxT(t), lease).Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
-	mu.Lock()
-	if oe := opErrs[0]; oe.Op != fxelection.OpAcquire || oe.Election != e {
-		t.Errorf("OnError got %v", oe)
-	}
-	mu.Unlock()
-	if c.e.Status().LastError == nil {
-		t.Error("Status has no LastError")
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	waitLeader(t, []*candidate{c}, faultMaxBO*2+leaderLimit)
 }
 
 // TestReacquireAfterCrash: a leader dies without releasing (its lease stays
@@ -187,22 +45,22 @@ func TestReacquireAfterCrash(t *testing.T) {
 		cfg.KeepLeaseOnStop = true // what a crash leaves behind
 		cfg.LeaseDuration, cfg.RenewDeadline = time.Minute, 40*time.Second
 	}
-	a := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
-	_, first := waitLeader(t, []*candidate{a}, leaderLimit)
-	other := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
-	testserver.WaitFor(t, leaderLimit, "the other candidate to see the leader", func() bool {
-		l, ok := other.e.Leader()
+	a := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
+	_, first := electiontest.WaitLeader(t, []*electiontest.Candidate{a}, electiontest.LeaderLimit)
+	other := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the other candidate to see the leader", func() bool {
+		l, ok := other.Elector.Leader()
 		return ok && l.Holder == "fixed"
 	})
-	if err := a.e.Stop(context.Background()); err != nil {
+	if err := a.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	restarted := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
-	_, again := waitLeader(t, []*candidate{restarted, other}, 10*time.Second)
+	restarted := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
+	_, again := electiontest.WaitLeader(t, []*electiontest.Candidate{restarted, other}, 10*time.Second)
 	if again.Holder != "fixed" || again.Term != first.Term {
 		t.Fatalf("after restart %q leads with term %d, want fixed with term %d", again.Holder, again.Term, first.Term)
 	}
-	op, _ := restarted.w.find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventOperation })
+	op, _ := restarted.Events.Find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventOperation })
 	if op.Op != fxelection.OpAcquire || op.Err != nil {
 		t.Fatalf("first operation after restart: %s, %v; want a successful acquire", op.Op, op.Err)
 	}
@@ -212,22 +70,5 @@ func TestReacquireAfterCrash(t *testing.T) {
 // bound, a follower takes over a released lease only thanks to push.
 func TestPushWakesFollower(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
-	}
-	leader := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "leader", slow)
-	waitLeader(t, []*candidate{leader}, 10*time.Second)
-	follower := startCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "follower", slow)
-	testserver.WaitFor(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.e.Leader()
-		return ok && l.Holder == "leader"
-	})
-	stopped := time.Now()
-	if err := leader.e.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, 15s away.
-	waitLeader(t, []*candidate{follower}, 5*time.Second)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
+	electiontest.CheckPushHandover(t, newBackend(t, srv.Addr(), Options{}), newBackend(t, srv.Addr(), Options{}), electiontest.PushOptions{})
 }

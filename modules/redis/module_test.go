@@ -2,7 +2,6 @@ package redislease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -25,26 +25,13 @@ const secret = "s3cr3t-PASSWORD-never-shown"
 // the client.
 func TestConfigModule(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`",
-		"db": 3, "prefix": "reg:", "sequential_terms": true, "push": false}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := m.(*ConfigModule); !ok {
-		t.Fatalf("decoded %T", m)
-	}
-	b, cleanup, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.(fxelection.NamedBackend).BackendName() != "redis" {
-		t.Fatalf("name = %q", b.(fxelection.NamedBackend).BackendName())
-	}
+	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`",
+		"db": 3, "prefix": "reg:", "sequential_terms": true, "push": false}`, "redis")
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
-	c := startCandidate(t, b, electionName(t), "reg", nil)
-	_, l := waitLeader(t, []*candidate{c}, leaderLimit)
+	c := electiontest.StartCandidate(t, b, electionName(t), "reg", nil)
+	_, l := electiontest.WaitLeader(t, []*electiontest.Candidate{c}, electiontest.LeaderLimit)
 	if l.Term != 1 {
 		t.Errorf("sequential_terms: term %d, want 1", l.Term)
 	}
@@ -53,27 +40,15 @@ func TestConfigModule(t *testing.T) {
 	if keys, _ := admin.Keys(ctxT(t), "reg:{*").Result(); len(keys) != 2 {
 		t.Errorf("keys in db 3 with prefix reg: = %v, want lease and term", keys)
 	}
-	if err := c.e.Stop(context.Background()); err != nil {
+	if err := c.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Get(ctxT(t), "x"); err == nil {
-		t.Fatal("Get after Cleanup succeeded: the client was not closed")
-	}
+	moduletest.CheckCleanupCloses(t, ctxT(t), b, cleanup)
 }
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.
 func TestConfigModuleDefaults(t *testing.T) {
-	m, err := moduletest.Decode(`{"module": "fxelection.backends.redis", "addr": "localhost:1"}`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := moduletest.Provision(t, ctxT(t), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b, _ := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.redis", "addr": "localhost:1"}`, "redis")
 	rb := b.(*Backend)
 	if !rb.push || rb.prefix != DefaultKeyPrefix || rb.clock != "1" {
 		t.Fatalf("defaults: push=%v prefix=%q clock=%q", rb.push, rb.prefix, rb.clock)
@@ -88,26 +63,24 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.redis", "password": "{env.REDIS_PASSWORD}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: obj(``), Want: at("addr"), Is: config.ErrRequired},
-		{Settings: obj(`, "addr": ""`), Want: at("addr"), Is: config.ErrRequired},
-		{Settings: obj(`, "adr": "h:1"`), Want: at("adr"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "addr": 6379`), Want: at("addr"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": " , "`), Want: validate("addr"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "no-port"`), Want: validate("addr"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "redis://u:` + secret + `@h:1"`), Want: validate("addr: address 1 is a URL"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "u:` + secret + `@h:1"`), Want: validate("addr"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "h:1", "db": "x"`), Want: at("db"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "db": 1.5`), Want: at("db"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "db": -1`), Want: validate("db"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "h:1,h:2", "db": 1`), Want: validate("db"), Is: ErrInvalidOptions},
-		{Settings: obj(`, "addr": "h:1", "tls": "maybe"`), Want: at("tls"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "push": "false"`), Want: at("push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "sequential_terms": 2`), Want: at("sequential_terms"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "prefix": "a{b}"`), Want: validate("prefix"), Is: ErrInvalidOptions},
-		{Settings: `{"module": "fxelection.backends.redis", "addr": "h:1", "password": 5}`, Want: at("password"), Is: config.ErrWrongType},
+		{Settings: obj(``), Want: moduletest.At("addr"), Is: config.ErrRequired},
+		{Settings: obj(`, "addr": ""`), Want: moduletest.At("addr"), Is: config.ErrRequired},
+		{Settings: obj(`, "adr": "h:1"`), Want: moduletest.At("adr"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "addr": 6379`), Want: moduletest.At("addr"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": " , "`), Want: moduletest.Validated("addr"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "no-port"`), Want: moduletest.Validated("addr"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "redis://u:` + secret + `@h:1"`), Want: moduletest.Validated("addr: address 1 is a URL"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "u:` + secret + `@h:1"`), Want: moduletest.Validated("addr"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1", "db": "x"`), Want: moduletest.At("db"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "db": 1.5`), Want: moduletest.At("db"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "db": -1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1,h:2", "db": 1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1", "tls": "maybe"`), Want: moduletest.At("tls"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "push": "false"`), Want: moduletest.At("push"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "sequential_terms": 2`), Want: moduletest.At("sequential_terms"), Is: config.ErrWrongType},
+		{Settings: obj(`, "addr": "h:1", "prefix": "a{b}"`), Want: moduletest.Validated("prefix"), Is: ErrInvalidOptions},
+		{Settings: `{"module": "fxelection.backends.redis", "addr": "h:1", "password": 5}`, Want: moduletest.At("password"), Is: config.ErrWrongType},
 	}, secret)
 }
 
@@ -159,14 +132,14 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 	}
 	b := start(secret)
 	var errs []error
-	c := startCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
+	c := electiontest.StartCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
 		cfg.Callbacks.OnError = func(err error) { errs = append(errs, err) } // one delivery goroutine
 	})
-	ev := c.w.waitFor(t, 20*time.Second, "a failed acquisition", isStoreFailure)
+	ev := c.Events.WaitFor(t, 20*time.Second, "a failed acquisition", electiontest.IsStoreFailure)
 	if strings.Contains(ev.Err.Error(), secret) {
 		t.Fatalf("error %q contains the password", ev.Err)
 	}
-	if err := c.e.Stop(context.Background()); err != nil {
+	if err := c.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
@@ -174,7 +147,7 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 			t.Fatalf("OnError %q contains the password", err)
 		}
 	}
-	if st := c.e.Status(); st.LastError == nil || strings.Contains(st.LastError.Error(), secret) {
+	if st := c.Elector.Status(); st.LastError == nil || strings.Contains(st.LastError.Error(), secret) {
 		t.Fatalf("Status.LastError = %v", st.LastError)
 	}
 	if _, err := start("the-right-one").Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
@@ -196,12 +169,12 @@ func TestModule(t *testing.T) {
 		}),
 		fx.Supply(Options{KeyPrefix: "fx:"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: faultLease, RenewDeadline: faultRenew, RetryPeriod: faultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &rb),
 	)
 	app.RequireStart()
-	testserver.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if lease, _ := rb.Keys("fx-module"); !strings.HasPrefix(lease, "fx:") {
 		t.Fatalf("Options from the graph not used: %s", lease)
 	}
@@ -225,21 +198,8 @@ func FuzzConfigModuleSettings(f *testing.F) {
 	f.Fuzz(func(t *testing.T, before, after, prefix string, db int64) {
 		const pw = "Fz-pw-7d21"
 		addr := before + ":" + pw + after
-		raw, err := json.Marshal(map[string]any{
+		moduletest.CheckDecodeHides[*ConfigModule](t, map[string]any{
 			"module": "fxelection.backends.redis", "addr": addr, "prefix": prefix, "db": db, "password": pw,
-		})
-		if err != nil {
-			return // not representable as JSON: nothing to decode
-		}
-		m, err := moduletest.Decode(string(raw), nil)
-		if err == nil {
-			if _, ok := m.(*ConfigModule); !ok {
-				t.Fatalf("decoded %T", m)
-			}
-			return
-		}
-		if strings.Contains(err.Error(), pw) {
-			t.Fatalf("error %q shows the password", err)
-		}
+		}, pw)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -120,14 +121,14 @@ func TestHostileRecordsInRedis(t *testing.T) {
 	if err := admin.Set(ctxT(t), lease, "fxe1|5|3|\xff\xfe\xfd|60000|0|", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c := startCandidate(t, b, e, "a", nil)
-	c.w.waitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
+	c := electiontest.StartCandidate(t, b, e, "a", nil)
+	c.Events.WaitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
 		return ev.Err != nil && errors.Is(ev.Err, fxelection.ErrInvalidRecord)
 	})
-	if c.e.IsLeader() {
+	if c.Elector.IsLeader() {
 		t.Fatal("took over a live lease with an invalid holder")
 	}
-	if l, ok := c.e.Leader(); ok || strings.Contains(l.Holder, "\xff") {
+	if l, ok := c.Elector.Leader(); ok || strings.Contains(l.Holder, "\xff") {
 		t.Fatalf("the elector reports the invalid holder as leader: %+v", l)
 	}
 	if v := admin.Get(ctxT(t), lease).Val(); v != "fxe1|5|3|\xff\xfe\xfd|60000|0|" {

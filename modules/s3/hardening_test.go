@@ -5,11 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,15 +14,9 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
-
-// rawRecord is a record in the core's JSON encoding, written by hand so
-// that any field can be hostile.
-func rawRecord(election, holder string, term string, durationMS string) string {
-	return `{"fxelection":1,"election":"` + election + `","holder":"` + holder + `","term":` + term +
-		`,"duration_ms":` + durationMS + `,"acquired_at":"2026-01-01T00:00:00Z"}`
-}
 
 // plant writes body as election's object, as another program might, and
 // returns its ETag.
@@ -62,7 +53,7 @@ func TestHugeDurationNeverTakenOver(t *testing.T) {
 	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
 	for _, ms := range []string{fmt.Sprint(int64(math.MaxInt64)), fmt.Sprint(int64(math.MaxInt64 - 1)), fmt.Sprint(int64(math.MaxInt64 / 1000)), "9223372036854"} {
 		t.Run(ms, func(t *testing.T) {
-			etag := plant(t, b, e, envelopeBody(false, rawRecord(e, "x", "5", ms)))
+			etag := plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", "5", ms)))
 			deadline := time.Now().Add(3 * time.Second)
 			for n := 0; time.Now().Before(deadline) || n < 3; n++ {
 				if l, err := b.Acquire(ctxT(t), req(e, "a", 100*time.Millisecond)); !errors.Is(err, fxelection.ErrInvalidRecord) {
@@ -86,18 +77,18 @@ func TestHugeDurationNeverTakenOver(t *testing.T) {
 func TestHostileRecords(t *testing.T) {
 	b := newBackend(t, s3lease.Options{})
 	for name, rec := range map[string]func(e string) string{
-		"invalid UTF-8 holder": func(e string) string { return rawRecord(e, "\xff\xfe\xfd", "3", "60000") },
-		"control in holder":    func(e string) string { return rawRecord(e, `a\u001b[31mb`, "3", "60000") },
-		"newline in holder":    func(e string) string { return rawRecord(e, `a\nb`, "3", "60000") },
-		"empty holder":         func(e string) string { return rawRecord(e, "", "3", "60000") },
-		"zero term":            func(e string) string { return rawRecord(e, "x", "0", "60000") },
-		"term above MaxTerm":   func(e string) string { return rawRecord(e, "x", "9223372036854775808", "60000") },
-		"max uint64 term":      func(e string) string { return rawRecord(e, "x", "18446744073709551615", "60000") },
-		"negative term":        func(e string) string { return rawRecord(e, "x", "-1", "60000") },
-		"fractional term":      func(e string) string { return rawRecord(e, "x", "1.5", "60000") },
-		"zero duration":        func(e string) string { return rawRecord(e, "x", "3", "0") },
-		"negative duration":    func(e string) string { return rawRecord(e, "x", "3", "-60000") },
-		"other election":       func(string) string { return rawRecord("someone-else", "x", "3", "60000") },
+		"invalid UTF-8 holder": func(e string) string { return electiontest.RawRecord(e, "\xff\xfe\xfd", "3", "60000") },
+		"control in holder":    func(e string) string { return electiontest.RawRecord(e, `a\u001b[31mb`, "3", "60000") },
+		"newline in holder":    func(e string) string { return electiontest.RawRecord(e, `a\nb`, "3", "60000") },
+		"empty holder":         func(e string) string { return electiontest.RawRecord(e, "", "3", "60000") },
+		"zero term":            func(e string) string { return electiontest.RawRecord(e, "x", "0", "60000") },
+		"term above MaxTerm":   func(e string) string { return electiontest.RawRecord(e, "x", "9223372036854775808", "60000") },
+		"max uint64 term":      func(e string) string { return electiontest.RawRecord(e, "x", "18446744073709551615", "60000") },
+		"negative term":        func(e string) string { return electiontest.RawRecord(e, "x", "-1", "60000") },
+		"fractional term":      func(e string) string { return electiontest.RawRecord(e, "x", "1.5", "60000") },
+		"zero duration":        func(e string) string { return electiontest.RawRecord(e, "x", "3", "0") },
+		"negative duration":    func(e string) string { return electiontest.RawRecord(e, "x", "3", "-60000") },
+		"other election":       func(string) string { return electiontest.RawRecord("someone-else", "x", "3", "60000") },
 		"control in metadata": func(e string) string {
 			return `{"fxelection":1,"election":"` + e + `","holder":"x","metadata":{"k":"\u0007"},"term":3,"duration_ms":60000}`
 		},
@@ -109,16 +100,7 @@ func TestHostileRecords(t *testing.T) {
 			e := electiontest.Election(t)
 			etag := plant(t, b, e, envelopeBody(false, rec(e)))
 			for range 2 {
-				_, err := b.Acquire(ctxT(t), req(e, "a", 50*time.Millisecond))
-				if !errors.Is(err, fxelection.ErrInvalidRecord) {
-					t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
-				}
-				if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
-					t.Fatalf("error carries stored bytes unescaped: %q", err)
-				}
-				if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
-					t.Fatalf("Get: %v, want ErrInvalidRecord", err)
-				}
+				electiontest.CheckRecordRefused(t, b, req(e, "a", 50*time.Millisecond))
 				time.Sleep(60 * time.Millisecond)
 			}
 			if got := objectETag(t, b, e); got != etag {
@@ -129,7 +111,7 @@ func TestHostileRecords(t *testing.T) {
 	// The same holder with invalid UTF-8 in a released object: not taken
 	// either (a released record is decoded like any other).
 	e := electiontest.Election(t)
-	plant(t, b, e, envelopeBody(true, rawRecord(e, "\xff", "3", "60000")))
+	plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "\xff", "3", "60000")))
 	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, fxelection.ErrInvalidRecord) {
 		t.Fatalf("Acquire over a released hostile record: %v", err)
 	}
@@ -142,7 +124,7 @@ func TestHostileRecords(t *testing.T) {
 func TestTermExhausted(t *testing.T) {
 	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
 	maxTerm := fmt.Sprint(uint64(fxelection.MaxTerm))
-	etag := plant(t, b, e, envelopeBody(true, rawRecord(e, "x", maxTerm, "60000")))
+	etag := plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "x", maxTerm, "60000")))
 	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {
 		t.Fatalf("Acquire after term MaxTerm was released: %v, want ErrTermExhausted", err)
 	}
@@ -151,7 +133,7 @@ func TestTermExhausted(t *testing.T) {
 	}
 	// Held at MaxTerm: the holder re-acquires at the same term; a takeover
 	// after expiry is refused like the release.
-	plant(t, b, e, envelopeBody(false, rawRecord(e, "x", maxTerm, "200")))
+	plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", maxTerm, "200")))
 	lx, err := b.Acquire(ctxT(t), req(e, "x", 200*time.Millisecond))
 	if err != nil || lx.Term != fxelection.MaxTerm {
 		t.Fatalf("holder's re-acquire at MaxTerm: %+v, %v", lx, err)
@@ -170,59 +152,11 @@ func TestTermExhausted(t *testing.T) {
 	}
 }
 
-// TestTermAboveDeletedTerms: terms handed out before the object was deleted
-// stay below every later term, across several deletes.
-func TestTermAboveDeletedTerms(t *testing.T) {
-	a, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
-	var last uint64
-	for i := range 5 {
-		l, err := a.Acquire(ctxT(t), req(e, fmt.Sprint("n", i), time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Term <= last {
-			t.Fatalf("term %d after a delete, earlier %d", l.Term, last)
-		}
-		last = l.Term
-		deleteObject(t, a, e)
-	}
-}
-
 func deleteObject(t *testing.T, b *s3lease.Backend, election string) {
 	t.Helper()
 	if err := newClient(t).RemoveObject(ctxT(t), b.Bucket(), b.Key(election), minio.RemoveObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
-// syncBuffer is a log sink for one elector.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestErrorsRedacted (issue 9, secrets): with a wrong endpoint or wrong
@@ -231,7 +165,7 @@ func (s *syncBuffer) String() string {
 func TestErrorsRedacted(t *testing.T) {
 	srv := server(t)
 	const secretKey = "s3cret/Key+with=signs&sig=ab"
-	for name, endpoint := range map[string]string{"unreachable": closedAddr(t), "wrong credentials": srv.Endpoint()} {
+	for name, endpoint := range map[string]string{"unreachable": testserver.ClosedAddr(t), "wrong credentials": srv.Endpoint()} {
 		t.Run(name, func(t *testing.T) {
 			be, err := provision(t, map[string]any{
 				"endpoint": endpoint, "bucket": bucket, "access_key": "AKIAwrong", "secret_key": secretKey,
@@ -260,49 +194,7 @@ func TestErrorsRedacted(t *testing.T) {
 			_, err = be.Renew(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: "x", Duration: time.Minute})
 			check("Renew", err)
 			check("Release", be.Release(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: "x", Duration: time.Minute}))
-			runElector(t, be, e, check)
+			electiontest.CheckElectorErrors(t, be, e, check, func(log string) bool { return strings.Contains(log, "s3cret") })
 		})
-	}
-}
-
-// runElector runs a real Elector on be until it has reported a store
-// failure, and checks the error it got through OnError, Status and its log.
-func runElector(t *testing.T, be fxelection.Backend, e string, check func(string, error)) {
-	t.Helper()
-	var logs syncBuffer
-	errs := make(chan error, 16)
-	el, err := fxelection.New(fxelection.Config{
-		Name: e, Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Callbacks: fxelection.Callbacks{OnError: func(err error) {
-			select {
-			case errs <- err:
-			default:
-			}
-		}},
-	}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := el.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := el.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	select {
-	case err := <-errs:
-		check("OnError", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("no OnError within 30s")
-	}
-	check("Status().LastError", el.Status().LastError)
-	if strings.Contains(logs.String(), "s3cret") {
-		t.Fatalf("log leaks a secret: %s", logs.String())
 	}
 }

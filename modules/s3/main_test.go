@@ -2,11 +2,8 @@ package s3lease_test
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -21,9 +19,8 @@ import (
 const bucket = "fxelection-test"
 
 var (
-	private  *testserver.MinIO // the package's own server, nil if it did not start
-	startErr error             // why it did not
-	bucketN  atomic.Int64
+	private *testserver.Private[*testserver.MinIO] // the package's own server
+	bucketN atomic.Int64
 )
 
 // TestMain starts one private MinIO for the package, creates the test
@@ -31,25 +28,16 @@ var (
 // (goleak.VerifyTestMain would run before the Close and see the server's
 // process waiter).
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		// A fuzz worker runs only the fuzz target, which needs no server.
-		os.Exit(m.Run())
-	}
-	private, startErr = testserver.StartMinIO(testserver.MinIOOptions{})
-	if startErr == nil {
-		startErr = makeBucket(bucket)
-	}
-	os.Exit(testserver.RunMain(m, func() error {
-		if private == nil {
-			return nil
-		}
-		return private.Close()
-	}))
+	testserver.Main(m, func() func() error {
+		private = testserver.StartPrivate(func() (*testserver.MinIO, error) {
+			return testserver.StartMinIO(testserver.MinIOOptions{})
+		}, func(srv *testserver.MinIO) error { return makeBucket(srv, bucket) })
+		return private.Close
+	})
 }
 
-func makeBucket(name string) error {
-	c, tr, err := client()
+func makeBucket(srv *testserver.MinIO, name string) error {
+	c, tr, err := client(srv)
 	if err != nil {
 		return err
 	}
@@ -64,25 +52,16 @@ func makeBucket(name string) error {
 
 // server returns the private server, skipping (failing under CI=true) when
 // it could not start.
-func server(t testing.TB) *testserver.MinIO {
-	t.Helper()
-	err := startErr
-	if private == nil && err == nil {
-		err = errors.New("private minio: not started")
-	}
-	testserver.Require(t, err)
-	return private
-}
+func server(t testing.TB) *testserver.MinIO { return private.Get(t) }
 
-// client returns a client of its own (own connection pool) on the private
-// server.
-func client() (*minio.Client, *http.Transport, error) {
+// client returns a client of its own (own connection pool) on srv.
+func client(srv *testserver.MinIO) (*minio.Client, *http.Transport, error) {
 	tr, err := minio.DefaultTransport(false)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := minio.New(private.Endpoint(), &minio.Options{
-		Creds:     credentials.NewStaticV4(private.AccessKey(), private.SecretKey(), ""),
+	c, err := minio.New(srv.Endpoint(), &minio.Options{
+		Creds:     credentials.NewStaticV4(srv.AccessKey(), srv.SecretKey(), ""),
 		Region:    "us-east-1",
 		Transport: tr,
 	})
@@ -95,8 +74,7 @@ func client() (*minio.Client, *http.Transport, error) {
 // newClient is client for tests; its connections close at cleanup.
 func newClient(t testing.TB) *minio.Client {
 	t.Helper()
-	server(t)
-	c, tr, err := client()
+	c, tr, err := client(server(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +98,12 @@ func newBackend(t testing.TB, opts s3lease.Options) *s3lease.Backend {
 // newBucket creates a fresh bucket for one test.
 func newBucket(t testing.TB) string {
 	t.Helper()
-	server(t)
+	srv := server(t)
 	name := fmt.Sprintf("fxe-%d-%d", time.Now().UnixNano()%1e9, bucketN.Add(1))
-	if err := makeBucket(name); err != nil {
+	if err := makeBucket(srv, name); err != nil {
 		t.Fatal(err)
 	}
 	return name
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+var ctxT = electiontest.Context // shared by every backend's tests

@@ -1,7 +1,6 @@
 package s3lease_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -25,16 +24,7 @@ const secret = "sup3r-s3cret-k3y"
 // Its Cleanup runs when the test ends.
 func provision(t testing.TB, settings map[string]any) (fxelection.Backend, error) {
 	t.Helper()
-	settings["module"] = "fxelection.backends.s3"
-	raw, err := json.Marshal(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := moduletest.Decode(string(raw), nil)
-	if err != nil {
-		return nil, err
-	}
-	b, _, err := moduletest.Provision(t, ctxT(t), m)
+	b, _, err := moduletest.ProvisionSettings(t, ctxT(t), "fxelection.backends.s3", settings)
 	return b, err
 }
 
@@ -45,19 +35,17 @@ func TestConfigModuleErrors(t *testing.T) {
 	obj := func(rest string) string {
 		return `{"module": "fxelection.backends.s3", "access_key": "ak", "secret_key": "{env.S3_SECRET}"` + rest + `}`
 	}
-	at := func(key string) []string { return []string{moduletest.BackendPath + "." + key} }
-	validate := func(key string) []string { return []string{moduletest.BackendPath + ": ", key + ":"} }
 	moduletest.CheckErrors(t, env, []moduletest.Case{
-		{Settings: obj(`, "bucket": "b"`), Want: at("endpoint"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoint": "h:9000"`), Want: at("bucket"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoint": "h:9000", "bucket": ""`), Want: at("bucket"), Is: config.ErrRequired},
-		{Settings: obj(`, "endpoint": "h:9000", "bucket": "b", "secure": "maybe"`), Want: at("secure"), Is: config.ErrWrongType},
-		{Settings: obj(`, "endpoint": "h:9000", "bucket": "b", "regoin": "x"`), Want: at("regoin"), Is: config.ErrUnknownKey},
-		{Settings: obj(`, "endpoint": 9000, "bucket": "b"`), Want: at("endpoint"), Is: config.ErrWrongType},
-		{Settings: `{"module": "fxelection.backends.s3", "endpoint": "h:9000", "bucket": "b", "secret_key": "{env.S3_SECRET}"}`, Want: validate("access_key, secret_key")},
-		{Settings: `{"module": "fxelection.backends.s3", "endpoint": "h:9000", "bucket": "b", "access_key": "ak"}`, Want: validate("access_key, secret_key")},
-		{Settings: obj(`, "endpoint": "http://` + secret + `@host:9000/path", "bucket": "b"`), Want: validate("endpoint")},
-		{Settings: obj(`, "endpoint": "host:9000/` + secret + `", "bucket": "b"`), Want: validate("endpoint")},
+		{Settings: obj(`, "bucket": "b"`), Want: moduletest.At("endpoint"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": "h:9000"`), Want: moduletest.At("bucket"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": "h:9000", "bucket": ""`), Want: moduletest.At("bucket"), Is: config.ErrRequired},
+		{Settings: obj(`, "endpoint": "h:9000", "bucket": "b", "secure": "maybe"`), Want: moduletest.At("secure"), Is: config.ErrWrongType},
+		{Settings: obj(`, "endpoint": "h:9000", "bucket": "b", "regoin": "x"`), Want: moduletest.At("regoin"), Is: config.ErrUnknownKey},
+		{Settings: obj(`, "endpoint": 9000, "bucket": "b"`), Want: moduletest.At("endpoint"), Is: config.ErrWrongType},
+		{Settings: `{"module": "fxelection.backends.s3", "endpoint": "h:9000", "bucket": "b", "secret_key": "{env.S3_SECRET}"}`, Want: moduletest.Validated("access_key, secret_key:")},
+		{Settings: `{"module": "fxelection.backends.s3", "endpoint": "h:9000", "bucket": "b", "access_key": "ak"}`, Want: moduletest.Validated("access_key, secret_key:")},
+		{Settings: obj(`, "endpoint": "http://` + secret + `@host:9000/path", "bucket": "b"`), Want: moduletest.Validated("endpoint:")},
+		{Settings: obj(`, "endpoint": "host:9000/` + secret + `", "bucket": "b"`), Want: moduletest.Validated("endpoint:")},
 	}, secret)
 }
 

@@ -156,7 +156,7 @@ func startNodes(t *testing.T, addr string, n int, job func(nd *node) gocron.Task
 func leader(t *testing.T, nodes []*node, not ...*node) (*node, time.Time) {
 	t.Helper()
 	var l *node
-	testserver.WaitFor(t, 4*leaseDur, "a new leader", func() bool {
+	electiontest.WaitFor(t, 4*leaseDur, "a new leader", func() bool {
 		for _, nd := range nodes {
 			if nd.e.IsLeader() && !slices.Contains(not, nd) {
 				l = nd

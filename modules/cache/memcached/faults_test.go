@@ -10,9 +10,9 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 // TestFaults runs the shared fault scenarios against a real memcached:
@@ -22,7 +22,7 @@ func TestFaults(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	admin := newClient(t, srv.Addr())
 	keys := newBackend(t, srv.Addr(), cachelease.Options{})
-	cachetest.RunFaults(t, cachetest.Hooks{
+	electiontest.RunFaultTests(t, electiontest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBackend(t, srv.Addr(), cachelease.Options{}) },
 		Server:     srv,
 		Flush: func(t *testing.T) {
@@ -157,18 +157,5 @@ func TestHostileElectionNames(t *testing.T) {
 		t.Fatalf("Acquire with CR LF in the name: %v, want refused", err)
 	}
 	names := []string{"a b", "a=41", "aA", "a.b", strings.Repeat("é", 100), strings.Repeat("é", 99) + "e"}
-	terms := map[string]uint64{}
-	for _, n := range names {
-		l, err := a.Acquire(ctxT(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
-		if err != nil {
-			t.Fatalf("Acquire(%q): %v", n, err)
-		}
-		terms[n] = l.Term
-	}
-	for _, n := range names {
-		got, err := b.Get(ctxT(t), n)
-		if err != nil || got.Holder != "a" || got.Term != terms[n] || got.Election != n {
-			t.Fatalf("Get(%q) = %+v, %v", n, got, err)
-		}
-	}
+	electiontest.CheckElectionNames(t, a, b, names)
 }

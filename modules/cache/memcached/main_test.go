@@ -1,14 +1,13 @@
 package memcachedlease
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"go.uber.org/goleak"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -16,11 +15,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Helpers every backend's tests share (electiontest).
+var (
+	ctxT         = electiontest.Context
+	electionName = electiontest.Election
+)
 
 // newClient returns a client of its own (as another process would have),
 // closed at the end of the test.
@@ -39,8 +38,4 @@ func newBackend(t testing.TB, addr string, opts cachelease.Options) *cachelease.
 		t.Fatal(err)
 	}
 	return b
-}
-
-func electionName(t testing.TB) string {
-	return fmt.Sprintf("test-%d-%s", time.Now().UnixNano()%1_000_000, t.Name())
 }

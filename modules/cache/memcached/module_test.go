@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,28 +17,17 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 const moduleID = "fxelection.backends.memcached"
 
-// document returns a one-election document whose backend object has the
-// given settings (JSON members, without braces) after the module ID.
-func document(election, settings string) []byte {
-	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
-		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, cachetest.Lease, cachetest.Renew, cachetest.Retry, cachetest.MaxBO, moduleID, settings)
-}
-
 // TestModuleRegistered: importing the package registers the typed module.
-func TestModuleRegistered(t *testing.T) {
-	info, err := config.GetModule(moduleID)
-	if err != nil || info.Doc == "" {
-		t.Fatalf("GetModule = %+v, %v", info, err)
-	}
-}
+func TestModuleRegistered(t *testing.T) { moduletest.CheckRegistered(t, moduleID) }
 
 // TestModuleDecodeErrors: unknown keys, wrong types, missing required
 // settings, bad durations and values Validate refuses are errors naming the
@@ -69,7 +55,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 		{`, "addr": "h:1", "prefix": "` + strings.Repeat("p", 200) + `"`, `prefix: `, cachelease.ErrInvalidPrefix},
 	}
 	for _, tc := range cases {
-		_, err := config.Parse(document("e", tc.settings))
+		_, err := config.Parse(moduletest.Document("e", moduleID, tc.settings))
 		if err == nil {
 			t.Errorf("%s: no error", tc.settings)
 			continue
@@ -84,7 +70,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 			t.Errorf("%s: error %q echoes a value", tc.settings, err)
 		}
 	}
-	if _, err := config.Parse(document("e", `, "addr": "h:1, h:2", "timeout": "250ms", "prefix": "a.b_c="`)); err != nil {
+	if _, err := config.Parse(moduletest.Document("e", moduleID, `, "addr": "h:1, h:2", "timeout": "250ms", "prefix": "a.b_c="`)); err != nil {
 		t.Fatalf("valid settings: %v", err)
 	}
 }
@@ -95,7 +81,7 @@ func TestModuleSharedValidation(t *testing.T) {
 	client := memcache.New("127.0.0.1:1") // never dialled
 	for _, p := range []string{"a b", ".x", "a..b", "a/b", "é", strings.Repeat("p", 200), "", "a", "a.b.", "x_y=z-"} {
 		_, newErr := New(client, cachelease.Options{KeyPrefix: p})
-		_, docErr := config.Parse(document("e", fmt.Sprintf(`, "addr": "h:1", "prefix": %q`, p)))
+		_, docErr := config.Parse(moduletest.Document("e", moduleID, fmt.Sprintf(`, "addr": "h:1", "prefix": %q`, p)))
 		if (newErr == nil) != (docErr == nil) {
 			t.Errorf("prefix %q: New: %v; module: %v", p, newErr, docErr)
 		}
@@ -118,7 +104,7 @@ func TestModuleLifecycle(t *testing.T) {
 	}
 	before := connAddrs(t, srv.Addr())
 
-	doc, err := config.Parse(document(e, fmt.Sprintf(`, "addr": %q, "timeout": "2s", "prefix": "cfg."`, srv.Addr())))
+	doc, err := config.Parse(moduletest.Document(e, moduleID, fmt.Sprintf(`, "addr": %q, "timeout": "2s", "prefix": "cfg."`, srv.Addr())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +122,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if m.client == nil || m.client.Timeout != 2*time.Second {
 		t.Fatalf("Provision did not create the client with the timeout: %+v", m.client)
 	}
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the elector to lead", el.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
 	if el.Status().Backend != "memcached" {
 		t.Fatalf("backend name %q", el.Status().Backend)
 	}
@@ -160,7 +146,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("lease after app stop: %v, want released", err)
 	}
-	cachetest.WaitUntil(t, 20*time.Second, "the module's connections to close", func() bool {
+	electiontest.WaitFor(t, 20*time.Second, "the module's connections to close", func() bool {
 		now := connAddrs(t, srv.Addr())
 		for _, a := range mine {
 			if now[a] {
@@ -206,12 +192,12 @@ func TestFxModule(t *testing.T) {
 		fx.Provide(func() *memcache.Client { return newClient(t, srv.Addr()) }),
 		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: cachetest.Lease, RenewDeadline: cachetest.Renew, RetryPeriod: cachetest.Retry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &cb),
 	)
 	app.RequireStart()
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -263,27 +249,7 @@ func TestExampleConfig(t *testing.T) {
 	l := config.Loader{LookupEnv: func(name string) (string, bool) {
 		return srv.Addr(), name == "MEMCACHED_ADDR"
 	}}
-	doc, err := l.ParseFile("../../../examples/configs/memcached.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := config.Build(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all struct {
-		fx.In
-		Electors []*fxelection.Elector `group:"fxelection.electors"`
-	}
-	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
-	app.RequireStart()
-	if len(all.Electors) != len(doc.Elections) {
-		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
-	}
-	for _, e := range all.Electors {
-		cachetest.WaitUntil(t, cachetest.LeaderLimit, e.Status().Election+" to lead", e.IsLeader)
-	}
-	app.RequireStop()
+	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/memcached.json", electiontest.LeaderLimit)
 	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})
 	for _, e := range doc.Elections {
 		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
@@ -298,35 +264,7 @@ func TestExampleConfig(t *testing.T) {
 // TestReadmeSettingsTable: the README's settings table for the module lists
 // exactly its settings (the struct's JSON keys).
 func TestReadmeSettingsTable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	header := "| `" + moduleID + "` setting |"
-	_, table, ok := strings.Cut(string(readme), header)
-	if !ok {
-		t.Fatalf("README has no table starting %q", header)
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
-	var listed []string
-	for _, row := range strings.Split(table, "\n")[2:] {
-		first := strings.Split(row, "|")[1]
-		for _, k := range strings.Split(first, ",") {
-			listed = append(listed, strings.Trim(strings.TrimSpace(k), "`"))
-		}
-	}
-	var keys []string
-	rt := reflect.TypeFor[ConfigModule]()
-	for i := range rt.NumField() {
-		if tag := rt.Field(i).Tag.Get("json"); tag != "" {
-			keys = append(keys, strings.Split(tag, ",")[0])
-		}
-	}
-	slices.Sort(listed)
-	slices.Sort(keys)
-	if !slices.Equal(listed, keys) {
-		t.Fatalf("README lists %v, the module has %v", listed, keys)
-	}
+	doctest.SettingsTable[ConfigModule](t, "../../../README.md", moduleID)
 }
 
 // TestModuleProvisionResolves: host names are resolved by Provision within

@@ -1,7 +1,6 @@
 package natslease
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -11,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 // TestFaults runs the shared fault scenarios against a real nats-server,
@@ -26,7 +25,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := jsOf(t, connect(t, srv.URL()))
-	cachetest.RunFaults(t, cachetest.Hooks{
+	electiontest.RunFaultTests(t, electiontest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBucketBackend(t, srv.URL(), cachelease.Options{}) },
 		Server:     srv,
 		Empty: func(t *testing.T) {
@@ -61,24 +60,7 @@ func TestFaults(t *testing.T) {
 // watch.
 func TestPushWakesFollower(t *testing.T) {
 	srv, _ := newServer(t)
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
-	}
-	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
-	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
-	follower := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "follower", slow)
-	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.E.Leader()
-		return ok && l.Holder == "leader"
-	})
-	stopped := time.Now()
-	if err := leader.E.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, 15s away.
-	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
+	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), newBackend(t, srv.URL(), cachelease.Options{}), electiontest.PushOptions{})
 }
 
 // TestBadInput: empty and invalid bucket names, bad prefixes and hostile
@@ -117,20 +99,7 @@ func TestBadInput(t *testing.T) {
 	a := newBackend(t, srv.URL(), cachelease.Options{})
 	b := newBackend(t, srv.URL(), cachelease.Options{})
 	names := []string{"*", ">", "a.>", "a.b", "a b", "a=2Eb", strings.Repeat("é", 100)}
-	terms := map[string]uint64{}
-	for _, n := range names {
-		l, err := a.Acquire(ctxT(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
-		if err != nil {
-			t.Fatalf("Acquire(%q): %v", n, err)
-		}
-		terms[n] = l.Term
-	}
-	for _, n := range names {
-		got, err := b.Get(ctxT(t), n)
-		if err != nil || got.Holder != "a" || got.Term != terms[n] || got.Election != n {
-			t.Fatalf("Get(%q) = %+v, %v", n, got, err)
-		}
-	}
+	electiontest.CheckElectionNames(t, a, b, names)
 }
 
 func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*cachelease.Backend, error) {
@@ -146,34 +115,20 @@ func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*ca
 // woken then), a release wakes the follower long before its next retry.
 func TestPushSurvivesServerRestart(t *testing.T) {
 	srv, _ := newServer(t)
-	e := electionName(t)
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = time.Minute, 40*time.Second, 15*time.Second, 15*time.Second
-	}
-	leader := cachetest.Start(t, newBackend(t, srv.URL(), cachelease.Options{}), e, "leader", slow)
-	cachetest.WaitLeader(t, []*cachetest.Candidate{leader}, 10*time.Second)
 	fb := newBackend(t, srv.URL(), cachelease.Options{})
 	var woken atomic.Int32
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
-	cachetest.WaitUntil(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
-	follower := cachetest.Start(t, fb, e, "follower", slow)
-	cachetest.WaitUntil(t, 10*time.Second, "the follower to see the leader", func() bool {
-		l, ok := follower.E.Leader()
-		return ok && l.Holder == "leader"
+	electiontest.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
+	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, electiontest.PushOptions{
+		BeforeStop: func(t *testing.T) {
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			woken.Store(0)
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			electiontest.WaitFor(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
+		},
 	})
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	woken.Store(0)
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	cachetest.WaitUntil(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
-	stopped := time.Now()
-	if err := leader.E.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without push the follower would wait for its next retry, up to 15s away.
-	cachetest.WaitLeader(t, []*cachetest.Candidate{follower}, 5*time.Second)
-	t.Logf("hand-over with push after a server restart took %v", time.Since(stopped))
 }

@@ -1,8 +1,6 @@
 package natslease
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -20,11 +19,11 @@ func TestMain(m *testing.M) {
 
 const testBucket = "leases"
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Helpers every backend's tests share (electiontest).
+var (
+	ctxT         = electiontest.Context
+	electionName = electiontest.Election
+)
 
 // connect returns a connection of its own (as another process would have),
 // closed at the end of the test. It keeps reconnecting while the server is
@@ -108,8 +107,4 @@ func newBucketBackend(t testing.TB, url string, opts cachelease.Options) *cachel
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
-}
-
-func electionName(t testing.TB) string {
-	return fmt.Sprintf("test-%d-%s", time.Now().UnixNano()%1_000_000, t.Name())
 }

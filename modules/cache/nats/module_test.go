@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +14,11 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 const (
@@ -27,21 +26,8 @@ const (
 	secret   = "s3cr3t-PASSWORD-never-shown"
 )
 
-// document returns a one-election document whose backend object has the
-// given settings (JSON members, without braces) after the module ID.
-func document(election, settings string) []byte {
-	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
-		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, cachetest.Lease, cachetest.Renew, cachetest.Retry, cachetest.MaxBO, moduleID, settings)
-}
-
 // TestModuleRegistered: importing the package registers the typed module.
-func TestModuleRegistered(t *testing.T) {
-	info, err := config.GetModule(moduleID)
-	if err != nil || info.Doc == "" {
-		t.Fatalf("GetModule = %+v, %v", info, err)
-	}
-}
+func TestModuleRegistered(t *testing.T) { moduletest.CheckRegistered(t, moduleID) }
 
 // TestModuleDecodeErrors: unknown keys, wrong types, missing required
 // settings and values Validate refuses are errors naming the JSON path or
@@ -72,7 +58,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 		{`, "url": "nats://user:` + secret + `@h:1", "prefix": ".x"`, `prefix: `, cachelease.ErrInvalidPrefix},
 	}
 	for _, tc := range cases {
-		_, err := config.Parse(document("e", tc.settings))
+		_, err := config.Parse(moduletest.Document("e", moduleID, tc.settings))
 		if err == nil {
 			t.Errorf("%s: no error", tc.settings)
 			continue
@@ -87,7 +73,7 @@ func TestModuleDecodeErrors(t *testing.T) {
 			t.Errorf("%s: error %q contains a secret", tc.settings, err)
 		}
 	}
-	doc, err := config.Parse(document("e", `, "url": "nats://a:1, nats://b:2", "username": "app", "token": "t", "bucket": "b_1-x",
+	doc, err := config.Parse(moduletest.Document("e", moduleID, `, "url": "nats://a:1, nats://b:2", "username": "app", "token": "t", "bucket": "b_1-x",
 		"replicas": 3, "prefix": "p.", "push": false`+pw))
 	if err != nil {
 		t.Fatalf("valid settings: %v", err)
@@ -109,7 +95,7 @@ func TestModuleSharedValidation(t *testing.T) {
 	js := jsOf(t, connect(t, srv.URL()))
 	for _, bucket := range []string{"a.b", "a b", "a>", "é", strings.Repeat("b", 201), "b", "B_1-x", strings.Repeat("b", 200)} {
 		_, plainErr := NewBucketStore(js, jetstream.KeyValueConfig{Bucket: bucket})
-		_, docErr := config.Parse(document("e", fmt.Sprintf(`, "url": "nats://h:1", "bucket": %q`, bucket)))
+		_, docErr := config.Parse(moduletest.Document("e", moduleID, fmt.Sprintf(`, "url": "nats://h:1", "bucket": %q`, bucket)))
 		if (plainErr == nil) != (docErr == nil) || plainErr != nil && (!errors.Is(plainErr, ErrBucketRequired) || !errors.Is(docErr, ErrBucketRequired)) {
 			t.Errorf("bucket %q: NewBucketStore: %v; module: %v", bucket, plainErr, docErr)
 		}
@@ -120,7 +106,7 @@ func TestModuleSharedValidation(t *testing.T) {
 	}
 	for _, p := range []string{".x", "a..b", "a>", "a*", "a b", "", "a", "a.b.", "x_y=z-"} {
 		_, plainErr := backendOn(s, cachelease.Options{KeyPrefix: p})
-		_, docErr := config.Parse(document("e", fmt.Sprintf(`, "url": "nats://h:1", "prefix": %q`, p)))
+		_, docErr := config.Parse(moduletest.Document("e", moduleID, fmt.Sprintf(`, "url": "nats://h:1", "prefix": %q`, p)))
 		if (plainErr == nil) != (docErr == nil) || plainErr != nil && (!errors.Is(plainErr, cachelease.ErrInvalidPrefix) || !errors.Is(docErr, cachelease.ErrInvalidPrefix)) {
 			t.Errorf("prefix %q: New: %v; module: %v", p, plainErr, docErr)
 		}
@@ -136,7 +122,7 @@ func TestModuleLifecycle(t *testing.T) {
 	srv := testserver.NewNats(t, testserver.NatsOptions{User: "app", Password: secret})
 	t.Setenv("FXE_TEST_NATS_PASSWORD", secret)
 	e := electionName(t)
-	doc, err := config.Parse(document(e, fmt.Sprintf(`, "url": %q, "username": "app", "password": "{env.FXE_TEST_NATS_PASSWORD}",
+	doc, err := config.Parse(moduletest.Document(e, moduleID, fmt.Sprintf(`, "url": %q, "username": "app", "password": "{env.FXE_TEST_NATS_PASSWORD}",
 		"bucket": "cfg", "replicas": 1, "prefix": "cfg."`, srv.URL())))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +149,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, ok := b.(fxelection.Notifier); !ok {
 		t.Fatal("the module's Backend does not implement Notifier")
 	}
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the elector to lead", el.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
 	if el.Status().Backend != "nats" {
 		t.Fatalf("backend name %q", el.Status().Backend)
 	}
@@ -210,7 +196,7 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := electionName(t)
-			opt, err := config.Load(document(e, settings))
+			opt, err := config.Load(moduletest.Document(e, moduleID, settings))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +205,7 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 			if err := app.Err(); err != nil {
 				t.Fatal(err)
 			}
-			w := &cachetest.Watch{}
+			w := &electiontest.Events{}
 			el.AddObserver(w)
 			if err := app.Start(ctxT(t)); err != nil {
 				if strings.Contains(err.Error(), secret) {
@@ -229,9 +215,9 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 				return // fine, and redacted
 			}
 			var ev fxelection.Event
-			cachetest.WaitUntil(t, 20*time.Second, "a failed acquisition", func() bool {
+			electiontest.WaitFor(t, 20*time.Second, "a failed acquisition", func() bool {
 				var ok bool
-				ev, ok = w.Find(cachetest.IsStoreFailure)
+				ev, ok = w.Find(electiontest.IsStoreFailure)
 				return ok
 			})
 			if strings.Contains(ev.Err.Error(), secret) {
@@ -291,12 +277,12 @@ func TestFxModule(t *testing.T) {
 		fx.Provide(func() jetstream.KeyValue { return admin }),
 		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: cachetest.Lease, RenewDeadline: cachetest.Renew, RetryPeriod: cachetest.Retry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &cb),
 	)
 	app.RequireStart()
-	cachetest.WaitUntil(t, cachetest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -320,27 +306,7 @@ func TestExampleConfig(t *testing.T) {
 		v, ok := env[name]
 		return v, ok
 	}}
-	doc, err := l.ParseFile("../../../examples/configs/nats.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := config.Build(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all struct {
-		fx.In
-		Electors []*fxelection.Elector `group:"fxelection.electors"`
-	}
-	app := fxtest.New(t, fx.NopLogger, opt, fx.Populate(&all))
-	app.RequireStart()
-	if len(all.Electors) != len(doc.Elections) {
-		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
-	}
-	for _, e := range all.Electors {
-		cachetest.WaitUntil(t, cachetest.LeaderLimit, e.Status().Election+" to lead", e.IsLeader)
-	}
-	app.RequireStop()
+	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/nats.json", electiontest.LeaderLimit)
 	admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())
 	kv, err := jsOf(t, admin).KeyValue(ctxT(t), DefaultBucket)
 	if err != nil {
@@ -365,33 +331,5 @@ func TestExampleConfig(t *testing.T) {
 // TestReadmeSettingsTable: the README's settings table for the module lists
 // exactly its settings (the struct's JSON keys).
 func TestReadmeSettingsTable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	header := "| `" + moduleID + "` setting |"
-	_, table, ok := strings.Cut(string(readme), header)
-	if !ok {
-		t.Fatalf("README has no table starting %q", header)
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
-	var listed []string
-	for _, row := range strings.Split(table, "\n")[2:] {
-		first := strings.Split(row, "|")[1]
-		for _, k := range strings.Split(first, ",") {
-			listed = append(listed, strings.Trim(strings.TrimSpace(k), "`"))
-		}
-	}
-	var keys []string
-	rt := reflect.TypeFor[ConfigModule]()
-	for i := range rt.NumField() {
-		if tag := rt.Field(i).Tag.Get("json"); tag != "" {
-			keys = append(keys, strings.Split(tag, ",")[0])
-		}
-	}
-	slices.Sort(listed)
-	slices.Sort(keys)
-	if !slices.Equal(listed, keys) {
-		t.Fatalf("README lists %v, the module has %v", listed, keys)
-	}
+	doctest.SettingsTable[ConfigModule](t, "../../../README.md", moduleID)
 }

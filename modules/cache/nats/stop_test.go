@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
-	"github.com/fxelection/fxelection/modules/cache/internal/cachetest"
 )
 
 // TestStopDoesNotWaitForTheWatch: stopping an elector ends the shared KV
@@ -18,10 +18,10 @@ func TestStopDoesNotWaitForTheWatch(t *testing.T) {
 	fastest := time.Hour
 	for range 3 {
 		b := newBackend(t, srv.URL(), cachelease.Options{})
-		c := cachetest.Start(t, b, electionName(t), "a", nil)
-		cachetest.WaitLeader(t, []*cachetest.Candidate{c}, cachetest.LeaderLimit)
+		c := electiontest.StartCandidate(t, b, electionName(t), "a", nil)
+		electiontest.WaitLeader(t, []*electiontest.Candidate{c}, electiontest.LeaderLimit)
 		start := time.Now()
-		if err := c.E.Stop(context.Background()); err != nil {
+		if err := c.Elector.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		fastest = min(fastest, time.Since(start))

@@ -1,40 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
-
-// syncBuffer is a bytes.Buffer safe for the app's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func noEnv(string) (string, bool) { return "", false }
 
@@ -44,7 +25,7 @@ func TestTwoInstances(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{})
 	type inst struct {
 		id, addr string
-		out      syncBuffer
+		out      electiontest.LogBuffer
 		cancel   context.CancelFunc
 		done     chan int
 	}
@@ -56,7 +37,7 @@ func TestTwoInstances(t *testing.T) {
 		in := &inst{id: id, addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan int, 1)}
 		ctx, cancel := context.WithCancel(context.Background())
 		in.cancel = cancel
-		var stderr syncBuffer
+		var stderr electiontest.LogBuffer
 		go func() {
 			in.done <- run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "--id", id, "--http", in.addr,
 				"--lease", "2s", "--renew-deadline", "1300ms", "--retry", "300ms"}, &in.out, &stderr, noEnv)
@@ -83,7 +64,7 @@ func TestTwoInstances(t *testing.T) {
 	}
 	a, b := start("a"), start("b")
 	var first *inst
-	testserver.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
+	electiontest.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
 		la, leadingA := leaderOf(a)
 		lb, leadingB := leaderOf(b)
 		if la == "" || la != lb || leadingA == leadingB {
@@ -103,7 +84,7 @@ func TestTwoInstances(t *testing.T) {
 		other = b
 	}
 	first.cancel()
-	testserver.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
+	electiontest.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
 		l, leading := leaderOf(other)
 		return leading && l == other.id
 	})
@@ -126,7 +107,7 @@ func TestBadUsage(t *testing.T) {
 		{"--nope"},
 		{"extra"},
 	} {
-		var stdout, stderr syncBuffer
+		var stdout, stderr electiontest.LogBuffer
 		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
 		}

@@ -2,49 +2,36 @@ package pgfence_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
 
 var (
-	private  *testserver.Postgres
-	startErr error
-	seq      atomic.Int64
+	private *testserver.Private[*testserver.Postgres] // the package's own server
+	seq     atomic.Int64
 )
 
 // TestMain starts one private PostgreSQL for the package and checks for
 // leaked goroutines after closing it.
 func TestMain(m *testing.M) {
-	private, startErr = testserver.StartPostgres(testserver.PostgresOptions{})
-	os.Exit(testserver.RunMain(m, func() error {
-		if private == nil {
-			return nil
-		}
-		return private.Close()
-	}))
+	testserver.Main(m, func() func() error {
+		private = testserver.StartPrivate(func() (*testserver.Postgres, error) {
+			return testserver.StartPostgres(testserver.PostgresOptions{})
+		}, nil)
+		return private.Close
+	})
 }
 
 // dsn returns the private server's DSN, skipping (failing under CI=true)
 // when it could not start.
-func dsn(t testing.TB) string {
-	t.Helper()
-	err := startErr
-	if private == nil && err == nil {
-		err = errors.New("private postgres: not started")
-	}
-	testserver.Require(t, err)
-	return private.DSN()
-}
+func dsn(t testing.TB) string { return private.Get(t).DSN() }
 
 func newPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
@@ -61,11 +48,11 @@ func newPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Helpers every backend's tests share (electiontest).
+var (
+	ctxT     = electiontest.Context
+	election = electiontest.Election
+)
 
 // newGuard returns a guard on a fresh table of its own (and the table's name).
 func newGuard(t testing.TB, pool *pgxpool.Pool) (*pgfence.Guard, string) {
@@ -79,8 +66,4 @@ func newGuard(t testing.TB, pool *pgxpool.Pool) (*pgfence.Guard, string) {
 		t.Fatal(err)
 	}
 	return g, table
-}
-
-func election(t testing.TB) string {
-	return "pgf-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
 }

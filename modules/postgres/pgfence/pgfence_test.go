@@ -17,7 +17,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
-	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
@@ -204,13 +203,6 @@ func TestCheckWaitsForNewerTerm(t *testing.T) {
 	}
 }
 
-// Elector timing for the fencing scenario: short, with generous margins.
-const (
-	leaseDur  = 2 * time.Second
-	renewDead = 1300 * time.Millisecond
-	retry     = 300 * time.Millisecond
-)
-
 // TestPartitionedLeaderIsFenced: two electors on one election; the leader is
 // cut off from the lease store, the other takes over, and the old leader's
 // late write with its old term is refused while the new leader's succeed.
@@ -219,44 +211,25 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	d := newData(t, newPool(t, 4))
 	el := election(t)
 
-	type node struct {
-		e *fxelection.Elector
-		f *electiontest.Faulty
-	}
-	var nodes []node
+	// Two electors with electiontest's fault timing, each behind a Faulty.
+	var cs []*electiontest.Candidate
 	for _, id := range []string{"a", "b"} {
 		b, err := pglease.New(newPool(t, 4), pglease.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		f := electiontest.NewFaulty(b)
-		e, err := fxelection.New(fxelection.Config{
-			Name: el, Identity: id, LeaseDuration: leaseDur, RenewDeadline: renewDead, RetryPeriod: retry,
-		}, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		nodes = append(nodes, node{e, f})
+		cs = append(cs, electiontest.StartFaultyCandidate(t, b, el, id, nil))
 	}
-	var old, next node
-	testserver.WaitFor(t, 10*time.Second, "a leader", func() bool {
-		for i, n := range nodes {
-			if n.e.IsLeader() {
-				old, next = n, nodes[1-i]
-				return true
-			}
-		}
-		return false
-	})
+	old, _ := electiontest.WaitLeader(t, cs, 10*time.Second)
+	next := cs[0]
+	if next == old {
+		next = cs[1]
+	}
 
 	// The old leader writes under its term, as leader code does.
 	var oldLease fxelection.Lease
-	ran, err := old.e.RunIfLeader(ctx, func(ctx context.Context) error {
+	ran, err := old.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		oldLease, _ = fxelection.LeaseFromContext(ctx)
 		_, err := d.write(ctx, "old")
 		return err
@@ -265,9 +238,9 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 		t.Fatalf("old leader's write: ran=%v %v", ran, err)
 	}
 
-	old.f.Partition(true) // cut off from the lease store, not from the data
-	testserver.WaitFor(t, 15*time.Second, "the other elector to lead", next.e.IsLeader)
-	ran, err = next.e.RunIfLeader(ctx, func(ctx context.Context) error {
+	old.Faulty.Partition(true) // cut off from the lease store, not from the data
+	electiontest.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
+	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		if lease.Term <= oldLease.Term {
 			t.Errorf("new term %d not above old %d", lease.Term, oldLease.Term)
@@ -285,11 +258,11 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	if !errors.Is(err, fence.ErrStaleTerm) {
 		t.Fatalf("old leader's late write: %v, want ErrStaleTerm", err)
 	}
-	if ran, _ := old.e.RunIfLeader(ctx, func(context.Context) error { return nil }); ran {
+	if ran, _ := old.Elector.RunIfLeader(ctx, func(context.Context) error { return nil }); ran {
 		t.Fatal("partitioned elector still runs leader work")
 	}
 	// The new leader keeps writing.
-	ran, err = next.e.RunIfLeader(ctx, func(ctx context.Context) error { _, err := d.write(ctx, "new"); return err })
+	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error { _, err := d.write(ctx, "new"); return err })
 	if !ran || err != nil {
 		t.Fatalf("new leader's second write: ran=%v %v", ran, err)
 	}

@@ -1,15 +1,12 @@
 package redisfence_test
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	redislease "github.com/fxelection/fxelection/modules/redis"
 )
@@ -38,12 +35,8 @@ func newServer(t testing.TB) *testserver.Redis {
 	return testserver.NewRedis(t, testserver.RedisOptions{})
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func election(t testing.TB) string {
-	return "rf-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
-}
+// Helpers every backend's tests share (electiontest).
+var (
+	ctxT     = electiontest.Context
+	election = electiontest.Election
+)

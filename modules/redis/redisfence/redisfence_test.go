@@ -169,7 +169,7 @@ func TestKeysShareLeaseSlot(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
-	testserver.WaitFor(t, 10*time.Second, "cluster ok", func() bool {
+	electiontest.WaitFor(t, 10*time.Second, "cluster ok", func() bool {
 		info, _ := admin.ClusterInfo(ctx).Result()
 		return strings.Contains(info, "cluster_state:ok")
 	})
@@ -188,13 +188,6 @@ func TestKeysShareLeaseSlot(t *testing.T) {
 	}
 }
 
-// Elector timing for the fencing scenario: short, with generous margins.
-const (
-	leaseDur  = 2 * time.Second
-	renewDead = 1300 * time.Millisecond
-	retry     = 300 * time.Millisecond
-)
-
 // TestPartitionedLeaderIsFenced: two electors on one Redis election; the
 // leader is cut off from the lease store, the other takes over, and the
 // old leader's late write with its old term is refused while the new
@@ -206,37 +199,18 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	el := election(t)
 	stream := "audit:" + redisfence.HashTag(el)
 
-	type node struct {
-		e *fxelection.Elector
-		f *electiontest.Faulty
-	}
-	var nodes []node
+	// Two electors with electiontest's fault timing, each behind a Faulty.
+	var cs []*electiontest.Candidate
 	for _, id := range []string{"a", "b"} {
-		f := electiontest.NewFaulty(newLease(t, newClient(t, addr)))
-		e, err := fxelection.New(fxelection.Config{
-			Name: el, Identity: id, LeaseDuration: leaseDur, RenewDeadline: renewDead, RetryPeriod: retry,
-		}, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		nodes = append(nodes, node{e, f})
+		cs = append(cs, electiontest.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, id, nil))
 	}
-	var old, next node
-	testserver.WaitFor(t, 10*time.Second, "a leader", func() bool {
-		for i, n := range nodes {
-			if n.e.IsLeader() {
-				old, next = n, nodes[1-i]
-				return true
-			}
-		}
-		return false
-	})
+	old, _ := electiontest.WaitLeader(t, cs, 10*time.Second)
+	next := cs[0]
+	if next == old {
+		next = cs[1]
+	}
 	var oldLease fxelection.Lease
-	ran, err := old.e.RunIfLeader(ctx, func(ctx context.Context) error {
+	ran, err := old.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		oldLease, _ = fxelection.LeaseFromContext(ctx)
 		_, err := g.XAdd(ctx, stream, "writer", "old")
 		return err
@@ -245,9 +219,9 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 		t.Fatalf("old leader's write: ran=%v %v", ran, err)
 	}
 
-	old.f.Partition(true)
-	testserver.WaitFor(t, 15*time.Second, "the other elector to lead", next.e.IsLeader)
-	ran, err = next.e.RunIfLeader(ctx, func(ctx context.Context) error {
+	old.Faulty.Partition(true)
+	electiontest.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
+	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		_, err := g.XAdd(ctx, stream, "writer", "new")
 		return err
 	})
@@ -258,7 +232,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	if !errors.Is(err, fence.ErrStaleTerm) {
 		t.Fatalf("old leader's late write: %v, want ErrStaleTerm", err)
 	}
-	ran, err = next.e.RunIfLeader(ctx, func(ctx context.Context) error {
+	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		_, err := g.XAdd(ctx, stream, "writer", "new")
 		return err
 	})
