@@ -25,7 +25,9 @@ const maxValueBytes = 64 << 10
 
 // wireRecord is the JSON value of an election's key. The term, the version
 // and the expiry are not in it: they are the key's create revision, its
-// etcd lease and that lease's TTL, all kept by etcd itself.
+// etcd lease and that lease's TTL, all kept by etcd itself. That is why it
+// is not backendkit.MarshalRecord's record, which carries the term: the
+// create revision is assigned by the very write that stores the value.
 type wireRecord struct {
 	Format     int               `json:"fxelection"`
 	Holder     string            `json:"holder"`
