@@ -32,3 +32,21 @@ func RedactText(s string, secrets ...string) string { return redact.Text(s, secr
 func RedactError(err error, secrets ...string) error {
 	return redact.Error[*fxelection.HeldError](err, secrets...)
 }
+
+// Credentials lists what a backend passes to RedactError for a client
+// configured with user and secrets (passwords, tokens): every non-empty
+// secret, and the user name when it is at least 4 bytes long. A user name
+// is not a secret, and a shorter one cannot be replaced safely: RedactText
+// would withhold every message containing its letters.
+func Credentials(user string, secrets ...string) []string {
+	var out []string
+	for _, s := range secrets {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(user) >= 4 {
+		out = append(out, user)
+	}
+	return out
+}

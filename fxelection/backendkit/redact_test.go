@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,5 +71,21 @@ func TestRedactErrorKeepsSentinels(t *testing.T) {
 	var h *fxelection.HeldError
 	if !errors.As(backendkit.RedactError(fmt.Errorf("password=abcdef: %w", held)), &h) || h.Holder.Holder != "x" {
 		t.Fatal("HeldError not reachable through RedactError")
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		user    string
+		secrets []string
+		want    []string
+	}{
+		{"", nil, nil},
+		{"bob", []string{"pw"}, []string{"pw"}},
+		{"alice", []string{"", "s3cret", "tok"}, []string{"s3cret", "tok", "alice"}},
+	} {
+		if got := backendkit.Credentials(tc.user, tc.secrets...); !slices.Equal(got, tc.want) {
+			t.Errorf("Credentials(%q, %q) = %q, want %q", tc.user, tc.secrets, got, tc.want)
+		}
 	}
 }

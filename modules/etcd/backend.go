@@ -56,38 +56,16 @@ func New(client *clientv3.Client, opts Options) (*Backend, error) {
 		client:  client,
 		prefix:  prefix,
 		push:    !opts.DisablePush,
-		secrets: credentials(client.Username, client.Password, client.Token),
+		secrets: backendkit.Credentials(client.Username, client.Password, client.Token),
 	}
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
 
-// credentials lists the secrets to redact: the password and the token, and
-// the user name when it is at least 4 bytes long (it is not a secret, and
-// redacting a shorter one would withhold every message containing its
-// letters).
-func credentials(user, password, token string) []string {
-	var out []string
-	for _, s := range []string{password, token} {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	if len(user) >= 4 {
-		out = append(out, user)
-	}
-	return out
-}
-
 // redact passes an error leaving the backend through backendkit.RedactError
 // with the client's credentials; errors.Is and errors.As for HeldError keep
 // working.
-func (b *Backend) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	return backendkit.RedactError(err, b.secrets...)
-}
+func (b *Backend) redact(err error) error { return backendkit.RedactError(err, b.secrets...) }
 
 // BackendName returns "etcd".
 func (b *Backend) BackendName() string { return "etcd" }

@@ -239,7 +239,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 
 // redact withholds the module's credentials from err.
 func (m *ConfigModule) redact(err error) error {
-	return backendkit.RedactError(err, credentials(m.Username, m.Password.Value(), "")...)
+	return backendkit.RedactError(err, backendkit.Credentials(m.Username, m.Password.Value())...)
 }
 
 // Backend returns the provisioned Backend.

@@ -92,30 +92,13 @@ func clientSecrets(client redis.UniversalClient) []string {
 	case *redis.Ring:
 		user, pw = c.Options().Username, c.Options().Password
 	}
-	return credentials(user, pw)
-}
-
-// credentials lists the secrets to redact for a user name and password.
-func credentials(user, pw string) []string {
-	var out []string
-	if pw != "" {
-		out = append(out, pw)
-	}
-	if len(user) >= 4 {
-		out = append(out, user)
-	}
-	return out
+	return backendkit.Credentials(user, pw)
 }
 
 // redact passes an error leaving the backend through backendkit.RedactError
 // with the client's credentials; errors.Is and errors.As for HeldError keep
 // working.
-func (b *Backend) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	return backendkit.RedactError(err, b.secrets...)
-}
+func (b *Backend) redact(err error) error { return backendkit.RedactError(err, b.secrets...) }
 
 // BackendName returns "redis".
 func (b *Backend) BackendName() string { return "redis" }

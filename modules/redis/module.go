@@ -177,7 +177,7 @@ func (m *ConfigModule) Cleanup() error {
 	err := m.client.Close()
 	m.client = nil
 	if err != nil {
-		return backendkit.RedactError(fmt.Errorf("close redis client: %w", err), credentials(m.Username, m.Password.Value())...)
+		return backendkit.RedactError(fmt.Errorf("close redis client: %w", err), backendkit.Credentials(m.Username, m.Password.Value())...)
 	}
 	return nil
 }
