@@ -22,12 +22,18 @@ type Lease struct {
 	// Metadata is what the holder advertises to followers (Config.Metadata).
 	// Treat it as read-only.
 	Metadata map[string]string
-	// Term is the fencing token: it strictly increases every time the lease
-	// changes hands (including after a release) and stays the same while one
-	// holder renews. Guard external writes with it: a store that rejects writes
+	// Term is the fencing token: it names one leadership of one
+	// incarnation. It strictly increases every time the lease changes hands,
+	// passes to a new incarnation of the same identity, or is released or
+	// expires and is taken again, and it stays the same while one holder
+	// renews. Guard external writes with it: a store that rejects writes
 	// carrying a term lower than one it has seen cannot be corrupted by a
 	// deposed leader that still believes it leads.
 	Term uint64
+	// Incarnation is the incarnation token (AcquireRequest.Incarnation) of
+	// the candidate that acquired this term, where the backend records it;
+	// empty otherwise. Backends keep it unchanged across renewals.
+	Incarnation string
 	// Version is the backend's opaque version of the record (an S3 ETag, an
 	// Azure lease id, a cache CAS token, …). The core never interprets it.
 	Version string
@@ -62,6 +68,43 @@ type AcquireRequest struct {
 	Metadata map[string]string
 	// Duration is how long the lease lasts without a renewal.
 	Duration time.Duration
+	// Incarnation names the requesting candidate's current run: an Elector
+	// sends a random token (NewIncarnation) that is new for every Elector
+	// and again after every leadership it announced has ended. A backend
+	// keeps the term on a re-acquisition only when the live record's holder
+	// is Identity and its incarnation is this one (a retry after a lost
+	// response); the same Identity with another incarnation (a restarted
+	// process, or the same process after a step-down) still takes the lease
+	// at once, but with a strictly higher term, so that a paused predecessor
+	// and its successor never write with one term.
+	//
+	// Empty means the request names no incarnation: a holder with Identity
+	// keeps its term whatever the record's incarnation, as before
+	// incarnations existed. A backend written before this field ignores it
+	// and behaves so too; it then cannot fence a restarted process with a
+	// fixed identity off its predecessor. At most MaxIncarnationLen bytes
+	// of ASCII letters, digits, '-', '_' and '.'.
+	Incarnation string
+}
+
+// Validate checks what a backend stores of r beyond what it must already
+// check itself: an Incarnation, when set, is a valid token. Backends call
+// it before writing, so that no record they write fails Lease.Validate when
+// read back. The error names the field and never quotes a value.
+func (r AcquireRequest) Validate() error {
+	if r.Incarnation != "" && !validIncarnation(r.Incarnation) {
+		return fmt.Errorf("fxelection: Incarnation must be at most %d ASCII letters, digits, '-', '_' or '.'", MaxIncarnationLen)
+	}
+	return nil
+}
+
+// Continues reports whether cur, the live lease record of r.Election, is
+// the requester's own leadership, which an Acquire therefore continues with
+// cur's term: the same holder and, when r names an incarnation, the same
+// incarnation. It is the rule every backend applies (in its own query
+// language where the decision is made inside the store).
+func (r AcquireRequest) Continues(cur Lease) bool {
+	return cur.Holder == r.Identity && (r.Incarnation == "" || cur.Incarnation == r.Incarnation)
 }
 
 // Backend stores one lease record per election and changes it atomically.
@@ -99,10 +142,13 @@ type Backend interface {
 	// effect atomically: one script, statement or transaction, or, where a
 	// backend needs several requests (S3, Azure Blob), a compare-and-swap on
 	// the version it read as the one deciding write, so that two candidates
-	// never both succeed. On a change of holder the term becomes
-	// strictly greater than any term the election had; when req.Identity
-	// already holds it the term stays the same. Held by someone else: a
-	// *HeldError with the current holder.
+	// never both succeed. The term stays the same only when req continues
+	// the live record's leadership (req.Continues: same identity and
+	// incarnation); in every other case — a change of holder, a new
+	// incarnation of the holder, a lease that was released or expired — it
+	// becomes strictly greater than any term the election had. Held by
+	// someone else: a *HeldError with the current holder. The returned lease
+	// carries req.Incarnation where the backend records it.
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 
 	// Renew extends lease (as returned by Acquire or a previous Renew) by

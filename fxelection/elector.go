@@ -108,6 +108,11 @@ type Elector struct {
 	leader      Lease
 	lastContact time.Time
 	lastFail    *failure // the last store failure, nil before the first
+	// incarnation is sent with every Acquire (AcquireRequest.Incarnation):
+	// random per New and replaced when a leadership this elector announced
+	// ends (stepDown), so every announced leadership has a term of its own
+	// while a retry after a lost response keeps the term it won.
+	incarnation string
 }
 
 // failure is a store failure and when it happened (Status.LastError).
@@ -143,6 +148,8 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		kind:    backendName(backend),
 		log:     log,
 		mail:    make(chan struct{}, 1),
+
+		incarnation: NewIncarnation(),
 	}
 	return e, nil
 }

@@ -568,9 +568,13 @@ func (e *Elector) opContext(parent context.Context, deadline time.Time) (ctx con
 func (e *Elector) attempt(won *Lease) (time.Time, error) {
 	start := time.Now()
 	actx, cancel := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
+	e.mu.Lock()
+	inc := e.incarnation
+	e.mu.Unlock()
 	end := e.during(OpAcquire)
 	l, err := e.backend.Acquire(actx, AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
+		Incarnation: inc,
 	})
 	end()
 	cancel()
@@ -959,6 +963,9 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 		return reason
 	}
 	t.ended = true
+	// The next leadership, even of a record still in the store, gets a
+	// term of its own: a write of this one still in flight is fenced off.
+	e.incarnation = NewIncarnation()
 	t.timer.Stop() // fire may have re-armed it before ended was set
 	if e.term == t {
 		e.term = nil

@@ -102,11 +102,11 @@ func (m *MemoryBackend) acquire(req AcquireRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	l := Lease{Election: req.Election, Holder: req.Identity, Metadata: req.Metadata, Duration: req.Duration}
+	l := Lease{Election: req.Election, Holder: req.Identity, Metadata: req.Metadata, Duration: req.Duration, Incarnation: req.Incarnation}
 	switch {
 	case held && cur.Holder != req.Identity:
 		return Lease{}, &HeldError{Holder: cur.Clone()}
-	case held:
+	case held && req.Continues(cur):
 		l.Term, l.AcquiredAt = cur.Term, cur.AcquiredAt
 	case ent.lastTerm >= MaxTerm:
 		return Lease{}, ErrTermExhausted

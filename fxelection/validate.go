@@ -1,6 +1,8 @@
 package fxelection
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -21,6 +23,8 @@ const (
 	// MaxRecordDuration is the longest lease duration a record may state.
 	// Longer ones (and any that would overflow time.Duration) are invalid.
 	MaxRecordDuration = 365 * 24 * time.Hour
+	// MaxIncarnationLen is the longest incarnation token accepted, in bytes.
+	MaxIncarnationLen = 64
 )
 
 // ErrTermExhausted means an election's term reached MaxTerm: the backend
@@ -31,6 +35,8 @@ var ErrTermExhausted = errors.New("fxelection: fencing term exhausted")
 // holder are non-empty, printable UTF-8 and within MaxNameLen and
 // MaxIdentityLen (the same rules Config applies); metadata keys and values
 // are valid UTF-8 without control characters and within MaxMetadataBytes;
+// the incarnation, when set, is at most MaxIncarnationLen bytes of ASCII
+// letters, digits, '-', '_' and '.';
 // the term is in [1, MaxTerm]; the duration is in (0, MaxRecordDuration];
 // AcquiredAt, when set, falls in the years 1 to 9999 (UTC).
 // An empty Election is accepted (some stores keep it in the key, not the
@@ -65,6 +71,9 @@ func (l Lease) Validate() error {
 	if size > MaxMetadataBytes {
 		return bad("metadata (%d bytes) exceeds %d bytes", size, MaxMetadataBytes)
 	}
+	if l.Incarnation != "" && !validIncarnation(l.Incarnation) {
+		return bad("incarnation is not a token of at most %d letters, digits, '-', '_' or '.'", MaxIncarnationLen)
+	}
 	switch {
 	case l.Term == 0:
 		return bad("zero term")
@@ -83,6 +92,32 @@ func (l Lease) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validIncarnation reports whether s is a non-empty incarnation token of at
+// most MaxIncarnationLen bytes of [A-Za-z0-9._-]: safe in every store's
+// record format, key, header and metadata value.
+func validIncarnation(s string) bool {
+	if s == "" || len(s) > MaxIncarnationLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// NewIncarnation returns a fresh random incarnation token (16 lowercase hex
+// digits) for AcquireRequest.Incarnation. Electors make their own; callers
+// of a Backend without an Elector use it to name each run of theirs.
+func NewIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
 }
 
 func hasControl(s string) bool {

@@ -342,7 +342,8 @@ func FuzzUnmarshalValue(f *testing.F) {
 	f.Add([]byte(`{"fxelection_cache":1,"record":{"fxelection":1,"election":"j","holder":"\u001b[31m","term":3,"duration_ms":1}}`), "j")
 	f.Add([]byte("\xff\xfe"), "")
 	f.Fuzz(func(t *testing.T, b []byte, election string) {
-		l, released, err := backendkit.UnmarshalValue(b, election)
+		v, err := backendkit.UnmarshalValue(b, election)
+		l, released := v.Lease, v.Released
 		if err != nil {
 			if !errors.Is(err, fxelection.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
 				t.Fatalf("bad error %q", err)
@@ -356,8 +357,9 @@ func FuzzUnmarshalValue(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		back, rel2, err := backendkit.UnmarshalValue(enc, l.Election)
-		if err != nil || rel2 != released || !sameLease(back, l) {
+		bv, err := backendkit.UnmarshalValue(enc, l.Election)
+		back, rel2 := bv.Lease, bv.Released
+		if err != nil || rel2 != released || !sameLease(back, l) || bv.Write == v.Write {
 			t.Fatalf("round trip %+v → %+v (%v)", l, back, err)
 		}
 	})

@@ -14,13 +14,14 @@ const recordFormat = 1
 
 // wireRecord is the JSON form of a Lease stored by blob-like backends.
 type wireRecord struct {
-	Format     int               `json:"fxelection"`
-	Election   string            `json:"election"`
-	Holder     string            `json:"holder"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	Term       uint64            `json:"term"`
-	DurationMS int64             `json:"duration_ms"`
-	AcquiredAt time.Time         `json:"acquired_at,omitzero"`
+	Format      int               `json:"fxelection"`
+	Election    string            `json:"election"`
+	Holder      string            `json:"holder"`
+	Incarnation string            `json:"incarnation,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Term        uint64            `json:"term"`
+	DurationMS  int64             `json:"duration_ms"`
+	AcquiredAt  time.Time         `json:"acquired_at,omitzero"`
 }
 
 // MarshalRecord encodes l for backends that store a record as one value (S3
@@ -34,13 +35,14 @@ func MarshalRecord(l fxelection.Lease) ([]byte, error) {
 		ms++
 	}
 	b, err := json.Marshal(wireRecord{
-		Format:     recordFormat,
-		Election:   l.Election,
-		Holder:     l.Holder,
-		Metadata:   l.Metadata,
-		Term:       l.Term,
-		DurationMS: ms,
-		AcquiredAt: l.AcquiredAt.UTC().Round(0),
+		Format:      recordFormat,
+		Election:    l.Election,
+		Holder:      l.Holder,
+		Incarnation: l.Incarnation,
+		Metadata:    l.Metadata,
+		Term:        l.Term,
+		DurationMS:  ms,
+		AcquiredAt:  l.AcquiredAt.UTC().Round(0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode lease record: %w", err)
@@ -69,12 +71,13 @@ func UnmarshalRecord(b []byte) (fxelection.Lease, error) {
 		return fxelection.Lease{}, err
 	}
 	l := fxelection.Lease{
-		Election:   w.Election,
-		Holder:     w.Holder,
-		Metadata:   w.Metadata,
-		Term:       w.Term,
-		Duration:   d,
-		AcquiredAt: w.AcquiredAt,
+		Election:    w.Election,
+		Holder:      w.Holder,
+		Incarnation: w.Incarnation,
+		Metadata:    w.Metadata,
+		Term:        w.Term,
+		Duration:    d,
+		AcquiredAt:  w.AcquiredAt,
 	}
 	if err := l.Validate(); err != nil {
 		return fxelection.Lease{}, err
@@ -107,6 +110,50 @@ func NextTerm(prev uint64, now time.Time) (uint64, error) {
 	next := prev + 1
 	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= fxelection.MaxTerm {
 		next = uint64(us)
+	}
+	return next, nil
+}
+
+// Claim decides an Acquire on a store that keeps one value per election
+// and replaces it with a compare-and-swap (S3 objects, cache entries): cur
+// is the value read (found false when there is none) and expired, on an
+// observed-time store, reports whether cur may be taken over now (nil on a
+// store whose TTL removes expired values). It returns the lease to write
+// with the version read: the caller's continued term when req.Continues a
+// live value, else backendkit.NextTerm of the value's term (a released or
+// expired value, a new incarnation of its holder, or none at all), or a
+// *fxelection.HeldError when someone else holds it. It is the one place
+// these backends apply the contract's rule for terms.
+func Claim(req fxelection.AcquireRequest, cur Value, found bool, expired func() bool, now time.Time) (fxelection.Lease, error) {
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, err
+	}
+	next := fxelection.Lease{
+		Election:    req.Election,
+		Holder:      req.Identity,
+		Incarnation: req.Incarnation,
+		Metadata:    req.Metadata,
+		Duration:    req.Duration,
+		AcquiredAt:  now,
+	}
+	var prev uint64 // the term a new leadership must exceed; 0 when no value survives
+	switch {
+	case !found:
+	case cur.Released:
+		prev = cur.Lease.Term
+	case req.Continues(cur.Lease):
+		next.Term, next.AcquiredAt = cur.Lease.Term, cur.Lease.AcquiredAt
+	case cur.Lease.Holder == req.Identity, expired != nil && expired():
+		prev = cur.Lease.Term
+	default:
+		return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.Lease}
+	}
+	if next.Term == 0 {
+		t, err := NextTerm(prev, now)
+		if err != nil {
+			return fxelection.Lease{}, err
+		}
+		next.Term = t
 	}
 	return next, nil
 }

@@ -34,25 +34,31 @@ func TestRecordCodec(t *testing.T) {
 func TestExpiryTracker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tr backendkit.ExpiryTracker
-		if tr.Expired("e", "v1", time.Second) {
+		if tr.Expired("e", "v1", "n1", time.Second) {
 			t.Fatal("expired at first sight")
 		}
 		time.Sleep(999 * time.Millisecond)
-		if tr.Expired("e", "v1", time.Second) {
+		if tr.Expired("e", "v1", "n1", time.Second) {
 			t.Fatal("expired early")
 		}
 		time.Sleep(time.Millisecond)
-		if !tr.Expired("e", "v1", time.Second) {
+		if !tr.Expired("e", "v1", "n1", time.Second) {
 			t.Fatal("not expired after a full duration unchanged")
 		}
-		if tr.Expired("e", "v2", time.Second) {
+		if tr.Expired("e", "v2", "n1", time.Second) {
 			t.Fatal("a new version restarts the clock")
 		}
-		if tr.Expired("other", "v2", 0) {
+		time.Sleep(time.Second)
+		// The store was re-created: its versions start again, so the new
+		// leader's first write repeats a version seen long before.
+		if tr.Expired("e", "v2", "n2", time.Second) {
+			t.Fatal("a repeated version with a new write nonce must restart the clock")
+		}
+		if tr.Expired("other", "v2", "n2", 0) {
 			t.Fatal("elections are tracked separately")
 		}
 		tr.Forget("e")
-		if tr.Expired("e", "v2", 0) {
+		if tr.Expired("e", "v2", "n2", 0) {
 			t.Fatal("forgotten election must be seen again first")
 		}
 	})
@@ -80,14 +86,15 @@ func TestValueCodec(t *testing.T) {
 	if string(b1) == string(b2) {
 		t.Fatal("two writes stored the same bytes (no nonce)")
 	}
-	back, released, err := backendkit.UnmarshalValue(b1, "jobs")
-	if err != nil || !released || back.Holder != "a" || back.Term != 7 || back.Metadata["k"] != "v" {
+	v, err := backendkit.UnmarshalValue(b1, "jobs")
+	back, released := v.Lease, v.Released
+	if err != nil || !released || back.Holder != "a" || back.Term != 7 || back.Metadata["k"] != "v" || v.Write == "" {
 		t.Fatalf("round trip: %+v %v %v", back, released, err)
 	}
-	if _, _, err := backendkit.UnmarshalValue(b1, "other"); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := backendkit.UnmarshalValue(b1, "other"); !errors.Is(err, fxelection.ErrInvalidRecord) {
 		t.Fatalf("record of another election: %v", err)
 	}
-	if _, _, err := backendkit.UnmarshalValue(b1, ""); err != nil {
+	if _, err := backendkit.UnmarshalValue(b1, ""); err != nil {
 		t.Fatalf("any election: %v", err)
 	}
 	rec := `{"fxelection":1,"election":"jobs","holder":"a","term":3,"duration_ms":1000}`
@@ -105,7 +112,7 @@ func TestValueCodec(t *testing.T) {
 		"too large":                           {`{"fxelection_value":1,"write":"` + strings.Repeat("x", backendkit.MaxValueBytes) + `"}`, false},
 		"record without election":             {`{"fxelection_value":1,"record":{"fxelection":1,"holder":"a","term":3,"duration_ms":1000}}`, false},
 	} {
-		l, _, err := backendkit.UnmarshalValue([]byte(tc.v), "")
+		l, err := backendkit.UnmarshalValue([]byte(tc.v), "")
 		if tc.ok != (err == nil) || err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
 			t.Errorf("%s: %+v, %v", name, l, err)
 		}

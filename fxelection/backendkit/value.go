@@ -50,36 +50,52 @@ func MarshalValue(l fxelection.Lease, released bool) ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalValue decodes a value written by MarshalValue and reports its
-// lease and whether it was released. The lease must name election, or, with
-// election "", any non-empty election. Anything else — larger than
-// MaxValueBytes, not a JSON value of a known format, no record, a record
-// UnmarshalRecord rejects — gives an error matching
+// Value is a store value decoded by UnmarshalValue.
+type Value struct {
+	// Lease is the record; its Version is left for the caller to set from
+	// the store.
+	Lease fxelection.Lease
+	// Released says the lease was released: the value only keeps the term.
+	Released bool
+	// Write is the value's per-write nonce. With the store's version it
+	// names one write uniquely even where versions repeat (a bucket deleted
+	// and re-created starts its revisions again), which is what
+	// ExpiryTracker must observe.
+	Write string
+}
+
+// UnmarshalValue decodes a value written by MarshalValue. The lease must
+// name election, or, with election "", any non-empty election. Anything
+// else — larger than MaxValueBytes, not a JSON value of a known format, no
+// record, a record UnmarshalRecord rejects — gives an error matching
 // fxelection.ErrInvalidRecord that quotes no stored bytes unescaped.
-func UnmarshalValue(b []byte, election string) (l fxelection.Lease, released bool, err error) {
+func UnmarshalValue(b []byte, election string) (Value, error) {
 	if len(b) > MaxValueBytes {
-		return fxelection.Lease{}, false, fmt.Errorf("%w: value larger than %d bytes", fxelection.ErrInvalidRecord, MaxValueBytes)
+		return Value{}, fmt.Errorf("%w: value larger than %d bytes", fxelection.ErrInvalidRecord, MaxValueBytes)
 	}
 	var v value
 	if err := json.Unmarshal(b, &v); err != nil {
-		return fxelection.Lease{}, false, fmt.Errorf("%w: not a JSON lease value", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: not a JSON lease value", fxelection.ErrInvalidRecord)
 	}
 	switch [3]int{v.Format, v.OldS3, v.OldCache} {
 	case [3]int{valueFormat, 0, 0}, [3]int{0, valueFormat, 0}, [3]int{0, 0, valueFormat}:
 	default:
-		return fxelection.Lease{}, false, fmt.Errorf("%w: unknown value format", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: unknown value format", fxelection.ErrInvalidRecord)
 	}
 	if len(v.Record) == 0 {
-		return fxelection.Lease{}, false, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
 	}
-	l, err = UnmarshalRecord(v.Record)
+	if len(v.Write) > 64 {
+		return Value{}, fmt.Errorf("%w: write nonce longer than 64 bytes", fxelection.ErrInvalidRecord)
+	}
+	l, err := UnmarshalRecord(v.Record)
 	switch {
 	case err != nil:
-		return fxelection.Lease{}, false, err
+		return Value{}, err
 	case l.Election == "":
-		return fxelection.Lease{}, false, fmt.Errorf("%w: record without election", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: record without election", fxelection.ErrInvalidRecord)
 	case election != "" && l.Election != election:
-		return fxelection.Lease{}, false, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
+		return Value{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
 	}
-	return l, v.Released, nil
+	return Value{Lease: l, Released: v.Released, Write: v.Write}, nil
 }

@@ -32,6 +32,13 @@ type Options struct {
 	// without it, since every backend must keep terms rising after that.
 	DeleteRecord func(t *testing.T, election string)
 
+	// Recreate, if set, deletes and re-creates the store's namespace that
+	// holds election (a bucket, a key prefix) behind the backends' backs,
+	// as an operator or a server restarted without its data would: stores
+	// whose versions then start again must still never let a follower take
+	// a new record for the one it watched. Default: DeleteRecord.
+	Recreate func(t *testing.T, election string)
+
 	// DeleteResetsTerms says the backend, as configured, cannot keep terms
 	// rising once its records are deleted (it documents this in its
 	// guarantees); the suite then checks only that the leader loses the
@@ -125,6 +132,9 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("AcquireWhenFree", s.acquireWhenFree)
 		t.Run("RefusedWhileHeld", s.refusedWhileHeld)
 		t.Run("ReacquireSameIdentity", s.reacquireSameIdentity)
+		t.Run("ReacquireSameIncarnation", s.reacquireSameIncarnation)
+		t.Run("NewIncarnationHigherTerm", s.newIncarnationHigherTerm)
+		t.Run("TermGrowsAfterOwnRelease", s.termGrowsAfterOwnRelease)
 		t.Run("RenewByHolder", s.renewByHolder)
 		t.Run("RenewRefusedAfterTakeover", s.renewRefusedAfterTakeover)
 		t.Run("ReleaseOnlyOwn", s.releaseOnlyOwn)
@@ -134,6 +144,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("TermSurvivesDelete", s.termSurvivesDelete)
 		t.Run("TermAboveRepeatedDeletes", s.termAboveRepeatedDeletes)
 		t.Run("ExpiryLetsAnotherAcquire", s.expiry)
+		t.Run("RecreatedStore", s.recreatedStore)
 		t.Run("RacingCandidates", s.racing)
 		t.Run("IndependentElections", s.independent)
 		t.Run("CancelledContext", s.cancelled)
@@ -149,6 +160,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 	t.Run("EndToEnd", func(t *testing.T) {
 		t.Run("HandOverOnStop", s.handOverOnStop)
 		t.Run("VanishedLeaderReplaced", s.vanished)
+		t.Run("FixedIdentityRestart", s.fixedIdentityRestart)
 		t.Run("ManyElectionsOneBackend", s.manyElections)
 	})
 }
@@ -226,6 +238,8 @@ func (s *suite) refusedWhileHeld(t *testing.T) {
 	}
 }
 
+// reacquireSameIdentity: a request that names no incarnation (the contract
+// before incarnations) keeps the holder's term.
 func (s *suite) reacquireSameIdentity(t *testing.T) {
 	e := Election(t)
 	la := mustAcquire(t, s.newBackend(t), s.req(e, "a", 0))

@@ -95,22 +95,32 @@ func (b *Backend) fail(op string, err error) error {
 }
 
 // read returns election's value; found is false if there is none.
-func (b *Backend) read(ctx context.Context, election string) (s stored, found bool, err error) {
+func (b *Backend) read(ctx context.Context, election string) (s backendkit.Value, found bool, err error) {
+	s, found, err = b.readValue(ctx, election)
+	if err != nil || !found {
+		// No observation spans a gap: a missing key or a failed read
+		// starts the watch of the next write afresh.
+		b.tracker.Forget(election)
+	}
+	return s, found, err
+}
+
+func (b *Backend) readValue(ctx context.Context, election string) (s backendkit.Value, found bool, err error) {
 	e, err := b.store.Get(ctx, b.Key(election))
 	if errors.Is(err, ErrNotFound) {
-		return stored{}, false, nil
+		return backendkit.Value{}, false, nil
 	}
 	if err != nil {
-		return stored{}, false, err
+		return backendkit.Value{}, false, err
 	}
 	s, err = decode(e.Value, election)
 	if err != nil {
-		return stored{}, true, err
+		return backendkit.Value{}, true, err
 	}
 	if e.Version == "" {
-		return stored{}, true, errors.New("store returned no version")
+		return backendkit.Value{}, true, errors.New("store returned no version")
 	}
-	s.lease.Version = e.Version
+	s.Lease.Version = e.Version
 	return s, true, nil
 }
 
@@ -146,30 +156,21 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		if err != nil {
 			return fxelection.Lease{}, b.fail(op, err)
 		}
-		next := fxelection.Lease{
-			Election:   req.Election,
-			Holder:     req.Identity,
-			Metadata:   maps.Clone(req.Metadata),
-			Duration:   req.Duration,
-			AcquiredAt: time.Now().UTC().Round(0),
-		}
-		var prev uint64
-		switch {
-		case !found:
-		case cur.released:
-			prev = cur.lease.Term
-		case cur.lease.Holder == req.Identity:
-			next.Term, next.AcquiredAt = cur.lease.Term, cur.lease.AcquiredAt
-		case !b.caps.ServerTTL && b.tracker.Expired(req.Election, cur.lease.Version, cur.lease.Duration):
-			prev = cur.lease.Term
-		default:
-			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
-		}
-		if next.Term == 0 {
-			if next.Term, err = backendkit.NextTerm(prev, time.Now()); err != nil {
-				return fxelection.Lease{}, b.fail(op, err)
+		var expired func() bool
+		if !b.caps.ServerTTL {
+			expired = func() bool {
+				return b.tracker.Expired(req.Election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
 			}
 		}
+		next, err := backendkit.Claim(req, cur, found, expired, time.Now().UTC().Round(0))
+		var held *fxelection.HeldError
+		if errors.As(err, &held) {
+			return fxelection.Lease{}, err
+		}
+		if err != nil {
+			return fxelection.Lease{}, b.fail(op, err)
+		}
+		next.Metadata = maps.Clone(req.Metadata)
 		if err := next.Validate(); err != nil {
 			return fxelection.Lease{}, b.fail(op, err)
 		}
@@ -179,7 +180,7 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		}
 		var version string
 		if found {
-			version, err = b.store.CompareAndSwap(ctx, b.Key(req.Election), value, cur.lease.Version, ttl)
+			version, err = b.store.CompareAndSwap(ctx, b.Key(req.Election), value, cur.Lease.Version, ttl)
 		} else {
 			version, err = b.store.Add(ctx, b.Key(req.Election), value, ttl)
 		}
@@ -206,18 +207,18 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 // reply was lost, or cancelled by Stop, changed the version). The write
 // that follows is a compare-and-swap on the version read here, so nothing
 // written in between is overwritten.
-func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, error) {
+func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Election == "" || lease.Holder == "" || lease.Term == 0 {
-		return stored{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, fxelection.ErrLeaseLost
 	}
 	cur, found, err := b.read(ctx, lease.Election)
 	switch {
 	case errors.Is(err, fxelection.ErrInvalidRecord):
-		return stored{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
+		return backendkit.Value{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
 	case err != nil:
-		return stored{}, err
-	case !found || cur.released || cur.lease.Holder != lease.Holder || cur.lease.Term != lease.Term:
-		return stored{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, err
+	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
+		return backendkit.Value{}, fxelection.ErrLeaseLost
 	}
 	return cur, nil
 }
@@ -238,7 +239,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	if err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
-	next := cur.lease.Clone()
+	next := cur.Lease.Clone()
 	next.Metadata = maps.Clone(lease.Metadata)
 	next.Duration = lease.Duration
 	if err := next.Validate(); err != nil {
@@ -248,7 +249,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	if err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
-	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.lease.Version, ttl)
+	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
 	if errors.Is(err, ErrConflict) {
 		return fxelection.Lease{}, b.fail(op, fxelection.ErrLeaseLost)
 	}
@@ -272,11 +273,11 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 	if err != nil {
 		return b.fail(op, err)
 	}
-	value, err := encode(cur.lease, true)
+	value, err := encode(cur.Lease, true)
 	if err != nil {
 		return b.fail(op, err)
 	}
-	_, err = b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.lease.Version, 0)
+	_, err = b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, 0)
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return b.fail(op, err)
 	}
@@ -293,13 +294,13 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 	if err != nil {
 		return fxelection.Lease{}, b.fail("get lease", err)
 	}
-	if !found || cur.released {
+	if !found || cur.Released {
 		return fxelection.Lease{}, fxelection.ErrNoLease
 	}
 	if !b.caps.ServerTTL {
-		b.tracker.Expired(election, cur.lease.Version, cur.lease.Duration)
+		b.tracker.Expired(election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
 	}
-	return cur.lease, nil
+	return cur.Lease, nil
 }
 
 // Subscribe implements fxelection.Notifier. On a Store that implements
@@ -352,7 +353,7 @@ func (b *Backend) changed(hub *backendkit.WakeHub, key string, value []byte) {
 		return
 	}
 	s, err := decode(value, "")
-	if err == nil && s.released && b.Key(s.lease.Election) == key {
-		hub.Wake(s.lease.Election)
+	if err == nil && s.Released && b.Key(s.Lease.Election) == key {
+		hub.Wake(s.Lease.Election)
 	}
 }

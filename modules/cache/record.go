@@ -9,12 +9,6 @@ import (
 // larger is foreign and is rejected without being parsed.
 const MaxValueBytes = backendkit.MaxValueBytes
 
-// stored is a decoded value.
-type stored struct {
-	lease    fxelection.Lease
-	released bool
-}
-
 // encode returns the value for l: backendkit.MarshalValue, the record plus
 // a released flag (a released lease keeps its term in the store) and a
 // per-write nonce, so that two writes never store the same bytes.
@@ -26,10 +20,6 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 // a valid value around a valid record of election (of any election, with
 // election "") gives an error matching fxelection.ErrInvalidRecord. The
 // error quotes no stored bytes.
-func decode(value []byte, election string) (stored, error) {
-	l, released, err := backendkit.UnmarshalValue(value, election)
-	if err != nil {
-		return stored{}, err
-	}
-	return stored{lease: l, released: released}, nil
+func decode(value []byte, election string) (backendkit.Value, error) {
+	return backendkit.UnmarshalValue(value, election)
 }

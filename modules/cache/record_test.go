@@ -67,8 +67,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.released != released || !reflect.DeepEqual(s.lease, l) {
-			t.Fatalf("round trip: %+v released=%v, want %+v released=%v", s.lease, s.released, l, released)
+		if s.Released != released || !reflect.DeepEqual(s.Lease, l) {
+			t.Fatalf("round trip: %+v released=%v, want %+v released=%v", s.Lease, s.Released, l, released)
 		}
 	}
 }
@@ -94,19 +94,19 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := s.lease.Validate(); err != nil {
+		if err := s.Lease.Validate(); err != nil {
 			t.Fatalf("decoded an invalid lease: %v", err)
 		}
-		v, err := encode(s.lease, s.released)
+		v, err := encode(s.Lease, s.Released)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		s2, err := decode(v, s.lease.Election)
+		s2, err := decode(v, s.Lease.Election)
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if s2.released != s.released || !sameLease(s.lease, s2.lease) {
-			t.Fatalf("re-decode: %+v, want %+v", s2.lease, s.lease)
+		if s2.Released != s.Released || !sameLease(s.Lease, s2.Lease) {
+			t.Fatalf("re-decode: %+v, want %+v", s2.Lease, s.Lease)
 		}
 	})
 }

@@ -68,12 +68,6 @@ func (b *Backend) Key(election string) string {
 	return b.prefix + url.PathEscape(election) + ".json"
 }
 
-// stored is a decoded object.
-type stored struct {
-	lease    fxelection.Lease // Version is the ETag
-	released bool
-}
-
 // encode returns the body for l: backendkit.MarshalValue, whose per-write
 // nonce makes every write change the ETag.
 func encode(l fxelection.Lease, released bool) ([]byte, error) {
@@ -88,12 +82,8 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 // in (0, MaxRecordDuration], acquired_at that cannot be encoded again), or
 // a record naming another election. Error messages quote no stored value
 // unescaped.
-func decode(body []byte, election string) (stored, error) {
-	l, released, err := backendkit.UnmarshalValue(body, election)
-	if err != nil {
-		return stored{}, err
-	}
-	return stored{lease: l, released: released}, nil
+func decode(body []byte, election string) (backendkit.Value, error) {
+	return backendkit.UnmarshalValue(body, election)
 }
 
 // s3Code returns the S3 error code and HTTP status of err, if it is an S3
@@ -124,30 +114,40 @@ func isConflict(err error) bool {
 // read returns election's object; found is false if there is none. It
 // makes one GET request (minio.Core), so the ETag and the body belong
 // together.
-func (b *Backend) read(ctx context.Context, election string) (s stored, found bool, err error) {
+func (b *Backend) read(ctx context.Context, election string) (s backendkit.Value, found bool, err error) {
+	s, found, err = b.readObject(ctx, election)
+	if err != nil || !found {
+		// No observation spans a gap: a missing object or a failed read
+		// starts the watch of the next write afresh.
+		b.tracker.Forget(election)
+	}
+	return s, found, err
+}
+
+func (b *Backend) readObject(ctx context.Context, election string) (s backendkit.Value, found bool, err error) {
 	body, info, _, err := minio.Core{Client: b.client}.GetObject(ctx, b.bucket, b.Key(election), minio.GetObjectOptions{})
 	if err != nil {
 		if isNotFound(err) {
-			return stored{}, false, nil
+			return backendkit.Value{}, false, nil
 		}
-		return stored{}, false, err
+		return backendkit.Value{}, false, err
 	}
 	defer body.Close()
 	data, err := io.ReadAll(io.LimitReader(body, maxBody+1))
 	if err != nil {
-		return stored{}, false, err
+		return backendkit.Value{}, false, err
 	}
 	if len(data) > maxBody {
-		return stored{}, true, fmt.Errorf("%w: object larger than %d bytes", fxelection.ErrInvalidRecord, maxBody)
+		return backendkit.Value{}, true, fmt.Errorf("%w: object larger than %d bytes", fxelection.ErrInvalidRecord, maxBody)
 	}
 	s, err = decode(data, election)
 	if err != nil {
-		return stored{}, true, err
+		return backendkit.Value{}, true, err
 	}
 	if info.ETag == "" {
-		return stored{}, true, errors.New("object has no ETag")
+		return backendkit.Value{}, true, errors.New("object has no ETag")
 	}
-	s.lease.Version = info.ETag
+	s.Lease.Version = info.ETag
 	return s, true, nil
 }
 
@@ -195,31 +195,19 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
-		now := time.Now()
-		next := fxelection.Lease{
-			Election:   req.Election,
-			Holder:     req.Identity,
-			Metadata:   req.Metadata,
-			Duration:   req.Duration,
-			AcquiredAt: now,
-		}
 		var etag string
-		var prev uint64 // the term a new holder must exceed; 0 when no record survives
-		switch {
-		case !found:
-		case cur.released:
-			prev, etag = cur.lease.Term, cur.lease.Version
-		case cur.lease.Holder == req.Identity:
-			next.Term, next.AcquiredAt, etag = cur.lease.Term, cur.lease.AcquiredAt, cur.lease.Version
-		case b.tracker.Expired(req.Election, cur.lease.Version, cur.lease.Duration):
-			prev, etag = cur.lease.Term, cur.lease.Version
-		default:
-			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.lease}
+		if found {
+			etag = cur.Lease.Version
 		}
-		if next.Term == 0 {
-			if next.Term, err = backendkit.NextTerm(prev, now); err != nil {
-				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		next, err := backendkit.Claim(req, cur, found, func() bool {
+			return b.tracker.Expired(req.Election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
+		}, time.Now())
+		if err != nil {
+			var held *fxelection.HeldError
+			if errors.As(err, &held) {
+				return fxelection.Lease{}, err
 			}
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		version, err := b.write(ctx, next, false, etag)
 		if err != nil {
@@ -250,9 +238,9 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	next := lease.Clone()
-	next.AcquiredAt = cur.lease.AcquiredAt
+	next.AcquiredAt = cur.Lease.AcquiredAt
 	next.ExpiresAt = time.Time{}
-	version, err := b.write(ctx, next, false, cur.lease.Version)
+	version, err := b.write(ctx, next, false, cur.Lease.Version)
 	if err != nil {
 		if isConflict(err) {
 			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
@@ -266,19 +254,19 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 // own reads lease's object and returns it if it still holds lease: same
 // ETag, holder and term, not released. Otherwise it returns an error
 // matching fxelection.ErrLeaseLost (or a store failure).
-func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, error) {
+func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Version == "" || lease.Election == "" {
-		return stored{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, fxelection.ErrLeaseLost
 	}
 	cur, found, err := b.read(ctx, lease.Election)
 	switch {
 	case errors.Is(err, fxelection.ErrInvalidRecord):
-		return stored{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
+		return backendkit.Value{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
 	case err != nil:
-		return stored{}, err
-	case !found || cur.released || cur.lease.Version != lease.Version ||
-		cur.lease.Holder != lease.Holder || cur.lease.Term != lease.Term:
-		return stored{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, err
+	case !found || cur.Released || cur.Lease.Version != lease.Version ||
+		cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
+		return backendkit.Value{}, fxelection.ErrLeaseLost
 	}
 	return cur, nil
 }
@@ -297,7 +285,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	if err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
-	if _, err := b.write(ctx, cur.lease, true, cur.lease.Version); err != nil {
+	if _, err := b.write(ctx, cur.Lease, true, cur.Lease.Version); err != nil {
 		if isConflict(err) {
 			return nil
 		}
@@ -320,13 +308,13 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
-	if !found || cur.released {
+	if !found || cur.Released {
 		return fxelection.Lease{}, fxelection.ErrNoLease
 	}
 	// A sighting is a sighting: it starts this candidate's observation of
 	// the version as an Acquire would (the result does not matter here).
-	b.tracker.Expired(election, cur.lease.Version, cur.lease.Duration)
-	return cur.lease, nil
+	b.tracker.Expired(election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
+	return cur.Lease, nil
 }
 
 // redact passes err through backendkit.RedactError with the backend's

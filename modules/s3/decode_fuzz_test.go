@@ -47,11 +47,11 @@ func FuzzDecodeObject(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		s, err := decode(body, fuzzElection)
-		if !electiontest.CheckDecoded(t, fuzzElection, s.lease, err) {
+		if !electiontest.CheckDecoded(t, fuzzElection, s.Lease, err) {
 			return
 		}
-		l := s.lease
-		again, err := encode(l, s.released)
+		l := s.Lease
+		again, err := encode(l, s.Released)
 		if err != nil {
 			t.Fatalf("re-encode %+v: %v", l, err)
 		}
@@ -59,8 +59,8 @@ func FuzzDecodeObject(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded body %s does not decode: %v", again, err)
 		}
-		if !electiontest.SameRecord(s2.lease, l) || s2.released != s.released {
-			t.Fatalf("round trip changed %+v (released %v) into %+v (released %v)", l, s.released, s2.lease, s2.released)
+		if !electiontest.SameRecord(s2.Lease, l) || s2.Released != s.Released {
+			t.Fatalf("round trip changed %+v (released %v) into %+v (released %v)", l, s.Released, s2.Lease, s2.Released)
 		}
 	})
 }

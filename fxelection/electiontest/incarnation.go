@@ -1,0 +1,189 @@
+package electiontest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// The contract's rule for incarnations (fxelection.AcquireRequest): a term
+// names one leadership of one incarnation. These cases hold every backend
+// to it.
+
+// reqInc is s.req for incarnation inc.
+func (s *suite) reqInc(election, id, inc string, d time.Duration) fxelection.AcquireRequest {
+	r := s.req(election, id, d)
+	r.Incarnation = inc
+	return r
+}
+
+// reacquireSameIncarnation: a retry by the same incarnation (its response
+// was lost) keeps the term and the lease; another identity is refused.
+func (s *suite) reacquireSameIncarnation(t *testing.T) {
+	e, inc := Election(t), fxelection.NewIncarnation()
+	la := mustAcquire(t, s.newBackend(t), s.reqInc(e, "a", inc, 0))
+	if la.Incarnation != "" && la.Incarnation != inc {
+		t.Fatalf("lease carries incarnation %q, want %q or none", la.Incarnation, inc)
+	}
+	la2 := mustAcquire(t, s.newBackend(t), s.reqInc(e, "a", inc, 0))
+	if la2.Term != la.Term || la2.Holder != "a" {
+		t.Fatalf("re-acquire by the same incarnation: term %d holder %q, want term %d", la2.Term, la2.Holder, la.Term)
+	}
+	_, err := s.newBackend(t).Acquire(Context(t), s.reqInc(e, "b", fxelection.NewIncarnation(), 0))
+	wantHeld(t, err, "a")
+}
+
+// newIncarnationHigherTerm: a restarted process with the same identity
+// takes the lease at once, with a strictly higher term; its predecessor can
+// neither renew nor release what it now holds.
+func (s *suite) newIncarnationHigherTerm(t *testing.T) {
+	e := Election(t)
+	old, restarted := s.newBackend(t), s.newBackend(t)
+	l1 := mustAcquire(t, old, s.reqInc(e, "a", fxelection.NewIncarnation(), 0))
+	l1, err := old.Renew(Context(t), l1)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	l2 := mustAcquire(t, restarted, s.reqInc(e, "a", fxelection.NewIncarnation(), 0))
+	if l2.Term <= l1.Term {
+		t.Fatalf("new incarnation of the same identity got term %d, want > %d: both would pass every fencing guard", l2.Term, l1.Term)
+	}
+	if _, err := old.Renew(Context(t), l1); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("predecessor's Renew after the new incarnation took over: %v, want ErrLeaseLost", err)
+	}
+	if err := old.Release(Context(t), l1); err != nil {
+		t.Fatalf("predecessor's Release: %v, want nil (not its lease any more)", err)
+	}
+	got, err := s.newBackend(t).Get(Context(t), e)
+	if err != nil || got.Term != l2.Term || got.Holder != "a" {
+		t.Fatalf("Get after the predecessor's Release = %+v, %v; want the new incarnation's term %d", got, err, l2.Term)
+	}
+	if _, err := restarted.Renew(Context(t), l2); err != nil {
+		t.Fatalf("new incarnation's Renew: %v", err)
+	}
+	// And back: the first incarnation again (a third run reusing nothing
+	// but the identity) is a new leadership too.
+	l3 := mustAcquire(t, old, s.reqInc(e, "a", fxelection.NewIncarnation(), 0))
+	if l3.Term <= l2.Term {
+		t.Fatalf("third incarnation got term %d, want > %d", l3.Term, l2.Term)
+	}
+}
+
+// termGrowsAfterOwnRelease: a lease released and taken again by the same
+// identity and incarnation is a new leadership: a strictly higher term,
+// with a Get in between seeing no lease.
+func (s *suite) termGrowsAfterOwnRelease(t *testing.T) {
+	b, e, inc := s.newBackend(t), Election(t), fxelection.NewIncarnation()
+	var last uint64
+	for i := range 3 {
+		l := mustAcquire(t, b, s.reqInc(e, "a", inc, 0))
+		if l.Term <= last {
+			t.Fatalf("acquisition %d after a release: term %d, want > %d", i, l.Term, last)
+		}
+		last = l.Term
+		if err := b.Release(Context(t), l); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if _, err := b.Get(Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+			t.Fatalf("Get after Release: %v, want ErrNoLease", err)
+		}
+	}
+}
+
+// recreatedStore: a follower watched a record for a full lease; the
+// store's namespace is then deleted and re-created (Options.Recreate, else
+// the election's records deleted) and a new leader writes. Stores whose
+// versions start again (a NATS bucket) give the new record the version the
+// follower watched: it must still wait a full lease of the new record.
+func (s *suite) recreatedStore(t *testing.T) {
+	recreate := s.o.Recreate
+	if recreate == nil {
+		recreate = s.o.DeleteRecord
+	}
+	if recreate == nil {
+		t.Fatal("Options.DeleteRecord is required")
+	}
+	e := Election(t)
+	old, follower, leader := s.newBackend(t), s.newBackend(t), s.newBackend(t)
+	mustAcquire(t, old, s.reqInc(e, "old", fxelection.NewIncarnation(), s.o.TTL))
+	_, err := follower.Acquire(Context(t), s.reqInc(e, "f", fxelection.NewIncarnation(), 0))
+	wantHeld(t, err, "old")
+	// Long enough that the follower has seen the old record unchanged
+	// for its full duration, short of taking it over.
+	time.Sleep(s.o.TTL + s.o.TTL/2)
+	recreate(t, e)
+	ln := mustAcquire(t, leader, s.reqInc(e, "new", fxelection.NewIncarnation(), time.Minute))
+	_, err = follower.Acquire(Context(t), s.reqInc(e, "f", fxelection.NewIncarnation(), 0))
+	he := wantHeld(t, err, "new")
+	if he.Holder.Term != ln.Term {
+		t.Fatalf("follower sees term %d, the new leader holds %d", he.Holder.Term, ln.Term)
+	}
+	if _, err := leader.Renew(Context(t), ln); err != nil {
+		t.Fatalf("new leader's Renew after the follower's attempt: %v", err)
+	}
+}
+
+// fixedIdentityRestart: two electors with one identity (a process
+// restarted with a fixed Identity while its predecessor is only paused: a
+// SIGSTOP, a frozen VM, a partition). The second leads at once, before
+// the first's lease could have expired, with a strictly higher term, so
+// every fencing guard refuses the first's late writes.
+func (s *suite) fixedIdentityRestart(t *testing.T) {
+	e := Election(t)
+	cfg := fxelection.Config{
+		Name:          e,
+		Identity:      "fixed",
+		LeaseDuration: s.o.Timing.LeaseDuration,
+		RenewDeadline: s.o.Timing.RenewDeadline,
+		RetryPeriod:   s.o.Timing.RetryPeriod,
+		MaxBackoff:    4 * s.o.Timing.RetryPeriod,
+	}
+	first := NewFaulty(s.newBackend(t))
+	e1, err := fxelection.New(cfg, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e1.Stop(context.Background()) })
+	l1 := waitLease(t, e1, s.expiryLimit())
+
+	first.Partition(true)
+	partitioned := time.Now()
+	e2, err := fxelection.New(cfg, s.newBackend(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e2.Stop(context.Background()) })
+	l2 := waitLease(t, e2, s.expiryLimit())
+	if took := time.Since(partitioned); took >= cfg.LeaseDuration-cfg.RetryPeriod {
+		// The record's holder is the caller's identity: no wait for
+		// expiry is needed, and a backend that waits has misread it.
+		t.Errorf("the restarted identity led %v after its predecessor was partitioned, want before its lease (%v) could expire", took, cfg.LeaseDuration)
+	}
+	if l2.Term <= l1.Term {
+		t.Fatalf("restarted process leads with term %d, its paused predecessor with %d: want a strictly higher term", l2.Term, l1.Term)
+	}
+}
+
+// waitLease waits up to limit for e to lead and returns its lease.
+func waitLease(t *testing.T, e *fxelection.Elector, limit time.Duration) fxelection.Lease {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if l, ok := e.Lease(); ok {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no leadership within %v", limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
