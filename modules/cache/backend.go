@@ -198,15 +198,21 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 }
 
 // own reads lease's value and returns it if it still holds lease: same
-// holder and term, not released. Otherwise it returns an error matching
-// fxelection.ErrLeaseLost (or a store failure).
+// holder, incarnation and term, not released. Otherwise it returns an error
+// matching fxelection.ErrLeaseLost (or a store failure).
 //
 // The version is deliberately not compared: only the holder writes its own
-// term, so a value with the caller's holder and term is the caller's lease
-// even when the caller missed the answer to its last write (a renewal whose
-// reply was lost, or cancelled by Stop, changed the version). The write
-// that follows is a compare-and-swap on the version read here, so nothing
-// written in between is overwritten.
+// term, so a value with the caller's holder, incarnation and term is the
+// caller's lease even when the caller missed the answer to its last write
+// (a renewal whose reply was lost, or cancelled by Stop, changed the
+// version). The write that follows is a compare-and-swap on the version
+// read here, so nothing written in between is overwritten.
+//
+// The incarnation is compared: two incarnations of one identity are two
+// leaderships, and the holder and term alone cannot always tell them apart
+// (clock-seeded terms handed out after the record was lost can coincide).
+// Without it, the compare-and-swap on whatever version was read would let
+// an old incarnation renew, or release, its successor's lease.
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Election == "" || lease.Holder == "" || lease.Term == 0 {
 		return backendkit.Value{}, fxelection.ErrLeaseLost
@@ -217,7 +223,8 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.V
 		return backendkit.Value{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
 	case err != nil:
 		return backendkit.Value{}, err
-	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
+	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term ||
+		cur.Lease.Incarnation != lease.Incarnation:
 		return backendkit.Value{}, fxelection.ErrLeaseLost
 	}
 	return cur, nil
