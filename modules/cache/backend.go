@@ -141,7 +141,10 @@ func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 // unchanged by this Backend for the record's full Duration. A new holder's
 // term is backendkit.NextTerm of the last term the store shows, so it is
 // clock-seeded and rises even when the value was lost. Every write is an
-// add-if-absent or a compare-and-swap on the version just read.
+// add-if-absent or a compare-and-swap on the version just read, and a call
+// makes at most one write that succeeds: a write whose version the store
+// cannot return (ErrVersionUnknown) ends the call with a store error, since
+// the lease it wrote may already be another's.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	const op = "acquire lease"
 	if req.Election == "" || req.Identity == "" {
@@ -184,8 +187,8 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		} else {
 			version, err = b.store.Add(ctx, b.Key(req.Election), value, ttl)
 		}
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrExists) {
-			continue // someone wrote first: read again
+		if !errors.Is(err, ErrVersionUnknown) && (errors.Is(err, ErrConflict) || errors.Is(err, ErrExists)) {
+			continue // someone wrote first, nothing was written: read again
 		}
 		if err != nil {
 			return fxelection.Lease{}, b.fail(op, err)
@@ -235,7 +238,8 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.V
 // a compare-and-swap on the version just read; if the lease was taken over,
 // released, expired, was evicted or deleted, it returns an error matching
 // fxelection.ErrLeaseLost. The returned lease
-// carries the new version.
+// carries the new version; a renewal stored whose version the store cannot
+// return (ErrVersionUnknown) gives a store error, not ErrLeaseLost.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	const op = "renew lease"
 	ttl, err := b.ttl(lease.Duration)
@@ -257,7 +261,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 		return fxelection.Lease{}, b.fail(op, err)
 	}
 	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
 		return fxelection.Lease{}, b.fail(op, fxelection.ErrLeaseLost)
 	}
 	if err != nil {
@@ -285,7 +289,8 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 		return b.fail(op, err)
 	}
 	_, err = b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, 0)
-	if err != nil && !errors.Is(err, ErrConflict) {
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
+		// ErrVersionUnknown: the marker was stored; the release is done.
 		return b.fail(op, err)
 	}
 	return nil

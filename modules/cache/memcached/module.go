@@ -40,8 +40,11 @@ type ConfigModule struct {
 	// election must list the same set, spelled the same way. Host names
 	// are resolved at each connection, not once. Not a URL. Required.
 	Addr string `json:"addr" config:"required"`
-	// Timeout bounds each call (memcache.Client.Timeout: gomemcache has no
-	// context support). Must not be negative. Default (also for "0s"): 1s.
+	// Timeout bounds each gomemcache call (memcache.Client.Timeout:
+	// gomemcache has no context support). Backend calls return at their
+	// context's end even so; a call abandoned then runs on in the
+	// background until Timeout. Must not be negative. Default (also for
+	// "0s"): 1s.
 	Timeout config.Duration `json:"timeout,omitempty"`
 	// Prefix is cachelease.Options.KeyPrefix. Default: "fxelection.".
 	Prefix string `json:"prefix,omitempty"`
