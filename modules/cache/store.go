@@ -74,7 +74,8 @@ type Capabilities struct {
 	// after the ttl given to Add or CompareAndSwap (memcached). Expiry is
 	// then server-authoritative. When false (NATS KV on servers without
 	// per-key TTL), ttl is ignored and the Backend uses observed time
-	// (backendkit.ExpiryTracker on the version).
+	// (backendkit.ExpiryTracker on the version and the value's write
+	// nonce).
 	ServerTTL bool
 	// MaxTTL is the longest ttl the store can express; a longer lease
 	// duration is refused by Acquire. 0 means no limit.
