@@ -141,7 +141,10 @@ func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 // unchanged by this Backend for the record's full Duration. A new holder's
 // term is backendkit.NextTerm of the last term the store shows, so it is
 // clock-seeded and rises even when the value was lost. Every write is an
-// add-if-absent or a compare-and-swap on the version just read.
+// add-if-absent or a compare-and-swap on the version just read, and a call
+// makes at most one write that succeeds: a write whose version the store
+// cannot return (ErrVersionUnknown) ends the call with a store error, since
+// the lease it wrote may already be another's.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	const op = "acquire lease"
 	if req.Election == "" || req.Identity == "" {
@@ -184,8 +187,8 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		} else {
 			version, err = b.store.Add(ctx, b.Key(req.Election), value, ttl)
 		}
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrExists) {
-			continue // someone wrote first: read again
+		if !errors.Is(err, ErrVersionUnknown) && (errors.Is(err, ErrConflict) || errors.Is(err, ErrExists)) {
+			continue // someone wrote first, nothing was written: read again
 		}
 		if err != nil {
 			return fxelection.Lease{}, b.fail(op, err)
@@ -198,15 +201,21 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 }
 
 // own reads lease's value and returns it if it still holds lease: same
-// holder and term, not released. Otherwise it returns an error matching
-// fxelection.ErrLeaseLost (or a store failure).
+// holder, incarnation and term, not released. Otherwise it returns an error
+// matching fxelection.ErrLeaseLost (or a store failure).
 //
 // The version is deliberately not compared: only the holder writes its own
-// term, so a value with the caller's holder and term is the caller's lease
-// even when the caller missed the answer to its last write (a renewal whose
-// reply was lost, or cancelled by Stop, changed the version). The write
-// that follows is a compare-and-swap on the version read here, so nothing
-// written in between is overwritten.
+// term, so a value with the caller's holder, incarnation and term is the
+// caller's lease even when the caller missed the answer to its last write
+// (a renewal whose reply was lost, or cancelled by Stop, changed the
+// version). The write that follows is a compare-and-swap on the version
+// read here, so nothing written in between is overwritten.
+//
+// The incarnation is compared: two incarnations of one identity are two
+// leaderships, and the holder and term alone cannot always tell them apart
+// (clock-seeded terms handed out after the record was lost can coincide).
+// Without it, the compare-and-swap on whatever version was read would let
+// an old incarnation renew, or release, its successor's lease.
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Election == "" || lease.Holder == "" || lease.Term == 0 {
 		return backendkit.Value{}, fxelection.ErrLeaseLost
@@ -217,7 +226,8 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.V
 		return backendkit.Value{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
 	case err != nil:
 		return backendkit.Value{}, err
-	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
+	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term ||
+		cur.Lease.Incarnation != lease.Incarnation:
 		return backendkit.Value{}, fxelection.ErrLeaseLost
 	}
 	return cur, nil
@@ -228,7 +238,8 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.V
 // a compare-and-swap on the version just read; if the lease was taken over,
 // released, expired, was evicted or deleted, it returns an error matching
 // fxelection.ErrLeaseLost. The returned lease
-// carries the new version.
+// carries the new version; a renewal stored whose version the store cannot
+// return (ErrVersionUnknown) gives a store error, not ErrLeaseLost.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	const op = "renew lease"
 	ttl, err := b.ttl(lease.Duration)
@@ -250,7 +261,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 		return fxelection.Lease{}, b.fail(op, err)
 	}
 	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
 		return fxelection.Lease{}, b.fail(op, fxelection.ErrLeaseLost)
 	}
 	if err != nil {
@@ -278,7 +289,8 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 		return b.fail(op, err)
 	}
 	_, err = b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, 0)
-	if err != nil && !errors.Is(err, ErrConflict) {
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
+		// ErrVersionUnknown: the marker was stored; the release is done.
 		return b.fail(op, err)
 	}
 	return nil

@@ -71,13 +71,25 @@
 //     no client clock is ever compared with another's.
 //   - Observed time (NATS KV on servers without per-key TTL, such as
 //     nats-server 2.9): a candidate may take over a record only after this
-//     Backend has seen the same revision unchanged for the record's full
-//     duration on its own monotonic clock (backendkit.ExpiryTracker, the
-//     rule client-go uses), and then with a compare-and-swap on that
-//     revision. A candidate that starts while a dead holder's record is in
-//     the store therefore waits a full lease duration.
+//     Backend has seen the same write — revision and the value's per-write
+//     nonce: a bucket deleted and re-created numbers its revisions from 1
+//     again — unchanged for the record's full duration on its own monotonic
+//     clock (backendkit.ExpiryTracker, the rule client-go uses), and then
+//     with a compare-and-swap on that revision. A missing key or a failed
+//     read forgets what was seen. A candidate that starts while a dead
+//     holder's record is in the store therefore waits a full lease
+//     duration.
 //
 // # Fencing terms
+//
+// Acquire decides the term with backendkit.Claim: a retry by the holder's
+// own incarnation (AcquireRequest.Incarnation, or a request naming none)
+// keeps the live term; anything else that may take the lease — the key
+// absent, a released value, another incarnation of the holder's identity
+// (at once, without waiting for expiry), an expired record — writes a new
+// term, strictly above the one in the store, with a compare-and-swap on
+// the version read (or an add-if-absent). Renew and Release act only on a
+// record with the caller's holder, incarnation and term.
 //
 // A new holder's term is backendkit.NextTerm of the last term in the store:
 // the larger of that term plus one and the clock in microseconds. A

@@ -28,13 +28,17 @@ type Store interface {
 	// operation, and returns the new version. ttl > 0 asks the store to
 	// expire the entry after ttl (rounded up, never down, to what the store
 	// can express); ttl == 0 means no expiry. A key that exists gives an
-	// error matching ErrExists.
+	// error matching ErrExists and changes nothing. A write made whose
+	// version cannot be returned gives an error matching ErrVersionUnknown;
+	// the version returned on success is exactly the one this write
+	// produced.
 	Add(ctx context.Context, key string, value []byte, ttl time.Duration) (string, error)
 
 	// CompareAndSwap replaces key's value only if its current version is
 	// version, in one atomic operation, and returns the new version; ttl as
 	// for Add. If the key changed or is gone, it returns an error matching
-	// ErrConflict and changes nothing.
+	// ErrConflict and changes nothing; ErrVersionUnknown and the returned
+	// version as for Add.
 	CompareAndSwap(ctx context.Context, key string, value []byte, version string, ttl time.Duration) (string, error)
 
 	// Capabilities describes the store; it must not do I/O.
@@ -70,7 +74,8 @@ type Capabilities struct {
 	// after the ttl given to Add or CompareAndSwap (memcached). Expiry is
 	// then server-authoritative. When false (NATS KV on servers without
 	// per-key TTL), ttl is ignored and the Backend uses observed time
-	// (backendkit.ExpiryTracker on the version).
+	// (backendkit.ExpiryTracker on the version and the value's write
+	// nonce).
 	ServerTTL bool
 	// MaxTTL is the longest ttl the store can express; a longer lease
 	// duration is refused by Acquire. 0 means no limit.
@@ -88,6 +93,15 @@ var (
 	// ErrConflict is what a Store returns from CompareAndSwap when the key
 	// changed since the given version, or is gone.
 	ErrConflict = errors.New("cachelease: version conflict")
+	// ErrVersionUnknown is what a Store returns from Add or CompareAndSwap
+	// when the write was made but its new version could not be learnt: a
+	// store whose writes do not return the version (memcached's add and
+	// cas) reads it back, and the value read back was already another
+	// write's, or gone, or the read failed. The write may have been seen by
+	// others; the Backend then reports the call's outcome as unknown (a
+	// store error, never ErrConflict's "nothing written" and never a second
+	// write in the same call).
+	ErrVersionUnknown = errors.New("cachelease: write stored, its version unknown")
 	// ErrTTLRange is returned when a lease duration cannot be expressed as
 	// the store's TTL (memcached: more than 30 days).
 	ErrTTLRange = errors.New("cachelease: lease duration out of the store's TTL range")

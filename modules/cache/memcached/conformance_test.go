@@ -36,5 +36,12 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		// The store's namespace is the whole server: flush_all, as a
+		// server restarted empty would be.
+		Recreate: func(t *testing.T, _ string) {
+			if err := admin.FlushAll(); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }

@@ -34,16 +34,67 @@
 // A restarted memcached is empty: every lease is lost as above, and terms
 // stay clock-seeded.
 //
-// # Timeouts
+// # Versions
+//
+// memcached's add and cas do not return the item's new CAS id, so after
+// every write the adapter reads it back with gets. Its values are unique
+// (each carries a per-write nonce), so bytes read back equal to those
+// written are that write, and the CAS id returned is exactly the version it
+// produced. What cannot be promised: between the write and the read-back
+// another write may land (a takeover, an operator's delete, an eviction, a
+// flush), or the read may fail. The write was then made, and others may have
+// seen it, but its version is unknown: the Store reports
+// cachelease.ErrVersionUnknown, and Acquire and Renew report a store error
+// (the outcome unknown; the elector retries and then learns the state from
+// the store), never "nothing written" (a second write in the same Acquire,
+// a HeldError, or ErrLeaseLost from Renew, as before).
+//
+// # Timeouts and contexts
 //
 // gomemcache has no context support: each call is bounded by the client's
-// Timeout (ConfigModule's default is 1 s), not by ctx. A ctx that is already
-// done is honoured before every call. The elector's Stop and step-down
-// bounds do not depend on the backend honouring ctx.
+// Timeout (ConfigModule's default is 1 s). The adapter nevertheless returns
+// at ctx.Done: every gomemcache call runs on a goroutine of its own that
+// the caller waits for only until ctx is done; an abandoned call goes on
+// until it completes or the client's Timeout (a socket deadline, with the
+// dial bounded by it too) ends it, and its result is dropped. A write
+// abandoned this way may still be applied: the caller reports ctx's error,
+// an unknown outcome. So a renewal never holds a leader past its
+// RenewDeadline's context, whatever the Timeout; keep the Timeout short
+// anyway, since abandoned calls hold a connection until it ends.
 //
 // # Several servers
 //
 // A client with several servers shards keys across them; each election's
 // key lives on one server, so its lease is as available as that server.
 // memcached does not replicate.
+//
+// Every candidate of an election must address the same server for it:
+// give every candidate the same SET of servers, spelled the same way
+// (a host name on one candidate and its IP address on another are two
+// servers), and shard with a ServerSet (ConfigModule does; with Module or
+// New, build the client with memcache.NewFromSelector and NewServerSet).
+// A ServerSet depends on the set only, not on the order or repetitions of
+// the list. memcache.New's ServerList picks a server by position: two
+// candidates listing the same servers in another order then store the same
+// election on different servers and both lead.
+//
+// Adding or removing a server moves the elections whose keys hash to it
+// (about 1/n of them with a ServerSet). During a rolling change, while some
+// candidates have the old set and others the new one, a moved election has
+// two records on two servers: a candidate with the old set and one with
+// the new set can both lead it, each with its own term, for as long as the
+// sets differ. Their terms are clock-seeded, but a fencing guard that has
+// seen the later-acquired term refuses only the other one's writes, not
+// its belief that it leads. To change the set without double leadership,
+// stop every candidate of the affected elections (or all of them) before
+// starting any with the new set, or change the set only where brief double
+// leadership is acceptable. A removed server's records simply stop being
+// read; a server added back later may still hold an old record until it
+// expires (a lease's TTL) or is released.
+//
+// Host names are resolved by the client each time it opens a connection,
+// not once at start (ConfigModule does no DNS in Provision); the shard
+// depends on the name as configured, never on the address it resolved to.
+// Pooled connections keep the address they were opened with until they
+// break.
 package memcachedlease

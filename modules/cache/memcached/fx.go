@@ -14,10 +14,16 @@ import (
 // Backend never closes it.
 //
 //	fx.New(
-//		fx.Provide(func() *memcache.Client {
-//			c := memcache.New("10.0.0.1:11211", "10.0.0.2:11211")
+//		fx.Provide(func() (*memcache.Client, error) {
+//			// A ServerSet, not memcache.New: the same election must land
+//			// on the same server whatever order each candidate lists them.
+//			servers, err := memcachedlease.NewServerSet("10.0.0.1:11211", "10.0.0.2:11211")
+//			if err != nil {
+//				return nil, err
+//			}
+//			c := memcache.NewFromSelector(servers)
 //			c.Timeout = time.Second
-//			return c
+//			return c, nil
 //		}),
 //		memcachedlease.Module,
 //		fx.Supply(fxelection.Config{Name: "billing"}),

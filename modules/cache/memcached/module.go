@@ -1,7 +1,6 @@
 package memcachedlease
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -36,10 +35,16 @@ var ErrInvalidSettings = errors.New("memcachedlease: invalid settings")
 // Errors never quote addr.
 type ConfigModule struct {
 	// Addr is the servers' host:port, comma-separated; keys are sharded
-	// across them. Not a URL. Required.
+	// across them by a ServerSet, which depends on the set of addresses
+	// only (order and repetitions do not matter), so every candidate of an
+	// election must list the same set, spelled the same way. Host names
+	// are resolved at each connection, not once. Not a URL. Required.
 	Addr string `json:"addr" config:"required"`
-	// Timeout bounds each call (memcache.Client.Timeout: gomemcache has no
-	// context support). Must not be negative. Default (also for "0s"): 1s.
+	// Timeout bounds each gomemcache call (memcache.Client.Timeout:
+	// gomemcache has no context support). Backend calls return at their
+	// context's end even so; a call abandoned then runs on in the
+	// background until Timeout. Must not be negative. Default (also for
+	// "0s"): 1s.
 	Timeout config.Duration `json:"timeout,omitempty"`
 	// Prefix is cachelease.Options.KeyPrefix. Default: "fxelection.".
 	Prefix string `json:"prefix,omitempty"`
@@ -94,7 +99,7 @@ func (m *ConfigModule) addrs() ([]string, error) {
 			return nil, fmt.Errorf("%w: addr: address %d is a URL; give host:port", ErrInvalidSettings, i+1)
 		}
 		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" || port == "" || strings.ContainsAny(a, "@/") {
+		if _, ok := normaliseAddr(a); err != nil || !ok || host == "" || port == "" || strings.ContainsAny(a, "@/") {
 			return nil, fmt.Errorf("%w: addr: address %d is not host:port", ErrInvalidSettings, i+1)
 		}
 	}
@@ -119,25 +124,21 @@ func (m *ConfigModule) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Provision resolves the servers' host names (once, here, within ctx) and
-// creates the client and the Backend. It does not connect: a server that
-// is down is reported by the electors' first operations.
-func (m *ConfigModule) Provision(ctx config.Context) error {
+// Provision creates the client, on a ServerSet of the addresses (the same
+// election lands on the same server whatever their order and repetitions),
+// and the Backend. It does no I/O: host names are resolved by the client
+// each time it connects, not pinned here, and a server that is down is
+// reported by the electors' first operations.
+func (m *ConfigModule) Provision(config.Context) error {
 	addrs, err := m.addrs()
 	if err != nil {
 		return err
 	}
-	for i, a := range addrs {
-		if addrs[i], err = resolve(ctx, a); err != nil {
-			// Not %w: the resolver's error quotes the host.
-			return fmt.Errorf("addr: cannot resolve address %d", i+1)
-		}
+	servers, err := NewServerSet(addrs...)
+	if err != nil {
+		return fmt.Errorf("%w: addr: %w", ErrInvalidSettings, err)
 	}
-	var sl memcache.ServerList
-	if err := sl.SetServers(addrs...); err != nil {
-		return errors.New("addr: cannot use the servers")
-	}
-	client := memcache.NewFromSelector(&sl)
+	client := memcache.NewFromSelector(servers)
 	client.Timeout = m.timeout()
 	client.MaxIdleConns = 16
 	m.client = client
@@ -147,34 +148,6 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 	}
 	m.backend = b
 	return nil
-}
-
-// resolve turns host:port into ip:port within ctx, preferring IPv4 as
-// net.ResolveTCPAddr (which the client would otherwise call, without ctx)
-// does.
-func resolve(ctx context.Context, addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", err
-	}
-	if net.ParseIP(host) != nil {
-		return addr, nil
-	}
-	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil {
-		return "", err
-	}
-	if len(ips) == 0 {
-		return "", errors.New("no address")
-	}
-	ip := ips[0].IP
-	for _, c := range ips {
-		if c.IP.To4() != nil {
-			ip = c.IP
-			break
-		}
-	}
-	return net.JoinHostPort(ip.String(), port), nil
 }
 
 // Backend returns the provisioned Backend.

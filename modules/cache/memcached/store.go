@@ -66,12 +66,43 @@ func Expiration(ttl time.Duration) (int32, error) {
 	return int32(secs) + 1, nil
 }
 
-// Get implements cachelease.Store with memcached "gets".
-func (s *Store) Get(ctx context.Context, key string) (cachelease.Entry, error) {
+// call runs f, a gomemcache call, so that the caller returns at ctx.Done
+// even though gomemcache has no context support. f then goes on in a
+// goroutine of its own until the client's Timeout ends it (gomemcache sets
+// that deadline on the connection, so it cannot run longer than about the
+// dial plus the read and write timeouts); its result is dropped. A write
+// abandoned so may still be applied: the caller reports ctx's error, whose
+// outcome is unknown. With a ctx that can never be done, f runs on the
+// caller's goroutine.
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return cachelease.Entry{}, err
+		return zero, err
 	}
-	it, err := s.client.Get(key)
+	if ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned call never blocks
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// Get implements cachelease.Store with memcached "gets". It returns at
+// ctx.Done (see call).
+func (s *Store) Get(ctx context.Context, key string) (cachelease.Entry, error) {
+	it, err := call(ctx, func() (*memcache.Item, error) { return s.client.Get(key) })
 	if errors.Is(err, memcache.ErrCacheMiss) {
 		return cachelease.Entry{}, cachelease.ErrNotFound
 	}
@@ -82,18 +113,19 @@ func (s *Store) Get(ctx context.Context, key string) (cachelease.Entry, error) {
 }
 
 // Add implements cachelease.Store with memcached "add", then reads the new
-// CAS id with "gets" (the text protocol's add does not return it). If
-// another write replaced the value in between, it reports
-// cachelease.ErrConflict.
+// CAS id with "gets" (the text protocol's add does not return it). If that
+// read does not find the bytes just written (another write replaced them,
+// the key was deleted or evicted, or the read failed), it reports an error
+// matching cachelease.ErrVersionUnknown: the add was made, its version is
+// not known. It returns at ctx.Done (see call).
 func (s *Store) Add(ctx context.Context, key string, value []byte, ttl time.Duration) (string, error) {
 	exp, err := Expiration(ttl)
 	if err != nil {
 		return "", err
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	err = s.client.Add(&memcache.Item{Key: key, Value: value, Expiration: exp})
+	_, err = call(ctx, func() (struct{}, error) {
+		return struct{}{}, s.client.Add(&memcache.Item{Key: key, Value: value, Expiration: exp})
+	})
 	if errors.Is(err, memcache.ErrNotStored) {
 		return "", cachelease.ErrExists
 	}
@@ -104,7 +136,8 @@ func (s *Store) Add(ctx context.Context, key string, value []byte, ttl time.Dura
 }
 
 // CompareAndSwap implements cachelease.Store with memcached "cas", then
-// reads the new CAS id with "gets".
+// reads the new CAS id with "gets", with the same cachelease.ErrVersionUnknown
+// rule as Add. It returns at ctx.Done (see call).
 func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, version string, ttl time.Duration) (string, error) {
 	exp, err := Expiration(ttl)
 	if err != nil {
@@ -114,10 +147,9 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ve
 	if err != nil {
 		return "", cachelease.ErrConflict // not a version this store gave out
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	err = s.client.CompareAndSwap(&memcache.Item{Key: key, Value: value, Expiration: exp, CasID: cas})
+	_, err = call(ctx, func() (struct{}, error) {
+		return struct{}{}, s.client.CompareAndSwap(&memcache.Item{Key: key, Value: value, Expiration: exp, CasID: cas})
+	})
 	switch {
 	case errors.Is(err, memcache.ErrCASConflict), errors.Is(err, memcache.ErrNotStored), errors.Is(err, memcache.ErrCacheMiss):
 		return "", cachelease.ErrConflict
@@ -128,18 +160,21 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ve
 }
 
 // versionOf reads key's CAS id after this Store wrote value. Every value the
-// Backend writes is unique (it carries a nonce), so equal bytes mean it is
-// still our write.
+// Backend writes is unique (it carries a nonce), and memcached changes an
+// item's CAS id on every write of it, so a read that finds these bytes
+// returns exactly the version this write produced. Anything else — other
+// bytes, no key, a failed or abandoned read — means the write was made but
+// its version is unknown: cachelease.ErrVersionUnknown, never ErrConflict
+// (which says nothing was written).
 func (s *Store) versionOf(ctx context.Context, key string, value []byte) (string, error) {
 	e, err := s.Get(ctx, key)
-	if errors.Is(err, cachelease.ErrNotFound) {
-		return "", cachelease.ErrConflict
-	}
-	if err != nil {
-		return "", err
-	}
-	if !bytes.Equal(e.Value, value) {
-		return "", cachelease.ErrConflict
+	switch {
+	case errors.Is(err, cachelease.ErrNotFound):
+		return "", fmt.Errorf("%w: the key was gone when read back", cachelease.ErrVersionUnknown)
+	case err != nil:
+		return "", fmt.Errorf("%w: read back: %w", cachelease.ErrVersionUnknown, err)
+	case !bytes.Equal(e.Value, value):
+		return "", fmt.Errorf("%w: replaced by another write before it was read back", cachelease.ErrVersionUnknown)
 	}
 	return e.Version, nil
 }

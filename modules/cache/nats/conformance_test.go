@@ -1,8 +1,11 @@
 package natslease
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
@@ -15,6 +18,7 @@ import (
 // (push off).
 func TestConformance(t *testing.T) {
 	srv, admin := newServer(t)
+	adminJS := jsOf(t, connect(t, srv.URL()))
 	keys, err := New(admin, nil, cachelease.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +35,9 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		// The whole bucket deleted and re-created behind the backends'
+		// backs: its revisions start again at 1.
+		Recreate: func(t *testing.T, _ string) { recreateBucket(t, adminJS) },
 	}
 	t.Run("Push", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
@@ -42,4 +49,25 @@ func TestConformance(t *testing.T) {
 			return newBucketBackend(t, srv.URL(), cachelease.Options{DisablePush: true})
 		}, hooks)
 	})
+}
+
+// recreateBucket deletes the test bucket and creates it again, empty, as an
+// operator (or a server restarted without its store, with a module that
+// re-creates it) would. Setup is retried: JetStream may be slow under load.
+func recreateBucket(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
+	if err := js.DeleteKeyValue(ctxT(t), testBucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("delete bucket: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := js.CreateKeyValue(ctxT(t), jetstream.KeyValueConfig{Bucket: testBucket})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("re-create bucket: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

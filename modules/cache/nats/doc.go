@@ -8,8 +8,12 @@
 // nats-server before 2.11 has no per-key TTL (only a bucket-wide MaxAge,
 // which cannot follow each lease's duration), so this adapter uses observed
 // time: a candidate takes over a record only after it has seen the same
-// revision unchanged for the record's full duration on its own monotonic
-// clock, and then with Update on that revision (backendkit.ExpiryTracker).
+// write (revision and the value's per-write nonce) unchanged for the
+// record's full duration on its own monotonic clock, and then with Update
+// on that revision (backendkit.ExpiryTracker). The nonce matters when the
+// bucket is deleted and re-created: its revisions start again at 1, and a
+// follower that had watched the old revision 1 for a lease must not take
+// the new leader's revision 1 for it.
 // No clock is compared with another node's. A candidate that starts while a
 // dead holder's record is in the bucket waits a full lease duration. Do not
 // give the bucket a MaxAge shorter than the lease duration: the server
