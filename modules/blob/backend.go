@@ -356,6 +356,9 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
 	secs, err := durationSeconds(req.Duration)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -411,19 +414,24 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	now := time.Now()
 	id := *lc.LeaseID()
 	next := fxelection.Lease{
-		Election:   req.Election,
-		Holder:     req.Identity,
-		Metadata:   maps.Clone(req.Metadata),
-		Version:    id,
-		Duration:   req.Duration,
-		AcquiredAt: now,
+		Election:    req.Election,
+		Holder:      req.Identity,
+		Incarnation: req.Incarnation,
+		Metadata:    maps.Clone(req.Metadata),
+		Version:     id,
+		Duration:    req.Duration,
+		AcquiredAt:  now,
 	}
-	if mine {
+	if mine && req.Continues(s.rec) {
+		// The caller's own leadership (same identity and incarnation, or
+		// a request naming no incarnation): a retry whose reply was lost.
 		next.Term, next.AcquiredAt = s.rec.Term, s.rec.AcquiredAt
 	} else {
-		// A new holder (or the same one after its lease ended): above the
-		// stored term, and clock-seeded so that it is above lost terms too
-		// when no valid record survives (a new, deleted or foreign blob).
+		// A new leadership: a new holder, the same one after its lease
+		// ended, or a new incarnation of the live holder (a restarted
+		// process, which shares the Azure lease id). Above the stored
+		// term, and clock-seeded so that it is above lost terms too when
+		// no valid record survives (a new, deleted or foreign blob).
 		var prev uint64
 		if s.state == recordValid {
 			prev = s.rec.Term
@@ -459,10 +467,20 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		etag = *resp.ETag
 	}
 	if mine {
-		// Re-acquired in place: refresh the metadata under our lease. The
-		// write gives the blob a new ETag, which an earlier incarnation's
-		// lease does not carry: its delayed Release frees nothing.
-		if etag, err = b.writeRecord(ctx, bc, next); err != nil {
+		// Re-acquired in place (the lease id is the identity's): write
+		// the record under the lease, with If-Match on the version the
+		// decision was based on, so that a concurrent acquisition by
+		// another incarnation of the identity (same lease id) is never
+		// overwritten with a term it already superseded. The write gives
+		// the blob a new ETag, which an earlier acquisition's lease does
+		// not carry: its delayed Release frees nothing. For a new
+		// incarnation it also gives the record the higher term, so the
+		// predecessor's Renew (which compares holder and term under the
+		// lease) fails with ErrLeaseLost from this write on.
+		if etag, err = b.writeRecord(ctx, bc, next, etag); err != nil {
+			if bloberror.HasCode(err, bloberror.ConditionNotMet) {
+				return fxelection.Lease{}, true, nil // the record changed since the read: decide again
+			}
 			return fxelection.Lease{}, false, err
 		}
 	}
@@ -492,16 +510,19 @@ func (b *Backend) writeUnleased(ctx context.Context, bc *blob.Client, l fxelecti
 	return *resp.ETag, nil
 }
 
-// writeRecord stores l's record as the blob's metadata under l's lease and
-// returns the new ETag.
-func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease) (azcore.ETag, error) {
+// writeRecord stores l's record as the blob's metadata under l's lease,
+// if the blob still has etag, and returns the new ETag.
+func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease, etag azcore.ETag) (azcore.ETag, error) {
 	v, err := encodeMeta(l)
 	if err != nil {
 		return "", err
 	}
 	id, _ := splitVersion(l.Version)
 	resp, err := bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
-		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &id}},
+		AccessConditions: &blob.AccessConditions{
+			LeaseAccessConditions:    &blob.LeaseAccessConditions{LeaseID: &id},
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+		},
 	})
 	if err != nil {
 		return "", fmt.Errorf("write record: %w", err)
