@@ -111,7 +111,10 @@ func (b *Backend) BlobName(election string) string {
 // LeaseID returns the Azure lease id a candidate with identity uses: a
 // version-5-style UUID from the SHA-1 of "fxelection:"+identity. It is the
 // same in every process, so a restarted holder can take its own lease back
-// at once; two live candidates must therefore never share an identity.
+// at once (with a higher term: a new incarnation). Azure cannot tell two
+// processes with one lease id apart, so two live candidates must never
+// share an identity: fencing keeps them apart, but they take the lease
+// from each other in turn.
 func LeaseID(identity string) string {
 	sum := sha1.Sum([]byte("fxelection:" + identity))
 	u := sum[:16]
@@ -537,8 +540,11 @@ func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection
 // under that lease, that the blob's record still has lease's holder and
 // term; otherwise it returns an error matching fxelection.ErrLeaseLost.
 // The ETag in lease.Version is not compared; the returned lease carries the
-// one that read returned, so that after an earlier incarnation's delayed
-// Acquire rewrote the record, the holder's own Release still matches.
+// one that read returned, so that after a delayed Acquire of the holder's
+// own incarnation (a retry whose reply was lost) rewrote the record, the
+// holder's own Release still matches. A lease whose term a new incarnation
+// of the identity superseded fails here with ErrLeaseLost, although the
+// Azure lease (shared by the two) was renewed.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	next, err := b.renew(ctx, l)
 	return next, b.redact(err)
@@ -585,9 +591,11 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 // Release releases the Azure lease named by lease.Version if the blob's
 // record still has lease's holder and term and the blob still has the ETag
 // that lease.Version carries (the one Acquire or Renew last saw): the
-// release is conditioned on that ETag (If-Match). A re-acquisition by the
-// same identity (a restarted holder: same lease id, same term) rewrites the
-// record, so a delayed Release from the earlier incarnation frees nothing.
+// release is conditioned on that ETag (If-Match). A new incarnation of the
+// identity (a restarted holder: same lease id) records a higher term, and a
+// re-acquisition by the same incarnation (same lease id, same term)
+// rewrites the record, so a delayed Release from either predecessor frees
+// nothing.
 // Releasing a lease that is no longer the caller's returns nil. The record
 // stays, so the next holder's term is higher. A Lease whose Version is a
 // lease id alone (built by hand, or from Get) is matched on the lease id,
