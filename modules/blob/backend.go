@@ -111,7 +111,10 @@ func (b *Backend) BlobName(election string) string {
 // LeaseID returns the Azure lease id a candidate with identity uses: a
 // version-5-style UUID from the SHA-1 of "fxelection:"+identity. It is the
 // same in every process, so a restarted holder can take its own lease back
-// at once; two live candidates must therefore never share an identity.
+// at once (with a higher term: a new incarnation). Azure cannot tell two
+// processes with one lease id apart, so two live candidates must never
+// share an identity: fencing keeps them apart, but they take the lease
+// from each other in turn.
 func LeaseID(identity string) string {
 	sum := sha1.Sum([]byte("fxelection:" + identity))
 	u := sum[:16]
@@ -356,6 +359,9 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
 	secs, err := durationSeconds(req.Duration)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -411,19 +417,24 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	now := time.Now()
 	id := *lc.LeaseID()
 	next := fxelection.Lease{
-		Election:   req.Election,
-		Holder:     req.Identity,
-		Metadata:   maps.Clone(req.Metadata),
-		Version:    id,
-		Duration:   req.Duration,
-		AcquiredAt: now,
+		Election:    req.Election,
+		Holder:      req.Identity,
+		Incarnation: req.Incarnation,
+		Metadata:    maps.Clone(req.Metadata),
+		Version:     id,
+		Duration:    req.Duration,
+		AcquiredAt:  now,
 	}
-	if mine {
+	if mine && req.Continues(s.rec) {
+		// The caller's own leadership (same identity and incarnation, or
+		// a request naming no incarnation): a retry whose reply was lost.
 		next.Term, next.AcquiredAt = s.rec.Term, s.rec.AcquiredAt
 	} else {
-		// A new holder (or the same one after its lease ended): above the
-		// stored term, and clock-seeded so that it is above lost terms too
-		// when no valid record survives (a new, deleted or foreign blob).
+		// A new leadership: a new holder, the same one after its lease
+		// ended, or a new incarnation of the live holder (a restarted
+		// process, which shares the Azure lease id). Above the stored
+		// term, and clock-seeded so that it is above lost terms too when
+		// no valid record survives (a new, deleted or foreign blob).
 		var prev uint64
 		if s.state == recordValid {
 			prev = s.rec.Term
@@ -459,10 +470,20 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		etag = *resp.ETag
 	}
 	if mine {
-		// Re-acquired in place: refresh the metadata under our lease. The
-		// write gives the blob a new ETag, which an earlier incarnation's
-		// lease does not carry: its delayed Release frees nothing.
-		if etag, err = b.writeRecord(ctx, bc, next); err != nil {
+		// Re-acquired in place (the lease id is the identity's): write
+		// the record under the lease, with If-Match on the version the
+		// decision was based on, so that a concurrent acquisition by
+		// another incarnation of the identity (same lease id) is never
+		// overwritten with a term it already superseded. The write gives
+		// the blob a new ETag, which an earlier acquisition's lease does
+		// not carry: its delayed Release frees nothing. For a new
+		// incarnation it also gives the record the higher term, so the
+		// predecessor's Renew (which compares holder and term under the
+		// lease) fails with ErrLeaseLost from this write on.
+		if etag, err = b.writeRecord(ctx, bc, next, etag); err != nil {
+			if bloberror.HasCode(err, bloberror.ConditionNotMet) {
+				return fxelection.Lease{}, true, nil // the record changed since the read: decide again
+			}
 			return fxelection.Lease{}, false, err
 		}
 	}
@@ -492,16 +513,19 @@ func (b *Backend) writeUnleased(ctx context.Context, bc *blob.Client, l fxelecti
 	return *resp.ETag, nil
 }
 
-// writeRecord stores l's record as the blob's metadata under l's lease and
-// returns the new ETag.
-func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease) (azcore.ETag, error) {
+// writeRecord stores l's record as the blob's metadata under l's lease,
+// if the blob still has etag, and returns the new ETag.
+func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection.Lease, etag azcore.ETag) (azcore.ETag, error) {
 	v, err := encodeMeta(l)
 	if err != nil {
 		return "", err
 	}
 	id, _ := splitVersion(l.Version)
 	resp, err := bc.SetMetadata(ctx, map[string]*string{MetadataKey: &v}, &blob.SetMetadataOptions{
-		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &id}},
+		AccessConditions: &blob.AccessConditions{
+			LeaseAccessConditions:    &blob.LeaseAccessConditions{LeaseID: &id},
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+		},
 	})
 	if err != nil {
 		return "", fmt.Errorf("write record: %w", err)
@@ -516,8 +540,11 @@ func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection
 // under that lease, that the blob's record still has lease's holder and
 // term; otherwise it returns an error matching fxelection.ErrLeaseLost.
 // The ETag in lease.Version is not compared; the returned lease carries the
-// one that read returned, so that after an earlier incarnation's delayed
-// Acquire rewrote the record, the holder's own Release still matches.
+// one that read returned, so that after a delayed Acquire of the holder's
+// own incarnation (a retry whose reply was lost) rewrote the record, the
+// holder's own Release still matches. A lease whose term a new incarnation
+// of the identity superseded fails here with ErrLeaseLost, although the
+// Azure lease (shared by the two) was renewed.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	next, err := b.renew(ctx, l)
 	return next, b.redact(err)
@@ -564,9 +591,11 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 // Release releases the Azure lease named by lease.Version if the blob's
 // record still has lease's holder and term and the blob still has the ETag
 // that lease.Version carries (the one Acquire or Renew last saw): the
-// release is conditioned on that ETag (If-Match). A re-acquisition by the
-// same identity (a restarted holder: same lease id, same term) rewrites the
-// record, so a delayed Release from the earlier incarnation frees nothing.
+// release is conditioned on that ETag (If-Match). A new incarnation of the
+// identity (a restarted holder: same lease id) records a higher term, and a
+// re-acquisition by the same incarnation (same lease id, same term)
+// rewrites the record, so a delayed Release from either predecessor frees
+// nothing.
 // Releasing a lease that is no longer the caller's returns nil. The record
 // stays, so the next holder's term is higher. A Lease whose Version is a
 // lease id alone (built by hand, or from Get) is matched on the lease id,

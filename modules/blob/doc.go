@@ -9,7 +9,9 @@
 // defaults to "fxelection/", the name is escaped with url.PathEscape), in a
 // container the application creates. The blob's content is empty. Its
 // metadata value "fxelection" (MetadataKey) holds the lease record — holder,
-// term, the holder's metadata, duration, acquisition time — encoded with
+// the incarnation that acquired the term (AcquireRequest.Incarnation; absent
+// in records of versions before incarnations, which are read as naming
+// none), term, the holder's metadata, duration, acquisition time — encoded with
 // backendkit.MarshalRecord and then base64, since metadata values must be
 // HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB, which
 // bounds Config.Metadata.
@@ -18,10 +20,11 @@
 // Renew) by ";" and the blob's ETag the holder last saw. The lease id is
 // derived from the identity (LeaseID: a version-5-style UUID of
 // SHA-1("fxelection:"+identity)), so a holder that restarts with the same
-// identity presents the same lease id and gets its lease back at once. Two
-// live candidates must therefore never share an identity: to Azure they are
-// the same lease holder. The ETag tells the acquisitions of one lease id
-// apart (see Release).
+// identity presents the same lease id and gets its lease back at once —
+// as a new incarnation, with a strictly higher term (see Acquire). The
+// record's holder and term, not the lease id, tell one identity's
+// incarnations apart; the ETag tells the acquisitions of one lease id apart
+// (see Release).
 //
 // # Operations
 //
@@ -35,14 +38,24 @@
 //     acquires the Azure lease with the caller's lease id, conditioned with
 //     If-Match on the ETag of that write; so a leased blob's record always
 //     names its leaseholder and current term. When the record already names
-//     the caller under an active lease, it re-acquires with If-Match on the
-//     ETag read and refreshes the record under the lease. Term: unchanged
-//     if the lease was active and the record named the caller (a re-acquire
-//     before expiry); otherwise backendkit.NextTerm(stored term) — the
-//     larger of the stored term + 1 and the candidate's clock in
-//     microseconds since the Unix epoch — including the caller's own lease
-//     after it expired or was released; for a new, deleted or foreign blob
-//     (no valid record) NextTerm(0), the clock alone.
+//     the caller's identity under an active lease, it re-acquires the Azure
+//     lease (the same lease id) with If-Match on the ETag read and then
+//     rewrites the record under the lease, again with If-Match on that ETag
+//     (a changed ETag means another incarnation wrote meanwhile: Acquire
+//     reads and decides again). Term: unchanged only if the lease was
+//     active and req.Continues the record (same identity and, when the
+//     request names one, the same incarnation: a retry after a lost
+//     reply); otherwise backendkit.NextTerm(stored term) — the larger of
+//     the stored term + 1 and the candidate's clock in microseconds since
+//     the Unix epoch. That includes a new incarnation of the live holder (a
+//     restarted process with a fixed identity): it takes the lease at once,
+//     without waiting for expiry, and its record write gives the record the
+//     higher term, so from that write on the predecessor's Renew fails
+//     with fxelection.ErrLeaseLost and its Release frees nothing. It also
+//     includes the caller's own lease after it expired or was released;
+//     for a new, deleted or foreign blob (no valid record) NextTerm(0), the
+//     clock alone. A request naming no incarnation keeps the term of a
+//     record that names one (and the record then names none).
 //   - Renew renews the Azure lease and then reads the record under it: it
 //     fails with fxelection.ErrLeaseLost when Azure refuses the renewal
 //     (another lease id holds it, or it was released or broken) or the
@@ -52,14 +65,16 @@
 //   - Release reads the record under the caller's lease id and, if it still
 //     has the caller's holder and term and the blob still has the ETag in
 //     lease.Version, releases the Azure lease with If-Match on that ETag.
-//     A re-acquisition rewrites the record (new ETag), so a delayed
-//     Release from a restarted holder's earlier incarnation, which shares
-//     its lease id and term, frees nothing. Renew returns the ETag it read,
-//     so the holder's own Release matches even after an earlier
-//     incarnation's delayed Acquire rewrote the record. A Version that is
-//     the lease id alone (from Get, or built by hand) is matched on lease
-//     id, holder and term only. The record stays, so the next holder's term
-//     is higher. A lease that is no longer the caller's gives nil.
+//     An earlier incarnation's delayed Release frees nothing: the record
+//     has its successor's higher term. A re-acquisition rewrites the record
+//     (new ETag), so a delayed Release from the same incarnation's earlier
+//     acquisition, which shares its lease id and term, frees nothing
+//     either. Renew returns the ETag it read, so the holder's own Release
+//     matches even after its own delayed Acquire (a retry whose reply was
+//     lost) rewrote the record. A Version that is the lease id alone (from
+//     Get, or built by hand) is matched on lease id, holder and term only.
+//     The record stays, so the next holder's term is higher. A lease that
+//     is no longer the caller's gives nil.
 //   - Get reports the holder of the active lease (verified as in Acquire),
 //     or fxelection.ErrNoLease when the blob is missing or its lease is not
 //     active. Azure does not report a lease's remaining time, so
@@ -83,15 +98,35 @@
 //     fails with an error matching ErrDuration (the elector reports it as a
 //     store failure). With this backend Config.LeaseDuration must be 15s–60s
 //     (the default 15s fits).
-//   - Terms strictly increase on every change of holder and after every
-//     release or expiry, and never wrap: after a record at
-//     fxelection.MaxTerm Acquire fails with an error matching
-//     fxelection.ErrTermExhausted and writes nothing. The term stays the
-//     same only when the holder re-acquires its own lease while Azure still
+//   - Terms strictly increase on every change of holder, on every new
+//     incarnation of the holder, and after every release or expiry, and
+//     never wrap: after a record at fxelection.MaxTerm Acquire fails with
+//     an error matching fxelection.ErrTermExhausted and writes nothing.
+//     Every record write is a compare-and-swap on the ETag its term was
+//     computed from, so two incarnations of one identity acquiring at once
+//     never write the same term and the record never goes back to a lower
+//     one. The term stays the same only when the holder's own incarnation
+//     (or a request naming none) re-acquires its lease while Azure still
 //     reports it active. The one window: if that lease expires between
 //     Acquire's read and its lease request and nobody else acquires it in
 //     between, the caller keeps its term — no other candidate held a term
 //     meanwhile, so fencing is unaffected.
+//   - Fixed identities: a restarted process with the same identity leads at
+//     once with a higher term, and a predecessor that was only paused (a
+//     SIGSTOP, a frozen VM, a partition) is fenced off: every guard that
+//     saw the new term refuses its writes, its Renew fails with
+//     ErrLeaseLost from the successor's record write on, and its elector
+//     steps down at that Renew or, cut off from Azure, within RenewDeadline
+//     of its last successful one. What Azure cannot do is tell the two
+//     apart: they present one lease id, so until then
+//     the predecessor's lease requests still extend the shared lease, and a
+//     predecessor that resumes and campaigns again (a new incarnation after
+//     stepping down) takes the lease back, again with a higher term. Two
+//     live candidates with one identity therefore keep fencing safe but
+//     take the lease from each other in turn: never run them on purpose.
+//     A request that names no incarnation (a caller of the Backend without
+//     an Elector) keeps the holder's term as before incarnations existed,
+//     and gets no such fencing.
 //   - Terms also rise when the blob is deleted out of band or its record
 //     replaced by something undecodable: with no valid record to read, the
 //     next term is the candidate's clock in microseconds, above every term

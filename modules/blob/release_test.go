@@ -2,8 +2,10 @@ package bloblease_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,36 +20,50 @@ import (
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
+// reqInc is req for incarnation inc.
+func reqInc(election, id, inc string, d time.Duration) fxelection.AcquireRequest {
+	r := req(election, id, d)
+	r.Incarnation = inc
+	return r
+}
+
 // TestStaleReleaseAfterReacquire: a restarted holder (incarnation B, same
-// identity, so the same Azure lease id, its own client) re-acquires the
-// lease incarnation A still holds and keeps the term; A's delayed Release
-// of its own lease is then a no-op (B's re-acquisition rewrote the record,
-// so the blob's ETag is no longer the one A's lease carries), so nobody
-// else can take the lease B holds. B's Release frees it; releasing it again
-// once another holds it is not an error and frees nothing.
+// identity, so the same Azure lease id, its own client) takes the lease
+// incarnation A still holds at once, with a strictly higher term. A's
+// delayed Renew fails with ErrLeaseLost and its delayed Release of its own
+// lease is a no-op, so nobody else can take the lease B holds. B's Release
+// frees it; releasing it again once another holds it is not an error and
+// frees nothing.
 func TestStaleReleaseAfterReacquire(t *testing.T) {
 	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t)
-	la, err := a.Acquire(ctxT(t), req(e, "node", 15*time.Second))
+	incA, incB := fxelection.NewIncarnation(), fxelection.NewIncarnation()
+	la, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, err := b.Acquire(ctxT(t), req(e, "node", 15*time.Second))
+	lb, err := b.Acquire(ctxT(t), reqInc(e, "node", incB, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lb.Term != la.Term {
-		t.Fatalf("re-acquire = term %d, want %d", lb.Term, la.Term)
+	if lb.Term <= la.Term || lb.Incarnation != incB {
+		t.Fatalf("new incarnation's Acquire = term %d incarnation %q, want a term above %d and %q", lb.Term, lb.Incarnation, la.Term, incB)
+	}
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("stale Renew: %v, want ErrLeaseLost", err)
 	}
 	if err := a.Release(ctxT(t), la); err != nil {
 		t.Fatalf("stale Release: %v", err)
 	}
 	got, err := a.Get(ctxT(t), e)
-	if err != nil || got.Holder != "node" || got.Term != lb.Term {
+	if err != nil || got.Holder != "node" || got.Term != lb.Term || got.Incarnation != incB {
 		t.Fatalf("Get after stale Release = %+v, %v; want B's lease (term %d)", got, err, lb.Term)
 	}
 	var held *fxelection.HeldError
-	if _, err := a.Acquire(ctxT(t), req(e, "other", 15*time.Second)); !errors.As(err, &held) || held.Holder.Term != lb.Term {
+	if _, err := a.Acquire(ctxT(t), reqInc(e, "other", fxelection.NewIncarnation(), 15*time.Second)); !errors.As(err, &held) || held.Holder.Term != lb.Term {
 		t.Fatalf("other identity's Acquire after stale Release: %v, want a HeldError naming term %d", err, lb.Term)
+	}
+	if lb, err = b.Renew(ctxT(t), lb); err != nil {
+		t.Fatalf("B's Renew: %v", err)
 	}
 	if err := b.Release(ctxT(t), lb); err != nil {
 		t.Fatal(err)
@@ -55,7 +71,7 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	if got, err := a.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get after B's Release = %+v, %v; want ErrNoLease", got, err)
 	}
-	lo, err := a.Acquire(ctxT(t), req(e, "other", 15*time.Second))
+	lo, err := a.Acquire(ctxT(t), reqInc(e, "other", fxelection.NewIncarnation(), 15*time.Second))
 	if err != nil || lo.Term <= lb.Term {
 		t.Fatalf("Acquire after B's Release = %+v, %v; want a term above %d", lo, err, lb.Term)
 	}
@@ -67,19 +83,24 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	}
 }
 
-// TestStaleAcquireThenRenew: an earlier incarnation's delayed Acquire that
-// lands after the restarted holder's re-acquisition rewrites the record;
-// the holder's Release with the lease it had is then a no-op, but its next
+// TestStaleAcquireThenRenew: a delayed Acquire of the holder's own
+// incarnation (a retry whose reply nobody reads) that lands after the
+// holder's acquisition keeps the term but rewrites the record; the
+// holder's Release with the lease it had is then a no-op, but its next
 // Renew returns the blob's current ETag, so its own Release frees the lease
 // again.
 func TestStaleAcquireThenRenew(t *testing.T) {
-	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t)
-	lb, err := b.Acquire(ctxT(t), req(e, "node", 15*time.Second))
+	a, b, e, inc := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t), fxelection.NewIncarnation()
+	lb, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Acquire(ctxT(t), req(e, "node", 15*time.Second)); err != nil { // nobody reads its reply
+	late, err := a.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second)) // nobody reads its reply
+	if err != nil {
 		t.Fatal(err)
+	}
+	if late.Term != lb.Term {
+		t.Fatalf("same incarnation's delayed Acquire = term %d, want %d (its own leadership)", late.Term, lb.Term)
 	}
 	if err := b.Release(ctxT(t), lb); err != nil {
 		t.Fatal(err)
@@ -97,6 +118,164 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 	if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
 		t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 	}
+}
+
+// TestStaleAcquireOfEarlierIncarnation: an earlier incarnation's delayed
+// Acquire that lands after its successor took over is, to the backend, one
+// more incarnation of the identity: it takes the lease (the contract's
+// rule for a fixed identity) but never with a term the successor holds —
+// the term rises again, the successor's Renew fails with ErrLeaseLost and
+// its Release frees nothing. No two leaderships ever share a term.
+func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
+	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	incA, incB := fxelection.NewIncarnation(), fxelection.NewIncarnation()
+	la, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Acquire(ctxT(t), reqInc(e, "node", incB, 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(la.Term < lb.Term && lb.Term < late.Term) {
+		t.Fatalf("terms %d, %d, %d: want strictly rising (A, B, A's delayed Acquire)", la.Term, lb.Term, late.Term)
+	}
+	if _, err := b.Renew(ctxT(t), lb); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("B's Renew after A's delayed Acquire: %v, want ErrLeaseLost", err)
+	}
+	if err := b.Release(ctxT(t), lb); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(ctxT(t), e)
+	if err != nil || got.Term != late.Term || got.Incarnation != incA {
+		t.Fatalf("Get after B's stale Release = %+v, %v; want term %d of incarnation A", got, err, late.Term)
+	}
+	// la (A's first term) is fenced off too: A's new term is not la's.
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("Renew of A's superseded term: %v, want ErrLeaseLost", err)
+	}
+}
+
+// TestRacingIncarnations: two incarnations of one identity acquire the
+// same held lease at once, many times. Both may succeed (each is a new
+// incarnation), but never with one term: the record ends with the higher
+// of the two terms and the other's Renew fails with ErrLeaseLost. The
+// record writes under the shared lease id are compare-and-swaps on the
+// ETag each decision read, so the later writer's term is computed from
+// the earlier one's record.
+func TestRacingIncarnations(t *testing.T) {
+	for range 10 {
+		e := electiontest.Election(t)
+		if _, err := newBackend(t, bloblease.Options{}).Acquire(ctxT(t), reqInc(e, "node", fxelection.NewIncarnation(), 15*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			leases [2]fxelection.Lease
+			errs   [2]error
+			wg     sync.WaitGroup
+		)
+		for i := range leases {
+			b := newBackend(t, bloblease.Options{})
+			wg.Go(func() {
+				leases[i], errs[i] = b.Acquire(ctxT(t), reqInc(e, "node", fxelection.NewIncarnation(), 15*time.Second))
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if leases[0].Term == leases[1].Term {
+			t.Fatalf("two incarnations both acquired term %d", leases[0].Term)
+		}
+		hi, lo := leases[0], leases[1]
+		if lo.Term > hi.Term {
+			hi, lo = lo, hi
+		}
+		b := newBackend(t, bloblease.Options{})
+		got, err := b.Get(ctxT(t), e)
+		if err != nil || got.Term != hi.Term || got.Incarnation != hi.Incarnation {
+			t.Fatalf("Get after the race = %+v, %v; want the higher term %d", got, err, hi.Term)
+		}
+		if _, err := b.Renew(ctxT(t), lo); !errors.Is(err, fxelection.ErrLeaseLost) {
+			t.Fatalf("Renew by the lower term %d: %v, want ErrLeaseLost", lo.Term, err)
+		}
+		if _, err := b.Renew(ctxT(t), hi); err != nil {
+			t.Fatalf("Renew by the higher term: %v", err)
+		}
+	}
+}
+
+// TestRecordWithoutIncarnation: a record written without an incarnation
+// (by a version before incarnations, or a request naming none: the bytes
+// are the same) is read, and a holder's first request naming an
+// incarnation gets a higher term once, which it then keeps.
+func TestRecordWithoutIncarnation(t *testing.T) {
+	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	l0, err := b.Acquire(ctxT(t), req(e, "node", 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := blobRecord(t, b, e)
+	if strings.Contains(raw, "incarnation") {
+		t.Fatalf("record of a request without incarnation = %s, want no incarnation field (the earlier format)", raw)
+	}
+	got, err := b.Get(ctxT(t), e)
+	if err != nil || got.Term != l0.Term || got.Incarnation != "" {
+		t.Fatalf("Get = %+v, %v; want term %d without incarnation", got, err, l0.Term)
+	}
+	inc := fxelection.NewIncarnation()
+	l1, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second))
+	if err != nil || l1.Term <= l0.Term {
+		t.Fatalf("Acquire naming an incarnation = %+v, %v; want a term above %d", l1, err, l0.Term)
+	}
+	if raw := blobRecord(t, b, e); !strings.Contains(raw, `"incarnation":"`+inc+`"`) {
+		t.Fatalf("record = %s, want incarnation %q", raw, inc)
+	}
+	l2, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second))
+	if err != nil || l2.Term != l1.Term {
+		t.Fatalf("re-acquire by the same incarnation = %+v, %v; want term %d", l2, err, l1.Term)
+	}
+}
+
+// TestInvalidIncarnationWritesNothing: an Acquire naming a malformed
+// incarnation fails before any write.
+func TestInvalidIncarnationWritesNothing(t *testing.T) {
+	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	for _, inc := range []string{"has space", "a/b", strings.Repeat("x", fxelection.MaxIncarnationLen+1), "\x00"} {
+		if _, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second)); err == nil || strings.Contains(err.Error(), inc) {
+			t.Fatalf("Acquire with incarnation %q: %v, want an error not quoting it", inc, err)
+		}
+	}
+	props, err := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(e)).GetProperties(ctxT(t), nil)
+	if !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		t.Fatalf("blob after refused Acquires: %+v, %v; want none", props, err)
+	}
+}
+
+// blobRecord returns the decoded JSON record in election's blob metadata.
+func blobRecord(t *testing.T, b *bloblease.Backend, election string) string {
+	t.Helper()
+	p, err := newClient(t).ServiceClient().NewContainerClient(b.Container()).NewBlobClient(b.BlobName(election)).GetProperties(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range p.Metadata {
+		if strings.EqualFold(k, bloblease.MetadataKey) && v != nil {
+			raw, err := base64.StdEncoding.DecodeString(*v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(raw)
+		}
+	}
+	t.Fatal("no record in the blob's metadata")
+	return ""
 }
 
 // TestReleaseMatchesReturnedVersion: every lease the backend hands out
