@@ -356,8 +356,8 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []f
 // incarnation of a holder that has since re-acquired its lease frees
 // nothing: a new incarnation has a new term and nonce, and a
 // re-acquisition that names no incarnation keeps the term but writes a new
-// nonce. A lease that is no longer
-// ours (or a foreign value) is left alone and nil is returned. The term
+// nonce. A lease that is no longer ours (or a foreign value) is left alone
+// and nil is returned. The term
 // counter is kept. A Lease with an empty Version (built by hand rather than
 // returned by the backend) is matched on holder and term only, without
 // that protection, as is a record in the earlier fxe1 format; a Version
