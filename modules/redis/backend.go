@@ -2,6 +2,8 @@ package redislease
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,18 +120,27 @@ func (b *Backend) leaseKey(election string) string {
 // released election's name.
 func (b *Backend) WakeChannel() string { return b.channel }
 
-// Acquire implements fxelection.Backend: one script that takes the lease if
-// the key is absent, refreshes it (same term, new metadata and expiry) if
-// req.Identity holds it, and otherwise returns a *fxelection.HeldError with
-// the holder. A new holder's term is above every term the counter has
-// given (see the package documentation for when the counter can be lost);
-// when the counter has reached fxelection.MaxTerm it refuses with an error
-// matching fxelection.ErrTermExhausted. A record that fails validation
-// gives an error matching fxelection.ErrInvalidRecord and is not taken
-// over. AcquiredAt and ExpiresAt are by the Redis server's clock. Every
-// successful Acquire, a re-acquisition by the holder included, stores a new
-// random nonce in the record and returns it as the lease's Version, which
-// Release then requires (see Release).
+// Acquire implements fxelection.Backend: one script that takes the lease
+// if the key is absent, and otherwise decides by the live record. Held by
+// req.Identity in the same run — req names no incarnation, or the record's
+// nonce is the one derived from req.Incarnation — it refreshes the record
+// (same term, new metadata and expiry). Held by req.Identity in another
+// run (another incarnation; a record written without one or by an earlier
+// version of this package counts as another) it takes the lease at once
+// with a new term, as a new holder would. Held by another identity it
+// returns a *fxelection.HeldError with the holder. A new term is above
+// every term the counter has given and above the live record's (see the
+// package documentation for when the counter can be lost); when the
+// counter has reached fxelection.MaxTerm it refuses with an error matching
+// fxelection.ErrTermExhausted. A record that fails validation gives an
+// error matching fxelection.ErrInvalidRecord and is not taken over.
+// AcquiredAt and ExpiresAt are by the Redis server's clock.
+//
+// The record stores the nonce, not the incarnation: req.Incarnation
+// itself when it is 16 lowercase hex digits (fxelection.NewIncarnation's
+// form), else 64 bits of a SHA-256 of it, or a new random nonce when req
+// names no incarnation. The returned lease carries it as Version, which
+// Release then requires (see Release), and req.Incarnation as Incarnation.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquireLease(ctx, req)
 	return l, b.redact(err)
@@ -145,15 +156,21 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 	if req.Duration < time.Millisecond || req.Duration > fxelection.MaxRecordDuration {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, fxelection.MaxRecordDuration)
 	}
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
 	meta, err := encodeMetadata(req.Metadata)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	lease, term := b.Keys(req.Election)
 	durMS := req.Duration.Milliseconds()
-	nonce := newNonce()
+	nonce, derived := newNonce(), "0"
+	if req.Incarnation != "" {
+		nonce, derived = incarnationNonce(req.Incarnation), "1"
+	}
 	res, err := b.acquire.Run(ctx, b.client, []string{lease, term},
-		holderPart(req.Identity), meta, durMS, b.clock, nonce).Slice()
+		holderPart(req.Identity), meta, durMS, b.clock, nonce, derived).Slice()
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", storeError(err))
 	}
@@ -173,14 +190,15 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		return fxelection.Lease{
-			Election:   req.Election,
-			Holder:     req.Identity,
-			Metadata:   maps.Clone(req.Metadata),
-			Term:       t,
-			Version:    nonce,
-			Duration:   time.Duration(durMS) * time.Millisecond,
-			AcquiredAt: time.UnixMilli(at),
-			ExpiresAt:  time.UnixMilli(now + durMS),
+			Election:    req.Election,
+			Holder:      req.Identity,
+			Incarnation: req.Incarnation,
+			Metadata:    maps.Clone(req.Metadata),
+			Term:        t,
+			Version:     nonce,
+			Duration:    time.Duration(durMS) * time.Millisecond,
+			AcquiredAt:  time.UnixMilli(at),
+			ExpiresAt:   time.UnixMilli(now + durMS),
 		}, nil
 	case 0:
 		holder, err := decodeReply(req.Election, res)
@@ -199,12 +217,16 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 // lease.Duration (PEXPIRE) only while lease.Holder holds lease.Term, and
 // otherwise returns an error matching fxelection.ErrLeaseLost (which also
 // matches fxelection.ErrInvalidRecord when a foreign value replaced the
-// lease). The nonce (lease.Version) is not compared; the returned lease
-// carries the record's current one, so that after an earlier incarnation's
-// delayed Acquire replaced it, the holder's own Release still matches. The
-// returned lease shares lease's Metadata map (read-only); its ExpiresAt is
-// estimated on the local clock as the call's start plus Duration, since
-// Redis sets the expiry by its own clock at most one round trip later.
+// lease). A new incarnation of the holder always takes a new term, so its
+// predecessor's Renew fails. The nonce (lease.Version) is not compared; the
+// returned lease carries the record's current one, so that after a
+// re-acquisition of the same term without an incarnation (by an earlier
+// version of this package, say) the holder's own Release still matches.
+// It keeps lease.Incarnation while the record's nonce is the one derived
+// from it and clears it otherwise. The returned lease shares lease's
+// Metadata map (read-only); its ExpiresAt is estimated on the local clock
+// as the call's start plus Duration, since Redis sets the expiry by its
+// own clock at most one round trip later.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	out, err := b.renewLease(ctx, l)
 	return out, b.redact(err)
@@ -246,6 +268,12 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 		}
 		if !ok || nonce != "" && !validNonce(nonce) {
 			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", errReply)
+		}
+		if l.Incarnation != "" && nonce != incarnationNonce(l.Incarnation) {
+			// Another run re-acquired this term without naming an
+			// incarnation (an earlier version of this package, or a
+			// caller without one): the record no longer names ours.
+			l.Incarnation = ""
 		}
 		l.Version = nonce
 		l.Duration = time.Duration(durMS) * time.Millisecond
@@ -325,9 +353,11 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []f
 // lease.Version (the one the record got at the acquisition that Acquire,
 // Renew, RenewBatch or Get last reported), and then publishes the
 // election's name on WakeChannel. So a delayed Release from an earlier
-// incarnation of a holder that has since re-acquired its lease (same
-// identity and term, new nonce) frees nothing. A lease that is no longer
-// ours (or a foreign value) is left alone and nil is returned. The term
+// incarnation of a holder that has since re-acquired its lease frees
+// nothing: a new incarnation has a new term and nonce, and a
+// re-acquisition that names no incarnation keeps the term but writes a new
+// nonce. A lease that is no longer ours (or a foreign value) is left alone
+// and nil is returned. The term
 // counter is kept. A Lease with an empty Version (built by hand rather than
 // returned by the backend) is matched on holder and term only, without
 // that protection, as is a record in the earlier fxe1 format; a Version
@@ -357,7 +387,10 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 
 // Get implements fxelection.Backend: the current holder, read in one
 // script, or fxelection.ErrNoLease. ExpiresAt is the server's clock plus
-// the key's remaining PTTL, to the millisecond; it is for display.
+// the key's remaining PTTL, to the millisecond; it is for display. The
+// lease's Incarnation is always empty, since the record keeps only a nonce
+// derived from it; its Version is that nonce, which for an incarnation made
+// by fxelection.NewIncarnation is the incarnation itself.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	l, err := b.getLease(ctx, election)
 	return l, b.redact(err)
@@ -400,9 +433,23 @@ const (
 // nonceLen is the length of a record's nonce: 16 lowercase hex digits.
 const nonceLen = 16
 
-// newNonce returns a random nonce for a new acquisition.
+// newNonce returns a random nonce for an acquisition that names no
+// incarnation.
 func newNonce() string {
 	return fmt.Sprintf("%016x", rand.Uint64())
+}
+
+// incarnationNonce is the nonce a record gets for an acquisition by
+// incarnation inc (non-empty): inc itself when it is already a nonce (16
+// lowercase hex digits, as fxelection.NewIncarnation makes them), else the
+// first 64 bits of a SHA-256 of it, in hex. Two incarnations share a nonce
+// only by a 64-bit collision.
+func incarnationNonce(inc string) string {
+	if validNonce(inc) {
+		return inc
+	}
+	sum := sha256.Sum256([]byte("fxelection/redis incarnation\x00" + inc))
+	return hex.EncodeToString(sum[:nonceLen/2])
 }
 
 // validNonce reports whether s is a nonce as the scripts store it.

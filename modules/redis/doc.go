@@ -16,9 +16,9 @@
 //
 //	fxe2|1764512345678901|5|web-1|9f86d081884c7d65|15000|1764512345678|{"addr":"10.0.0.1:8080"}
 //
-// that is: format, term, holder length, holder, nonce (16 random hex
-// digits, new on every Acquire), duration (ms), acquisition time (Unix ms,
-// server clock) and metadata (JSON). Records of the earlier format fxe1
+// that is: format, term, holder length, holder, nonce (16 hex digits
+// naming the acquiring run; see Incarnations), duration (ms), acquisition
+// time (Unix ms, server clock) and metadata (JSON). Records of the earlier format fxe1
 // (the same without the nonce, written by earlier versions of this
 // package) are still read and renewed; their holder's next Acquire
 // rewrites them as fxe2. Earlier versions treat an fxe2 record as a
@@ -37,23 +37,75 @@
 // Acquire, Renew and Release are one Lua script each (one round trip, run
 // with EVALSHA and re-sent on NOSCRIPT), and so is Get. Acquire takes the
 // lease if the key is absent (free, expired or released), refreshes it if
-// the caller already holds it (same term), and otherwise reports the holder.
-// Renew extends the lease only while the holder and the term match. Release
+// the caller's run already holds it (same term), takes it at once with a
+// new term if another run of the caller's identity holds it (see
+// Incarnations), and otherwise reports the holder. Renew extends the lease only while the holder and the term match. Release
 // deletes only the caller's own lease and publishes a wake-up. Redis
 // expires the lease; no client clock is involved.
 //
+// # Incarnations and fixed identities
+//
+// An elector sends an incarnation token with every Acquire
+// (fxelection.AcquireRequest.Incarnation), new for every Elector and after
+// every leadership it announced has ended. The record keeps a nonce
+// derived from it: the token itself when it is 16 lowercase hex digits
+// (fxelection.NewIncarnation's form, so an elector's record shows its
+// incarnation), else the first 64 bits of a SHA-256 of it; a request that
+// names no incarnation gets a random nonce, new on every Acquire. The
+// acquire script compares the live record's nonce with the request's, in
+// the same script that decides everything else:
+//
+//   - the same identity and nonce (a retry after a lost reply) keeps the
+//     term;
+//   - the same identity with another nonce — a restarted process with a
+//     fixed Identity, or the same elector after it stepped down — takes
+//     the lease at once, without waiting for the old record to expire, with
+//     a new term from the counter as a new holder would get, strictly above
+//     every term the counter gave and above the live record's term even if
+//     the counter was lost meanwhile (the counter is raised to it first);
+//   - a request naming no incarnation keeps the term whatever the nonce
+//     (the contract before incarnations).
+//
+// So a fixed Identity gives an immediate takeover on restart, and the
+// restarted process fences off its predecessor: should the predecessor
+// only have been paused (SIGSTOP, a frozen VM, a partition), its Renew
+// fails (the term changed), its delayed Release frees nothing, and its late
+// writes carry a lower term, which every fencing guard (redisfence
+// included) refuses. What it costs: the term changes on every restart, and
+// a paused predecessor keeps believing it leads until its own renew
+// deadline, so writes that are not guarded by the term can still overlap
+// for that long; a fixed identity also means a second process started with
+// it by mistake takes the lease from the first at once, every time either
+// retries (each is a new incarnation to the other), instead of waiting as
+// a follower: give every concurrently running candidate an identity of its
+// own. Two incarnations whose nonces collide (a 2^-64 chance per pair, or
+// two tokens chosen to collide) are taken for one and share a term.
+//
+// The record stores the nonce, not the token: Acquire returns the
+// request's Incarnation, Renew and RenewBatch keep the caller's while the
+// record's nonce still derives from it (and clear it otherwise), and Get
+// returns an empty Incarnation with the nonce as Version.
+//
+// Records written by earlier versions of this package (fxe1 without a
+// nonce, fxe2 with a random one) name no incarnation this version could
+// send, so a new-version candidate of the same identity takes them over at
+// once with a new term. Earlier versions read records of this version as
+// before (the format is unchanged) but send no incarnation, so during a
+// rolling upgrade an old-version process re-acquiring its identity's
+// record keeps the term: fencing a restart holds only once every
+// candidate of an election runs this version.
+//
 // # Delayed releases
 //
-// A holder that re-acquires its own unexpired lease (a process restarted
-// under the same identity) keeps its term, so holder and term cannot tell
-// its acquisitions apart. Release therefore also matches the nonce: the
-// lease's Version, which Acquire sets to the nonce it stored and Renew,
-// RenewBatch and Get set to the record's current one. A release from an
-// earlier incarnation, stalled in the network and delivered after the
-// re-acquisition, frees nothing, and the lease the new incarnation holds
-// cannot be taken before it expires. A Lease with an empty Version (built
-// by hand) or a record in the fxe1 format is matched on holder and term
-// only, as before.
+// Release also matches the nonce: the lease's Version, which Acquire sets
+// to the nonce it stored and Renew, RenewBatch and Get set to the record's
+// current one. A release from an earlier incarnation, stalled in the
+// network and delivered after the new incarnation took over, frees
+// nothing (its term and nonce are both another's), and neither does one
+// from an earlier acquisition by a request naming no incarnation, which
+// keeps the term but writes a new nonce. A Lease with an empty Version
+// (built by hand) or a record in the fxe1 format is matched on holder and
+// term only, as before.
 //
 // # Fencing terms
 //
@@ -124,8 +176,9 @@
 // Redis reaches an elector, its metrics or a terminal unchecked. The one
 // exception to "never taken over" is a damaged record that names the
 // caller's own identity, a valid term and acquisition time and a duration
-// of digits: Acquire treats it as the caller's lease and rewrites its
-// duration and metadata. Renew reports fxelection.ErrLeaseLost (and
+// of digits: Acquire treats it as the caller's identity's lease and
+// rewrites it (keeping its term only for the same incarnation, as above).
+// Renew reports fxelection.ErrLeaseLost (and
 // ErrInvalidRecord for a value of another type): the lease is no longer
 // ours. Release leaves such a key alone. A term counter that is not a
 // canonical integer in [0, MaxTerm] makes Acquire fail with

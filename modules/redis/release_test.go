@@ -11,7 +11,9 @@ import (
 
 // TestStaleReleaseAfterReacquire: a restarted holder (incarnation B, same
 // identity, its own client) re-acquires the lease incarnation A still holds
-// and keeps the term; A's delayed Release of its own lease is then a no-op
+// without naming an incarnation (as callers did before incarnations; one
+// that names one gets a new term, see incarnation_test.go) and keeps the
+// term; A's delayed Release of its own lease is then a no-op
 // (the record's acquisition nonce changed), so nobody else can take the
 // lease B holds. B's Release frees it. Same duration and metadata for both:
 // the nonce alone tells the acquisitions apart.

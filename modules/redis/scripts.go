@@ -10,10 +10,20 @@ package redislease
 // "fxe2" is the record format. The holder is length-prefixed, so the
 // prefix "fxe2|<term>|<len>|<holder>|" identifies one holder's term
 // unambiguously; Renew compares only that prefix. The nonce (16 lowercase
-// hex digits, random) is new on every Acquire, re-acquisitions by the
-// holder included, and Release compares the prefix up to and including
-// it: a release from an earlier acquisition (a restarted holder's previous
-// incarnation) frees nothing. Records of the earlier format
+// hex digits) names the acquiring run: the request's incarnation itself
+// when that is 16 lowercase hex digits (as fxelection.NewIncarnation
+// makes them), else the first 64 bits of a SHA-256 of it, or random when
+// the request names no incarnation (then new on every Acquire). Acquire
+// compares it to decide whether a re-acquisition by the holder continues
+// its term (same incarnation) or starts a new one (another incarnation),
+// and Release compares the prefix up to and including it: a release from
+// an earlier acquisition (a restarted holder's previous incarnation)
+// frees nothing. Deriving the nonce from the incarnation left the format
+// as it was: versions written before incarnations read, renew and release
+// these records as before; they send no incarnation and so keep their
+// term on re-acquisition, writing a random nonce, which a newer run of the
+// same identity then sees as another incarnation. Records of the earlier
+// format
 //
 //	fxe1|<term>|<holder length>|<holder>|<duration ms>|<acquired Unix ms>|<metadata JSON>
 //
@@ -51,18 +61,31 @@ local NONCE = string.rep('[0-9a-f]', 16)
 `
 
 // acquireSrc: KEYS lease, term; ARGV "|<len>|<identity>|", metadata,
-// duration ms, "1" for clock-based terms, nonce.
+// duration ms, "1" for clock-based terms, nonce, "1" when the nonce is
+// derived from the request's incarnation (else it is random).
 //
 // Replies {1, term, acquired ms, now ms} when the caller holds the lease
-// afterwards (the record then carries the new nonce), {0, record, pttl,
+// afterwards (the record then carries the given nonce), {0, record, pttl,
 // now ms} when another holds it, {-1, reason} for a foreign value, or {-2}
 // when the term counter reached fxelection.MaxTerm.
+//
+// A live record of the caller's identity keeps its term when the request
+// names no incarnation (ARGV[6] ~= "1", the contract before incarnations)
+// or when the record's nonce is the one derived from the request's
+// incarnation (the same run retrying); otherwise — an fxe1 record, which
+// has no nonce, or another nonce — it is a new incarnation of the
+// identity, which takes the lease at once with a new term, as a new holder
+// does, and strictly above the live record's term even when the counter
+// was lost.
 //
 // A new term is the counter plus one, by INCR (exact on 64-bit integers,
 // an error instead of a wrap at the top), raised to the server's clock in
 // microseconds (a string built from TIME's two fields) when that is larger.
+// The counter is first raised to the live record's term when it is below
+// it (the counter was deleted while the record lived).
 const acquireSrc = termLib + nonceLib + `
 local v = redis.call('GET', KEYS[1])
+local floor
 if v then
   local f, term = string.match(v, '^(fxe[12])|(%d+)|')
   if not term then return {-1, 'the lease key holds a value that is not a lease record'} end
@@ -72,25 +95,31 @@ if v then
   if string.sub(v, 1, #head) ~= head then
     return {0, v, redis.call('PTTL', KEYS[1]), now}
   end
-  local at
+  local n, at
   if f == 'fxe1' then
     at = string.match(v, '^%d+|(%d+)|', #head + 1)
   else
-    at = string.match(v, '^' .. NONCE .. '|%d+|(%d+)|', #head + 1)
+    n, at = string.match(v, '^(' .. NONCE .. ')|%d+|(%d+)|', #head + 1)
   end
   if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
-  redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
-  return {1, term, at, now}
+  if ARGV[6] ~= '1' or n == ARGV[5] then
+    redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
+    return {1, term, at, now}
+  end
+  floor = term
 end
 local c = redis.call('GET', KEYS[2])
 if c and not canon(c, true) then
   return {-1, 'the term counter holds a value that is not a term'}
 end
-if c == MAXTERM then return {-2} end
+local base = c or '0'
+if floor and less(base, floor) then base = floor end
+if base == MAXTERM then return {-2} end
+if base ~= (c or '0') then redis.call('SET', KEYS[2], base) end
 local t = redis.call('TIME')
 local us = t[1] .. string.format('%06d', tonumber(t[2]))
 local ts
-if ARGV[4] == '1' and less(c or '0', us) then
+if ARGV[4] == '1' and less(base, us) then
   ts = us
   redis.call('SET', KEYS[2], ts)
 else
