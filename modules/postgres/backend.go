@@ -321,7 +321,9 @@ func (b *Backend) read(ctx context.Context, election string) (row, bool, error) 
 // and sets the expiry to now() + lease.Duration. No matching row: an error
 // matching fxelection.ErrLeaseLost. A row whose holder and term match is the
 // caller's, so it is extended even if a foreign writer damaged its other
-// columns.
+// columns. The returned lease is lease with the new expiry; its
+// Incarnation is lease's (the row's own for the term: a new incarnation
+// would have changed the term).
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	l, err := b.renew(ctx, lease)
 	return l, b.redact(err)
@@ -464,11 +466,12 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 // The expiry check makes a release free the lease only as the releaser
 // last wrote it: Acquire, Renew and RenewBatch return the row's expires_at
 // (microsecond precision) in ExpiresAt, and every later acquire or renewal
-// moves it, including a re-acquire by the same identity, which keeps the
-// term. So a delayed Release of an earlier incarnation of a holder (its
+// moves it, including a re-acquire by the same incarnation, which keeps
+// the term. So a delayed Release of an earlier incarnation of a holder (its
 // statement held up by a partition and executed after a restarted process
-// with the same identity re-acquired) is a no-op instead of freeing the new
-// incarnation's lease. The price: a Release after a renewal whose result
+// with the same identity re-acquired, with a higher term anyway, or after
+// an older version without incarnations re-acquired with the same term) is
+// a no-op instead of freeing the new incarnation's lease. The price: a Release after a renewal whose result
 // the caller never saw (the statement ran but the reply was lost) matches
 // nothing either, and the lease then runs out at its expiry. A Lease with a
 // zero ExpiresAt (built by hand rather than returned by the backend) is

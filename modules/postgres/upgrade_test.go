@@ -75,8 +75,8 @@ func incReq(election, id, inc string, d time.Duration) fxelection.AcquireRequest
 
 // TestUpgradeEarlierTable: backends of this version start at once on a
 // table of the version before, holding a live lease an old process of
-// identity "a" took. They add the columns without errors (once: the
-// advisory lock serialises them), and a new incarnation of "a" takes the
+// identity "a" took. They add the columns without errors (the advisory
+// lock serialises them), and a new incarnation of "a" takes the
 // old process's lease at once with a higher term.
 func TestUpgradeEarlierTable(t *testing.T) {
 	d := dsn(t)
@@ -176,7 +176,8 @@ func TestOlderVersionBeside(t *testing.T) {
 
 // TestTableWithoutColumns: with SkipCreateTable, a table of the version
 // before is used as it is (Acquire ignores incarnations, Lease.Incarnation
-// stays empty, a warning is logged) until CreateTable upgrades it.
+// stays empty, a warning is logged) until the operator runs
+// UpgradeTableStatement and the backend looks again (CreateTable).
 func TestTableWithoutColumns(t *testing.T) {
 	d := dsn(t)
 	adm := admin(t, d)
@@ -203,13 +204,22 @@ func TestTableWithoutColumns(t *testing.T) {
 	if _, err := b.Renew(ctxT(t), l2); err != nil {
 		t.Fatal(err)
 	}
+	upgrade, err := pglease.UpgradeTableStatement(pglease.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // idempotent
+		if _, err := adm.Exec(ctxT(t), upgrade); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := b.CreateTable(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	inc := fxelection.NewIncarnation()
 	l3, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 	if err != nil || l3.Term <= l2.Term || l3.Incarnation != inc {
-		t.Fatalf("after CreateTable upgraded the table: %+v, %v; want a term above %d", l3, err, l2.Term)
+		t.Fatalf("after the upgrade: %+v, %v; want a term above %d", l3, err, l2.Term)
 	}
 }
 
@@ -267,5 +277,33 @@ func TestTableRecreatedByOlderVersion(t *testing.T) {
 	l, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 	if err != nil || l.Incarnation != inc {
 		t.Fatalf("Acquire after the table was re-created by an older version: %+v, %v", l, err)
+	}
+}
+
+// TestDecodeIncarnation: the row's incarnation is reported only for the
+// term it was recorded with, and validated then.
+func TestDecodeIncarnation(t *testing.T) {
+	exp := time.Now().Add(time.Minute)
+	fields := func(inc string, incTerm int64) pglease.RowFields {
+		holder, md, term, dur := "a", "{}", int64(7), int64(60000)
+		return pglease.RowFields{Holder: &holder, Metadata: &md, Term: &term, DurationMS: &dur, ExpiresAt: &exp,
+			Incarnation: &inc, IncarnationTerm: &incTerm}
+	}
+	if l, err := pglease.DecodeRow("e", fields("abc-1", 7)); err != nil || l.Incarnation != "abc-1" {
+		t.Fatalf("incarnation of the row's term: %+v, %v", l, err)
+	}
+	if l, err := pglease.DecodeRow("e", fields("abc-1", 6)); err != nil || l.Incarnation != "" {
+		t.Fatalf("incarnation of an earlier term: %+v, %v; want none", l, err)
+	}
+	for _, bad := range []string{"has space", "\x1b[31m", strings.Repeat("x", fxelection.MaxIncarnationLen+1), "ünï"} {
+		if _, err := pglease.DecodeRow("e", fields(bad, 7)); !errors.Is(err, fxelection.ErrInvalidRecord) {
+			t.Errorf("incarnation %q: %v, want ErrInvalidRecord", bad, err)
+		} else if strings.Contains(err.Error(), bad) {
+			t.Errorf("error quotes the stored incarnation: %v", err)
+		}
+	}
+	// A stale garbage incarnation is ignored, not reported.
+	if _, err := pglease.DecodeRow("e", fields("has space", 6)); err != nil {
+		t.Fatalf("garbage incarnation of an earlier term: %v", err)
 	}
 }
