@@ -321,9 +321,9 @@ func (b *Backend) read(ctx context.Context, election string) (row, bool, error) 
 // and sets the expiry to now() + lease.Duration. No matching row: an error
 // matching fxelection.ErrLeaseLost. A row whose holder and term match is the
 // caller's, so it is extended even if a foreign writer damaged its other
-// columns. The returned lease is lease with the new expiry; its
-// Incarnation is lease's (the row's own for the term: a new incarnation
-// would have changed the term).
+// columns. The returned lease is lease with the new expiry, Incarnation
+// included as given (not compared with the row: a new incarnation would
+// have changed the term).
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	l, err := b.renew(ctx, lease)
 	return l, b.redact(err)
