@@ -81,48 +81,48 @@ func incReq(election, id, inc string, d time.Duration) fxelection.AcquireRequest
 func TestUpgradeEarlierTable(t *testing.T) {
 	d := dsn(t)
 	adm := admin(t, d)
-	const table = "pgl_upgrade"
-	oldTable(t, adm, table)
-	e := election(t)
-	oldTerm := oldAcquireAs(t, adm, table, e, "a", time.Minute)
-
-	const n = 8
-	backends := make([]*pglease.Backend, n)
-	for i := range backends {
-		backends[i], _ = newBackend(t, d, "upgrade", pglease.Options{Table: table, DisablePush: true})
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	start := make(chan struct{})
-	for i, b := range backends {
-		wg.Go(func() {
-			<-start
-			_, errs[i] = b.Get(ctxT(t), e)
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Get %d on the table being upgraded: %v", i, err)
+	const table, n = "pgl_upgrade", 8
+	for round := range 3 {
+		oldTable(t, adm, table)
+		e := election(t)
+		oldTerm := oldAcquireAs(t, adm, table, e, "a", time.Minute)
+		backends := make([]*pglease.Backend, n)
+		for i := range backends {
+			backends[i], _ = newBackend(t, d, "upgrade", pglease.Options{Table: table, DisablePush: true})
 		}
-	}
-	var cols int
-	if err := adm.QueryRow(ctxT(t), `SELECT count(*) FROM information_schema.columns
-		WHERE table_name = $1 AND column_name IN ('incarnation', 'incarnation_term')`, table).Scan(&cols); err != nil || cols != 2 {
-		t.Fatalf("incarnation columns after the upgrade: %d, %v", cols, err)
-	}
-	inc := fxelection.NewIncarnation()
-	l, err := backends[0].Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Term <= oldTerm || l.Incarnation != inc {
-		t.Fatalf("new incarnation over the old version's lease: term %d incarnation %q, want > %d and %q", l.Term, l.Incarnation, oldTerm, inc)
-	}
-	again, err := backends[1].Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
-	if err != nil || again.Term != l.Term {
-		t.Fatalf("retry by the same incarnation: %+v, %v; want term %d", again, err, l.Term)
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		start := make(chan struct{})
+		for i, b := range backends {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = b.Get(ctxT(t), e)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: Get %d on the table being upgraded: %v", round, i, err)
+			}
+		}
+		var cols int
+		if err := adm.QueryRow(ctxT(t), `SELECT count(*) FROM information_schema.columns
+			WHERE table_name = $1 AND column_name IN ('incarnation', 'incarnation_term')`, table).Scan(&cols); err != nil || cols != 2 {
+			t.Fatalf("round %d: incarnation columns after the upgrade: %d, %v", round, cols, err)
+		}
+		inc := fxelection.NewIncarnation()
+		l, err := backends[0].Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Term <= oldTerm || l.Incarnation != inc {
+			t.Fatalf("new incarnation over the old version's lease: term %d incarnation %q, want > %d and %q", l.Term, l.Incarnation, oldTerm, inc)
+		}
+		again, err := backends[1].Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
+		if err != nil || again.Term != l.Term {
+			t.Fatalf("retry by the same incarnation: %+v, %v; want term %d", again, err, l.Term)
+		}
 	}
 }
 
@@ -142,7 +142,7 @@ func TestOlderVersionBeside(t *testing.T) {
 	}
 	e := election(t)
 	inc := fxelection.NewIncarnation()
-	l1, err := b.Acquire(ctxT(t), incReq(e, "a", inc, 200*time.Millisecond))
+	l1, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +150,13 @@ func TestOlderVersionBeside(t *testing.T) {
 	if got := oldAcquireAs(t, adm, table, e, "old", time.Minute); got != 0 {
 		t.Fatalf("old version took a live lease: term %d", got)
 	}
-	// ...and takes it after expiry, as the same identity "a" here.
-	time.Sleep(400 * time.Millisecond)
+	// ...and takes it after expiry, as the same identity "a" here. (The
+	// same incarnation shortens its lease to a millisecond, keeping the
+	// term, and lets it expire.)
+	if short, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Millisecond)); err != nil || short.Term != l1.Term {
+		t.Fatalf("re-acquire with a short lease: %+v, %v; want term %d", short, err, l1.Term)
+	}
+	time.Sleep(50 * time.Millisecond)
 	t2 := oldAcquireAs(t, adm, table, e, "a", time.Minute)
 	if t2 <= l1.Term {
 		t.Fatalf("old version's term %d after expiry, want > %d", t2, l1.Term)
