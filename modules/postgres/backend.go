@@ -25,7 +25,12 @@ type Backend struct {
 	db    DB
 	opts  Options
 	table string // quoted, qualified
-	sql   statements
+
+	// full uses the incarnation columns; legacy is for a table of an
+	// earlier version that lacks them and could not be upgraded. sql is
+	// the set in use, chosen when the table is ensured.
+	full, legacy statements
+	sql          atomic.Pointer[statements]
 
 	ensured  atomic.Bool
 	ensuring chan struct{} // a lock that honours contexts
@@ -69,7 +74,8 @@ func New(db DB, opts Options) (*Backend, error) {
 	if p, ok := db.(*pgxpool.Pool); ok {
 		b.secrets = configSecrets(p.Config().ConnConfig.Config)
 	}
-	b.sql = buildStatements(b.table)
+	b.full, b.legacy = buildStatements(b.table, true), buildStatements(b.table, false)
+	b.sql.Store(&b.full)
 	b.push = newPusher(db, opts, b.redact)
 	return b, nil
 }
@@ -100,19 +106,24 @@ func (b *Backend) BackendName() string { return "postgres" }
 // Table returns the quoted, schema-qualified name of the lease table.
 func (b *Backend) Table() string { return b.table }
 
-// CreateTable creates the lease table if it is missing, idempotently and
-// safely when many instances do it at once. Operations do this themselves
-// on first use (unless SkipCreateTable); call it at start-up to find a
-// missing privilege or an unreachable database early. It runs even with
-// SkipCreateTable set.
+// CreateTable creates the lease table if it is missing, and adds the
+// incarnation columns to a table an earlier version created (see
+// UpgradeTableStatement), idempotently and safely when many instances do
+// it at once. Operations do this themselves on first use (unless
+// SkipCreateTable); call it at start-up to find a missing privilege or an
+// unreachable database early. It runs even with SkipCreateTable set. A
+// role that may use but not alter an earlier version's table gets no
+// error: the backend then works without incarnations (see the package
+// documentation).
 func (b *Backend) CreateTable(ctx context.Context) error {
-	return b.redact(b.createTable(ctx, false))
+	return b.redact(b.createTable(ctx, false, true))
 }
 
-// createTable runs the create statement under the Backend's lock; once
-// skips it when the table was ensured meanwhile (by whoever held the lock
-// before), so electors that start together create it once.
-func (b *Backend) createTable(ctx context.Context, once bool) error {
+// createTable runs the create statement (if ddl) and then checks which
+// columns the table has, under the Backend's lock; once skips both when
+// the table was ensured meanwhile (by whoever held the lock before), so
+// electors that start together create it once.
+func (b *Backend) createTable(ctx context.Context, once, ddl bool) error {
 	select {
 	case b.ensuring <- struct{}{}:
 	case <-ctx.Done():
@@ -122,31 +133,63 @@ func (b *Backend) createTable(ctx context.Context, once bool) error {
 	if once && b.ensured.Load() {
 		return nil
 	}
-	if _, err := b.db.Exec(ctx, b.sql.ensure); err != nil {
-		return fmt.Errorf("create table %s: %w", b.table, err)
+	if ddl {
+		if _, err := b.db.Exec(ctx, b.full.ensure); err != nil {
+			return fmt.Errorf("create table %s: %w", b.table, err)
+		}
+	}
+	var exists, upgraded bool
+	if err := b.db.QueryRow(ctx, columnsSQL, b.table).Scan(&exists, &upgraded); err != nil {
+		return fmt.Errorf("inspect table %s: %w", b.table, err)
+	}
+	if !exists {
+		// Only without ddl (SkipCreateTable): the operation reports the
+		// missing table, and the next one looks again.
+		b.sql.Store(&b.full)
+		return nil
+	}
+	if upgraded {
+		b.sql.Store(&b.full)
+	} else {
+		if b.opts.Logger != nil && b.sql.Load() != &b.legacy {
+			b.opts.Logger.Warn("pglease: the lease table lacks the incarnation columns; Acquire ignores incarnations, so a restarted holder with a fixed identity keeps its predecessor's term: run UpgradeTableStatement's statement as the table's owner",
+				"table", b.table)
+		}
+		b.sql.Store(&b.legacy)
 	}
 	b.ensured.Store(true)
 	return nil
 }
 
-// ensureTable creates the table once per Backend (again after an operation
-// found it missing), unless told not to. Concurrent first operations wait
-// for one creation and do not repeat it.
+// ensureTable creates or upgrades the table (unless SkipCreateTable) and
+// chooses the statements for its columns, once per Backend (again after an
+// operation found the table or a column missing). Concurrent first
+// operations wait for one creation and do not repeat it.
 func (b *Backend) ensureTable(ctx context.Context) error {
-	if b.opts.SkipCreateTable || b.ensured.Load() {
+	if b.ensured.Load() {
 		return nil
 	}
-	return b.createTable(ctx, true)
+	return b.createTable(ctx, true, !b.opts.SkipCreateTable)
 }
 
+// stmts returns the statements in use.
+func (b *Backend) stmts() *statements { return b.sql.Load() }
+
 // storeErr wraps a store failure for op. A missing table (dropped, or not
-// created by the operator) makes the next operation create it again.
+// created by the operator) makes the next operation create it again; a
+// missing column (the table was re-created by an earlier version) makes it
+// upgrade the table, or choose the statements without the column.
 func (b *Backend) storeErr(op string, err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-		b.ensured.Store(false)
-		if b.opts.SkipCreateTable {
-			return fmt.Errorf("%s: table %s does not exist (create it, or unset SkipCreateTable): %w", op, b.table, err)
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "42P01": // undefined_table
+			b.ensured.Store(false)
+			if b.opts.SkipCreateTable {
+				return fmt.Errorf("%s: table %s does not exist (create it, or unset SkipCreateTable): %w", op, b.table, err)
+			}
+		case "42703": // undefined_column
+			b.ensured.Store(false)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
@@ -158,12 +201,16 @@ const maxAcquireAttempts = 3
 
 // Acquire implements fxelection.Backend with one INSERT … ON CONFLICT DO
 // UPDATE statement: it takes the lease if the row is missing, released,
-// expired by the server's now(), or held by req.Identity. The term stays
-// the same only when req.Identity re-acquires its own unexpired lease;
+// expired by the server's now(), or held by req.Identity (at once, whatever
+// the incarnation). The term stays the same only when req continues its
+// own unexpired lease (req.Continues: the same identity and, when
+// req.Incarnation is set, the incarnation recorded with the row's term);
 // otherwise it becomes the larger of one more than the row's and the
 // server's clock in microseconds (see the package documentation), or, at
 // fxelection.MaxTerm, Acquire fails with an error matching
-// fxelection.ErrTermExhausted. Concurrent candidates are
+// fxelection.ErrTermExhausted. The returned lease carries req.Incarnation
+// (none on a table without the incarnation columns, where the term is kept
+// for any re-acquisition by the same identity). Concurrent candidates are
 // serialised by the row lock, so exactly one of them wins. Held by someone
 // else: a *fxelection.HeldError with the holder; a row it cannot decode: an
 // error matching fxelection.ErrInvalidRecord (the row is never taken over
@@ -184,6 +231,9 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 	if req.Duration <= 0 || req.Duration > fxelection.MaxRecordDuration {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, fxelection.MaxRecordDuration)
 	}
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
 	md := req.Metadata
 	if md == nil {
 		md = map[string]string{}
@@ -201,8 +251,12 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			won   bool
 			found = true
 		)
-		err := b.db.QueryRow(ctx, b.sql.acquire, req.Election, req.Identity, string(mdJSON), durationMS(req.Duration)).
-			Scan(append([]any{&won}, r.dest()...)...)
+		sql := b.stmts()
+		args := []any{req.Election, req.Identity, string(mdJSON), durationMS(req.Duration)}
+		if sql.incarnations {
+			args = append(args, req.Incarnation)
+		}
+		err := b.db.QueryRow(ctx, sql.acquire, args...).Scan(append([]any{&won}, r.dest()...)...)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			found = false
@@ -238,6 +292,11 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 		if cur.Holder != req.Identity {
 			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur}
 		}
+		if sql.incarnations && !req.Continues(cur) && cur.Term >= fxelection.MaxTerm {
+			// Ours, but a new leadership (another incarnation) would need a
+			// term above the largest.
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, fxelection.ErrTermExhausted)
+		}
 		// Ours and valid now, though the statement refused: changed
 		// meanwhile; try again.
 	}
@@ -247,7 +306,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 // read returns election's row with a fresh snapshot.
 func (b *Backend) read(ctx context.Context, election string) (row, bool, error) {
 	var r row
-	err := b.db.QueryRow(ctx, b.sql.get, election).Scan(r.dest()...)
+	err := b.db.QueryRow(ctx, b.stmts().get, election).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return row{}, false, nil
 	}
@@ -262,7 +321,9 @@ func (b *Backend) read(ctx context.Context, election string) (row, bool, error) 
 // and sets the expiry to now() + lease.Duration. No matching row: an error
 // matching fxelection.ErrLeaseLost. A row whose holder and term match is the
 // caller's, so it is extended even if a foreign writer damaged its other
-// columns.
+// columns. The returned lease is lease with the new expiry, Incarnation
+// included as given (not compared with the row: a new incarnation would
+// have changed the term).
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	l, err := b.renew(ctx, lease)
 	return l, b.redact(err)
@@ -282,7 +343,7 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	var exp pgtype.Timestamptz
-	err := b.db.QueryRow(ctx, b.sql.renew, lease.Election, lease.Holder, int64(lease.Term), durationMS(lease.Duration)).Scan(&exp)
+	err := b.db.QueryRow(ctx, b.stmts().renew, lease.Election, lease.Holder, int64(lease.Term), durationMS(lease.Duration)).Scan(&exp)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
@@ -359,7 +420,7 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 		return
 	}
 	renewed := make(map[renewKey]time.Time, len(names))
-	rows, err := q.Query(ctx, b.sql.renewBatch, names, holders, terms, durs)
+	rows, err := q.Query(ctx, b.stmts().renewBatch, names, holders, terms, durs)
 	if err == nil {
 		for rows.Next() {
 			var (
@@ -405,11 +466,12 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 // The expiry check makes a release free the lease only as the releaser
 // last wrote it: Acquire, Renew and RenewBatch return the row's expires_at
 // (microsecond precision) in ExpiresAt, and every later acquire or renewal
-// moves it, including a re-acquire by the same identity, which keeps the
-// term. So a delayed Release of an earlier incarnation of a holder (its
+// moves it, including a re-acquire by the same incarnation, which keeps
+// the term. So a delayed Release of an earlier incarnation of a holder (its
 // statement held up by a partition and executed after a restarted process
-// with the same identity re-acquired) is a no-op instead of freeing the new
-// incarnation's lease. The price: a Release after a renewal whose result
+// with the same identity re-acquired, with a higher term anyway, or after
+// an older version without incarnations re-acquired with the same term) is
+// a no-op instead of freeing the new incarnation's lease. The price: a Release after a renewal whose result
 // the caller never saw (the statement ran but the reply was lost) matches
 // nothing either, and the lease then runs out at its expiry. A Lease with a
 // zero ExpiresAt (built by hand rather than returned by the backend) is
@@ -432,7 +494,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	if !lease.ExpiresAt.IsZero() {
 		expires = lease.ExpiresAt
 	}
-	if _, err := b.db.Exec(ctx, b.sql.release, lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires); err != nil {
+	if _, err := b.db.Exec(ctx, b.stmts().release, lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires); err != nil {
 		return b.storeErr("release lease", err)
 	}
 	return nil

@@ -22,11 +22,16 @@ type row struct {
 	durationMS *int64
 	acquiredAt pgtype.Timestamptz
 	expiresAt  pgtype.Timestamptz
-	live       bool // expires_at > now() (or NULL)
+	// incarnation and incTerm are the incarnation columns (NULL on a table
+	// without them); the incarnation names the row's leadership only when
+	// incTerm is the row's term.
+	incarnation *string
+	incTerm     *int64
+	live        bool // expires_at > now() (or NULL)
 }
 
 func (r *row) dest() []any {
-	return []any{&r.holder, &r.metadata, &r.term, &r.durationMS, &r.acquiredAt, &r.expiresAt, &r.live}
+	return []any{&r.holder, &r.metadata, &r.term, &r.durationMS, &r.acquiredAt, &r.expiresAt, &r.incarnation, &r.incTerm, &r.live}
 }
 
 // held reports whether the row is a lease somebody holds now.
@@ -35,8 +40,12 @@ func (r *row) held() bool { return r.holder != nil && r.live }
 // lease decodes r and validates every field with Lease.Validate and
 // backendkit.DurationFromMillis: a printable UTF-8 holder, metadata that is
 // a JSON object of printable UTF-8 strings, a term in [1, MaxTerm], a
-// duration in (0, MaxRecordDuration], a finite expiry. Anything off gives
-// an error matching ErrInvalidRecord that quotes no stored text.
+// duration in (0, MaxRecordDuration], a finite expiry, and an incarnation
+// token when the incarnation columns name the row's term. An incarnation
+// recorded for another term (an older version started the row's term
+// without writing the column) is dropped: the lease then records none.
+// Anything off gives an error matching ErrInvalidRecord that quotes no
+// stored text.
 func (r *row) lease(election string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
 		return fxelection.Lease{}, fmt.Errorf("%w: election %q: %s", fxelection.ErrInvalidRecord, election, what)
@@ -67,6 +76,9 @@ func (r *row) lease(election string) (fxelection.Lease, error) {
 		Term:      uint64(*r.term),
 		Duration:  dur,
 		ExpiresAt: r.expiresAt.Time,
+	}
+	if r.incarnation != nil && r.incTerm != nil && *r.incTerm == *r.term {
+		l.Incarnation = *r.incarnation
 	}
 	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {
 		l.AcquiredAt = r.acquiredAt.Time

@@ -3,7 +3,8 @@
 // that decide expiry by the server's clock.
 //
 // Each decision is one statement: Acquire is INSERT … ON CONFLICT (name)
-// DO UPDATE … WHERE the lease is free, expired by now() or already ours;
+// DO UPDATE … WHERE the lease is free, expired by now() or held by our
+// identity (whatever the incarnation: see below);
 // Renew is an UPDATE that matches holder, term and an unexpired lease;
 // Release is an UPDATE that frees our own row and sends pg_notify in the
 // same statement; Get is a SELECT. Acquire may run its statement up to three
@@ -14,10 +15,10 @@
 // Release frees the row only as the releaser last saw it: holder, term and
 // expires_at must all match the Lease that Acquire, Renew or RenewBatch
 // returned (they return the row's expires_at in ExpiresAt). Any later
-// acquire or renewal, even a re-acquire by the same identity (which keeps
-// the term), turns a stale release into a no-op, so a delayed release from
-// an earlier incarnation of a restarted holder cannot free the lease its
-// successor holds. A Lease with a zero ExpiresAt (built by hand) is
+// acquire or renewal, even a re-acquire by the same incarnation (which
+// keeps the term), turns a stale release into a no-op, so a delayed release
+// from an earlier incarnation of a restarted holder cannot free the lease
+// its successor holds (that successor also has a higher term). A Lease with a zero ExpiresAt (built by hand) is
 // released on holder and term alone, without that guarantee; a release
 // after a renewal whose reply was lost frees nothing and the lease expires.
 //
@@ -25,10 +26,51 @@
 // every expiry decision uses the server's now().
 //
 // The term column is a real fencing token: it increases whenever the lease
-// starts anew (another holder, or the same holder after its lease expired
-// or was released) and stays the same while one holder renews. A released
-// row is kept with holder NULL, so the term survives release, restarts and
-// fail-overs of the database like any committed row.
+// starts anew (another holder; a new incarnation of the same identity; the
+// same holder after its lease expired or was released) and stays the same
+// while one holder renews. A released row is kept with holder NULL, so the
+// term survives release, restarts and fail-overs of the database like any
+// committed row.
+//
+// Incarnations: the row records the incarnation token of the Acquire that
+// started its term (fxelection.AcquireRequest.Incarnation; columns
+// incarnation and incarnation_term, the term it was recorded with), and
+// Acquire, Renew and Get return it in Lease.Incarnation. An Acquire keeps
+// the term only when it continues the live row's leadership: the same
+// holder and, when the request names an incarnation, the one recorded for
+// the row's current term (a retry whose reply was lost). The same identity
+// with another incarnation (a process restarted with a fixed Identity,
+// while its predecessor may only be paused) takes the lease at once,
+// without waiting for expiry, and gets a new term by the same rule as a
+// new holder, strictly above every earlier term of the row; the
+// predecessor's Renew and Release then match nothing, and every fencing
+// guard (pgfence) refuses its writes. A request without an incarnation
+// keeps the holder's term, as before incarnations.
+//
+// Tables of earlier versions: they lack the incarnation columns. The
+// backend adds them on first use (ALTER TABLE … ADD COLUMN IF NOT EXISTS,
+// nullable, no default, so no rewrite) under the same advisory lock as the
+// creation, so concurrent starters add them once and without errors, with
+// a lock_timeout of 2 s so the brief exclusive lock never queues the
+// table's other statements behind a long transaction for longer (past it
+// the operation fails and the next one tries again). Older versions keep
+// working beside this one on the upgraded table: their statements name
+// their columns and never touch the new ones. They know nothing of
+// incarnations, though: an older process re-acquiring with the same
+// identity keeps the term of whichever process of that identity holds the
+// row, as it always did, so fencing between two processes of one identity
+// holds only once both run this version. When an older version starts a
+// new term it leaves incarnation_term at an earlier term, so the stale
+// incarnation no longer counts: the row then records none, and a request
+// of this version naming any incarnation gets a new, higher term. With
+// SkipCreateTable, or a role that may not alter the table (it is not the
+// owner), the backend uses the table as it is and ignores incarnations,
+// as an earlier version would: a restarted holder with a fixed identity
+// then keeps its predecessor's term, Lease.Incarnation is empty, and a
+// warning goes to Options.Logger. Run UpgradeTableStatement as the owner
+// and restart the backends (or call CreateTable) to end that: a Backend
+// looks at the table's columns once, and again only after an operation
+// found the table or a column missing.
 //
 // Terms are clock-seeded, as the Redis backend's: a new lease's term is the
 // larger of the row's term plus one and the database server's clock in
@@ -84,9 +126,10 @@
 // milliseconds. While the listener is down it reconnects with backoff and
 // electors poll every RetryPeriod as usual.
 //
-// The table (see CreateTableStatement) is created on first use unless
-// Options.SkipCreateTable is set: once per Backend, however many electors
-// share it and start at once (they wait for the one creation), and again
-// only after an operation found the table missing. Creation is idempotent
-// and safe when many processes start at once.
+// The table (see CreateTableStatement) is created, or upgraded (see
+// above), on first use unless Options.SkipCreateTable is set: once per
+// Backend, however many electors share it and start at once (they wait for
+// the one creation), and again only after an operation found the table or
+// a column missing. Creation is idempotent and safe when many processes
+// start at once.
 package pglease

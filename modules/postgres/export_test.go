@@ -17,11 +17,13 @@ type RowFields struct {
 	AcquiredAt         *time.Time
 	ExpiresInfinite    bool
 	ExpiresNegInfinite bool
+	Incarnation        *string
+	IncarnationTerm    *int64
 }
 
 // DecodeRow runs the backend's row decoder on f.
 func DecodeRow(election string, f RowFields) (fxelection.Lease, error) {
-	r := row{holder: f.Holder, metadata: f.Metadata, term: f.Term, durationMS: f.DurationMS, live: true}
+	r := row{holder: f.Holder, metadata: f.Metadata, term: f.Term, durationMS: f.DurationMS, incarnation: f.Incarnation, incTerm: f.IncarnationTerm, live: true}
 	if f.ExpiresAt != nil {
 		r.expiresAt = pgtype.Timestamptz{Time: *f.ExpiresAt, Valid: true}
 	}

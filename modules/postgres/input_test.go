@@ -36,6 +36,9 @@ func TestHostileNamesRejected(t *testing.T) {
 			if _, err := pglease.CreateTableStatement(opts); !errors.Is(err, pglease.ErrInvalidIdentifier) {
 				t.Errorf("CreateTableStatement with %s %q: %v", field, name, err)
 			}
+			if _, err := pglease.UpgradeTableStatement(opts); !errors.Is(err, pglease.ErrInvalidIdentifier) {
+				t.Errorf("UpgradeTableStatement with %s %q: %v", field, name, err)
+			}
 		}
 	}
 	// The longest valid names and mixed case are fine.

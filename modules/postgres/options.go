@@ -97,12 +97,32 @@ func optionLabel(field string) string { return "Options." + field }
 func (o Options) qualifiedTable() string { return pgident.Qualified(o.Schema, o.Table) }
 
 // CreateTableStatement returns the CREATE TABLE statement for opts' table,
-// for operators who create it themselves (with SkipCreateTable). It returns
-// an error matching ErrInvalidIdentifier for a bad name.
+// for operators who create it themselves (with SkipCreateTable). It
+// includes the incarnation columns; for a table an earlier version created
+// see UpgradeTableStatement. It returns an error matching
+// ErrInvalidIdentifier for a bad name.
 func CreateTableStatement(opts Options) (string, error) {
 	opts, err := opts.normalize(optionLabel)
 	if err != nil {
 		return "", err
 	}
 	return createTableSQL(opts.qualifiedTable()), nil
+}
+
+// UpgradeTableStatement returns the ALTER TABLE statement that adds the
+// incarnation columns (incarnation text, incarnation_term bigint, both
+// nullable, no default: no rewrite, a brief ACCESS EXCLUSIVE lock) to a
+// table created by a version before them. It is idempotent. Backends run
+// it themselves on first use, unless SkipCreateTable is set or their role
+// may not alter the table; until the columns exist a Backend ignores
+// incarnations (see the package documentation) and logs a warning. Run it
+// as the table's owner, then restart the backends (or call CreateTable on
+// them): a Backend looks at the table's columns once. It returns an error
+// matching ErrInvalidIdentifier for a bad name.
+func UpgradeTableStatement(opts Options) (string, error) {
+	opts, err := opts.normalize(optionLabel)
+	if err != nil {
+		return "", err
+	}
+	return upgradeTableSQL(opts.qualifiedTable()), nil
 }

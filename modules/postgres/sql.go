@@ -1,23 +1,53 @@
 package pglease
 
 // createTableSQL is the lease table's DDL (see CreateTableStatement).
+// incarnation is the incarnation token (fxelection.AcquireRequest) that
+// acquired the term named in incarnation_term; it describes the row's
+// leadership only while incarnation_term equals term (see
+// upgradeTableSQL for why).
 func createTableSQL(table string) string {
 	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
-	name        text        PRIMARY KEY,
-	holder      text,
-	metadata    jsonb       NOT NULL DEFAULT '{}',
-	term        bigint      NOT NULL DEFAULT 0,
-	duration_ms bigint      NOT NULL DEFAULT 0,
-	acquired_at timestamptz,
-	renewed_at  timestamptz,
-	expires_at  timestamptz NOT NULL DEFAULT '-infinity'
+	name             text        PRIMARY KEY,
+	holder           text,
+	metadata         jsonb       NOT NULL DEFAULT '{}',
+	term             bigint      NOT NULL DEFAULT 0,
+	duration_ms      bigint      NOT NULL DEFAULT 0,
+	acquired_at      timestamptz,
+	renewed_at       timestamptz,
+	expires_at       timestamptz NOT NULL DEFAULT '-infinity',
+	incarnation      text,
+	incarnation_term bigint
 )`
 }
+
+// upgradeTableSQL adds the incarnation columns to a table created by a
+// version before them (see UpgradeTableStatement). Both are nullable
+// without a default, so adding them rewrites nothing (a catalog change
+// under a brief ACCESS EXCLUSIVE lock). Older versions name their columns
+// in every statement, so they keep working on the upgraded table: they
+// never write the new columns, and when one of them starts a new term it
+// leaves incarnation_term at an earlier term, which voids the stale
+// incarnation (the row then records none).
+func upgradeTableSQL(table string) string {
+	return `ALTER TABLE ` + table + `
+	ADD COLUMN IF NOT EXISTS incarnation text,
+	ADD COLUMN IF NOT EXISTS incarnation_term bigint`
+}
+
+// columnsSQL reports whether table $1 exists and has both incarnation
+// columns (the ones this version adds to the table of earlier ones).
+const columnsSQL = `SELECT to_regclass($1) IS NOT NULL, count(*) = 2
+FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attname IN ('incarnation', 'incarnation_term') AND attnum > 0 AND NOT attisdropped`
 
 // statements are the backend's SQL, built once per table by
 // buildStatements.
 type statements struct {
 	ensure, acquire, renew, renewBatch, release, get string
+	// incarnations says the statements read and write the incarnation
+	// columns; without them (a table of an earlier version that could not
+	// be upgraded) Acquire ignores incarnations, as earlier versions did.
+	incarnations bool
 }
 
 // clockTermSQL is the server's clock in microseconds since the Unix epoch,
@@ -28,46 +58,98 @@ const (
 	maxTermSQL   = `9223372036854775807`
 )
 
-func buildStatements(table string) statements {
+// upgradeLockTimeout bounds how long the upgrade waits for its table lock:
+// ALTER TABLE queues behind any open transaction on the table and every
+// lease statement queues behind it, renewals of running leaders included.
+// Past it the upgrade fails (lock_not_available) and the next operation
+// tries again.
+const upgradeLockTimeout = "2s"
+
+// buildStatements returns the SQL for table; incarnations chooses the
+// statements that use the incarnation columns.
+func buildStatements(table string, incarnations bool) statements {
 	// The advisory lock serialises creators across processes: a plain
 	// CREATE TABLE IF NOT EXISTS can still fail with a unique violation on
-	// pg_type when two sessions run it at once. The existence check comes
-	// first so that a role without CREATE on the schema can use a table an
-	// operator created.
+	// pg_type when two sessions run it at once. The existence checks come
+	// first so that a role without CREATE on the schema (or without
+	// ownership of the table) can use a table an operator created; when
+	// such a role cannot add the incarnation columns, the block leaves the
+	// table as it is and the backend works without them.
+	cols := `(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('` + table + `')
+		AND attname IN ('incarnation', 'incarnation_term') AND attnum > 0 AND NOT attisdropped)`
 	ensure := `DO $fxelection$
 BEGIN
-	IF to_regclass('` + table + `') IS NULL THEN
+	IF to_regclass('` + table + `') IS NULL OR ` + cols + ` < 2 THEN
 		PERFORM pg_advisory_xact_lock(hashtext('fxelection create ` + table + `'));
-		` + createTableSQL(table) + `;
+		IF to_regclass('` + table + `') IS NULL THEN
+			` + createTableSQL(table) + `;
+		END IF;
+		IF ` + cols + ` < 2 THEN
+			PERFORM set_config('lock_timeout', '` + upgradeLockTimeout + `', true);
+			BEGIN
+				` + upgradeTableSQL(table) + `;
+			EXCEPTION WHEN insufficient_privilege THEN
+				NULL; -- not the table's owner: used as it is
+			END;
+		END IF;
 	END IF;
 END
 $fxelection$`
 
+	// incRet is what statements return of the incarnation columns.
+	incRet := func(alias string) string {
+		if !incarnations {
+			return `NULL::text AS incarnation, NULL::bigint AS incarnation_term`
+		}
+		return alias + `incarnation, ` + alias + `incarnation_term`
+	}
+
 	// One statement: take the lease if the row is missing, released, expired
 	// by the server's clock, or ours; otherwise return the row as the
-	// statement's snapshot saw it (won = false). A lease that starts anew
+	// statement's snapshot saw it (won = false). The lease continues (keeps
+	// its term and acquired_at) only when the row is ours, live, and $5 is
+	// empty or the row's incarnation (fxelection.AcquireRequest.Continues;
+	// an incarnation whose incarnation_term is not the row's term was
+	// voided by an older version's write). Any other lease starts anew: it
 	// gets the larger of the row's term plus one and the server's clock in
-	// microseconds (the new row's term), so terms keep rising when the row
-	// is deleted. A row at the largest bigint is not taken (Acquire then
-	// reports ErrTermExhausted) rather than overflow.
+	// microseconds (the new row's term, computed once), so terms keep
+	// rising when the row is deleted, and our own live row taken by a new
+	// incarnation gets a term above its own. A new lease is not started at
+	// the largest bigint (Acquire then reports ErrTermExhausted) rather
+	// than overflow.
+	cont := `l.holder = excluded.holder AND l.expires_at > now()`
+	if incarnations {
+		cont += ` AND (excluded.incarnation IS NULL OR (l.incarnation = excluded.incarnation AND l.incarnation_term = l.term))`
+	}
+	newTerm := `CASE WHEN ` + cont + ` THEN l.term ELSE greatest(l.term + 1, excluded.term) END`
+	insCols := `name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at`
+	insVals := `$1::text, $2::text, $3::text::jsonb, c.t, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond'`
+	incSet := ``
+	if incarnations {
+		insCols += `, incarnation, incarnation_term`
+		insVals += `, nullif($5::text, ''), c.t`
+		incSet = `,
+		incarnation      = excluded.incarnation,
+		incarnation_term = ` + newTerm
+	}
 	acquire := `WITH up AS (
-	INSERT INTO ` + table + ` AS l (name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at)
-	VALUES ($1, $2, $3::text::jsonb, ` + clockTermSQL + `, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond')
+	INSERT INTO ` + table + ` AS l (` + insCols + `)
+	SELECT ` + insVals + ` FROM (SELECT ` + clockTermSQL + ` AS t) AS c
 	ON CONFLICT (name) DO UPDATE SET
 		holder      = excluded.holder,
 		metadata    = excluded.metadata,
 		duration_ms = excluded.duration_ms,
 		renewed_at  = excluded.renewed_at,
 		expires_at  = excluded.expires_at,
-		term        = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.term ELSE greatest(l.term + 1, excluded.term) END,
-		acquired_at = CASE WHEN l.holder = excluded.holder AND l.expires_at > now() THEN l.acquired_at ELSE excluded.acquired_at END
-	WHERE (l.holder = excluded.holder AND l.expires_at > now() AND l.term > 0)
+		term        = ` + newTerm + `,
+		acquired_at = CASE WHEN ` + cont + ` THEN l.acquired_at ELSE excluded.acquired_at END` + incSet + `
+	WHERE (l.holder = excluded.holder AND l.expires_at > now() AND l.term > 0 AND ((` + cont + `) OR l.term < ` + maxTermSQL + `))
 		OR ((l.holder IS NULL OR l.expires_at <= now()) AND coalesce(l.term, 0) < ` + maxTermSQL + `)
-	RETURNING l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at
+	RETURNING l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at, ` + incRet("l.") + `
 )
-SELECT true, holder, metadata, term, duration_ms, acquired_at, expires_at, true FROM up
+SELECT true, holder, metadata, term, duration_ms, acquired_at, expires_at, incarnation, incarnation_term, true FROM up
 UNION ALL
-SELECT false, holder, metadata::text, term, duration_ms, acquired_at, expires_at, coalesce(expires_at > now(), true)
+SELECT false, holder, metadata::text, term, duration_ms, acquired_at, expires_at, ` + incRet("") + `, coalesce(expires_at > now(), true)
 FROM ` + table + ` WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM up)`
 
 	renew := `UPDATE ` + table + `
@@ -97,8 +179,8 @@ RETURNING l.name, l.holder, l.term, l.expires_at`
 )
 SELECT pg_notify($4::text, name) FROM r WHERE octet_length(name) < 8000`
 
-	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, coalesce(expires_at > now(), true)
+	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, ` + incRet("") + `, coalesce(expires_at > now(), true)
 FROM ` + table + ` WHERE name = $1`
 
-	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, get: get}
+	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, get: get, incarnations: incarnations}
 }

@@ -82,7 +82,8 @@ func TestTermAfterDelete(t *testing.T) {
 // TestTermExhausted: terms are exact up to MaxTerm (the largest bigint);
 // at MaxTerm a new lease is refused with ErrTermExhausted instead of an
 // overflow or a wrap, while the holder of the lease at MaxTerm keeps
-// renewing and re-acquiring it.
+// renewing and re-acquiring it (with its own incarnation: another one
+// would need a new term, and is refused too).
 func TestTermExhausted(t *testing.T) {
 	d := dsn(t)
 	adm := admin(t, d)
@@ -98,6 +99,18 @@ func TestTermExhausted(t *testing.T) {
 	}
 	if again, err := b.Acquire(ctxT(t), req("a")); err != nil || again.Term != math.MaxInt64 {
 		t.Fatalf("re-acquire at MaxTerm = %+v, %v", again, err)
+	}
+	inc := req("a")
+	inc.Incarnation = fxelection.NewIncarnation()
+	if _, err := b.Acquire(ctxT(t), inc); !errors.Is(err, fxelection.ErrTermExhausted) {
+		// The row's incarnation is none (the requests above named none).
+		t.Fatalf("new incarnation of the holder at MaxTerm: %v, want ErrTermExhausted", err)
+	}
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != math.MaxInt64 || got.Holder != "a" {
+		t.Fatalf("Get after the refused incarnation: %+v, %v", got, err)
+	}
+	if top, err = b.Acquire(ctxT(t), req("a")); err != nil || top.Term != math.MaxInt64 {
+		t.Fatalf("re-acquire at MaxTerm after the refused incarnation = %+v, %v", top, err)
 	}
 	// Release below needs the lease as last written (its expiry).
 	if top, err = b.Renew(ctxT(t), top); err != nil {
