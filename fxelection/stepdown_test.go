@@ -19,8 +19,8 @@ type lostLog struct {
 }
 
 func (h lostLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h lostLog) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h lostLog) WithGroup(string) slog.Handler           { return h }
+func (h lostLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h lostLog) WithGroup(string) slog.Handler            { return h }
 func (h lostLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "leadership lost" {
 		h.mu.Lock()
