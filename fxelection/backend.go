@@ -87,13 +87,26 @@ type AcquireRequest struct {
 	Incarnation string
 }
 
-// Validate checks what a backend stores of r beyond what it must already
-// check itself: an Incarnation, when set, is a valid token. Backends call
-// it before writing, so that no record they write fails Lease.Validate when
-// read back. The error names the field and never quotes a value.
+// Validate checks r before a backend writes it: Election, Identity and
+// Metadata follow the text rules that Config.Validate and Lease.Validate
+// apply (one function for all three); Duration is in
+// (0, MaxRecordDuration]; Incarnation, when set, is a valid token. So a
+// record written from a request that passes is never refused by
+// Lease.Validate when read back. Backends call it before writing. The
+// error has the form "fxelection: <Field>: <what is wrong>" and quotes no
+// value but a metadata key that is itself valid text.
 func (r AcquireRequest) Validate() error {
+	if field, problem := checkTexts(requestFields, r.Election, r.Identity, r.Metadata); field != "" {
+		return fmt.Errorf("fxelection: %s: %s", field, problem)
+	}
+	switch {
+	case r.Duration <= 0:
+		return fmt.Errorf("fxelection: Duration: must be positive (is %v)", r.Duration)
+	case r.Duration > MaxRecordDuration:
+		return fmt.Errorf("fxelection: Duration: must be at most %v (is %v)", MaxRecordDuration, r.Duration)
+	}
 	if r.Incarnation != "" && !validIncarnation(r.Incarnation) {
-		return fmt.Errorf("fxelection: Incarnation must be at most %d ASCII letters, digits, '-', '_' or '.'", MaxIncarnationLen)
+		return fmt.Errorf("fxelection: Incarnation: %s", incarnationProblem)
 	}
 	return nil
 }

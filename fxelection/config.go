@@ -9,8 +9,6 @@ import (
 	"os"
 	"strconv"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Defaults for Config's zero values.
@@ -48,11 +46,14 @@ type Config struct {
 
 	// Identity names this candidate; it must be unique among the candidates.
 	// A fixed identity lets a restarted process re-acquire its own lease at
-	// once. Default: host name, pid and a short random suffix.
+	// once. At most 200 bytes of printable UTF-8. Default: host name, pid
+	// and a short random suffix.
 	Identity string
 
 	// Metadata is advertised with the lease to followers (for example the
-	// leader's address). Small: at most 4 KiB of keys and values.
+	// leader's address). Small: at most 4 KiB of keys and values, no empty
+	// key, and keys and values printable UTF-8 (no tab, newline or other
+	// control character), as for Name and Identity.
 	Metadata map[string]string
 
 	// LeaseDuration is how long a lease lasts without renewal: a leader that
@@ -129,8 +130,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate fills in defaults and checks c. The error names the offending
-// field and its value.
+// Validate fills in defaults and checks c: Name, Identity and Metadata
+// follow the text rules that Lease.Validate applies to every record a
+// backend reads (valid, printable UTF-8 within MaxNameLen, MaxIdentityLen
+// and MaxMetadataBytes; no empty metadata key), so that whatever New
+// accepts every backend can store and every follower can read back; the
+// durations follow the timing rules on the fields' docs. The error has the
+// form "fxelection: <Field>: <what is wrong>" and never quotes a text
+// value (a metadata key is named when it is itself valid); durations, which
+// are not secrets, are shown.
 func (c Config) Validate() error {
 	_, err := c.normalize()
 	return err
@@ -138,21 +146,8 @@ func (c Config) Validate() error {
 
 func (c Config) normalize() (Config, error) {
 	c = c.withDefaults()
-	if err := checkText("Name", c.Name, MaxNameLen); err != nil {
-		return c, err
-	}
-	if err := checkText("Identity", c.Identity, MaxIdentityLen); err != nil {
-		return c, err
-	}
-	size := 0
-	for k, v := range c.Metadata {
-		if k == "" {
-			return c, fmt.Errorf("fxelection: Metadata has an empty key")
-		}
-		size += len(k) + len(v)
-	}
-	if size > MaxMetadataBytes {
-		return c, fmt.Errorf("fxelection: Metadata (%d bytes) must be at most %d bytes", size, MaxMetadataBytes)
+	if field, problem := checkTexts(configFields, c.Name, c.Identity, c.Metadata); field != "" {
+		return c, fmt.Errorf("fxelection: %s: %s", field, problem)
 	}
 	// Every duration is checked against MaxRecordDuration first, so that
 	// no sum or product below (nor LeaseDuration+StopTimeout in a caller)
@@ -166,41 +161,24 @@ func (c Config) normalize() (Config, error) {
 	} {
 		switch {
 		case d.v < 0:
-			return c, fmt.Errorf("fxelection: %s (%v) must be positive", d.name, d.v)
+			return c, fmt.Errorf("fxelection: %s: must be positive (is %v)", d.name, d.v)
 		case d.v > MaxRecordDuration:
-			return c, fmt.Errorf("fxelection: %s (%v) must be at most %v", d.name, d.v, MaxRecordDuration)
+			return c, fmt.Errorf("fxelection: %s: must be at most %v (is %v)", d.name, MaxRecordDuration, d.v)
 		}
 	}
 	if c.RetryPeriod < MinRetryPeriod {
-		return c, fmt.Errorf("fxelection: RetryPeriod (%v) must be at least %v", c.RetryPeriod, MinRetryPeriod)
+		return c, fmt.Errorf("fxelection: RetryPeriod: must be at least %v (is %v)", MinRetryPeriod, c.RetryPeriod)
 	}
 	if c.RenewDeadline >= c.LeaseDuration {
-		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be shorter than LeaseDuration (%v)", c.RenewDeadline, c.LeaseDuration)
+		return c, fmt.Errorf("fxelection: RenewDeadline: must be shorter than LeaseDuration (is %v, LeaseDuration %v)", c.RenewDeadline, c.LeaseDuration)
 	}
 	if jittered := backoff.JitterMax(c.RetryPeriod); c.RenewDeadline <= jittered {
-		return c, fmt.Errorf("fxelection: RenewDeadline (%v) must be longer than 1.2 × RetryPeriod (%v)", c.RenewDeadline, jittered)
+		return c, fmt.Errorf("fxelection: RenewDeadline: must be longer than 1.2 × RetryPeriod (is %v, 1.2 × RetryPeriod %v)", c.RenewDeadline, jittered)
 	}
 	if c.MaxBackoff < c.RetryPeriod {
-		return c, fmt.Errorf("fxelection: MaxBackoff (%v) must not be shorter than RetryPeriod (%v)", c.MaxBackoff, c.RetryPeriod)
+		return c, fmt.Errorf("fxelection: MaxBackoff: must not be shorter than RetryPeriod (is %v, RetryPeriod %v)", c.MaxBackoff, c.RetryPeriod)
 	}
 	return c, nil
-}
-
-func checkText(field, s string, max int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("fxelection: %s is required", field)
-	case len(s) > max:
-		return fmt.Errorf("fxelection: %s (%d bytes) must be at most %d bytes", field, len(s), max)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("fxelection: %s (%q) must be valid UTF-8", field, s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("fxelection: %s (%q) must be printable", field, s)
-		}
-	}
-	return nil
 }
 
 // DefaultIdentity returns host name, pid and a random suffix, e.g.

@@ -521,8 +521,9 @@ type Status struct {
 	// Holding is true from an acquisition until the campaign loop has
 	// stepped down. It differs from Leading only while the loop is stuck
 	// (in a backend call that ignores its context, or in an Observer that
-	// blocks) past the renew deadline: belief has ended (Leading is false,
-	// the leader context is cancelled) but the loop has not yet noticed. A
+	// blocks) past the renew deadline: the leadership has ended (Leading is
+	// false, the leader context is cancelled, OnStoppedLeading is queued
+	// and the step-down logged) but the loop has not yet noticed. A
 	// liveness probe looks for that.
 	Holding bool
 	// Lease is this candidate's lease while Leading.

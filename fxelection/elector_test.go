@@ -548,20 +548,20 @@ func TestConfigValidation(t *testing.T) {
 		{"sub-second", func(c *fxelection.Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 300*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 		}, ""},
-		{"name required", func(c *fxelection.Config) { c.Name = "" }, "fxelection: Name is required"},
-		{"name too long", func(c *fxelection.Config) { c.Name = fmt.Sprintf("%0201d", 0) }, "fxelection: Name (201 bytes) must be at most 200 bytes"},
-		{"name not printable", func(c *fxelection.Config) { c.Name = "a\nb" }, `fxelection: Name ("a\nb") must be printable`},
+		{"name required", func(c *fxelection.Config) { c.Name = "" }, "fxelection: Name: required"},
+		{"name too long", func(c *fxelection.Config) { c.Name = fmt.Sprintf("%0201d", 0) }, "fxelection: Name: must be at most 200 bytes (is 201)"},
+		{"name not printable", func(c *fxelection.Config) { c.Name = "a\nb" }, "fxelection: Name: must be printable (byte 1 is a control character)"},
 		{"name not utf8", func(c *fxelection.Config) { c.Name = "a\xffb" }, "must be valid UTF-8"},
 		{"identity not printable", func(c *fxelection.Config) { c.Identity = "x\x00" }, "fxelection: Identity"},
-		{"metadata empty key", func(c *fxelection.Config) { c.Metadata = map[string]string{"": "x"} }, "Metadata has an empty key"},
-		{"metadata too big", func(c *fxelection.Config) { c.Metadata = map[string]string{"k": fmt.Sprintf("%05000d", 0)} }, "Metadata (5001 bytes) must be at most 4096 bytes"},
-		{"deadline >= lease", func(c *fxelection.Config) { c.RenewDeadline = 20 * time.Second }, "fxelection: RenewDeadline (20s) must be shorter than LeaseDuration (15s)"},
-		{"deadline == lease", func(c *fxelection.Config) { c.RenewDeadline = 15 * time.Second }, "RenewDeadline (15s) must be shorter than LeaseDuration (15s)"},
-		{"retry too long", func(c *fxelection.Config) { c.RetryPeriod = 9 * time.Second }, "fxelection: RenewDeadline (10s) must be longer than 1.2 × RetryPeriod (10.8s)"},
-		{"negative lease", func(c *fxelection.Config) { c.LeaseDuration = -time.Second }, "fxelection: LeaseDuration (-1s) must be positive"},
-		{"negative retry", func(c *fxelection.Config) { c.RetryPeriod = -time.Second }, "fxelection: RetryPeriod (-1s) must be positive"},
-		{"negative stop timeout", func(c *fxelection.Config) { c.StopTimeout = -1 }, "fxelection: StopTimeout (-1ns) must be positive"},
-		{"backoff below retry", func(c *fxelection.Config) { c.MaxBackoff = time.Second }, "fxelection: MaxBackoff (1s) must not be shorter than RetryPeriod (2s)"},
+		{"metadata empty key", func(c *fxelection.Config) { c.Metadata = map[string]string{"": "x"} }, "fxelection: Metadata: empty key"},
+		{"metadata too big", func(c *fxelection.Config) { c.Metadata = map[string]string{"k": fmt.Sprintf("%05000d", 0)} }, "fxelection: Metadata: must be at most 4096 bytes of keys and values (is 5001)"},
+		{"deadline >= lease", func(c *fxelection.Config) { c.RenewDeadline = 20 * time.Second }, "fxelection: RenewDeadline: must be shorter than LeaseDuration (is 20s, LeaseDuration 15s)"},
+		{"deadline == lease", func(c *fxelection.Config) { c.RenewDeadline = 15 * time.Second }, "RenewDeadline: must be shorter than LeaseDuration (is 15s, LeaseDuration 15s)"},
+		{"retry too long", func(c *fxelection.Config) { c.RetryPeriod = 9 * time.Second }, "fxelection: RenewDeadline: must be longer than 1.2 × RetryPeriod (is 10s, 1.2 × RetryPeriod 10.8s)"},
+		{"negative lease", func(c *fxelection.Config) { c.LeaseDuration = -time.Second }, "fxelection: LeaseDuration: must be positive (is -1s)"},
+		{"negative retry", func(c *fxelection.Config) { c.RetryPeriod = -time.Second }, "fxelection: RetryPeriod: must be positive (is -1s)"},
+		{"negative stop timeout", func(c *fxelection.Config) { c.StopTimeout = -1 }, "fxelection: StopTimeout: must be positive (is -1ns)"},
+		{"backoff below retry", func(c *fxelection.Config) { c.MaxBackoff = time.Second }, "fxelection: MaxBackoff: must not be shorter than RetryPeriod (is 1s, RetryPeriod 2s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,7 +54,7 @@ func TestModuleInvalidConfigFailsStart(t *testing.T) {
 	bad.RenewDeadline = 20 * time.Second
 	app := fx.New(fx.NopLogger, fxelection.MemoryModule, fx.Supply(bad), fxelection.Module)
 	err := app.Err()
-	if err == nil || !strings.Contains(err.Error(), "fxelection: RenewDeadline (20s) must be shorter than LeaseDuration (3s)") {
+	if err == nil || !strings.Contains(err.Error(), "fxelection: RenewDeadline: must be shorter than LeaseDuration (is 20s, LeaseDuration 3s)") {
 		t.Fatalf("app error = %v", err)
 	}
 }

@@ -595,26 +595,26 @@ func TestConfigBounds(t *testing.T) {
 		{"retry at the minimum", func(c *fxelection.Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 30*time.Millisecond, 20*time.Millisecond, fxelection.MinRetryPeriod
 		}, ""},
-		{"retry 1ns", func(c *fxelection.Config) { c.RetryPeriod = 1 }, "fxelection: RetryPeriod (1ns) must be at least 10ms"},
-		{"retry just below the minimum", func(c *fxelection.Config) { c.RetryPeriod = fxelection.MinRetryPeriod - 1 }, "fxelection: RetryPeriod (9.999999ms) must be at least 10ms"},
+		{"retry 1ns", func(c *fxelection.Config) { c.RetryPeriod = 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 1ns)"},
+		{"retry just below the minimum", func(c *fxelection.Config) { c.RetryPeriod = fxelection.MinRetryPeriod - 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 9.999999ms)"},
 		{"lease at the maximum", func(c *fxelection.Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = fxelection.MaxRecordDuration, fxelection.MaxRecordDuration-1, fxelection.MaxRecordDuration/2
 			c.MaxBackoff, c.StopTimeout = fxelection.MaxRecordDuration, fxelection.MaxRecordDuration
 		}, ""},
-		{"lease above the maximum", func(c *fxelection.Config) { c.LeaseDuration = fxelection.MaxRecordDuration + 1 }, "fxelection: LeaseDuration (8760h0m0.000000001s) must be at most 8760h0m0s"},
-		{"lease huge", func(c *fxelection.Config) { c.LeaseDuration = huge }, "fxelection: LeaseDuration (1281023h53m38.427387904s) must be at most 8760h0m0s"},
-		{"lease max int64", func(c *fxelection.Config) { c.LeaseDuration = math.MaxInt64 }, "LeaseDuration (2562047h47m16.854775807s) must be at most"},
-		{"deadline huge", func(c *fxelection.Config) { c.RenewDeadline = huge }, "fxelection: RenewDeadline (1281023h53m38.427387904s) must be at most"},
-		{"retry huge (1.2× would overflow)", func(c *fxelection.Config) { c.RetryPeriod = math.MaxInt64 }, "fxelection: RetryPeriod (2562047h47m16.854775807s) must be at most"},
+		{"lease above the maximum", func(c *fxelection.Config) { c.LeaseDuration = fxelection.MaxRecordDuration + 1 }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
+		{"lease huge", func(c *fxelection.Config) { c.LeaseDuration = huge }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
+		{"lease max int64", func(c *fxelection.Config) { c.LeaseDuration = math.MaxInt64 }, "LeaseDuration: must be at most 8760h0m0s (is 2562047h47m16.854775807s)"},
+		{"deadline huge", func(c *fxelection.Config) { c.RenewDeadline = huge }, "fxelection: RenewDeadline: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
+		{"retry huge (1.2× would overflow)", func(c *fxelection.Config) { c.RetryPeriod = math.MaxInt64 }, "fxelection: RetryPeriod: must be at most 8760h0m0s (is 2562047h47m16.854775807s)"},
 		{"retry 1<<62 with lease and deadline huge", func(c *fxelection.Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = math.MaxInt64, math.MaxInt64-1, huge
-		}, "LeaseDuration (2562047h47m16.854775807s) must be at most"},
-		{"stop timeout huge (lease + stop timeout would overflow)", func(c *fxelection.Config) { c.StopTimeout = math.MaxInt64 }, "fxelection: StopTimeout (2562047h47m16.854775807s) must be at most 8760h0m0s"},
-		{"max backoff huge", func(c *fxelection.Config) { c.MaxBackoff = huge }, "fxelection: MaxBackoff (1281023h53m38.427387904s) must be at most"},
-		{"negative min int64", func(c *fxelection.Config) { c.RenewDeadline = math.MinInt64 }, "fxelection: RenewDeadline (-2562047h47m16.854775808s) must be positive"},
+		}, "LeaseDuration: must be at most 8760h0m0s (is 2562047h47m16.854775807s)"},
+		{"stop timeout huge (lease + stop timeout would overflow)", func(c *fxelection.Config) { c.StopTimeout = math.MaxInt64 }, "fxelection: StopTimeout: must be at most 8760h0m0s (is 2562047h47m16.854775807s)"},
+		{"max backoff huge", func(c *fxelection.Config) { c.MaxBackoff = huge }, "fxelection: MaxBackoff: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
+		{"negative min int64", func(c *fxelection.Config) { c.RenewDeadline = math.MinInt64 }, "fxelection: RenewDeadline: must be positive (is -2562047h47m16.854775808s)"},
 		{"1.2 × retry exactly the deadline", func(c *fxelection.Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 2*time.Second, 1200*time.Millisecond, time.Second
-		}, "fxelection: RenewDeadline (1.2s) must be longer than 1.2 × RetryPeriod (1.2s)"},
+		}, "fxelection: RenewDeadline: must be longer than 1.2 × RetryPeriod (is 1.2s, 1.2 × RetryPeriod 1.2s)"},
 		{"1.2 × retry just under the deadline", func(c *fxelection.Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 2*time.Second, 1200*time.Millisecond+1, time.Second
 		}, ""},

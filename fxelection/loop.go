@@ -28,6 +28,10 @@ type leaderTerm struct {
 	due       time.Time // when the timer next signals a renewal; zero when none is armed (guarded by Elector.mu)
 	ended     bool      // stepDown ran (guarded by Elector.mu)
 	expired   bool      // the timer found the renew deadline passed (guarded by Elector.mu)
+	// stepMu is held by stepDown while it ends and announces the
+	// leadership, so that a concurrent stepDown (the loop's and the
+	// timer's) returns only once the announcement is made.
+	stepMu sync.Mutex
 	// startedDone is closed when OnStartedLeading has returned (nil when
 	// there is none): OnStoppedLeading waits for it.
 	startedDone chan struct{}
@@ -672,10 +676,11 @@ func (t *leaderTerm) rearm(now time.Time) {
 	t.timer.Reset(next.Sub(now))
 }
 
-// fire is t's timer. At the renew deadline it ends belief (cancels the
-// leader context) and wakes the loop to step down: the timer, not the
-// loop, ends belief, so a backend call that ignores its context cannot
-// stretch leadership. At a renewal's time it wakes the loop to renew and
+// fire is t's timer. At the renew deadline it ends the leadership
+// (endTerm: cancels the leader context, logs "leadership lost", emits
+// EventStoppedLeading and queues OnStoppedLeading) and wakes the loop to
+// go on: the timer, not the loop, ends it, so a backend call that ignores
+// its context cannot stretch leadership nor delay its announcement. At a renewal's time it wakes the loop to renew and
 // re-arms itself for the deadline, which keeps running while the renewal
 // is in flight.
 func (t *leaderTerm) fire() {
@@ -689,7 +694,17 @@ func (t *leaderTerm) fire() {
 	if !now.Before(t.deadline()) {
 		t.expired = true
 		e.mu.Unlock()
-		t.cancel()
+		// The leadership ends here, not when the loop gets to it: the
+		// loop may be stuck in a backend call that ignores its context,
+		// and the leader context, OnStoppedLeading and the log line must
+		// all come by the deadline. The loop's own stepDown then finds
+		// the leadership ended and goes on from there. After Stop began
+		// it is Stop's step-down, which keeps the lease for release.
+		if e.halted.Load() {
+			e.endTerm(t, ReasonStopped, true, false)
+		} else {
+			e.endTerm(t, ReasonDeadline, false, false)
+		}
 		e.signal(evDeadline, true)
 		return
 	}
@@ -864,6 +879,11 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 // becomeLeader records a new leadership and announces it.
 func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
 	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start}
+	// Until the leadership is announced, a step-down by the timer (whose
+	// deadline may have passed already, after an Acquire that ignored its
+	// context) waits: "stopped" never comes before "started".
+	t.stepMu.Lock()
+	defer t.stepMu.Unlock()
 	// The timer, not the loop, ends belief at the deadline: a backend call
 	// that ignores its context cannot stretch leadership. It also wakes a
 	// parked loop to step down (and to renew, once armRenewal set a time).
@@ -954,10 +974,34 @@ func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
 
 // stepDown ends leadership t and announces it, once: later calls for the
 // same t do nothing. keep marks the lease for release by Stop.
+//
+// The loop calls it; so does t's timer (through endTerm) at the renew
+// deadline, perhaps at the same time: the first announces, and t.stepMu
+// makes the other wait until that announcement is made, so that the loop
+// goes on (to campaign, and perhaps announce a new leadership) only after
+// it.
 func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReason {
+	return e.endTerm(t, reason, keep, true)
+}
+
+// endTerm is stepDown; byLoop says the campaign loop calls it, which ends
+// Holding (Status) too: a step-down by the timer leaves Holding true until
+// the loop, perhaps stuck in a backend call, gets there. keep marks the
+// lease for release by Stop also when the timer has announced the end
+// already (Stop began while the loop was stuck).
+func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) StopReason {
 	t.timer.Stop()
 	t.cancel()
+	t.stepMu.Lock()
+	defer t.stepMu.Unlock()
 	e.mu.Lock()
+	if byLoop && e.term == t {
+		e.term = nil
+	}
+	if keep {
+		final := t.lease
+		e.finalLease = &final
+	}
 	if t.ended {
 		e.mu.Unlock()
 		return reason
@@ -967,14 +1011,7 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 	// term of its own: a write of this one still in flight is fenced off.
 	e.incarnation = NewIncarnation()
 	t.timer.Stop() // fire may have re-armed it before ended was set
-	if e.term == t {
-		e.term = nil
-	}
 	e.leader, e.leaderKnown = Lease{}, false
-	if keep {
-		final := t.lease
-		e.finalLease = &final
-	}
 	e.mu.Unlock()
 	level := slog.LevelWarn
 	if reason == ReasonStopped || reason == ReasonResigned {

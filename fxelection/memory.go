@@ -88,6 +88,9 @@ func (m *MemoryBackend) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
+	if err := req.Validate(); err != nil {
+		return Lease{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.acquire(req)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Limits on what a decoded record may hold. Records come from a store that
@@ -31,17 +29,20 @@ const (
 // refuses to hand out another term rather than wrap to a lower one.
 var ErrTermExhausted = errors.New("fxelection: fencing term exhausted")
 
-// Validate checks a lease decoded from a store: election name and
-// holder are non-empty, printable UTF-8 and within MaxNameLen and
-// MaxIdentityLen (the same rules Config applies); metadata keys and values
-// are valid UTF-8 without control characters and within MaxMetadataBytes;
+// Validate checks a lease decoded from a store: election name, holder and
+// metadata follow the text rules Config.Validate and
+// AcquireRequest.Validate apply (one function for all three: valid,
+// printable UTF-8 within MaxNameLen, MaxIdentityLen and MaxMetadataBytes,
+// no empty metadata key);
 // the incarnation, when set, is at most MaxIncarnationLen bytes of ASCII
 // letters, digits, '-', '_' and '.';
 // the term is in [1, MaxTerm]; the duration is in (0, MaxRecordDuration];
 // AcquiredAt, when set, falls in the years 1 to 9999 (UTC).
 // An empty Election is accepted (some stores keep it in the key, not the
-// record). The error matches ErrInvalidRecord and quotes no stored value
-// unescaped.
+// record). The error matches ErrInvalidRecord, names the field and what
+// is wrong with it ("holder: must be printable (byte 3 is a control
+// character)") and quotes no stored value but a metadata key that is
+// itself valid text.
 //
 // Every backend calls it on every record it decodes, and the Watcher on
 // every lease a backend returns, so nothing downstream (metrics labels, logs,
@@ -50,29 +51,11 @@ func (l Lease) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidRecord, fmt.Sprintf(format, args...))
 	}
-	if l.Election != "" {
-		if err := checkText("election", l.Election, MaxNameLen); err != nil {
-			return bad("%s", trimPrefix(err))
-		}
-	}
-	if err := checkText("holder", l.Holder, MaxIdentityLen); err != nil {
-		return bad("%s", trimPrefix(err))
-	}
-	size := 0
-	for k, v := range l.Metadata {
-		if k == "" {
-			return bad("metadata has an empty key")
-		}
-		if !utf8.ValidString(k) || !utf8.ValidString(v) || hasControl(k) || hasControl(v) {
-			return bad("metadata %q is not printable UTF-8", k)
-		}
-		size += len(k) + len(v)
-	}
-	if size > MaxMetadataBytes {
-		return bad("metadata (%d bytes) exceeds %d bytes", size, MaxMetadataBytes)
+	if field, problem := checkTexts(recordFields, l.Election, l.Holder, l.Metadata); field != "" {
+		return bad("%s: %s", field, problem)
 	}
 	if l.Incarnation != "" && !validIncarnation(l.Incarnation) {
-		return bad("incarnation is not a token of at most %d letters, digits, '-', '_' or '.'", MaxIncarnationLen)
+		return bad("incarnation: %s", incarnationProblem)
 	}
 	switch {
 	case l.Term == 0:
@@ -93,6 +76,9 @@ func (l Lease) Validate() error {
 	}
 	return nil
 }
+
+// incarnationProblem is what is wrong with an invalid incarnation token.
+var incarnationProblem = fmt.Sprintf("must be at most %d ASCII letters, digits, '-', '_' or '.'", MaxIncarnationLen)
 
 // validIncarnation reports whether s is a non-empty incarnation token of at
 // most MaxIncarnationLen bytes of [A-Za-z0-9._-]: safe in every store's
@@ -118,23 +104,4 @@ func NewIncarnation() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return hex.EncodeToString(b[:])
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return true
-		}
-	}
-	return false
-}
-
-// trimPrefix drops checkText's "fxelection: " prefix.
-func trimPrefix(err error) string {
-	const p = "fxelection: "
-	s := err.Error()
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }

@@ -50,15 +50,15 @@ type WatcherConfig struct {
 }
 
 func (c WatcherConfig) normalize() (WatcherConfig, error) {
-	if err := checkText("WatcherConfig.Name", c.Name, MaxNameLen); err != nil {
-		return c, err
+	if p := textProblem(c.Name, MaxNameLen); p != "" {
+		return c, fmt.Errorf("fxelection: WatcherConfig.Name: %s", p)
 	}
 	for _, f := range []struct {
 		name string
 		d    time.Duration
 	}{{"PollInterval", c.PollInterval}, {"MaxBackoff", c.MaxBackoff}, {"Timeout", c.Timeout}} {
 		if f.d < 0 {
-			return c, fmt.Errorf("fxelection: WatcherConfig.%s (%v) must not be negative", f.name, f.d)
+			return c, fmt.Errorf("fxelection: WatcherConfig.%s: must not be negative (is %v)", f.name, f.d)
 		}
 	}
 	if c.PollInterval == 0 {

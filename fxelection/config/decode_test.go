@@ -116,13 +116,13 @@ func TestParseStrict(t *testing.T) {
 
 		// Elector config and fx names.
 		{"config validation", doc(`{"name": "a", "lease_duration": "1s", "renew_deadline": "2s", "backend": ` + mem + `}`),
-			[]string{`elections[0].renew_deadline: fxelection: RenewDeadline (2s) must be shorter than LeaseDuration (1s)`}, nil},
+			[]string{`elections[0].renew_deadline: fxelection: RenewDeadline: must be shorter than LeaseDuration (is 2s, LeaseDuration 1s)`}, nil},
 		{"negative duration", doc(`{"name": "a", "max_backoff": "-1s", "backend": ` + mem + `}`),
-			[]string{`elections[0].max_backoff: fxelection: MaxBackoff (-1s) must be positive`}, nil},
+			[]string{`elections[0].max_backoff: fxelection: MaxBackoff: must be positive (is -1s)`}, nil},
 		{"metadata too big", doc(`{"name": "a", "metadata": {"k": "` + strings.Repeat("x", 5000) + `"}, "backend": ` + mem + `}`),
-			[]string{`elections[0].metadata: fxelection: Metadata (5001 bytes) must be at most 4096 bytes`}, nil},
+			[]string{`elections[0].metadata: fxelection: Metadata: must be at most 4096 bytes of keys and values (is 5001)`}, nil},
 		{"identity unprintable", doc(`{"name": "a", "identity": "a\u0001", "backend": ` + mem + `}`),
-			[]string{`elections[0].identity: fxelection: Identity ("a\x01") must be printable`}, nil},
+			[]string{`elections[0].identity: fxelection: Identity: must be printable (byte 1 is a control character)`}, nil},
 		{"duplicate fx name", doc(`{"name": "a", "backend": `+mem+`}`, `{"name": "a", "backend": `+mem+`}`),
 			[]string{`elections[1].fx_name: invalid value: fx name "a" already used by elections[0]`}, config.ErrInvalidValue},
 		{"name unfit for a tag", doc(`{"name": "nightly \"jobs\"", "backend": ` + mem + `}`),

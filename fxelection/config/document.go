@@ -406,11 +406,11 @@ var configKeys = map[string]string{
 }
 
 // configPath points a Config.Validate error at the key of the field it
-// names first ("fxelection: RenewDeadline (20s) must be …" →
+// names ("fxelection: RenewDeadline: must be …" →
 // "elections[1].renew_deadline"), or at the election if it names none.
 func configPath(path string, err error) string {
 	msg := strings.TrimPrefix(err.Error(), "fxelection: ")
-	field, _, _ := strings.Cut(msg, " ")
+	field, _, _ := strings.Cut(msg, ":")
 	if key, ok := configKeys[field]; ok {
 		return path + "." + key
 	}

@@ -161,6 +161,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("HandOverOnStop", s.handOverOnStop)
 		t.Run("VanishedLeaderReplaced", s.vanished)
 		t.Run("FixedIdentityRestart", s.fixedIdentityRestart)
+		t.Run("StepDownWhileBackendHangs", s.stepDownWhileBackendHangs)
 		t.Run("ManyElectionsOneBackend", s.manyElections)
 	})
 }
