@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -29,18 +31,54 @@ func runFlags(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return usageError{o.documentProblem(err)}
 	}
-	return runApp(ctx, opt, o, log, o.provisionProblem)
+	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, o.provisionProblem)
 }
 
 // runConfig runs every election the --config file describes. A document
 // the config package rejects is bad input: one line per problem, each
 // naming the file and the JSON path.
 func runConfig(ctx context.Context, o options, log *slog.Logger) error {
-	opt, err := config.Loader{}.LoadFile(o.configFile)
+	doc, err := config.Loader{}.ParseFile(o.configFile)
 	if err != nil {
 		return configProblem(o.configFile, err)
 	}
-	return runApp(ctx, opt, o, log, func(err error) error { return err })
+	opt, err := config.Build(doc)
+	if err != nil {
+		// As LoadFile would: the error names the file.
+		return configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
+	}
+	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, func(err error) error { return err })
+}
+
+// electorList is every elector of the app, in the order of the document's
+// elections.
+type electorList []*fxelection.Elector
+
+// inDocumentOrder provides the electors of doc's elections as an
+// electorList, in the document's order. The value group
+// (fxelection.GroupTag) holds the same electors in no fixed order (fx
+// shuffles groups), so the list is assembled from each election's fx name
+// tag instead: a constructor with one named parameter per election.
+func inDocumentOrder(doc *config.Document) fx.Option {
+	elector := reflect.TypeFor[*fxelection.Elector]()
+	params := make([]reflect.Type, len(doc.Elections))
+	tags := make([]string, len(doc.Elections))
+	for i, e := range doc.Elections {
+		name := e.FxName // the document's rule: default Name; both fit a tag (config validates)
+		if name == "" {
+			name = e.Name
+		}
+		params[i], tags[i] = elector, `name:"`+name+`"`
+	}
+	fn := reflect.MakeFunc(reflect.FuncOf(params, []reflect.Type{reflect.TypeFor[electorList]()}, false),
+		func(args []reflect.Value) []reflect.Value {
+			list := make(electorList, len(args))
+			for i, a := range args {
+				list[i] = a.Interface().(*fxelection.Elector)
+			}
+			return []reflect.Value{reflect.ValueOf(list)}
+		})
+	return fx.Provide(fx.Annotate(fn.Interface(), fx.ParamTags(tags...)))
 }
 
 // maxProblemLines bounds how many problems a bad --config file reports.
@@ -71,11 +109,12 @@ func configProblem(file string, err error) error {
 	return usageError{strings.Join(lines, "\nexample-app: ")}
 }
 
-// runApp runs the fx app of opt (a configuration document's options) with
-// the example's log contract, leader work and HTTP endpoints for every
-// elector, until ctx is done (SIGINT/SIGTERM), then stops gracefully:
-// leader work drained, leases released, backend modules cleaned up.
-// startProblem classifies an error from the app's start.
+// runApp runs the fx app of opt (a configuration document's options and
+// inDocumentOrder's electorList) with the example's log contract, leader
+// work and HTTP endpoints for every elector, until ctx is done
+// (SIGINT/SIGTERM), then stops gracefully: leader work drained, leases
+// released, backend modules cleaned up. startProblem classifies an error
+// from the app's start.
 func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, startProblem func(error) error) error {
 	var electors []*fxelection.Elector
 	app := fx.New(
@@ -85,13 +124,13 @@ func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, sta
 		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
 		opt,
 		observability(o.httpAddr),
-		fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, es []*fxelection.Elector) {
+		fx.Invoke(func(lc fx.Lifecycle, es electorList) {
 			electors = es
 			for _, e := range es {
 				e.AddObserver(logContract(log))
 			}
 			startWorkers(lc, es, o.workInterval, log)
-		}, fx.ParamTags(``, fxelection.GroupTag))),
+		}),
 	)
 	if err := app.Err(); err != nil {
 		return err

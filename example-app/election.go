@@ -80,14 +80,21 @@ func leaderHandler(es []*fxelection.Elector) http.Handler {
 	})
 }
 
-// leaderOf is e's /leader object.
+// leaderOf is e's /leader object. While e leads it shows e's own lease as
+// last renewed (Status.Lease), so expires_at moves on with every renewal;
+// otherwise the leader the store reported at e's last attempt
+// (Status.Leader, which for a leader is the lease as first acquired).
 func leaderOf(e *fxelection.Elector) leaderJSON {
 	st := e.Status()
 	out := leaderJSON{Election: st.Election, Identity: st.Identity, Backend: st.Backend, Leading: st.Leading}
-	if st.LeaderKnown {
-		out.Leader, out.Term, out.Metadata = st.Leader.Holder, st.Leader.Term, st.Leader.Metadata
-		if !st.Leader.ExpiresAt.IsZero() {
-			out.ExpiresAt = &st.Leader.ExpiresAt
+	l, known := st.Leader, st.LeaderKnown
+	if st.Leading {
+		l, known = st.Lease, true
+	}
+	if known {
+		out.Leader, out.Term, out.Metadata = l.Holder, l.Term, l.Metadata
+		if !l.ExpiresAt.IsZero() {
+			out.ExpiresAt = &l.ExpiresAt
 		}
 	}
 	return out

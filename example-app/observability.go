@@ -9,15 +9,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/metrics"
 )
 
 // observability serves /metrics (Prometheus), /healthz (liveness: fails for
 // a wedged leader), /readyz (campaigning and the store answers) and
 // /leader (JSON: who leads, as this process sees it) on addr ("" for none),
-// for every elector in the app: it finds them, as metrics.Module does,
-// through the group fxelection.GroupTag.
+// for every elector in the app. metrics.Module finds them through the group
+// fxelection.GroupTag; the health reports and /leader list them in the
+// document's order (electorList), with the graph's metrics.HealthOptions
+// if it has one.
 func observability(addr string) fx.Option {
 	return fx.Options(
 		fx.Provide(func() (*prometheus.Registry, prometheus.Registerer) {
@@ -26,15 +27,27 @@ func observability(addr string) fx.Option {
 			return reg, reg
 		}),
 		metrics.Module,
-		fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, es []*fxelection.Elector, reg *prometheus.Registry, h metrics.Handlers) {
+		fx.Invoke(func(p endpointParams) {
+			h := p.Health.NewHandlers(p.Electors...)
 			mux := http.NewServeMux()
-			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			mux.Handle("/metrics", promhttp.HandlerFor(p.Registry, promhttp.HandlerOpts{}))
 			mux.Handle("/healthz", h.Liveness)
 			mux.Handle("/readyz", h.Readiness)
-			mux.Handle("/leader", leaderHandler(es))
-			serveHTTP(lc, addr, getOnly(mux))
-		}, fx.ParamTags(``, fxelection.GroupTag, ``, ``))),
+			mux.Handle("/leader", leaderHandler(p.Electors))
+			serveHTTP(p.Lifecycle, addr, getOnly(mux))
+		}),
 	)
+}
+
+// endpointParams are what observability's endpoints need.
+type endpointParams struct {
+	fx.In
+
+	Lifecycle fx.Lifecycle
+	Electors  electorList
+	Registry  *prometheus.Registry
+	Metrics   *metrics.Metrics      // attached to every elector before the endpoints serve
+	Health    metrics.HealthOptions `optional:"true"`
 }
 
 // getOnly answers 405 Method Not Allowed, with an Allow header, to every

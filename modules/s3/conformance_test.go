@@ -2,6 +2,7 @@ package s3lease_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -37,13 +38,53 @@ func runConformance(t *testing.T, opts s3lease.Options, storeDown func(*testing.
 		DeleteRecord: func(t *testing.T, election string) {
 			deleteObject(t, newBackend(t, opts), election)
 		},
+		Recreate: func(t *testing.T, _ string) {
+			recreateBucket(t, opts.Bucket)
+		},
 		StoreDown: storeDown,
 	})
 }
 
+// TestConformance runs the suite in a bucket of its own, which the
+// RecreatedStore case deletes and re-creates.
 func TestConformance(t *testing.T) {
-	server(t)
-	runConformance(t, s3lease.Options{}, storeDown)
+	runConformance(t, s3lease.Options{Bucket: newBucket(t)}, storeDown)
+}
+
+// recreateBucket deletes name with every object in it and creates it
+// again, behind the backends' backs, as an operator might. It retries
+// (setup, never an assertion) while MinIO catches up with the deletes.
+func recreateBucket(t *testing.T, name string) {
+	t.Helper()
+	c := newClient(t)
+	ctx := ctxT(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := removeBucket(ctx, c, name)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remove bucket: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.MakeBucket(ctx, name, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		t.Fatalf("make bucket again: %v", err)
+	}
+}
+
+// removeBucket removes every object of name, then name itself.
+func removeBucket(ctx context.Context, c *minio.Client, name string) error {
+	for obj := range c.ListObjects(ctx, name, minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			return obj.Err
+		}
+		if err := c.RemoveObject(ctx, name, obj.Key, minio.RemoveObjectOptions{}); err != nil {
+			return err
+		}
+	}
+	return c.RemoveBucket(ctx, name)
 }
 
 // TestConformancePrefix runs the suite in a bucket of its own with a custom

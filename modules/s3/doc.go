@@ -24,17 +24,26 @@
 //
 //   - Acquire reads the object. Absent: create it with If-None-Match: *.
 //     Released: replace it with If-Match: <etag>. Held by the caller's
-//     identity: replace it with If-Match at the same term (a restarted
-//     holder gets its lease back at once). Held by someone else: the
+//     identity and incarnation (AcquireRequest.Continues; a request with no
+//     incarnation matches any): replace it with If-Match at the same term (a
+//     retry after a lost response keeps its leadership). Held by the
+//     caller's identity with another incarnation (a process restarted with
+//     a fixed identity, or the same elector after a step-down): take it at
+//     once, with no wait for expiry, replacing it with If-Match at a new
+//     term strictly above the stored one, so the paused predecessor and its
+//     successor never write with one term. Held by someone else: the
 //     candidate's backendkit.ExpiryTracker decides; once it has seen the
-//     same ETag unchanged for the record's full Duration on its own monotonic
-//     clock, it replaces the object with If-Match, otherwise it returns a
-//     *fxelection.HeldError. Every new holder's term is
+//     same write unchanged for the record's full Duration on its own
+//     monotonic clock, it replaces the object with If-Match, otherwise it
+//     returns a *fxelection.HeldError. backendkit.Claim makes this decision
+//     (one rule for S3 and the cache backends). Every new term is
 //     backendkit.NextTerm(stored term, or 0 when there is no object): the
 //     larger of the stored term + 1 and the candidate's clock in
-//     microseconds since the Unix epoch. A write that fails its
-//     precondition (412) lost a race: Acquire reads again and decides again
-//     (a few times at most), so a loser reports the winner.
+//     microseconds since the Unix epoch. The record keeps the incarnation
+//     that acquired the term ("incarnation", Lease.Incarnation) unchanged
+//     across renewals. A write that fails its precondition (412) lost a
+//     race: Acquire reads again and decides again (a few times at most), so
+//     a loser reports the winner.
 //   - Renew and Release read the object, check that it still holds the
 //     caller's lease (same ETag, holder and term, not released) and replace
 //     it with If-Match on that ETag: two requests each. Renew fails with
@@ -45,20 +54,34 @@
 //
 // # Guarantees and requirements
 //
-//   - A candidate takes over a lease only after it has seen the same ETag
-//     unchanged for a full lease duration on its own monotonic clock, then
-//     writes with a compare-and-swap on that ETag. So a candidate that starts
-//     while a dead holder's object sits in the bucket waits a full
-//     LeaseDuration from its first read, however long ago the holder died.
-//     Only a candidate clock running faster than the leader's by more than
-//     LeaseDuration−RenewDeadline over one lease period could take over early.
+//   - A candidate takes over another identity's lease only after it has
+//     seen the same write unchanged for a full lease duration on its own
+//     monotonic clock, then writes with a compare-and-swap on that ETag. A
+//     write is named by the ETag and the body's per-write nonce together
+//     (backendkit.ExpiryTracker keys on both), and the watch restarts
+//     whenever the candidate finds the object missing or a read fails (a
+//     store error, a deleted bucket): no watch spans a gap in what the
+//     candidate saw, so a bucket deleted and re-created, or an object
+//     restored from a backup, is watched for a full lease from its
+//     reappearance. So a candidate that starts while a dead holder's object
+//     sits in the bucket waits a full LeaseDuration from its first read,
+//     however long ago the holder died. Only a candidate clock running
+//     faster than the leader's by more than LeaseDuration−RenewDeadline
+//     over one lease period could take over early. What the rule cannot
+//     see: an object removed and put back byte for byte between two of a
+//     candidate's reads looks to it like one unchanged write.
+//   - A new incarnation of the holder's identity takes the lease at once
+//     with a higher term, and the object then names the new incarnation:
+//     the predecessor's next Renew finds another ETag and fails with
+//     fxelection.ErrLeaseLost. Without a fixed identity (the default
+//     identity is unique per process) this never happens.
 //   - The store must give strong read-after-write consistency (AWS S3 has
 //     since December 2020, MinIO always has) and honour conditional writes:
 //     If-None-Match: * on PUT (AWS since August 2024) and If-Match on PUT
 //     (AWS since November 2024; MinIO supports both). A store that ignores
 //     these headers silently breaks mutual exclusion; do not use one.
-//   - Terms strictly increase on every change of holder and after every
-//     release, and never wrap: at fxelection.MaxTerm Acquire fails with an
+//   - Terms strictly increase on every change of holder or incarnation and
+//     after every release, and never wrap: at fxelection.MaxTerm Acquire fails with an
 //     error matching fxelection.ErrTermExhausted and writes nothing.
 //   - Terms also rise across a deleted object (an operator cleaning the
 //     bucket, or recovering from a foreign object): with no object to read,
