@@ -367,9 +367,9 @@ var configFlags = map[string]string{
 }
 
 // coreProblem turns a Config validation error into flag terms: a word that
-// is exactly a Config field name becomes the flag's label; quoted values
-// (the core quotes every text it echoes) are copied untouched, so a user's
-// value is never rewritten.
+// is exactly a Config field name becomes the flag's label. The core quotes
+// no text value; quoted text (from elsewhere) is copied untouched, so a
+// user's value is never rewritten.
 func (o options) coreProblem(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "fxelection: ")
 	return oneLine(mapTokens(msg, func(word string) (string, bool) {

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
-	"strconv"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +98,8 @@ func TestSettingsFromTable(t *testing.T) {
 
 // TestCoreProblemKeepsValues: Config field names in the core's messages
 // become flag names, but a user's value that contains a field name is
-// never rewritten (it was: "LeaseName\t" came out as "Lease--election\t").
+// never rewritten (it was: "LeaseName\t" came out as "Lease--election\t"),
+// and the core's messages quote no value at all.
 func TestCoreProblemKeepsValues(t *testing.T) {
 	o := defaults()
 	for _, name := range []string{"LeaseName\t", "Name\x1b[2J", "RetryPeriod\n"} {
@@ -108,18 +109,22 @@ func TestCoreProblemKeepsValues(t *testing.T) {
 			t.Fatalf("the core accepted election %q", name)
 		}
 		got := o.coreProblem(err)
-		want := "--election (" + strconv.Quote(name) + ") must be printable"
+		want := fmt.Sprintf("--election: must be printable (byte %d is a control character)", strings.IndexFunc(name, unicode.IsControl))
 		if got != want {
 			t.Errorf("coreProblem(%q) = %q, want %q", err, got, want)
+		}
+		if strings.Contains(got, strings.TrimRightFunc(name, unicode.IsControl)) {
+			t.Errorf("coreProblem(%q) = %q quotes the value", err, got)
 		}
 	}
 	o.fromEnv = map[string]string{"lease": "FXELECTION_LEASE"}
 	for in, want := range map[string]string{
-		"fxelection: RenewDeadline (5s) must be shorter than LeaseDuration (5s)": "--renew-deadline (5s) must be shorter than --lease from FXELECTION_LEASE (5s)",
-		`fxelection: Name ("RetryPeriod Name") must be printable`:                `--election ("RetryPeriod Name") must be printable`,
-		`fxelection: Identity ("a\"Name\"b") must be printable`:                  `--id ("a\"Name\"b") must be printable`,
-		"fxelection: RenewDeadlineX (1s) Names":                                  "RenewDeadlineX (1s) Names",
-		`fxelection: Name ("unterminated`:                                        `--election ("unterminated`,
+		"fxelection: RenewDeadline: must be shorter than LeaseDuration (is 5s, LeaseDuration 5s)": "--renew-deadline: must be shorter than --lease from FXELECTION_LEASE (is 5s, --lease from FXELECTION_LEASE 5s)",
+		"fxelection: RenewDeadline (5s) must be shorter than LeaseDuration (5s)":                  "--renew-deadline (5s) must be shorter than --lease from FXELECTION_LEASE (5s)",
+		`fxelection: Name ("RetryPeriod Name") must be printable`:                                 `--election ("RetryPeriod Name") must be printable`,
+		`fxelection: Identity ("a\"Name\"b") must be printable`:                                   `--id ("a\"Name\"b") must be printable`,
+		"fxelection: RenewDeadlineX (1s) Names":                                                   "RenewDeadlineX (1s) Names",
+		`fxelection: Name ("unterminated`:                                                         `--election ("unterminated`,
 	} {
 		if got := o.coreProblem(errors.New(in)); got != want {
 			t.Errorf("coreProblem(%q) = %q, want %q", in, got, want)
