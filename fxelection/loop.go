@@ -966,6 +966,9 @@ func (e *Elector) extend(t *leaderTerm, l Lease, start time.Time) bool {
 		return false
 	}
 	t.lease, t.lastRenew = l, start
+	if e.leaderKnown && e.leader.Holder == l.Holder && e.leader.Term == l.Term {
+		e.leader = l // Leader() on the leader shows the lease as last renewed
+	}
 	t.rearm(time.Now()) // for the new deadline; armRenewal sets the next renewal
 	e.mu.Unlock()
 	e.observe(Event{Kind: EventRenewed, Lease: l.Clone(), Margin: margin})
