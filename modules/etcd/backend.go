@@ -345,9 +345,12 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 
 // Get implements fxelection.Backend: the key's record and its etcd lease's
 // remaining TTL (TimeToLive), or fxelection.ErrNoLease when the key is
-// absent or its etcd lease has just expired. ExpiresAt is the local clock
-// plus the remaining TTL (whole seconds, as etcd reports it); it is for
-// display.
+// absent or its etcd lease was revoked (and the key deleted with it) since
+// the read. A key is a lease for as long as etcd keeps it, which is what
+// Acquire and Renew go by too: an etcd lease in its last second, or past
+// its TTL but not yet revoked by the etcd leader, is still reported.
+// ExpiresAt is the local clock plus the remaining TTL (whole seconds,
+// rounded down, as etcd reports it; never before now); it is for display.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	l, err := b.getLease(ctx, election)
 	return l, b.redact(err)
@@ -370,14 +373,25 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
 	ttl, err := b.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && ttl.TTL <= 0 {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && leaseGone(ttl) {
+		// Revoked since the read, and the key with it.
 		return fxelection.Lease{}, fxelection.ErrNoLease
 	}
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: time to live: %w", err)
 	}
-	l.ExpiresAt = time.Now().Add(time.Duration(ttl.TTL) * time.Second)
+	l.ExpiresAt = time.Now().Add(time.Duration(max(ttl.TTL, 0)) * time.Second)
 	return l, nil
+}
+
+// leaseGone reports whether a TimeToLive answer says the etcd lease no
+// longer exists: etcd answers TTL -1 and no granted TTL then. A live lease
+// in its last second reports TTL 0 (etcd rounds the remaining time down),
+// and one past its TTL that the etcd leader has not yet revoked reports 0
+// or less with its granted TTL: both still hold their keys, which Acquire
+// and Renew treat as held, so Get must report them too.
+func leaseGone(ttl *clientv3.LeaseTimeToLiveResponse) bool {
+	return ttl.TTL < 0 && ttl.GrantedTTL <= 0
 }
 
 // firstKV returns the first of kvs, or nil.
