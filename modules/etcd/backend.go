@@ -301,7 +301,8 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	if kv == nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
-	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder || got.Term != l.Term {
+	got, err := decodeKV(l.Election, kv)
+	if err != nil || got.Holder != l.Holder || got.Term != l.Term {
 		// Not the record we wrote; leave it and its lease alone.
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
@@ -309,7 +310,9 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	if want := ttlSeconds(l.Duration); want > ttl {
 		// The put states the term: the key's mod revision changes.
 		ours = append(ours, clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision))
-		value, err := encodeRecord(l)
+		// What is stored stays (a checked record), with the new duration.
+		got.Duration = l.Duration
+		value, err := encodeRecord(got)
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 		}
