@@ -97,21 +97,30 @@ func checkDuration(d time.Duration) error {
 
 // Acquire implements fxelection.Backend. It reads the key first (so a
 // follower's poll is one linearizable read and no Raft write); if the key
-// is absent, or holds req.Identity's own valid record, it grants a fresh
-// etcd lease of Duration (whole seconds, rounded up) and writes the record
-// attached to it in one transaction whose compare is the key's absence
-// (create revision 0) or the mod revision it read. The term of a new holder
-// is the revision of that transaction — the key's create revision — which
-// is above every revision etcd ever had, so above every earlier term even
-// after the key was deleted out of band. When req.Identity already holds
-// the key the record moves to the new etcd lease, the create revision (the
-// term) stays, and the old etcd lease, holding nothing now, expires. A key held by someone
-// else gives a *fxelection.HeldError; a key that is not a valid record, an
-// error matching fxelection.ErrInvalidRecord, and the key is left alone
-// until its etcd lease expires. An etcd lease granted for an attempt that
-// then fails is revoked (or, if that fails too, expires with its TTL).
-// ExpiresAt is the call's start on the local clock plus the TTL etcd
-// granted.
+// is absent (free, released, expired or deleted: etcd deletes a lease's
+// keys when the lease ends), or holds a valid record of req.Identity's own,
+// it grants a fresh etcd lease of Duration (whole seconds, rounded up) and
+// writes the record attached to it in one transaction whose compare is the
+// key's absence (create revision 0) or the mod revision it read.
+//
+// The term is the revision of the transaction that started the leadership,
+// which is above every revision etcd ever had and so above every earlier
+// term, even after the key was deleted out of band or compacted. A new
+// holder, and a new incarnation of the holder (req.Incarnation differs from
+// the record's), get that revision: the value does not state it, and the
+// key's mod revision is the term. Only when req continues the record
+// (req.Continues: same identity and, if req names one, same incarnation)
+// does the value state the record's term, which the leadership keeps. In
+// both cases of a live key the record moves to the new etcd lease, and the
+// old one, holding nothing now, expires with its TTL: the predecessor's
+// Renew then fails and its Release does nothing.
+//
+// A key held by someone else gives a *fxelection.HeldError; a key that is
+// not a valid record, an error matching fxelection.ErrInvalidRecord, and the
+// key is left alone until its etcd lease expires. An etcd lease granted for
+// an attempt that then fails is revoked (or, if that fails too, expires
+// with its TTL). ExpiresAt is the call's start on the local clock plus the
+// TTL etcd granted; the returned lease carries req.Incarnation.
 func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquireLease(ctx, req)
 	return l, b.redact(err)
@@ -127,8 +136,7 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 	if err := checkDuration(req.Duration); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
-	value, err := encodeRecord(req.Identity, req.Metadata, req.Duration)
-	if err != nil {
+	if err := req.Validate(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	key := b.Key(req.Election)
@@ -138,6 +146,7 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 	}
 	cur := firstKV(resp.Kvs)
 	for attempt := 1; ; attempt++ {
+		var keep uint64 // the term a continued leadership keeps; 0 for a new one
 		if cur != nil {
 			holder, err := decodeKV(req.Election, cur)
 			if err != nil {
@@ -146,10 +155,13 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 			if holder.Holder != req.Identity || attempt > maxAcquireAttempts {
 				return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
 			}
+			if req.Continues(holder) {
+				keep = holder.Term
+			}
 		} else if attempt > maxAcquireAttempts {
 			return fxelection.Lease{}, errors.New("acquire lease: the key kept changing under the transaction")
 		}
-		l, next, err := b.tryAcquire(ctx, req, key, value, cur)
+		l, next, err := b.tryAcquire(ctx, req, key, cur, keep)
 		if err != nil || l.Term != 0 {
 			return l, err
 		}
@@ -158,10 +170,23 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 }
 
 // tryAcquire grants an etcd lease and runs the transaction that puts the
-// record if the key is still as read (cur; nil for absent). It returns the
-// acquired lease, or on a lost compare the key as the transaction's else
-// branch read it (nil and a zero Lease if it is gone now).
-func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest, key, value string, cur *mvccpb.KeyValue) (fxelection.Lease, *mvccpb.KeyValue, error) {
+// record if the key is still as read (cur; nil for absent): with term keep
+// stated in the value when it is not 0 (a continued leadership), else with
+// none (a new leadership, whose term is the transaction's revision). It
+// returns the acquired lease, or on a lost compare the key as the
+// transaction's else branch read it (nil and a zero Lease if it is gone
+// now).
+func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest, key string, cur *mvccpb.KeyValue, keep uint64) (fxelection.Lease, *mvccpb.KeyValue, error) {
+	value, err := encodeRecord(fxelection.Lease{
+		Holder:      req.Identity,
+		Incarnation: req.Incarnation,
+		Metadata:    req.Metadata,
+		Duration:    req.Duration,
+		Term:        keep,
+	})
+	if err != nil {
+		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w", err)
+	}
 	start := time.Now()
 	g, err := b.client.Grant(ctx, ttlSeconds(req.Duration))
 	if err != nil {
@@ -188,25 +213,28 @@ func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest,
 		}
 		return fxelection.Lease{}, next, nil
 	}
-	term := tr.Header.Revision
-	if cur != nil {
-		// The record moved to the new etcd lease; the old one holds
-		// nothing now and expires with its TTL. It is not revoked: a
-		// record naming this identity may have been written by another
-		// program on a lease it shares with other keys.
-		term = cur.CreateRevision
-	}
-	if term <= 0 {
-		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w: revision %d", fxelection.ErrInvalidRecord, term)
+	// A new leadership's term is the transaction's revision: the key's mod
+	// revision now. When cur was live the record moved to the new etcd
+	// lease; the old one holds nothing now and expires with its TTL. It is
+	// not revoked: a record naming this identity may have been written by
+	// another program on a lease it shares with other keys.
+	term := keep
+	if term == 0 {
+		rev := tr.Header.Revision
+		if rev <= 0 || cur != nil && rev <= cur.ModRevision {
+			return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w: revision %d", fxelection.ErrInvalidRecord, rev)
+		}
+		term = uint64(rev)
 	}
 	return fxelection.Lease{
-		Election:  req.Election,
-		Holder:    req.Identity,
-		Metadata:  maps.Clone(req.Metadata),
-		Term:      uint64(term),
-		Version:   formatLeaseID(int64(g.ID)),
-		Duration:  req.Duration,
-		ExpiresAt: start.Add(time.Duration(g.TTL) * time.Second),
+		Election:    req.Election,
+		Holder:      req.Identity,
+		Incarnation: req.Incarnation,
+		Metadata:    maps.Clone(req.Metadata),
+		Term:        term,
+		Version:     formatLeaseID(int64(g.ID)),
+		Duration:    req.Duration,
+		ExpiresAt:   start.Add(time.Duration(g.TTL) * time.Second),
 	}, nil, nil
 }
 
@@ -218,17 +246,18 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 
 // Renew implements fxelection.Backend: a keep-alive of the lease's etcd
 // lease (KeepAliveOnce, which etcd's leader applies by its own clock), then
-// a transaction comparing that the key still has the lease's create
-// revision (the term) and is still attached to that etcd lease, reading it
-// back to check the holder. Anything else — the etcd lease expired or was
-// revoked, the key deleted or taken over — gives an error matching
+// a transaction comparing that the key is still attached to that etcd
+// lease (only the write that granted it put the key on it), reading it
+// back to check the holder and the term. Anything else — the etcd lease
+// expired or was revoked, the key deleted or taken over, by another
+// identity or a new incarnation — gives an error matching
 // fxelection.ErrLeaseLost (the etcd lease, if still alive, is left to
-// expire: nothing is revoked on a failed compare).
-// When lease.Duration asks for a longer TTL than the etcd lease has, the
-// record moves to a new etcd lease of that TTL in one more transaction with
-// the same compare (etcd cannot change a lease's TTL); a shorter one keeps
-// the longer etcd lease. ExpiresAt is the call's start on the local clock
-// plus the TTL.
+// expire: nothing is revoked on a failed compare). When lease.Duration
+// asks for a longer TTL than the etcd lease has, the record moves to a new
+// etcd lease of that TTL in one more transaction with the same compare and
+// the mod revision read (etcd cannot change a lease's TTL); its value
+// states the term, which stays. A shorter one keeps the longer etcd lease.
+// ExpiresAt is the call's start on the local clock plus the TTL.
 func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	out, err := b.renewLease(ctx, l)
 	return out, b.redact(err)
@@ -255,10 +284,7 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: keep-alive: %w", err)
 	}
-	ours := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(key), "=", int64(l.Term)),
-		clientv3.Compare(clientv3.LeaseValue(key), "=", lid),
-	}
+	ours := []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", lid)}
 	tr, err := b.client.Txn(ctx).If(ours...).Then(clientv3.OpGet(key)).Commit()
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -275,13 +301,18 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	if kv == nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
-	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder {
+	got, err := decodeKV(l.Election, kv)
+	if err != nil || got.Holder != l.Holder || got.Term != l.Term {
 		// Not the record we wrote; leave it and its lease alone.
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
 	}
 	ttl := ka.TTL
 	if want := ttlSeconds(l.Duration); want > ttl {
-		value, err := encodeRecord(l.Holder, l.Metadata, l.Duration)
+		// The put states the term: the key's mod revision changes.
+		ours = append(ours, clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision))
+		// What is stored stays (a checked record), with the new duration.
+		got.Duration = l.Duration
+		value, err := encodeRecord(got)
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 		}
@@ -306,14 +337,14 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 }
 
 // Release implements fxelection.Backend: it reads the key and, if it still
-// has lease.Term as its create revision, is attached to lease's etcd lease
-// and names lease.Holder, revokes that etcd lease, which deletes the key
+// has lease.Term as its term, is attached to lease's etcd lease and names
+// lease.Holder, revokes that etcd lease, which deletes the key
 // in the same step (etcd deletes a lease's keys atomically with it). A key
 // attached to another etcd lease is never touched, so a stale Release
 // cannot remove a later holder's record. A lease that is no longer ours
 // (expired, taken over, already released, or a foreign value) is left
-// alone and nil is returned. The term survives: the next holder's create
-// revision is higher.
+// alone and nil is returned. The term survives: the next holder's term is
+// the revision of a later write.
 func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
 	return b.redact(b.releaseLease(ctx, l))
 }
@@ -331,10 +362,10 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 		return fmt.Errorf("release lease: %w", err)
 	}
 	kv := firstKV(resp.Kvs)
-	if kv == nil || kv.Lease != id || kv.CreateRevision <= 0 || uint64(kv.CreateRevision) != l.Term {
+	if kv == nil || kv.Lease != id {
 		return nil
 	}
-	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder {
+	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder || got.Term != l.Term {
 		return nil
 	}
 	if _, err := b.client.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -345,9 +376,12 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 
 // Get implements fxelection.Backend: the key's record and its etcd lease's
 // remaining TTL (TimeToLive), or fxelection.ErrNoLease when the key is
-// absent or its etcd lease has just expired. ExpiresAt is the local clock
-// plus the remaining TTL (whole seconds, as etcd reports it); it is for
-// display.
+// absent or its etcd lease was revoked (and the key deleted with it) since
+// the read. A key is a lease for as long as etcd keeps it, which is what
+// Acquire and Renew go by too: an etcd lease in its last second, or past
+// its TTL but not yet revoked by the etcd leader, is still reported.
+// ExpiresAt is the local clock plus the remaining TTL (whole seconds,
+// rounded down, as etcd reports it; never before now); it is for display.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	l, err := b.getLease(ctx, election)
 	return l, b.redact(err)
@@ -370,14 +404,25 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
 	ttl, err := b.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && ttl.TTL <= 0 {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && leaseGone(ttl) {
+		// Revoked since the read, and the key with it.
 		return fxelection.Lease{}, fxelection.ErrNoLease
 	}
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: time to live: %w", err)
 	}
-	l.ExpiresAt = time.Now().Add(time.Duration(ttl.TTL) * time.Second)
+	l.ExpiresAt = time.Now().Add(time.Duration(max(ttl.TTL, 0)) * time.Second)
 	return l, nil
+}
+
+// leaseGone reports whether a TimeToLive answer says the etcd lease no
+// longer exists: etcd answers TTL -1 and no granted TTL then. A live lease
+// in its last second reports TTL 0 (etcd rounds the remaining time down),
+// and one past its TTL that the etcd leader has not yet revoked reports 0
+// or less with its granted TTL: both still hold their keys, which Acquire
+// and Renew treat as held, so Get must report them too.
+func leaseGone(ttl *clientv3.LeaseTimeToLiveResponse) bool {
+	return ttl.TTL < 0 && ttl.GrantedTTL <= 0
 }
 
 // firstKV returns the first of kvs, or nil.

@@ -53,7 +53,7 @@ func TestConformance(t *testing.T) {
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				// A valid-looking record on no etcd lease: it would never
 				// expire, so it is not a lease.
-				rec, err := encodeRecord("a", nil, time.Minute)
+				rec, err := encodeRecord(fxelection.Lease{Holder: "a", Duration: time.Minute})
 				if err != nil {
 					t.Fatal(err)
 				}

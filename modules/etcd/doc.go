@@ -11,7 +11,10 @@
 // Each election is one key, <prefix><election> (prefix "fxelection/" by
 // default), whose value is a small JSON record:
 //
-//	{"fxelection":1,"holder":"web-1","metadata":{"addr":"10.0.0.1:8080"},"duration_ms":15000}
+//	{"fxelection":2,"holder":"web-1","incarnation":"9f2c41d07ab3e655","metadata":{"addr":"10.0.0.1:8080"},"duration_ms":15000}
+//
+// and, when a put continues a leadership begun by an earlier write, the
+// term it keeps: ,"term":1234.
 //
 // The key is attached to an etcd lease granted by the holder with a TTL of
 // the lease duration in whole seconds, rounded up (etcd may raise it to its
@@ -24,20 +27,32 @@
 //     key is still absent (create revision 0) or unchanged (the mod revision
 //     read), put the record attached to the new etcd lease; else read it
 //     back to name the holder. A follower's poll is the read alone.
-//   - Term: the key's create revision, that is the revision of the
-//     transaction that created it. It stays the same while the holder
-//     renews or re-acquires (a put on an existing key keeps its create
-//     revision), and a new holder's key is created at a revision above every
-//     revision the cluster ever had.
+//   - Term: the revision of the transaction that started the leadership. A
+//     new leadership (a free key, or a live key of the caller's identity
+//     but another incarnation: a restarted process, or the same one after a
+//     step-down) writes a value without a term, and its term is the key's
+//     mod revision, that is that transaction's revision: above every
+//     revision the cluster ever had, so above every earlier term. A put
+//     that continues a leadership (the same identity and incarnation
+//     re-acquiring after a lost response; a request naming no incarnation
+//     re-acquiring its identity's record; a renewal moving the key to a
+//     longer etcd lease) states the term it keeps in the value. etcd cannot
+//     delete and re-create a key in one transaction, so a new create
+//     revision is not an option for a new incarnation on a live key; the
+//     mod revision of the write that took it is.
 //   - Version: the etcd lease ID in hexadecimal.
 //   - Renew: KeepAliveOnce on the etcd lease, then a transaction comparing
-//     that the key's create revision is still the term and it is still
-//     attached to that etcd lease. Expiry is etcd's: server-authoritative.
-//   - Release: revoke the etcd lease after checking the key is still ours;
-//     etcd deletes the key with it, atomically. A key on another etcd lease
-//     is never touched.
+//     that the key is still attached to that etcd lease (only the write
+//     that granted it attached it), reading the record back to check the
+//     holder and the term. Expiry is etcd's: server-authoritative.
+//   - Release: revoke the etcd lease after checking the key is still ours
+//     (that etcd lease, holder, term); etcd deletes the key with it,
+//     atomically. A key on another etcd lease is never touched.
 //   - Get: the key, plus the etcd lease's remaining TTL (TimeToLive) for
-//     ExpiresAt.
+//     ExpiresAt. A key is a lease for as long as etcd keeps it, as Acquire
+//     and Renew see it: an etcd lease in its last second (etcd reports TTL
+//     0) or past its TTL but not yet revoked by the etcd leader is still
+//     reported; ErrNoLease means the key is gone.
 //   - Push wake-up (fxelection.Notifier): one watch on the prefix for
 //     deletions.
 //
@@ -47,14 +62,32 @@
 // contract (one key per election, followers poll or wake) so that the
 // elector, its renew deadline, metrics and watcher work unchanged.
 //
+// # Records of other versions
+//
+// Versions before incarnations wrote format 1 ({"fxelection":1,…}, no
+// incarnation, no term; the term is the key's create revision). This
+// version reads them with that term: a request of the holder's identity
+// naming no incarnation continues it (the value is rewritten in format 2
+// with that term stated), one naming an incarnation starts a new
+// leadership with a higher term, and other identities see it held. Those
+// older versions refuse format 2 (fields and a format they do not know):
+// their Acquire and Get report fxelection.ErrInvalidRecord while a newer
+// version holds the election, so they never take it over early, and they
+// acquire again once the key is gone (released or expired). During a
+// rolling upgrade the old candidates therefore only follow a new holder;
+// terms keep increasing across the mix, since every term is a revision of
+// the one cluster.
+//
 // # Guarantees
 //
-// Terms strictly increase on every change of holder, survive release,
-// expiry, a delete from outside and a restart of etcd (revisions are
-// persisted in etcd's write-ahead log and backend), and stay the same while
-// one holder renews. Compaction removes old revisions of keys, never the
-// current one: it does not change any live key's create revision nor the
-// next revision, so it cannot make terms go back. It can only end a watch
+// Terms strictly increase on every change of holder and every new
+// incarnation of the holder, survive release, expiry, a delete from outside
+// and a restart of etcd (revisions are persisted in etcd's write-ahead log
+// and backend), and stay the same while one incarnation renews or
+// re-acquires. Compaction removes old revisions of keys, never the current
+// one: it does not change any live key's revisions or value (where a
+// continued term is stated) nor the next revision, so it cannot make terms
+// go back. It can only end a watch
 // that was resuming from a compacted revision; the push watch then starts
 // again at the current revision and wakes every subscriber once. Terms go
 // back only if etcd's data is replaced by an older copy: restoring a

@@ -16,34 +16,54 @@ import (
 )
 
 // recordFormat is the version of the value format this package writes.
-const recordFormat = 1
+// Format 1 (written by versions before incarnations) has no incarnation
+// and no term: its term is the key's create revision. Format 2 adds both;
+// its term is the key's mod revision unless the value states one.
+const (
+	recordFormat   = 2
+	recordFormatV1 = 1
+)
 
 // maxValueBytes bounds a value the decoder looks at: the largest record
 // this package writes (holder, metadata, numbers, JSON quoting of every
 // byte) is well below it, and a larger value is refused before parsing.
 const maxValueBytes = 64 << 10
 
-// wireRecord is the JSON value of an election's key. The term, the version
-// and the expiry are not in it: they are the key's create revision, its
-// etcd lease and that lease's TTL, all kept by etcd itself. That is why it
-// is not backendkit.MarshalRecord's record, which carries the term: the
-// create revision is assigned by the very write that stores the value.
+// wireRecord is the JSON value of an election's key. The version and the
+// expiry are not in it: they are the key's etcd lease and that lease's TTL,
+// kept by etcd itself. Nor, on the write that starts a leadership, is the
+// term: it is that write's own revision (the key's mod revision), which
+// etcd assigns as it applies the write, so no value can state it in
+// advance. A later put that continues the leadership (a re-acquisition by
+// the same incarnation, a renewal moving the key to a longer etcd lease)
+// states the term it keeps. That is why it is not backendkit.MarshalRecord's
+// record, which always carries the term.
 type wireRecord struct {
-	Format     int               `json:"fxelection"`
-	Holder     string            `json:"holder"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	DurationMS int64             `json:"duration_ms"`
+	Format      int               `json:"fxelection"`
+	Holder      string            `json:"holder"`
+	Incarnation string            `json:"incarnation,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	DurationMS  int64             `json:"duration_ms"`
+	Term        *uint64           `json:"term,omitempty"`
 }
 
-// encodeRecord returns the value written for holder. The duration is stored
-// in whole milliseconds, rounded up, so a positive duration never becomes
-// zero.
-func encodeRecord(holder string, metadata map[string]string, d time.Duration) (string, error) {
+// encodeRecord returns the value written for l: its holder, incarnation,
+// metadata and duration, and its term unless l.Term is 0, which means the
+// term is the revision of the write that stores the value. The duration is
+// stored in whole milliseconds, rounded up, so a positive duration never
+// becomes zero.
+func encodeRecord(l fxelection.Lease) (string, error) {
+	d := l.Duration
 	ms := d.Milliseconds()
 	if d%time.Millisecond > 0 {
 		ms++
 	}
-	b, err := json.Marshal(wireRecord{Format: recordFormat, Holder: holder, Metadata: metadata, DurationMS: ms})
+	w := wireRecord{Format: recordFormat, Holder: l.Holder, Incarnation: l.Incarnation, Metadata: l.Metadata, DurationMS: ms}
+	if l.Term != 0 {
+		term := l.Term
+		w.Term = &term
+	}
+	b, err := json.Marshal(w)
 	if err != nil {
 		return "", fmt.Errorf("encode lease record: %w", err)
 	}
@@ -60,12 +80,15 @@ type storedKey struct {
 }
 
 // decodeRecord turns election's stored key into a Lease and validates every
-// field: the value must be this package's JSON record (valid UTF-8, known
-// format, no unknown or duplicate trailing data), the create revision (the
-// term) in [1, fxelection.MaxTerm], the mod revision not below it, the key
-// attached to an etcd lease (a key without one would never expire), and the
-// lease as a whole accepted by Lease.Validate. Anything else gives
-// an error matching fxelection.ErrInvalidRecord that quotes no stored
+// field: the value must be this package's JSON record (valid UTF-8, format
+// 1 or 2, no unknown or duplicate trailing data, no incarnation or term in
+// format 1), the create revision in [1, fxelection.MaxTerm], the mod
+// revision not below it, a stated term in [create revision, mod revision)
+// (it names an earlier write to the same key), the key attached to an etcd
+// lease (a key without one would never expire), and the lease as a whole
+// accepted by Lease.Validate. The term is the stated one, else the mod
+// revision (format 2) or the create revision (format 1). Anything else
+// gives an error matching fxelection.ErrInvalidRecord that quotes no stored
 // value; it never panics.
 func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 	bad := func(format string, args ...any) (fxelection.Lease, error) {
@@ -93,7 +116,22 @@ func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return bad("trailing data after the lease record")
 	}
-	if w.Format != recordFormat {
+	var term uint64
+	switch w.Format {
+	case recordFormatV1:
+		if w.Term != nil || w.Incarnation != "" {
+			return bad("format %d record with an incarnation or a term", w.Format)
+		}
+		term = uint64(k.CreateRevision)
+	case recordFormat:
+		term = uint64(k.ModRevision)
+		if w.Term != nil {
+			if *w.Term < uint64(k.CreateRevision) || *w.Term >= uint64(k.ModRevision) {
+				return bad("stated term %d outside [create revision %d, mod revision %d)", *w.Term, k.CreateRevision, k.ModRevision)
+			}
+			term = *w.Term
+		}
+	default:
 		return bad("unknown format %d", w.Format)
 	}
 	d, err := backendkit.DurationFromMillis(w.DurationMS)
@@ -101,12 +139,13 @@ func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 		return fxelection.Lease{}, err
 	}
 	l := fxelection.Lease{
-		Election: election,
-		Holder:   w.Holder,
-		Metadata: maps.Clone(w.Metadata),
-		Term:     uint64(k.CreateRevision),
-		Version:  formatLeaseID(k.Lease),
-		Duration: d,
+		Election:    election,
+		Holder:      w.Holder,
+		Incarnation: w.Incarnation,
+		Metadata:    maps.Clone(w.Metadata),
+		Term:        term,
+		Version:     formatLeaseID(k.Lease),
+		Duration:    d,
 	}
 	if len(l.Metadata) == 0 {
 		l.Metadata = nil

@@ -12,8 +12,13 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
+// validKey is a record as a continuation leaves it: stated term 45 on a
+// key created at 42 and last written at 50.
 func validKey(t testing.TB) storedKey {
-	v, err := encodeRecord("web-1", map[string]string{"addr": "10.0.0.1:8080"}, 15*time.Second)
+	v, err := encodeRecord(fxelection.Lease{
+		Holder: "web-1", Incarnation: "0123abcd", Metadata: map[string]string{"addr": "10.0.0.1:8080"},
+		Duration: 15 * time.Second, Term: 45,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +30,40 @@ func TestDecodeRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Holder != "web-1" || l.Term != 42 || l.Duration != 15*time.Second || l.Metadata["addr"] != "10.0.0.1:8080" ||
-		l.Version != "694d8f1c2a3b" || l.Election != "e" {
+	if l.Holder != "web-1" || l.Incarnation != "0123abcd" || l.Term != 45 || l.Duration != 15*time.Second ||
+		l.Metadata["addr"] != "10.0.0.1:8080" || l.Version != "694d8f1c2a3b" || l.Election != "e" {
 		t.Fatalf("decoded %+v", l)
 	}
 	if id, ok := parseLeaseID(l.Version); !ok || id != 0x694d8f1c2a3b {
 		t.Fatalf("parseLeaseID(%q) = %x, %v", l.Version, id, ok)
+	}
+}
+
+// TestDecodeRecordTerms: a value without a term (the write that started
+// the leadership) has the key's mod revision as its term; a format 1 value
+// (written before incarnations) the key's create revision, as the version
+// that wrote it reported.
+func TestDecodeRecordTerms(t *testing.T) {
+	fresh, err := encodeRecord(fxelection.Lease{Holder: "a", Incarnation: "i1", Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		value       string
+		create, mod int64
+		term        uint64
+		inc         string
+	}{
+		"new leadership":           {fresh, 42, 50, 50, "i1"},
+		"new key":                  {fresh, 42, 42, 42, "i1"},
+		"format 1":                 {`{"fxelection":1,"holder":"a","duration_ms":1000}`, 42, 50, 42, ""},
+		"format 1 never rewritten": {`{"fxelection":1,"holder":"a","duration_ms":1000}`, 7, 7, 7, ""},
+		"stated term at creation":  {`{"fxelection":2,"holder":"a","duration_ms":1000,"term":42}`, 42, 50, 42, ""},
+	} {
+		l, err := decodeRecord("e", storedKey{Value: []byte(c.value), CreateRevision: c.create, ModRevision: c.mod, Lease: 1})
+		if err != nil || l.Term != c.term || l.Incarnation != c.inc || l.Holder != "a" {
+			t.Errorf("%s: decoded %+v, %v; want term %d incarnation %q", name, l, err, c.term, c.inc)
+		}
 	}
 }
 
@@ -49,9 +82,20 @@ func TestDecodeRecordHostile(t *testing.T) {
 		"empty":                 val(""),
 		"garbage":               val("\x00not a lease record"),
 		"invalid UTF-8":         val("{\"fxelection\":1,\"holder\":\"\xff\",\"duration_ms\":1000}"),
-		"unknown format":        val(`{"fxelection":2,"holder":"a","duration_ms":1000}`),
+		"unknown format":        val(`{"fxelection":3,"holder":"a","duration_ms":1000}`),
 		"no format":             val(`{"holder":"a","duration_ms":1000}`),
-		"unknown field":         val(`{"fxelection":1,"holder":"a","duration_ms":1000,"term":7}`),
+		"unknown field":         val(`{"fxelection":2,"holder":"a","duration_ms":1000,"x":7}`),
+		"format 1 with term":    val(`{"fxelection":1,"holder":"a","duration_ms":1000,"term":45}`),
+		"format 1 incarnation":  val(`{"fxelection":1,"holder":"a","incarnation":"i","duration_ms":1000}`),
+		"zero term":             val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":0}`),
+		"term below create":     val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":41}`),
+		"term at mod revision":  val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":50}`),
+		"term above mod":        val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":51}`),
+		"negative term":         val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":-1}`),
+		"fractional term":       val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":45.5}`),
+		"term as string":        val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":"45"}`),
+		"bad incarnation":       val(`{"fxelection":2,"holder":"a","incarnation":"a b","duration_ms":1000}`),
+		"incarnation too long":  val(`{"fxelection":2,"holder":"a","incarnation":"` + strings.Repeat("i", fxelection.MaxIncarnationLen+1) + `","duration_ms":1000}`),
 		"trailing data":         val(`{"fxelection":1,"holder":"a","duration_ms":1000} {}`),
 		"zero duration":         val(`{"fxelection":1,"holder":"a","duration_ms":0}`),
 		"negative duration":     val(`{"fxelection":1,"holder":"a","duration_ms":-1}`),
@@ -143,6 +187,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"fxelection":1,"holder":"a","metadata":{},"duration_ms":31536000000}`), int64(1<<62), int64(1<<63-1), int64(1<<63-1))
 	f.Add([]byte("\x00garbage"), int64(0), int64(-1), int64(0))
 	f.Add([]byte(`{"fxelection":1,"holder":"a\u0000","duration_ms":5} `), int64(3), int64(2), int64(7))
+	f.Add([]byte(`{"fxelection":2,"holder":"a","incarnation":"x-1","duration_ms":5,"term":3}`), int64(3), int64(4), int64(7))
+	f.Add([]byte(`{"fxelection":2,"holder":"a","duration_ms":5}`), int64(3), int64(9), int64(7))
 	f.Fuzz(func(t *testing.T, value []byte, create, mod, lease int64) {
 		l, err := decodeRecord("e", storedKey{Value: value, CreateRevision: create, ModRevision: mod, Lease: lease})
 		if err != nil {
@@ -154,16 +200,28 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err := l.Validate(); err != nil {
 			t.Fatalf("decoded lease fails CheckLease: %v", err)
 		}
-		if l.Term != uint64(create) || l.Version != formatLeaseID(lease) {
-			t.Fatalf("term %d version %q from create %d lease %d", l.Term, l.Version, create, lease)
+		if l.Term < uint64(create) || l.Term > uint64(mod) || l.Version != formatLeaseID(lease) {
+			t.Fatalf("term %d version %q from create %d mod %d lease %d", l.Term, l.Version, create, mod, lease)
 		}
-		again, err := encodeRecord(l.Holder, l.Metadata, l.Duration)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l2, err := decodeRecord("e", storedKey{Value: []byte(again), CreateRevision: create, ModRevision: mod, Lease: lease})
-		if err != nil || l2.Holder != l.Holder || l2.Duration != l.Duration || len(l2.Metadata) != len(l.Metadata) {
-			t.Fatalf("re-encoded record decodes to %+v, %v; want %+v", l2, err, l)
+		// Re-encoded as a continuation writes it (term stated, at a later
+		// revision), and as a new leadership does (no term).
+		for _, c := range []struct {
+			term     uint64
+			mod      int64
+			wantTerm uint64
+		}{{l.Term, int64(l.Term) + 1, l.Term}, {0, mod, uint64(mod)}} {
+			if c.mod <= 0 {
+				continue // the stated term is the largest revision
+			}
+			again, err := encodeRecord(fxelection.Lease{Holder: l.Holder, Incarnation: l.Incarnation, Metadata: l.Metadata, Duration: l.Duration, Term: c.term})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l2, err := decodeRecord("e", storedKey{Value: []byte(again), CreateRevision: create, ModRevision: c.mod, Lease: lease})
+			if err != nil || l2.Holder != l.Holder || l2.Incarnation != l.Incarnation || l2.Duration != l.Duration ||
+				len(l2.Metadata) != len(l.Metadata) || l2.Term != c.wantTerm {
+				t.Fatalf("re-encoded record (term %d) decodes to %+v, %v; want %+v with term %d", c.term, l2, err, l, c.wantTerm)
+			}
 		}
 	})
 }

@@ -11,15 +11,17 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
-// TestTermIsCreateRevision: the term is the key's create revision; renewals
-// and a re-acquire by the holder keep it although the key's mod revision
-// and etcd lease change.
-func TestTermIsCreateRevision(t *testing.T) {
+// TestTermIsAcquiringRevision: the term is the revision of the write that
+// started the leadership (for a new key, its create revision); renewals
+// and a re-acquire by the same incarnation keep it although the key's mod
+// revision and etcd lease change, and the value then states it. A new
+// incarnation of the same identity gets the revision of its own write.
+func TestTermIsAcquiringRevision(t *testing.T) {
 	c := sharedCluster(t)
 	admin := c.Client(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
 	e := electiontest.Election(t)
-	req := fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 30 * time.Second}
+	req := fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 30 * time.Second, Incarnation: fxelection.NewIncarnation()}
 	l, err := b.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -31,9 +33,9 @@ func TestTermIsCreateRevision(t *testing.T) {
 		}
 		return resp.Kvs[0].CreateRevision, resp.Kvs[0].ModRevision, resp.Kvs[0].Lease
 	}
-	create, _, lease := kv()
-	if uint64(create) != l.Term || formatLeaseID(lease) != l.Version {
-		t.Fatalf("term %d version %s, key create revision %d lease %x", l.Term, l.Version, create, lease)
+	create, mod, lease := kv()
+	if uint64(create) != l.Term || mod != create || formatLeaseID(lease) != l.Version || l.Incarnation != req.Incarnation {
+		t.Fatalf("term %d version %s incarnation %q, key create revision %d mod %d lease %x", l.Term, l.Version, l.Incarnation, create, mod, lease)
 	}
 	if l, err = b.Renew(ctxT(t), l); err != nil || l.Term != uint64(create) {
 		t.Fatalf("Renew: %+v, %v", l, err)
@@ -49,6 +51,71 @@ func TestTermIsCreateRevision(t *testing.T) {
 	// The first etcd lease no longer holds the key: renewing it loses.
 	if _, err := b.Renew(ctxT(t), l); !errors.Is(err, fxelection.ErrLeaseLost) {
 		t.Fatalf("Renew on the replaced etcd lease: %v, want ErrLeaseLost", err)
+	}
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != l.Term || got.Incarnation != req.Incarnation {
+		t.Fatalf("Get after the re-acquire: %+v, %v; want term %d", got, err, l.Term)
+	}
+	// A new incarnation: the same key, the revision of its write.
+	req.Incarnation = fxelection.NewIncarnation()
+	next, err := b.Acquire(ctxT(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create3, mod3, _ := kv()
+	if next.Term != uint64(mod3) || create3 != create || mod3 <= mod2 {
+		t.Fatalf("new incarnation: term %d, key create %d mod %d (was %d)", next.Term, create3, mod3, mod2)
+	}
+	if _, err := b.Renew(ctxT(t), again); !errors.Is(err, fxelection.ErrLeaseLost) {
+		t.Fatalf("predecessor's Renew: %v, want ErrLeaseLost", err)
+	}
+	if l, err := b.Renew(ctxT(t), next); err != nil || l.Term != next.Term {
+		t.Fatalf("new incarnation's Renew: %+v, %v", l, err)
+	}
+}
+
+// TestReadsFormatOne: a record written by a version before incarnations
+// (format 1, term = create revision) is read with that term; its holder's
+// request without an incarnation continues it, one with an incarnation
+// starts a new leadership with a higher term; an older version's record is
+// never taken by another identity while its etcd lease lives.
+func TestReadsFormatOne(t *testing.T) {
+	c := sharedCluster(t)
+	admin := c.Client(t)
+	b := newBackend(t, Options{}, c.Endpoints()...)
+	e := electiontest.Election(t)
+	g, err := admin.Grant(ctxT(t), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := admin.Put(ctxT(t), b.Key(e), `{"fxelection":1,"holder":"a","duration_ms":30000}`, clientv3.WithLease(g.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := uint64(put.Header.Revision)
+	// The old version's renewal of a longer TTL re-puts the value: the
+	// mod revision moves, the term (create revision) stays.
+	if _, err := admin.Put(ctxT(t), b.Key(e), `{"fxelection":1,"holder":"a","duration_ms":30000}`, clientv3.WithLease(g.ID)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(ctxT(t), e)
+	if err != nil || got.Term != created || got.Holder != "a" || got.Incarnation != "" {
+		t.Fatalf("Get of a format 1 record: %+v, %v; want term %d", got, err, created)
+	}
+	_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: fxelection.NewIncarnation()})
+	var he *fxelection.HeldError
+	if !errors.As(err, &he) || he.Holder.Term != created {
+		t.Fatalf("another identity's Acquire: %v, want held by a with term %d", err, created)
+	}
+	cont, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	if err != nil || cont.Term != created {
+		t.Fatalf("holder's Acquire without an incarnation: %+v, %v; want term %d kept", cont, err, created)
+	}
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != created {
+		t.Fatalf("Get after the continuation: %+v, %v; want term %d", got, err, created)
+	}
+	fresh, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: fxelection.NewIncarnation()})
+	if err != nil || fresh.Term <= created {
+		t.Fatalf("holder's Acquire with an incarnation: %+v, %v; want a term above %d", fresh, err, created)
 	}
 }
 
