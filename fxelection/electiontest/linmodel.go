@@ -121,7 +121,7 @@ func (s linState) withTerm(t uint64) (linState, bool) {
 	if t <= s.TermAbove {
 		return s, false
 	}
-	s.Term, s.TermKnown, s.High = t, true, max(s.High, t)
+	s.Term, s.TermKnown, s.TermAbove, s.High = t, true, 0, max(s.High, t)
 	return s, true
 }
 
@@ -136,13 +136,16 @@ func (s linState) withVersion(v string) (linState, bool) {
 }
 
 // holds reports whether the lease l may be the live record's (holder and
-// term), and whether it certainly is, with the version the store has.
+// term), and whether it certainly is, with the version the store has: then
+// Renew must succeed and Release must free it.
 func (s linState) holds(l linLease) (maybe, exact bool) {
 	if !s.Held || s.Holder != l.Holder {
 		return false, false
 	}
 	if s.TermKnown {
-		return s.Term == l.Term, s.Term == l.Term && s.VerKnown && s.Version == l.Version
+		// Only a version the backend reports tells a stale lease from the
+		// current one (a backend without versions may match on expiry).
+		return s.Term == l.Term, s.Term == l.Term && l.Version != "" && s.VerKnown && s.Version == l.Version
 	}
 	return l.Term > s.TermAbove, false
 }
