@@ -479,6 +479,11 @@ func linReport(model porcupine.Model, ops []porcupine.Operation, timeout time.Du
 				break
 			}
 			fmt.Fprintf(&b, "  [%8.3fms … %8.3fms] %s\n", ms(op.Call), ms(op.Return), model.DescribeOperation(op.Input, op.Output))
+			if states, ok := state.([]any); ok && len(states) > 0 {
+				if why := linWhy(states[0].(linState), op.Input.(linInput), op.Output.(linOutput)); why != "" {
+					fmt.Fprintf(&b, "      ✗ %s\n", why)
+				}
+			}
 		}
 		if !visualise {
 			break

@@ -396,3 +396,37 @@ func describeOp(in linInput, out linOutput) string {
 	}
 	return fmt.Sprintf("c%d %s → %s", in.Client, call, res)
 }
+
+// linWhy says which rule of the contract forbids out for in from state s,
+// or "" if none does; for failure reports.
+func linWhy(s linState, in linInput, out linOutput) string {
+	if len(linStep(s, in, out)) > 0 {
+		return ""
+	}
+	maybe, exact := s.holds(in.Lease)
+	switch {
+	case in.Op == opAcquire && out.Kind == outOK && s.Held && s.Holder != in.Identity:
+		return "Acquire succeeded over another identity's live lease"
+	case in.Op == opAcquire && out.Kind == outOK && s.Held && s.Holder == in.Identity && (in.Inc == "" || s.Inc == in.Inc):
+		return "a re-acquisition by the same incarnation must keep the term"
+	case in.Op == opAcquire && out.Kind == outOK && out.Lease.Term <= s.High:
+		return fmt.Sprintf("a new leadership (free, or a new incarnation of the holder) must get a term above %d", s.High)
+	case in.Op == opAcquire && out.Kind == outOK:
+		return "the lease returned is not the requester's"
+	case in.Op == opAcquire && out.Kind == outHeld && (!s.Held || out.Lease.Holder == in.Identity):
+		return "ErrLeaseHeld while the lease is free or the requester's own identity holds it"
+	case in.Op == opAcquire && out.Kind == outHeld:
+		return "the HeldError does not name the current holder, term and version"
+	case in.Op == opRenew && out.Kind == outOK && !maybe:
+		return "Renew succeeded for a lease that is not the live one"
+	case in.Op == opRenew && out.Kind == outLost && exact:
+		return "Renew refused the live lease with its current version"
+	case in.Op == opGet && out.Kind == outNoLease:
+		return "ErrNoLease while the lease is held"
+	case in.Op == opGet && !s.Held:
+		return "Get returned a holder while the lease is free"
+	case in.Op == opGet:
+		return "Get does not report the current holder, term, version and incarnation"
+	}
+	return "no rule of the contract allows this result"
+}
