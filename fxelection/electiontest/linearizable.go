@@ -72,7 +72,21 @@ func (o LinearizableOptions) withDefaults() LinearizableOptions {
 	return o
 }
 
-// linearizable is the Contract/Linearizable case.
+// linearizable is the Contract/Linearizable case: Clients clients, each
+// with its own backend client, call Acquire, Renew, Release and Get at
+// random on Elections elections, as identities from a pool of three with
+// incarnations from a pool of four (one of them the empty one, the request
+// naming none), so that same-identity races, re-acquisitions by the same
+// incarnation and new incarnations all happen; they also send leases they
+// held earlier, as a delayed call would. Some calls have their context
+// cancelled at a random moment, and some run to the end but the client
+// drops the result; such calls, and store failures, may or may not have
+// taken effect. Leases last a minute, so none expires during the run (the
+// expiry cases cover that); every client releases what it holds at the
+// end. The history must be linearizable against linModel: every result
+// must be explained by one order of the calls, each taking effect at one
+// instant within its own call (up to Grace after it for a call without a
+// result).
 func (s *suite) linearizable(t *testing.T) {
 	v := runLinearizable(t, s.newBackend, s.o.Linearizable)
 	t.Logf("%d calls (%d without a result) on %d elections in %v; checked in %v: %s; outcomes: %s",
