@@ -195,3 +195,44 @@ func (b *keepTermBackend) Get(ctx context.Context, election string) (fxelection.
 	}
 	return b.show(l), nil
 }
+
+// partialVersions reports, from Get and in HeldError, only a part of the
+// version, the same for every write by one holder, as the Azure Blob
+// backend reports its lease id alone.
+type partialVersions struct{ *fxelection.MemoryBackend }
+
+func (b partialVersions) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.MemoryBackend.Acquire(ctx, req)
+	if he, ok := err.(*fxelection.HeldError); ok {
+		h := he.Holder
+		h.Version = "id-" + h.Holder
+		return l, &fxelection.HeldError{Holder: h}
+	}
+	return l, err
+}
+
+func (b partialVersions) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+	l, err := b.MemoryBackend.Get(ctx, election)
+	if err == nil {
+		l.Version = "id-" + l.Holder
+	}
+	return l, err
+}
+
+// A backend whose reads report partial versions passes with
+// PartialReadVersions and fails without it.
+func TestLinearizablePartialReadVersions(t *testing.T) {
+	b := partialVersions{fxelection.NewMemoryBackend()}
+	nb := func(*testing.T) fxelection.Backend { return b }
+	if v := runLinearizable(t, nb, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok || len(v.problems) > 0 {
+		t.Fatalf("partial read versions with PartialReadVersions: %s %v\n%s", v.result, v.problems, v.report)
+	}
+	if v := runLinearizable(t, nb, LinearizableOptions{noVisual: true}); v.result != porcupine.Illegal {
+		t.Fatalf("partial read versions without PartialReadVersions: %s", v.result)
+	}
+	// The in-memory backend passes in that mode too.
+	m := fxelection.NewMemoryBackend()
+	if v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok {
+		t.Fatalf("in-memory backend with PartialReadVersions: %s\n%s", v.result, v.report)
+	}
+}

@@ -91,6 +91,10 @@ type linState struct {
 	Version   string // valid when VerKnown
 	VerKnown  bool
 	High      uint64 // a lower bound of the highest term handed out
+	// With partial read versions: the version Get and HeldError report
+	// for the record as written last, once one has been seen.
+	Read      string
+	ReadKnown bool
 }
 
 func (s linState) String() string {
@@ -192,8 +196,41 @@ func (s linState) continued(inc string, v string, verKnown bool) []linState {
 }
 
 // linStep returns every state the election can be in after in returned out
-// from state s; none if it cannot.
-func linStep(s linState, in linInput, out linOutput) []linState {
+// from state s; none if it cannot. With partial, the versions Get and
+// HeldError report are only compared with each other, between writes
+// (LinearizableOptions.PartialReadVersions).
+func linStep(s linState, in linInput, out linOutput, partial bool) []linState {
+	if !partial {
+		return linStep1(s, in, out)
+	}
+	read := in.Op == opGet || in.Op == opAcquire && out.Kind == outHeld
+	if !read {
+		next := linStep1(s, in, out)
+		for i := range next {
+			next[i].Read, next[i].ReadKnown = "", false
+		}
+		return next
+	}
+	// Compare the reported version with the last one read, not with the
+	// written one.
+	v := out.Lease.Version
+	if s.ReadKnown && v != s.Read {
+		return nil
+	}
+	t := s
+	out.Lease.Version = ""
+	if in.Op == opGet {
+		t.Version, t.VerKnown = "", false // matched below instead
+	}
+	next := linStep1(t, in, out)
+	for i := range next {
+		next[i].Version, next[i].VerKnown = s.Version, s.VerKnown
+		next[i].Read, next[i].ReadKnown = v, true
+	}
+	return next
+}
+
+func linStep1(s linState, in linInput, out linOutput) []linState {
 	switch in.Op {
 	case opAcquire:
 		return stepAcquire(s, in, out)
@@ -329,7 +366,7 @@ func stepGet(s linState, out linOutput) []linState {
 }
 
 // linModel is the porcupine model: one partition per election.
-func linModel() porcupine.Model {
+func linModel(partial bool) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 			by := map[string][]porcupine.Operation{}
@@ -349,7 +386,7 @@ func linModel() porcupine.Model {
 		},
 		Init: func() []any { return []any{linState{}} },
 		Step: func(state, input, output any) []any {
-			next := linStep(state.(linState), input.(linInput), output.(linOutput))
+			next := linStep(state.(linState), input.(linInput), output.(linOutput), partial)
 			out := make([]any, len(next))
 			for i, n := range next {
 				out[i] = n
@@ -399,8 +436,8 @@ func describeOp(in linInput, out linOutput) string {
 
 // linWhy says which rule of the contract forbids out for in from state s,
 // or "" if none does; for failure reports.
-func linWhy(s linState, in linInput, out linOutput) string {
-	if len(linStep(s, in, out)) > 0 {
+func linWhy(s linState, in linInput, out linOutput, partial bool) string {
+	if len(linStep(s, in, out, partial)) > 0 {
 		return ""
 	}
 	maybe, exact := s.holds(in.Lease)
