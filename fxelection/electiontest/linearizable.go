@@ -472,7 +472,7 @@ func linReport(model porcupine.Model, ops []porcupine.Operation, o LinearizableO
 		var lines []string
 		for _, op := range longest {
 			_, state = model.Step(state, op.Input, op.Output)
-			lines = append(lines, fmt.Sprintf("  [%8.3fms] %s\n      ⇒ %s", ms(op.Call), model.DescribeOperation(op.Input, op.Output), model.DescribeState(state)))
+			lines = append(lines, fmt.Sprintf("  [%8.3fms … %8.3fms] %s\n      ⇒ %s", ms(op.Call), ms(op.Return), model.DescribeOperation(op.Input, op.Output), model.DescribeState(state)))
 		}
 		const keep = 12
 		if len(lines) > keep {
