@@ -105,6 +105,56 @@ func TestChaosCheckTerms(t *testing.T) {
 	}
 }
 
+// A term names one leadership of one incarnation: a slot restarted under
+// the same identity is a new elector instance and must lead with a higher
+// term, and one instance announcing two leaderships with one term (it
+// campaigned as a new incarnation after the first ended) is a repeat too.
+// The rule before incarnations allowed both (same identity).
+func TestChaosCheckTermsAcrossIncarnations(t *testing.T) {
+	c := testChaos(false)
+	a, a2 := newInst(c, "a"), newInst(c, "a")
+	lead(a, 10, sec(1), sec(2), sec(2.001))
+	lead(a2, 10, sec(3), sec(4), sec(4.001)) // restarted slot, same identity, same term
+	detach(c)
+	r := c.analyse()
+	if !hasViolation(r, "samples: term 10 for a (instance 2)") || !hasViolation(r, "events: term 10 for a (instance 2)") {
+		t.Fatalf("a term shared by two instances of one identity not caught: %v", r.Violations)
+	}
+
+	c = testChaos(false)
+	a = newInst(c, "a")
+	lead(a, 10, sec(1), sec(2), sec(2.001))
+	lead(a, 10, sec(3), sec(4), sec(4.001)) // announced again after it ended
+	detach(c)
+	r = c.analyse()
+	if !hasViolation(r, "events: term 10 for a (instance 1)") || hasViolation(r, "samples:") {
+		t.Fatalf("one instance announcing two leaderships with one term: %v", r.Violations)
+	}
+
+	// A continued leadership the sampler saw as two intervals is fine.
+	c = testChaos(false)
+	a = newInst(c, "a")
+	lead(a, 10, sec(1), sec(5), sec(5.001))
+	a.samples = []sampled{
+		{inst: a, term: 10, first: sec(1), last: sec(2), end: sec(2.001)},
+		{inst: a, term: 10, first: sec(2.002), last: sec(5), end: sec(5.001)},
+	}
+	detach(c)
+	if r := c.analyse(); len(r.Violations) != 0 {
+		t.Fatalf("a continued leadership flagged: %v", r.Violations)
+	}
+
+	// A restarted slot with a higher term is fine.
+	c = testChaos(false)
+	a, a2 = newInst(c, "a"), newInst(c, "a")
+	lead(a, 10, sec(1), sec(2), sec(2.001))
+	lead(a2, 11, sec(3), sec(4), sec(4.001))
+	detach(c)
+	if r := c.analyse(); len(r.Violations) != 0 {
+		t.Fatalf("a restarted slot with a higher term flagged: %v", r.Violations)
+	}
+}
+
 func TestChaosCheckPairs(t *testing.T) {
 	c := testChaos(false)
 	a := newInst(c, "a")
@@ -200,12 +250,13 @@ func TestChaosCheckEarlyTakeover(t *testing.T) {
 	if r := c.analyse(); !hasViolation(r, "before its lease could expire") {
 		t.Fatalf("early takeover not caught: %v", r.Violations)
 	}
-	// The same identity restarted re-acquires at once.
+	// The same identity restarted re-acquires at once (as a new
+	// incarnation, with a higher term).
 	c = testChaos(false)
 	a = newInst(c, "a")
 	a2 := newInst(c, "a")
 	lead(a, 7, sec(1), sec(5), sec(5))
-	lead(a2, 7, sec(5.5), sec(9), sec(9))
+	lead(a2, 8, sec(5.5), sec(9), sec(9))
 	c.crashes = []mark{{at: sec(5), inst: a}}
 	detach(c)
 	if r := c.analyse(); len(r.Violations) != 0 {

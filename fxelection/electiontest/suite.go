@@ -70,6 +70,10 @@ type Options struct {
 	// it, so it must not be the one newBackend uses.
 	StoreDown func(t *testing.T) DownStore
 
+	// Linearizable tunes the Contract/Linearizable case (how many clients,
+	// elections, how long). The zero value is a run of a few seconds.
+	Linearizable LinearizableOptions
+
 	// SkipEndToEnd skips the end-to-end part (for quick local runs only;
 	// every backend must pass it in CI).
 	SkipEndToEnd bool
@@ -146,6 +150,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("ExpiryLetsAnotherAcquire", s.expiry)
 		t.Run("RecreatedStore", s.recreatedStore)
 		t.Run("RacingCandidates", s.racing)
+		t.Run("Linearizable", s.linearizable)
 		t.Run("IndependentElections", s.independent)
 		t.Run("CancelledContext", s.cancelled)
 		t.Run("GarbageRecord", s.garbage)
