@@ -152,8 +152,14 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 			if err != nil {
 				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 			}
-			if holder.Holder != req.Identity || attempt > maxAcquireAttempts {
+			if holder.Holder != req.Identity {
 				return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
+			}
+			if attempt > maxAcquireAttempts {
+				// The caller's own identity keeps rewriting the key (another
+				// incarnation racing this one): not held by someone else,
+				// so not a HeldError, which would name the caller.
+				return fxelection.Lease{}, errors.New("acquire lease: the key kept changing under the transaction")
 			}
 			if req.Continues(holder) {
 				keep = holder.Term
