@@ -120,7 +120,9 @@ func (s *suite) recreatedStore(t *testing.T) {
 		// A fresh namespace first, so that on a store whose versions
 		// start again the old record and the new one get the same
 		// version (a NATS bucket's revision 1).
-		recreate(t, e)
+		if s.o.Recreate != nil {
+			recreate(t, e)
+		}
 		mustAcquire(t, old, s.reqInc(e, "old", fxelection.NewIncarnation(), s.o.TTL))
 		_, err := follower.Acquire(Context(t), s.reqInc(e, "f", fxelection.NewIncarnation(), 0))
 		wantHeld(t, err, "old")

@@ -359,11 +359,12 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
-	if err := req.Validate(); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
-	}
+	// Azure's range first: it is the stricter rule, and its error names it.
 	secs, err := durationSeconds(req.Duration)
 	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	if err := req.Validate(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	bc := b.blobClient(req.Election)
