@@ -260,6 +260,9 @@ func (d *decoder) str(p *path, s string) (string, bool) {
 	if d.r == nil {
 		return s, true
 	}
+	if d.stopped {
+		return s, false
+	}
 	out, err := d.r.replace(s)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {

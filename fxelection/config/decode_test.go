@@ -102,7 +102,7 @@ func TestParseStrict(t *testing.T) {
 		{"unknown module", doc(`{"name": "a", "backend": {"module": "fxelection.backends.nope"}}`),
 			[]string{`elections[0].backend.module: unknown module: no such module in namespace fxelection.backends (registered: fxelection.backends.memory, fxelection.backends.probe, fxelection.backends.wrap); import the package that provides it`}, config.ErrUnknownModule},
 		{"malformed module ID", doc(`{"name": "a", "backend": {"module": "Redis"}}`),
-			[]string{`elections[0].backend.module: invalid module ID: want lower-case labels joined by dots, such as fxelection.backends.redis`}, config.ErrInvalidModuleID},
+			[]string{`elections[0].backend.module: invalid module ID: want lower-case labels joined by dots (namespace.name)`}, config.ErrInvalidModuleID},
 		{"module from another namespace", doc(`{"name": "a", "backend": {"module": "fxelection.observers.x"}}`),
 			[]string{`elections[0].backend.module: unknown module: the module is not in namespace fxelection.backends`}, config.ErrUnknownModule},
 		{"module Validate", doc(`{"name": "a", "backend": ` + probe(`"fail_validate": true`) + `}`),

@@ -211,7 +211,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 	}
 	id := ModuleID(s)
 	if err := id.Validate(); err != nil {
-		d.fail(idPath, fmt.Errorf("%w: want lower-case labels joined by dots, such as %s.redis", ErrInvalidModuleID, ns))
+		d.fail(idPath, fmt.Errorf("%w: want lower-case labels joined by dots (namespace.name)", ErrInvalidModuleID))
 		return nil
 	}
 	if id.Namespace() != ns {
