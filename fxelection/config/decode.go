@@ -26,6 +26,38 @@ const (
 // moduleKey is the reserved key naming a module in a module object.
 const moduleKey = "module"
 
+// MaxValues bounds how many values (objects, arrays and scalars, YAML
+// aliases counted at every use) one document may hold.
+const MaxValues = 1 << 20
+
+// ErrTooLarge means a document is over its budget: more than
+// MaxDocumentBytes of keys and values once YAML aliases and placeholders
+// are expanded, or more than MaxValues values.
+var ErrTooLarge = errors.New("document too large")
+
+// budget is one document's allowance, shared by parsing, alias expansion
+// and placeholder expansion, so the expanded document is bounded as the
+// raw one is.
+type budget struct {
+	bytes, values int
+}
+
+func newBudget() *budget { return &budget{bytes: MaxDocumentBytes, values: MaxValues} }
+
+// charge takes values values and n bytes, or returns the ErrTooLarge error
+// saying which limit the document passed.
+func (b *budget) charge(values, n int) error {
+	b.values -= values
+	b.bytes -= n
+	switch {
+	case b.values < 0:
+		return fmt.Errorf("%w: more than %d values", ErrTooLarge, MaxValues)
+	case b.bytes < 0:
+		return fmt.Errorf("%w: more than %d bytes of keys and values (YAML aliases and placeholders expanded)", ErrTooLarge, MaxDocumentBytes)
+	}
+	return nil
+}
+
 // object is a decoded JSON object that remembers its key order, so errors
 // come out in document order.
 type object struct {
@@ -35,14 +67,18 @@ type object struct {
 
 // parseTree decodes data into a tree of nil, bool, json.Number, string,
 // []any and *object, rejecting invalid UTF-8, duplicate keys, nesting deeper
-// than MaxDepth and trailing data. Errors are *PathErrors.
-func parseTree(data []byte) (any, error) {
+// than MaxDepth, trailing data and documents over budget. Errors are
+// *PathErrors.
+func parseTree(data []byte, b *budget) (any, error) {
+	if len(data) > MaxDocumentBytes {
+		return nil, pathErr("", fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, MaxDocumentBytes))
+	}
 	if !utf8.Valid(data) {
 		return nil, pathErr("", fmt.Errorf("%w: document is not valid UTF-8", ErrSyntax))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := parseValue(dec, data, "", 0)
+	v, err := parseValue(dec, data, b, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -56,30 +92,45 @@ func parseTree(data []byte) (any, error) {
 	return v, nil
 }
 
-func parseValue(dec *json.Decoder, data []byte, path string, depth int) (any, error) {
+// scalarBytes is what a scalar tree value costs the budget beyond its one
+// value.
+func scalarBytes(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v)
+	case json.Number:
+		return len(v)
+	}
+	return 0
+}
+
+func parseValue(dec *json.Decoder, data []byte, b *budget, p *path, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, syntaxErr(data, dec, path, err)
+		return nil, syntaxErr(data, dec, p, err)
+	}
+	if err := b.charge(1, 1+scalarBytes(tok)); err != nil {
+		return nil, pathErr(p.String(), err)
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
 		return tok, nil // nil, bool, json.Number or string
 	}
 	if depth >= MaxDepth {
-		return nil, pathErr(path, fmt.Errorf("%w: nested deeper than %d levels", ErrSyntax, MaxDepth))
+		return nil, pathErr(p.String(), fmt.Errorf("%w: nested deeper than %d levels", ErrSyntax, MaxDepth))
 	}
 	switch d {
 	case '[':
 		list := []any{}
 		for dec.More() {
-			v, err := parseValue(dec, data, path+"["+strconv.Itoa(len(list))+"]", depth+1)
+			v, err := parseValue(dec, data, b, p.index(len(list)), depth+1)
 			if err != nil {
 				return nil, err
 			}
 			list = append(list, v)
 		}
 		if _, err := dec.Token(); err != nil {
-			return nil, syntaxErr(data, dec, path, err)
+			return nil, syntaxErr(data, dec, p, err)
 		}
 		return list, nil
 	default: // '{': Token never returns a closing delimiter here
@@ -87,14 +138,17 @@ func parseValue(dec *json.Decoder, data []byte, path string, depth int) (any, er
 		for dec.More() {
 			tok, err := dec.Token()
 			if err != nil {
-				return nil, syntaxErr(data, dec, path, err)
+				return nil, syntaxErr(data, dec, p, err)
 			}
 			key := tok.(string) // the decoder guarantees object keys are strings
-			kp := joinPath(path, key)
-			if _, dup := obj.vals[key]; dup {
-				return nil, pathErr(kp, ErrDuplicateKey)
+			kp := p.at(key)
+			if err := b.charge(0, 1+len(key)); err != nil {
+				return nil, pathErr(kp.String(), err)
 			}
-			v, err := parseValue(dec, data, kp, depth+1)
+			if _, dup := obj.vals[key]; dup {
+				return nil, pathErr(kp.String(), ErrDuplicateKey)
+			}
+			v, err := parseValue(dec, data, b, kp, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -102,13 +156,13 @@ func parseValue(dec *json.Decoder, data []byte, path string, depth int) (any, er
 			obj.vals[key] = v
 		}
 		if _, err := dec.Token(); err != nil {
-			return nil, syntaxErr(data, dec, path, err)
+			return nil, syntaxErr(data, dec, p, err)
 		}
 		return obj, nil
 	}
 }
 
-func syntaxErr(data []byte, dec *json.Decoder, path string, err error) error {
+func syntaxErr(data []byte, dec *json.Decoder, p *path, err error) error {
 	off := dec.InputOffset()
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -118,7 +172,7 @@ func syntaxErr(data []byte, dec *json.Decoder, path string, err error) error {
 	if err != io.EOF && err != io.ErrUnexpectedEOF {
 		msg = strings.TrimPrefix(err.Error(), "json: ")
 	}
-	return pathErr(path, fmt.Errorf("%w at %s: %s", ErrSyntax, position(data, off), msg))
+	return pathErr(p.String(), fmt.Errorf("%w at %s: %s", ErrSyntax, position(data, off), msg))
 }
 
 // position turns a byte offset into "line L, column C".
@@ -151,21 +205,25 @@ func jsonKind(n any) string {
 }
 
 // plain converts a tree value into what encoding/json would produce
-// (map[string]any, []any, string, bool, json.Number, nil).
-func plain(n any) any {
+// (map[string]any, []any, string, bool, json.Number, nil), replacing
+// placeholders in its strings (not its keys) as d does.
+func (d *decoder) plain(p *path, n any) any {
 	switch n := n.(type) {
 	case *object:
 		m := make(map[string]any, len(n.vals))
-		for k, v := range n.vals {
-			m[k] = plain(v)
+		for _, k := range n.keys {
+			m[k] = d.plain(p.at(k), n.vals[k])
 		}
 		return m
 	case []any:
 		out := make([]any, len(n))
 		for i, v := range n {
-			out[i] = plain(v)
+			out[i] = d.plain(p.index(i), v)
 		}
 		return out
+	case string:
+		s, _ := d.str(p, n)
+		return s
 	default:
 		return n
 	}
@@ -174,22 +232,46 @@ func plain(n any) any {
 // treeDecoder is implemented by this package's types that decode themselves
 // from a tree, reporting errors (with sub-paths) to d.
 type treeDecoder interface {
-	decodeTree(d *decoder, path string, n any)
+	decodeTree(d *decoder, p *path, n any)
 }
 
 // decoder decodes a tree into Go values strictly, collecting every error.
+// With a replacer it replaces placeholders in each string it stores, so
+// only strings under keys the types accept are ever expanded.
 type decoder struct {
 	errs    []error
 	secrets []string // values of every Secret decoded
+	r       *replacer
+	stopped bool // the budget ran out: decode nothing more
 }
 
-func (d *decoder) fail(path string, err error) {
+func (d *decoder) fail(p *path, err error) {
 	switch {
 	case len(d.errs) < maxErrors:
-		d.errs = append(d.errs, pathErr(path, err))
+		d.errs = append(d.errs, pathErr(p.String(), err))
 	case len(d.errs) == maxErrors:
 		d.errs = append(d.errs, pathErr("", fmt.Errorf("too many errors; stopped after %d", maxErrors)))
 	}
+}
+
+// str returns s with its placeholders replaced (s itself without a
+// replacer); ok is false, and the error recorded, if one cannot be.
+func (d *decoder) str(p *path, s string) (string, bool) {
+	if d.r == nil {
+		return s, true
+	}
+	if d.stopped {
+		return s, false
+	}
+	out, err := d.r.replace(s)
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			d.stopped = true
+		}
+		d.fail(p, err)
+		return s, false
+	}
+	return out, true
 }
 
 func (d *decoder) err() error { return errors.Join(d.errs...) }
@@ -203,48 +285,51 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// decode stores tree value n into v (settable), reporting errors at path.
+// decode stores tree value n into v (settable), reporting errors at p.
 // JSON null leaves v unchanged.
-func (d *decoder) decode(path string, n any, v reflect.Value) {
-	if n == nil {
+func (d *decoder) decode(p *path, n any, v reflect.Value) {
+	if n == nil || d.stopped {
 		return
 	}
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		d.decode(path, n, v.Elem())
+		d.decode(p, n, v.Elem())
 		return
 	}
 	if v.CanAddr() && v.Addr().CanInterface() {
 		switch u := v.Addr().Interface().(type) {
 		case treeDecoder:
-			u.decodeTree(d, path, n)
+			u.decodeTree(d, p, n)
 			return
 		case json.Unmarshaler:
-			raw, err := json.Marshal(plain(n))
+			raw, err := json.Marshal(d.plain(p, n))
 			if err == nil {
 				err = u.UnmarshalJSON(raw)
 			}
 			if err != nil {
-				d.fail(path, fmt.Errorf("%w: %w", ErrInvalidValue, err))
+				d.fail(p, fmt.Errorf("%w: %w", ErrInvalidValue, err))
 			}
 			return
 		case encoding.TextUnmarshaler:
 			s, ok := n.(string)
 			if !ok {
-				d.fail(path, wrongType("string", n))
+				d.fail(p, wrongType("string", n))
+				return
+			}
+			if s, ok = d.str(p, s); !ok {
 				return
 			}
 			if err := u.UnmarshalText([]byte(s)); err != nil {
-				d.fail(path, fmt.Errorf("%w: %w", ErrInvalidValue, err))
+				d.fail(p, fmt.Errorf("%w: %w", ErrInvalidValue, err))
 			}
 			return
 		}
 	}
 	if v.Type() == durationType {
 		var dur Duration
-		dur.decodeTree(d, path, n)
+		dur.decodeTree(d, p, n)
 		v.SetInt(int64(dur))
 		return
 	}
@@ -252,72 +337,74 @@ func (d *decoder) decode(path string, n any, v reflect.Value) {
 	case reflect.String:
 		s, ok := n.(string)
 		if !ok {
-			d.fail(path, wrongType("string", n))
+			d.fail(p, wrongType("string", n))
 			return
 		}
-		v.SetString(s)
+		if s, ok = d.str(p, s); ok {
+			v.SetString(s)
+		}
 	case reflect.Bool:
 		b, ok := n.(bool)
 		if !ok {
-			d.fail(path, wrongType("true or false", n))
+			d.fail(p, wrongType("true or false", n))
 			return
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		num, ok := n.(json.Number)
 		if !ok {
-			d.fail(path, wrongType("an integer", n))
+			d.fail(p, wrongType("an integer", n))
 			return
 		}
 		i, err := strconv.ParseInt(string(num), 10, 64)
 		if err != nil || v.OverflowInt(i) {
-			d.fail(path, fmt.Errorf("%w: want an integer that fits %s", ErrWrongType, v.Type()))
+			d.fail(p, fmt.Errorf("%w: want an integer that fits %s", ErrWrongType, v.Type()))
 			return
 		}
 		v.SetInt(i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		num, ok := n.(json.Number)
 		if !ok {
-			d.fail(path, wrongType("a non-negative integer", n))
+			d.fail(p, wrongType("a non-negative integer", n))
 			return
 		}
 		u, err := strconv.ParseUint(string(num), 10, 64)
 		if err != nil || v.OverflowUint(u) {
-			d.fail(path, fmt.Errorf("%w: want a non-negative integer that fits %s", ErrWrongType, v.Type()))
+			d.fail(p, fmt.Errorf("%w: want a non-negative integer that fits %s", ErrWrongType, v.Type()))
 			return
 		}
 		v.SetUint(u)
 	case reflect.Float32, reflect.Float64:
 		num, ok := n.(json.Number)
 		if !ok {
-			d.fail(path, wrongType("a number", n))
+			d.fail(p, wrongType("a number", n))
 			return
 		}
 		f, err := strconv.ParseFloat(string(num), 64)
 		if err != nil || v.OverflowFloat(f) {
-			d.fail(path, fmt.Errorf("%w: want a number that fits %s", ErrWrongType, v.Type()))
+			d.fail(p, fmt.Errorf("%w: want a number that fits %s", ErrWrongType, v.Type()))
 			return
 		}
 		v.SetFloat(f)
 	case reflect.Slice:
 		list, ok := n.([]any)
 		if !ok {
-			d.fail(path, wrongType("an array", n))
+			d.fail(p, wrongType("an array", n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(list), len(list))
 		for i, e := range list {
-			d.decode(path+"["+strconv.Itoa(i)+"]", e, s.Index(i))
+			d.decode(p.index(i), e, s.Index(i))
 		}
 		v.Set(s)
 	case reflect.Map:
 		if v.Type().Key().Kind() != reflect.String {
-			d.fail(path, fmt.Errorf("unsupported setting type %s", v.Type()))
+			d.fail(p, fmt.Errorf("unsupported setting type %s", v.Type()))
 			return
 		}
 		obj, ok := n.(*object)
 		if !ok {
-			d.fail(path, wrongType("an object", n))
+			d.fail(p, wrongType("an object", n))
 			return
 		}
 		if v.IsNil() {
@@ -325,30 +412,31 @@ func (d *decoder) decode(path string, n any, v reflect.Value) {
 		}
 		for _, k := range obj.keys {
 			e := reflect.New(v.Type().Elem()).Elem()
-			d.decode(joinPath(path, k), obj.vals[k], e)
+			d.decode(p.at(k), obj.vals[k], e)
 			v.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
 		}
 	case reflect.Struct:
 		obj, ok := n.(*object)
 		if !ok {
-			d.fail(path, wrongType("an object", n))
+			d.fail(p, wrongType("an object", n))
 			return
 		}
-		d.decodeStruct(path, obj, v, nil)
+		d.decodeStruct(p, obj, v, nil)
 	case reflect.Interface:
 		if v.NumMethod() != 0 {
-			d.fail(path, fmt.Errorf("unsupported setting type %s", v.Type()))
+			d.fail(p, fmt.Errorf("unsupported setting type %s", v.Type()))
 			return
 		}
-		v.Set(reflect.ValueOf(plain(n)))
+		v.Set(reflect.ValueOf(d.plain(p, n)))
 	default:
-		d.fail(path, fmt.Errorf("unsupported setting type %s", v.Type()))
+		d.fail(p, fmt.Errorf("unsupported setting type %s", v.Type()))
 	}
 }
 
 // decodeStruct decodes obj's keys into v's fields, then checks required
-// fields. Keys in skip are the caller's (the module ID).
-func (d *decoder) decodeStruct(path string, obj *object, v reflect.Value, skip map[string]bool) {
+// fields. Keys in skip are the caller's (the module ID). A value under an
+// unknown key is not looked at (its placeholders are never replaced).
+func (d *decoder) decodeStruct(p *path, obj *object, v reflect.Value, skip map[string]bool) {
 	fs := fieldsOf(v.Type())
 	failed := map[string]bool{}
 	for _, k := range obj.keys {
@@ -357,16 +445,19 @@ func (d *decoder) decodeStruct(path string, obj *object, v reflect.Value, skip m
 		}
 		f, ok := fs.byKey[k]
 		if !ok {
-			d.fail(joinPath(path, k), unknownKey(k, fs))
+			d.fail(p.at(k), unknownKey(k, fs))
 			continue
 		}
 		before := len(d.errs)
-		d.decode(joinPath(path, k), obj.vals[k], v.FieldByIndex(f.index))
+		d.decode(p.at(k), obj.vals[k], v.FieldByIndex(f.index))
 		failed[k] = len(d.errs) > before
+	}
+	if d.stopped {
+		return
 	}
 	for _, f := range fs.list {
 		if f.required && !failed[f.key] && isEmpty(v.FieldByIndex(f.index)) {
-			d.fail(joinPath(path, f.key), ErrRequired)
+			d.fail(p.at(f.key), ErrRequired)
 		}
 	}
 }
@@ -512,11 +603,11 @@ func Unmarshal(data []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("config: Unmarshal needs a non-nil pointer, got %T", v)
 	}
-	tree, err := parseTree(data)
+	tree, err := parseTree(data, newBudget())
 	if err != nil {
 		return err
 	}
 	d := &decoder{}
-	d.decode("", tree, rv.Elem())
+	d.decode(nil, tree, rv.Elem())
 	return d.err()
 }

@@ -100,17 +100,17 @@ func TestParseStrict(t *testing.T) {
 
 		// Modules.
 		{"unknown module", doc(`{"name": "a", "backend": {"module": "fxelection.backends.nope"}}`),
-			[]string{`elections[0].backend.module: unknown module "fxelection.backends.nope" (registered in its namespace: fxelection.backends.memory, fxelection.backends.probe, fxelection.backends.wrap); import the package that provides it`}, config.ErrUnknownModule},
+			[]string{`elections[0].backend.module: unknown module: no such module in namespace fxelection.backends (registered: fxelection.backends.memory, fxelection.backends.probe, fxelection.backends.wrap); import the package that provides it`}, config.ErrUnknownModule},
 		{"malformed module ID", doc(`{"name": "a", "backend": {"module": "Redis"}}`),
-			[]string{`elections[0].backend.module: invalid module ID: module ID "Redis" needs a namespace`}, config.ErrInvalidModuleID},
+			[]string{`elections[0].backend.module: invalid module ID: want lower-case labels joined by dots (namespace.name)`}, config.ErrInvalidModuleID},
 		{"module from another namespace", doc(`{"name": "a", "backend": {"module": "fxelection.observers.x"}}`),
-			[]string{`elections[0].backend.module: unknown module: module "fxelection.observers.x" is not in namespace fxelection.backends`}, config.ErrUnknownModule},
+			[]string{`elections[0].backend.module: unknown module: the module is not in namespace fxelection.backends`}, config.ErrUnknownModule},
 		{"module Validate", doc(`{"name": "a", "backend": ` + probe(`"fail_validate": true`) + `}`),
 			[]string{`elections[0].backend: fxelection.backends.probe: password  and dsn  rejected`}, nil},
 
 		// Shared backends.
 		{"unknown backends entry", `{"backends": {"mem": ` + mem + `}, "elections": [{"name": "a", "backend": "mme"}]}`,
-			[]string{`elections[0].backend: invalid value: no backends entry named "mme" (defined: "mem")`, `backends.mem: invalid value: not used by any election`}, config.ErrInvalidValue},
+			[]string{`elections[0].backend: invalid value: no backends entry by that name (did you mean "mem"?) (defined: "mem")`, `backends.mem: invalid value: not used by any election`}, config.ErrInvalidValue},
 		{"backends entry by name", `{"backends": {"a": "b", "b": ` + mem + `}, "elections": [{"name": "a", "backend": "b"}]}`,
 			[]string{`backends.a: wrong type: want a module object`}, config.ErrWrongType},
 
@@ -124,7 +124,7 @@ func TestParseStrict(t *testing.T) {
 		{"identity unprintable", doc(`{"name": "a", "identity": "a\u0001", "backend": ` + mem + `}`),
 			[]string{`elections[0].identity: fxelection: Identity: must be printable (byte 1 is a control character)`}, nil},
 		{"duplicate fx name", doc(`{"name": "a", "backend": `+mem+`}`, `{"name": "a", "backend": `+mem+`}`),
-			[]string{`elections[1].fx_name: invalid value: fx name "a" already used by elections[0]`}, config.ErrInvalidValue},
+			[]string{`elections[1].fx_name: invalid value: fx name already used by elections[0]`}, config.ErrInvalidValue},
 		{"name unfit for a tag", doc(`{"name": "nightly \"jobs\"", "backend": ` + mem + `}`),
 			[]string{`elections[0].fx_name: required: the election name cannot be an fx name tag`}, config.ErrRequired},
 		{"bad fx name", doc(`{"name": "a", "fx_name": "a b", "backend": ` + mem + `}`),

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -164,35 +163,39 @@ func (r ExtensionRef) MarshalJSON() ([]byte, error) {
 	return marshalModule(r.Module)
 }
 
-func (r *ExtensionRef) decodeTree(d *decoder, path string, n any) {
+func (r *ExtensionRef) decodeTree(d *decoder, p *path, n any) {
 	obj, ok := n.(*object)
 	if !ok {
-		d.fail(path, wrongType("a module object", n))
+		d.fail(p, wrongType("a module object", n))
 		return
 	}
-	if m := decodeModule(d, path, obj, ExtensionsNamespace); m != nil {
+	if m := decodeModule(d, p, obj, ExtensionsNamespace); m != nil {
 		r.Module = m.(ExtensionModule) // RegisterModule checked the namespace's interface
 	}
 }
 
-func (r *BackendRef) decodeTree(d *decoder, path string, n any) {
+func (r *BackendRef) decodeTree(d *decoder, p *path, n any) {
 	switch n := n.(type) {
 	case string:
-		r.Use = n
+		if s, ok := d.str(p, n); ok {
+			r.Use = s
+		}
 	case *object:
-		m := decodeModule(d, path, n, BackendsNamespace)
+		m := decodeModule(d, p, n, BackendsNamespace)
 		if m != nil {
 			r.Module = m.(BackendModule) // RegisterModule checked the namespace's interface
 		}
 	default:
-		d.fail(path, wrongType("a module object or the name of an entry in backends", n))
+		d.fail(p, wrongType("a module object or the name of an entry in backends", n))
 	}
 }
 
 // decodeModule decodes a module object of namespace ns: its "module" key
 // names the module, the other keys are its settings, decoded strictly.
-func decodeModule(d *decoder, path string, obj *object, ns string) Module {
-	idPath := joinPath(path, moduleKey)
+// Its errors do not quote the ID unless it is registered: it may come from
+// a placeholder.
+func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
+	idPath := p.at(moduleKey)
 	raw, ok := obj.vals[moduleKey]
 	if !ok || raw == nil {
 		d.fail(idPath, ErrRequired)
@@ -203,23 +206,53 @@ func decodeModule(d *decoder, path string, obj *object, ns string) Module {
 		d.fail(idPath, wrongType("a module ID string", raw))
 		return nil
 	}
+	if s, ok = d.str(idPath, s); !ok {
+		return nil
+	}
 	id := ModuleID(s)
 	if err := id.Validate(); err != nil {
-		d.fail(idPath, err)
+		d.fail(idPath, fmt.Errorf("%w: want lower-case labels joined by dots (namespace.name)", ErrInvalidModuleID))
 		return nil
 	}
 	if id.Namespace() != ns {
-		d.fail(idPath, fmt.Errorf("%w: module %q is not in namespace %s", ErrUnknownModule, id, ns))
+		d.fail(idPath, fmt.Errorf("%w: the module is not in namespace %s", ErrUnknownModule, ns))
 		return nil
 	}
 	info, err := GetModule(id)
 	if err != nil {
-		d.fail(idPath, err)
+		d.fail(idPath, fmt.Errorf("%w: no such module in namespace %s%s (registered: %s); import the package that provides it",
+			ErrUnknownModule, ns, didYouMean(s, registeredIDs(ns)), strings.Join(registeredIDs(ns), ", ")))
 		return nil
 	}
 	m := info.New()
-	d.decodeStruct(path, obj, reflect.ValueOf(m).Elem(), map[string]bool{moduleKey: true})
+	d.decodeStruct(p, obj, reflect.ValueOf(m).Elem(), map[string]bool{moduleKey: true})
 	return m
+}
+
+// registeredIDs lists the IDs of the modules registered in ns.
+func registeredIDs(ns string) []string {
+	var ids []string
+	for _, m := range Modules() {
+		if m.ID.Namespace() == ns {
+			ids = append(ids, string(m.ID))
+		}
+	}
+	return ids
+}
+
+// didYouMean names the candidate nearest to s (" (did you mean "x"?)"), or
+// is empty if none is near. It names a candidate, never s.
+func didYouMean(s string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if dist := editDistance(strings.ToLower(s), strings.ToLower(c)); dist < bestDist {
+			best, bestDist = c, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + quoteKey(best) + "?)"
 }
 
 // Loader parses documents. Its zero value reads the process environment
@@ -269,23 +302,22 @@ func (l Loader) Parse(raw []byte) (*Document, error) {
 
 // decode is Parse without Validate.
 func (l Loader) decode(raw []byte) (*Document, error) {
-	tree, err := parseTree(raw)
+	b := newBudget()
+	tree, err := parseTree(raw, b)
 	if err != nil {
 		return nil, err
 	}
-	return l.fromTree(tree)
+	return l.fromTree(tree, b)
 }
 
-// fromTree replaces placeholders in a parsed tree and decodes it.
-func (l Loader) fromTree(tree any) (*Document, error) {
-	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile}
-	tree = r.walk("", tree)
-	if len(r.errs) > 0 {
-		return nil, errors.Join(r.errs...)
-	}
+// fromTree decodes a parsed tree, replacing the placeholders of the strings
+// it stores (only under keys the document's types accept), charging what
+// they add to b.
+func (l Loader) fromTree(tree any, b *budget) (*Document, error) {
+	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile, budget: b}
 	doc := &Document{}
-	d := &decoder{}
-	d.decode("", tree, reflect.ValueOf(doc).Elem())
+	d := &decoder{r: r}
+	d.decode(nil, tree, reflect.ValueOf(doc).Elem())
 	secrets := redactable(append(r.secrets, d.secrets...))
 	if err := d.err(); err != nil {
 		return nil, redact(err, secrets)
@@ -357,7 +389,7 @@ func (doc *Document) Validate() error {
 			fail(path+".fx_name", fmt.Errorf("%w: the election name cannot be an fx name tag (ASCII letters, digits, _.-:/); set fx_name", ErrRequired))
 		default:
 			if j, dup := fxNames[name]; dup {
-				fail(path+".fx_name", fmt.Errorf("%w: fx name %q already used by elections[%d]", ErrInvalidValue, name, j))
+				fail(path+".fx_name", fmt.Errorf("%w: fx name already used by elections[%d]", ErrInvalidValue, j))
 			} else {
 				fxNames[name] = i
 			}
@@ -368,7 +400,8 @@ func (doc *Document) Validate() error {
 			fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
 		case ref.Use != "":
 			if _, ok := doc.Backends[ref.Use]; !ok {
-				fail(bpath, fmt.Errorf("%w: no backends entry named %s (defined: %s)", ErrInvalidValue, quoteKey(ref.Use), backendNames(doc.Backends)))
+				fail(bpath, fmt.Errorf("%w: no backends entry by that name%s (defined: %s)", ErrInvalidValue,
+					didYouMean(ref.Use, slices.Sorted(maps.Keys(doc.Backends))), backendNames(doc.Backends)))
 			}
 			used[ref.Use] = true
 		case ref.Module == nil:
@@ -665,7 +698,7 @@ func isYAML(path string) bool {
 }
 
 func readDocument(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

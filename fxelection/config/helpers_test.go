@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
@@ -75,6 +77,8 @@ type Probe struct {
 	Timeout       config.Duration   `json:"timeout,omitempty"`
 	Labels        map[string]string `json:"labels,omitempty"`
 	Hosts         []string          `json:"hosts,omitempty"`
+	Extra         any               `json:"extra,omitempty"`
+	Echo          string            `json:"echo,omitempty"`
 	FailValidate  bool              `json:"fail_validate,omitempty"`
 	FailProvision bool              `json:"fail_provision,omitempty"`
 	FailBackend   bool              `json:"fail_backend,omitempty"`
@@ -99,6 +103,27 @@ func (p *Probe) j() *journal { return journalFor(p.Journal) }
 
 func (p *Probe) Validate() error {
 	p.j().add("%s:validate", p.Tag)
+	if p.Echo != "" {
+		// Careless modules that quote their settings in every spelling.
+		dsn := p.DSN
+		short := dsn[:min(len(dsn), 64)]
+		j, _ := json.Marshal(dsn)
+		y, _ := yaml.Marshal(dsn)
+		switch p.Echo {
+		case "q":
+			return fmt.Errorf("dsn %q rejected", dsn)
+		case "+q":
+			return fmt.Errorf("dsn %+q rejected", dsn)
+		case "prefix":
+			return fmt.Errorf("dsn %q… rejected", short)
+		case "json":
+			return fmt.Errorf(`{"dsn": %s}`, j)
+		case "yaml":
+			return fmt.Errorf("dsn: %s", y)
+		default:
+			return fmt.Errorf("dsn %s, %q, %s, %s, %q rejected", dsn, dsn, j, y, short)
+		}
+	}
 	if p.FailValidate {
 		// A careless module that echoes its settings: Load must redact.
 		return fmt.Errorf("password %s and dsn %s rejected", p.Password.Value(), p.DSN)

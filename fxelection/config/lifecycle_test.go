@@ -302,7 +302,7 @@ func TestExtensions(t *testing.T) {
 		{`{"module": "fxelection.extensions.census", "journal": "x", "jounral": 1}`, `extensions[0].jounral: unknown key (did you mean "journal"?)`},
 		{`{"module": "fxelection.extensions.census"}`, `extensions[0].journal: required`},
 		{`{"journal": "x"}`, `extensions[0].module: required`},
-		{`{"module": "fxelection.backends.memory"}`, `extensions[0].module: unknown module: module "fxelection.backends.memory" is not in namespace fxelection.extensions`},
+		{`{"module": "fxelection.backends.memory"}`, `extensions[0].module: unknown module: the module is not in namespace fxelection.extensions`},
 		{`"census"`, `extensions[0]: wrong type: want a module object, got string`},
 		{`{"module": "fxelection.extensions.census", "journal": "x", "fail": true}`, `extensions[0]: fxelection.extensions.census: census refused`},
 	} {
@@ -313,7 +313,7 @@ func TestExtensions(t *testing.T) {
 	}
 	// An extension where a backend belongs.
 	_, err := config.Parse([]byte(doc(`{"name": "a", "backend": {"module": "fxelection.extensions.census", "journal": "x"}}`)))
-	if err == nil || !strings.Contains(err.Error(), `elections[0].backend.module: unknown module: module "fxelection.extensions.census" is not in namespace fxelection.backends`) {
+	if err == nil || !strings.Contains(err.Error(), `elections[0].backend.module: unknown module: the module is not in namespace fxelection.backends`) {
 		t.Errorf("extension as backend: %v", err)
 	}
 }

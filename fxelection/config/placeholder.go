@@ -7,44 +7,28 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // MaxPlaceholderFile bounds what one {file.PATH} placeholder reads.
 const MaxPlaceholderFile = 1 << 20
 
-// replacer replaces {env.NAME} and {file.PATH} placeholders in a tree's
-// string values, remembering every value it substituted (they may be
-// secrets, so errors are redacted with them).
+// replacer replaces {env.NAME} and {file.PATH} placeholders in the strings
+// a decoder stores, remembering every value it substituted (they may be
+// secrets, so errors are redacted with them). Each placeholder is resolved
+// once per document (a file is read once however often it is named), and
+// every substituted byte is charged to the document's budget.
 type replacer struct {
 	lookupEnv func(string) (string, bool)
 	readFile  func(string) ([]byte, error)
+	budget    *budget
+	resolved  map[string]resolution // by placeholder text ("env.X", "file./p")
 	secrets   []string
-	errs      []error
 }
 
-// walk replaces placeholders in n's strings in place (object values and
-// array elements; never keys) and returns the new n.
-func (r *replacer) walk(path string, n any) any {
-	switch n := n.(type) {
-	case string:
-		s, err := r.replace(n)
-		if err != nil {
-			if len(r.errs) < maxErrors {
-				r.errs = append(r.errs, pathErr(path, err))
-			}
-			return n
-		}
-		return s
-	case []any:
-		for i, e := range n {
-			n[i] = r.walk(fmt.Sprintf("%s[%d]", path, i), e)
-		}
-	case *object:
-		for _, k := range n.keys {
-			n.vals[k] = r.walk(joinPath(path, k), n.vals[k])
-		}
-	}
-	return n
+type resolution struct {
+	val string
+	err error
 }
 
 // replace substitutes every placeholder in s. Only "{env." and "{file."
@@ -67,13 +51,27 @@ func (r *replacer) replace(s string) (string, error) {
 		if end < 0 {
 			return "", fmt.Errorf("%w: unterminated placeholder (no closing brace)", ErrPlaceholder)
 		}
-		kind, arg, _ := strings.Cut(rest[:end], ".")
-		val, err := r.resolve(kind, arg)
-		if err != nil {
-			return "", err
+		res, ok := r.resolved[rest[:end]]
+		if !ok {
+			kind, arg, _ := strings.Cut(rest[:end], ".")
+			res.val, res.err = r.resolve(kind, arg)
+			if r.resolved == nil {
+				r.resolved = map[string]resolution{}
+			}
+			r.resolved[rest[:end]] = res
+			if res.err == nil {
+				r.secrets = append(r.secrets, res.val)
+			}
 		}
-		r.secrets = append(r.secrets, val)
-		b.WriteString(val)
+		if res.err != nil {
+			return "", res.err
+		}
+		if r.budget != nil {
+			if err := r.budget.charge(0, len(res.val)); err != nil {
+				return "", err
+			}
+		}
+		b.WriteString(res.val)
 		s = rest[end+1:]
 	}
 }
@@ -141,9 +139,10 @@ func validEnvName(s string) bool {
 }
 
 // readBounded reads at most MaxPlaceholderFile bytes of path; a longer file
-// is an error, not a silent truncation.
+// is an error, not a silent truncation, and so is anything but a regular
+// file (see openRegular).
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -156,4 +155,32 @@ func readBounded(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", MaxPlaceholderFile)}
 	}
 	return data, nil
+}
+
+// errNotRegular is the cause when a file to read is a FIFO, socket or
+// device.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading without blocking (O_NONBLOCK: a FIFO
+// with no writer opens at once instead of waiting for one) and refuses
+// anything but a regular file: a directory gives syscall.EISDIR, a FIFO,
+// socket or device errNotRegular, each as an *os.PathError naming path.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+		if fi.IsDir() {
+			err = syscall.EISDIR
+		}
+		err = &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

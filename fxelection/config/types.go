@@ -84,10 +84,13 @@ func (s *Secret) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (s *Secret) decodeTree(d *decoder, path string, n any) {
+func (s *Secret) decodeTree(d *decoder, p *path, n any) {
 	v, ok := n.(string)
 	if !ok {
-		d.fail(path, wrongType("string", n))
+		d.fail(p, wrongType("string", n))
+		return
+	}
+	if v, ok = d.str(p, v); !ok {
 		return
 	}
 	*s = NewSecret(v)
@@ -128,15 +131,18 @@ func parseDuration(s string) (Duration, error) {
 	return Duration(v), nil
 }
 
-func (d *Duration) decodeTree(dec *decoder, path string, n any) {
+func (d *Duration) decodeTree(dec *decoder, p *path, n any) {
 	s, ok := n.(string)
 	if !ok {
-		dec.fail(path, wrongType(`a duration string such as "1.5s"`, n))
+		dec.fail(p, wrongType(`a duration string such as "1.5s"`, n))
+		return
+	}
+	if s, ok = dec.str(p, s); !ok {
 		return
 	}
 	v, err := parseDuration(s)
 	if err != nil {
-		dec.fail(path, err)
+		dec.fail(p, err)
 		return
 	}
 	*d = v

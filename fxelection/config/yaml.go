@@ -12,17 +12,14 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxYAMLNodes bounds how many values a YAML document may expand to,
-// aliases included (so a few lines of nested aliases cannot expand to
-// gigabytes).
-const maxYAMLNodes = 100_000
-
 // ParseYAML is Parse for a YAML document: the same structure, keys and
 // rules as JSON (it is converted value by value, then decoded exactly as a
 // JSON document would be, so errors name the same paths). Plain scalars get
 // YAML 1.2's core types: 15s and "15s" are strings, 15 a number, true a
 // boolean; quote a value to keep it a string. One document per input; no
-// merge keys ("<<"); aliases are expanded.
+// merge keys ("<<"); aliases are expanded, each use charged to the
+// document's budget (MaxValues, MaxDocumentBytes), so a few lines of nested
+// aliases cannot expand to gigabytes.
 func (l Loader) ParseYAML(raw []byte) (*Document, error) {
 	doc, err := l.decodeYAML(raw)
 	if err != nil {
@@ -44,14 +41,18 @@ func (l Loader) LoadYAML(raw []byte) (fx.Option, error) {
 }
 
 func (l Loader) decodeYAML(raw []byte) (*Document, error) {
-	tree, err := parseYAML(raw)
+	b := newBudget()
+	tree, err := parseYAML(raw, b)
 	if err != nil {
 		return nil, err
 	}
-	return l.fromTree(tree)
+	return l.fromTree(tree, b)
 }
 
-func parseYAML(raw []byte) (any, error) {
+func parseYAML(raw []byte, b *budget) (any, error) {
+	if len(raw) > MaxDocumentBytes {
+		return nil, pathErr("", fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, MaxDocumentBytes))
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
@@ -64,37 +65,42 @@ func parseYAML(raw []byte) (any, error) {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return nil, pathErr("", fmt.Errorf("%w: more than one YAML document", ErrSyntax))
 	}
-	c := &yamlConverter{}
-	return c.convert("", &root, 0)
+	c := &yamlConverter{budget: b}
+	return c.convert(nil, &root, 0)
 }
 
 type yamlConverter struct {
-	nodes int
+	budget *budget
 }
 
-func (c *yamlConverter) convert(path string, n *yaml.Node, depth int) (any, error) {
-	c.nodes++
-	if c.nodes > maxYAMLNodes {
-		return nil, pathErr(path, fmt.Errorf("%w: more than %d values (aliases included)", ErrSyntax, maxYAMLNodes))
+func (c *yamlConverter) convert(p *path, n *yaml.Node, depth int) (any, error) {
+	cost := 1
+	if n.Kind == yaml.ScalarNode {
+		cost += len(n.Value)
+	}
+	if n.Kind != yaml.DocumentNode && n.Kind != yaml.AliasNode {
+		if err := c.budget.charge(1, cost); err != nil {
+			return nil, pathErr(p.String(), err)
+		}
 	}
 	if depth > MaxDepth {
-		return nil, pathErr(path, fmt.Errorf("%w: nested deeper than %d levels", ErrSyntax, MaxDepth))
+		return nil, pathErr(p.String(), fmt.Errorf("%w: nested deeper than %d levels", ErrSyntax, MaxDepth))
 	}
 	at := func(format string, args ...any) error {
-		return pathErr(path, fmt.Errorf("%w at line %d: %s", ErrSyntax, n.Line, fmt.Sprintf(format, args...)))
+		return pathErr(p.String(), fmt.Errorf("%w at line %d: %s", ErrSyntax, n.Line, fmt.Sprintf(format, args...)))
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return &object{vals: map[string]any{}}, nil
 		}
-		return c.convert(path, n.Content[0], depth)
+		return c.convert(p, n.Content[0], depth)
 	case yaml.AliasNode:
-		return c.convert(path, n.Alias, depth+1)
+		return c.convert(p, n.Alias, depth+1)
 	case yaml.SequenceNode:
 		list := []any{}
 		for i, e := range n.Content {
-			v, err := c.convert(path+"["+strconv.Itoa(i)+"]", e, depth+1)
+			v, err := c.convert(p.index(i), e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -111,9 +117,12 @@ func (c *yamlConverter) convert(path string, n *yaml.Node, depth int) (any, erro
 			if k.ShortTag() == "!!merge" {
 				return nil, at("merge keys (<<) are not supported")
 			}
-			kp := joinPath(path, k.Value)
+			kp := p.at(k.Value)
+			if err := c.budget.charge(0, 1+len(k.Value)); err != nil {
+				return nil, pathErr(kp.String(), err)
+			}
 			if _, dup := obj.vals[k.Value]; dup {
-				return nil, pathErr(kp, ErrDuplicateKey)
+				return nil, pathErr(kp.String(), ErrDuplicateKey)
 			}
 			val, err := c.convert(kp, v, depth+1)
 			if err != nil {

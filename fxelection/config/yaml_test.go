@@ -105,7 +105,7 @@ c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
 d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
 e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
 f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
-`, `syntax error: more than 100000 values (aliases included)`, config.ErrSyntax},
+`, `document too large: more than 1048576 values`, config.ErrTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Loader{}.ParseYAML([]byte(tc.doc))
