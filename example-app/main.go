@@ -62,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return 0
 	}
 	logger := newLogger(o.logFormat, stdout)
+	routeRedisLogs(logger, o.secrets())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch {

@@ -353,15 +353,21 @@ type Context struct {
 // cleaned up after it.
 type scope struct {
 	secrets  []string
-	cleanups []func() error
+	cleanups []func(ctx context.Context) error
+}
+
+func isContextCleanerUpper(m Module) bool {
+	_, ok := m.(ContextCleanerUpper)
+	return ok
 }
 
 // ProvisionBackend provisions a backend module nested in the calling
 // module's settings (a BackendRef field, decoded and validated with the
 // document) and returns its Backend: Provision (if implemented), then
-// Backend. Its Cleanup is registered to run after the calling module's own
-// Cleanup — on app stop, or at once if the calling module's start fails —
-// so the caller must not clean it up itself. ref must be an inline module
+// Backend. Its Cleanup (or CleanupContext, with the hook's context) is
+// registered to run after the calling module's own clean-up — on app stop,
+// or at once if the calling module's start fails — so the caller must not
+// clean it up itself. ref must be an inline module
 // object; a module may provision each of its nested modules once.
 func (c Context) ProvisionBackend(ref BackendRef) (fxelection.Backend, error) {
 	if ref.Module == nil {
@@ -375,9 +381,9 @@ func (c Context) ProvisionBackend(ref BackendRef) (fxelection.Backend, error) {
 	wrap := func(op string, err error) error {
 		return fmt.Errorf("nested %s %s: %w", id, op, redact(err, c.scope.secrets))
 	}
-	if clean, ok := m.(CleanerUpper); ok {
-		c.scope.cleanups = append(c.scope.cleanups, func() error {
-			if err := safeCall(clean.Cleanup); err != nil {
+	if _, ok := m.(CleanerUpper); ok || isContextCleanerUpper(m) {
+		c.scope.cleanups = append(c.scope.cleanups, func(ctx context.Context) error {
+			if err := safeCall(cleanupFunc(m, ctx)); err != nil {
 				return wrap("cleanup", err)
 			}
 			return nil
@@ -403,11 +409,12 @@ func (c Context) ProvisionBackend(ref BackendRef) (fxelection.Backend, error) {
 	return b, nil
 }
 
-// cleanup runs the nested modules' cleanups, last provisioned first, once.
-func (s *scope) cleanup() error {
+// cleanup runs the nested modules' cleanups, last provisioned first, once,
+// each with ctx (the hook's context).
+func (s *scope) cleanup(ctx context.Context) error {
 	var errs []error
 	for i := len(s.cleanups) - 1; i >= 0; i-- {
-		errs = append(errs, s.cleanups[i]())
+		errs = append(errs, s.cleanups[i](ctx))
 	}
 	s.cleanups = nil
 	return errors.Join(errs...)

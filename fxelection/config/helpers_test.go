@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
@@ -93,6 +95,8 @@ var (
 	_ config.Validator     = (*Probe)(nil)
 	_ config.Provisioner   = (*Probe)(nil)
 	_ config.CleanerUpper  = (*Probe)(nil)
+
+	_ config.ContextCleanerUpper = (*Probe)(nil)
 )
 
 func (Probe) ElectionModule() config.ModuleInfo {
@@ -153,6 +157,30 @@ func (p *Probe) Backend() (fxelection.Backend, error) {
 		return store(p.Store), nil
 	}
 	return fxelection.NewMemoryBackend(), nil
+}
+
+// CleanupContext records ctx's deadline (see cleanupDeadline), then
+// cleans up as Cleanup does: the config package calls it instead of
+// Cleanup.
+func (p *Probe) CleanupContext(ctx context.Context) error {
+	dl, _ := ctx.Deadline()
+	probeDeadlines.Store(p.Journal+"/"+p.Tag, dl)
+	return p.Cleanup()
+}
+
+// probeDeadlines holds the deadline of each probe's last CleanupContext,
+// by journal/tag.
+var probeDeadlines sync.Map
+
+// cleanupDeadline returns the deadline of the context the probe journal/tag
+// was last cleaned up with (zero: none), and whether it was cleaned up
+// through CleanupContext at all.
+func cleanupDeadline(journal, tag string) (time.Time, bool) {
+	v, ok := probeDeadlines.Load(journal + "/" + tag)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
 }
 
 func (p *Probe) Cleanup() error {

@@ -57,7 +57,7 @@ func (p *provisioned) start(ctx context.Context) error {
 	p.scope = &scope{secrets: p.secrets}
 	if prov, ok := p.module.(Provisioner); ok {
 		if err := p.call("provision", func() error { return prov.Provision(Context{Context: ctx, logger: p.log, scope: p.scope}) }); err != nil {
-			return errors.Join(err, p.cleanup())
+			return errors.Join(err, p.cleanup(ctx))
 		}
 	}
 	var b fxelection.Backend
@@ -70,30 +70,44 @@ func (p *provisioned) start(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return errors.Join(err, p.cleanup())
+		return errors.Join(err, p.cleanup(ctx))
 	}
 	p.proxy.set(b)
 	return nil
 }
 
-// stop runs after every elector using the module has stopped.
-func (p *provisioned) stop(context.Context) error {
+// stop runs after every elector using the module has stopped. ctx is fx's
+// OnStop context: its deadline reaches the module's CleanupContext.
+func (p *provisioned) stop(ctx context.Context) error {
 	p.proxy.set(nil)
-	return p.cleanup()
+	return p.cleanup(ctx)
 }
 
-// cleanup cleans up the module, then the modules it provisioned.
-func (p *provisioned) cleanup() error {
+// cleanup cleans up the module, then the modules it provisioned, with the
+// hook's context ctx.
+func (p *provisioned) cleanup(ctx context.Context) error {
 	var err error
-	if c, ok := p.module.(CleanerUpper); ok {
-		err = p.call("cleanup", c.Cleanup)
+	if fn := cleanupFunc(p.module, ctx); fn != nil {
+		err = p.call("cleanup", fn)
 	}
 	if p.scope != nil {
-		if nerr := p.scope.cleanup(); nerr != nil {
+		if nerr := p.scope.cleanup(ctx); nerr != nil {
 			err = errors.Join(err, pathErr(p.path, nerr))
 		}
 	}
 	return err
+}
+
+// cleanupFunc returns m's clean-up with ctx: CleanupContext when m is a
+// ContextCleanerUpper (Cleanup is then never called), else Cleanup, else nil.
+func cleanupFunc(m Module, ctx context.Context) func() error {
+	if c, ok := m.(ContextCleanerUpper); ok {
+		return func() error { return c.CleanupContext(ctx) }
+	}
+	if c, ok := m.(CleanerUpper); ok {
+		return c.Cleanup
+	}
+	return nil
 }
 
 // call runs one module method, turning a panic into an error and naming the

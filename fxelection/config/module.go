@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -104,9 +105,9 @@ type ModuleInfo struct {
 // its ModuleInfo. Mark required settings with the tag `config:"required"`.
 // The key "module" is reserved for the module ID and cannot be a setting.
 //
-// A module may also implement Provisioner, Validator and CleanerUpper;
-// modules in BackendsNamespace must implement BackendModule, and those in
-// ExtensionsNamespace ExtensionModule.
+// A module may also implement Provisioner, Validator and CleanerUpper (or
+// ContextCleanerUpper); modules in BackendsNamespace must implement
+// BackendModule, and those in ExtensionsNamespace ExtensionModule.
 type Module interface {
 	ElectionModule() ModuleInfo
 }
@@ -135,8 +136,27 @@ type Provisioner interface {
 // elector using the module has stopped, and also when the app fails to start
 // after — or during — the module's Provision. It runs at most once per
 // provisioning and must tolerate a partly provisioned module.
+//
+// Cleanup takes no context, so it cannot know fx's stop deadline: fx stops
+// waiting for it at the deadline (its Stop returns the context's error)
+// but the call runs on. A module whose clean-up can block (closing a pool
+// that waits for its connections) should implement ContextCleanerUpper
+// instead, or as well.
 type CleanerUpper interface {
 	Cleanup() error
+}
+
+// ContextCleanerUpper is CleanerUpper with a deadline. When a module
+// implements it, CleanupContext is called instead of Cleanup (never both),
+// at the same moments and at most once per provisioning. ctx is the fx
+// hook's: on app stop, the OnStop context, which carries fx's stop
+// deadline (fx.StopTimeout); when the module's own start fails, the OnStart
+// context. CleanupContext must return by the time ctx is done: what cannot
+// finish by then (a pool close waiting on an unresponsive server) may go
+// on in the background, and the module's documentation should say so. It
+// must tolerate a partly provisioned module.
+type ContextCleanerUpper interface {
+	CleanupContext(ctx context.Context) error
 }
 
 // BackendModule is a module in BackendsNamespace: after Provision (if any)
@@ -225,7 +245,8 @@ func checkModule(info ModuleInfo) error {
 		}
 		_, prov := v.(Provisioner)
 		_, clean := v.(CleanerUpper)
-		if prov || clean {
+		_, cleanCtx := v.(ContextCleanerUpper)
+		if prov || clean || cleanCtx {
 			return fmt.Errorf("module %q: extensions hook into the fx lifecycle through their options, not Provision or Cleanup", info.ID)
 		}
 	}

@@ -1,8 +1,11 @@
 package pglease
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -13,9 +16,17 @@ import (
 
 func init() { config.RegisterModule(ConfigModule{}) }
 
+// DefaultCloseTimeout is ConfigModule.CloseTimeout's default.
+const DefaultCloseTimeout = 500 * time.Millisecond
+
+// ErrInvalidSettings is matched by ConfigModule.Validate's errors for a
+// malformed dsn or a negative close_timeout (a bad table, schema or channel
+// matches ErrInvalidIdentifier).
+var ErrInvalidSettings = errors.New("pglease: invalid settings")
+
 // ConfigModule is the configuration-document module
 // fxelection.backends.postgres: a Backend with a pgx pool of its own,
-// created by Provision and closed by Cleanup. Its exported fields are its
+// created by Provision and closed by CleanupContext (or Cleanup). Its exported fields are its
 // settings, named by their JSON keys:
 //
 //	{"module": "fxelection.backends.postgres", "dsn": "{env.PG_DSN}",
@@ -40,9 +51,16 @@ type ConfigModule struct {
 	// DisablePush is Options.DisablePush (set it behind a transaction-mode
 	// pooler). Default: false.
 	DisablePush bool `json:"disable_push,omitempty"`
+	// CloseTimeout bounds how long clean-up waits for the pool to close
+	// (pgxpool.Pool.Close waits for every connection, up to 15 s each
+	// against a server that does not answer); after it, or at the end of
+	// fx's stop deadline if that comes first, the close finishes in the
+	// background. Must not be negative. Default (also for "0s"): 500ms.
+	CloseTimeout config.Duration `json:"close_timeout,omitempty"`
 
-	pool    *pgxpool.Pool // set by Provision, closed by Cleanup
+	pool    *pgxpool.Pool // set by Provision, closed by CleanupContext
 	backend *Backend
+	log     *slog.Logger // the app's, from Provision
 }
 
 var (
@@ -50,6 +68,8 @@ var (
 	_ config.Validator     = (*ConfigModule)(nil)
 	_ config.Provisioner   = (*ConfigModule)(nil)
 	_ config.CleanerUpper  = (*ConfigModule)(nil)
+
+	_ config.ContextCleanerUpper = (*ConfigModule)(nil)
 )
 
 // ElectionModule returns the module's ModuleInfo.
@@ -84,10 +104,20 @@ func (m *ConfigModule) options() Options {
 	}
 }
 
-// Validate checks the settings without I/O through the check New runs
-// (Options.Validate): table, schema and channel must be valid identifiers.
-// The DSN is parsed by Provision (parsing may read a passfile).
+// Validate checks the settings without network I/O: the DSN must parse
+// (pgxpool.ParseConfig, which dials nothing but, as libpq does, may read
+// the passfile and the service file it names), close_timeout must not be
+// negative, and table, schema and channel must be valid identifiers
+// (Options.Validate, the check New runs). Errors name the setting and
+// never quote the DSN.
 func (m *ConfigModule) Validate() error {
+	if _, err := pgxpool.ParseConfig(m.DSN.Value()); err != nil {
+		// Not even redacted: pgx's message quotes the connection string.
+		return fmt.Errorf("%w: dsn: not a valid connection string (key=value pairs or a postgres:// URL, with pool_ settings pgxpool knows)", ErrInvalidSettings)
+	}
+	if m.CloseTimeout < 0 {
+		return fmt.Errorf("%w: close_timeout: must not be negative", ErrInvalidSettings)
+	}
 	_, err := m.options().normalize(settingLabel)
 	return err
 }
@@ -108,8 +138,9 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 		return fmt.Errorf("dsn: %s", backendkit.RedactText(err.Error(), secrets...))
 	}
 	m.pool = pool
+	m.log = ctx.Logger()
 	opts := m.options()
-	opts.Logger = ctx.Logger()
+	opts.Logger = m.log
 	b, err := New(pool, opts)
 	if err != nil {
 		return backendkit.RedactError(err, secrets...)
@@ -127,16 +158,47 @@ func (m *ConfigModule) Backend() (fxelection.Backend, error) {
 	return m.backend, nil
 }
 
-// Cleanup stops the push listener and closes the pool. It is safe after a
-// failed or missing Provision.
-func (m *ConfigModule) Cleanup() error {
+// Cleanup is CleanupContext without a deadline of its own (still bounded by
+// close_timeout). The config package calls CleanupContext.
+func (m *ConfigModule) Cleanup() error { return m.CleanupContext(context.Background()) }
+
+// CleanupContext stops the push listener and closes the pool. It waits for
+// the close at most close_timeout and never past ctx's end: pgx's close
+// waits for every connection, and against a server that does not answer
+// (frozen, or a network partition) it takes up to 15 s per connection.
+// Then CleanupContext returns nil and logs a warning, and the close
+// finishes in the background (pgx bounds it), so fx's stop is not held up.
+// It is safe after a failed or missing Provision, and more than once.
+func (m *ConfigModule) CleanupContext(ctx context.Context) error {
 	if m.backend != nil {
 		_ = m.backend.Close() // always nil
 		m.backend = nil
 	}
-	if m.pool != nil {
-		m.pool.Close()
-		m.pool = nil
+	pool := m.pool
+	if pool == nil {
+		return nil
+	}
+	m.pool = nil
+	done := make(chan struct{})
+	go func() { // owned by pgx's own bound on Close; nothing else to stop
+		defer close(done)
+		pool.Close()
+	}()
+	wait := time.Duration(m.CloseTimeout)
+	if wait == 0 {
+		wait = DefaultCloseTimeout
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if m.log != nil {
+		m.log.Warn("pglease: the pool is still closing (the server does not answer); the close finishes in the background",
+			"waited", wait.String(), "stop_deadline_passed", ctx.Err() != nil)
 	}
 	return nil
 }

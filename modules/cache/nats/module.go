@@ -113,7 +113,8 @@ func (m *ConfigModule) replicas() int {
 	return m.Replicas
 }
 
-// urls splits URL. Errors never quote the value.
+// urls splits URL and parses each URL as the client will, without
+// resolving or dialling anything. Errors never quote the value.
 func (m *ConfigModule) urls() ([]string, error) {
 	var urls []string
 	for _, u := range strings.Split(m.URL.Value(), ",") {
@@ -127,6 +128,15 @@ func (m *ConfigModule) urls() ([]string, error) {
 	for i, u := range urls {
 		if strings.ContainsAny(u, " \t\r\n") {
 			return nil, fmt.Errorf("%w: url: URL %d contains white space", ErrInvalidSettings, i+1)
+		}
+		// As the client parses it when connecting: a missing scheme is
+		// nats://.
+		full := u
+		if !strings.Contains(full, "://") {
+			full = "nats://" + full
+		}
+		if p, err := url.Parse(full); err != nil || p.Host == "" {
+			return nil, fmt.Errorf("%w: url: URL %d is not a URL with a host", ErrInvalidSettings, i+1)
 		}
 	}
 	return urls, nil
@@ -154,7 +164,7 @@ func (m *ConfigModule) secrets() []string {
 	return nonEmpty
 }
 
-// Validate checks the settings without I/O: url, replicas, bucket (with
+// Validate checks the settings without I/O: url (each parsed), replicas, bucket (with
 // ValidBucket, the check NewBucketStore runs) and the cachelease.Options
 // they make (with cachelease.Options.Validate, the check New runs). It
 // reports every problem (errors.Join); each error names its setting and
