@@ -139,6 +139,11 @@ func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, sta
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := app.Start(startCtx); err != nil {
+		if ctx.Err() != nil {
+			// Asked to stop while starting (a signal, or the caller's
+			// cancel): fx has undone what had started. Not a failure.
+			return nil
+		}
 		return startProblem(err)
 	}
 	<-ctx.Done()
