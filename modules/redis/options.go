@@ -46,7 +46,7 @@ func (o Options) Validate() error { return o.validate(optionLabel) }
 // New, JSON keys for the config module).
 func (o Options) validate(label func(field string) string) error {
 	if strings.ContainsAny(o.KeyPrefix, "{}") {
-		return fmt.Errorf("%w: %s %q must not contain '{' or '}'", ErrInvalidOptions, label("KeyPrefix"), o.KeyPrefix)
+		return fmt.Errorf("%w: %s: must not contain '{' or '}' (the keys' hash tag must be the election's)", ErrInvalidOptions, label("KeyPrefix"))
 	}
 	return nil
 }
