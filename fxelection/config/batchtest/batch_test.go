@@ -1,4 +1,4 @@
-package config_test
+package batchtest_test
 
 import (
 	"context"
