@@ -6,7 +6,9 @@
 // document internally, so both take one path. Without --backend or
 // --config it runs a demo of three candidates on the in-memory backend,
 // with hand-overs and failovers to watch. "example-app status" prints the
-// current leader; "example-app modules" lists the registered modules.
+// current leader; "example-app validate --config FILE" checks a
+// configuration document without running or dialling anything (exit 0 or
+// 2); "example-app modules" lists the registered modules.
 //
 // Logs (--log-format json: one object per line on stdout) follow a fixed
 // contract so scripts can follow an election: "leadership acquired",
@@ -66,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch {
+	case o.validate:
+		err = runValidate(o, stdout)
 	case o.status:
 		err = runStatus(ctx, o, stdout)
 	case o.configFile != "":

@@ -555,28 +555,16 @@ func Build(doc *Document) (fx.Option, error) {
 	for name, ref := range doc.Backends {
 		shared[name] = newProvisioned(joinPath("backends", name), ref.Module)
 	}
-	var opts []fx.Option
+	provs := make([]*provisioned, len(doc.Elections))
 	for i, e := range doc.Elections {
-		p := shared[e.Backend.Use]
-		if p == nil {
-			p = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module)
+		provs[i] = shared[e.Backend.Use]
+		if provs[i] == nil {
+			provs[i] = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module)
 		}
-		cfg := e.Config()
-		tag := `name:"` + e.fxName() + `"`
-		opts = append(opts,
-			fx.Provide(fx.Annotate(
-				func(lc fx.Lifecycle, log *slog.Logger) (*fxelection.Elector, *fxelection.Elector, error) {
-					if err := p.attach(lc, log); err != nil {
-						return nil, nil, err
-					}
-					res, err := fxelection.NewFromParams(fxelection.Params{Lifecycle: lc, Config: cfg, Backend: p.proxy, Logger: log})
-					return res.Elector, res.Grouped, err
-				},
-				fx.ParamTags(``, `optional:"true"`),
-				fx.ResultTags(tag, fxelection.GroupTag),
-			)),
-			fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(tag))),
-		)
+	}
+	var opts []fx.Option
+	if len(doc.Elections) > 0 {
+		opts = append(opts, electorsOption(doc.Elections, provs))
 	}
 	for i, x := range doc.Extensions {
 		opt, err := extensionOptions(x.Module)
@@ -586,6 +574,71 @@ func Build(doc *Document) (fx.Option, error) {
 		opts = append(opts, opt)
 	}
 	return fx.Module("fxelection.config", opts...), nil
+}
+
+// buildIn is what Build's constructor takes from the graph.
+type buildIn struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Logger    *slog.Logger `optional:"true"`
+}
+
+var (
+	electorType = reflect.TypeFor[*fxelection.Elector]()
+	errorType   = reflect.TypeFor[error]()
+)
+
+// electorsOption provides every election's elector from one constructor,
+// whose result is an fx.Out struct made for the document: one field per
+// election tagged with its fx name, and one flattened into
+// fxelection.GroupTag's group. One constructor rather than one annotated
+// fx.Provide per election, because fx and dig keep per provider a caller
+// stack, a graph node and new reflect types for its tags, which made a
+// configured election cost several times the memory of a coded one. Each
+// election's backend module is attached to the lifecycle before its
+// elector is built, so the module's hook still comes before (starts
+// before, stops after) every elector using it. An invoke of the first
+// elector makes fx build them all.
+func electorsOption(elections []Election, provs []*provisioned) fx.Option {
+	n := len(elections)
+	cfgs := make([]fxelection.Config, n)
+	fields := make([]reflect.StructField, 0, n+2)
+	fields = append(fields, reflect.StructField{Name: "Out", Type: reflect.TypeFor[fx.Out](), Anonymous: true})
+	for i, e := range elections {
+		cfgs[i] = e.Config()
+		fields = append(fields, reflect.StructField{Name: "E" + strconv.Itoa(i), Type: electorType,
+			Tag: reflect.StructTag(`name:"` + e.fxName() + `"`)})
+	}
+	fields = append(fields, reflect.StructField{Name: "All", Type: reflect.SliceOf(electorType),
+		Tag: reflect.StructTag(strings.TrimSuffix(fxelection.GroupTag, `"`) + `,flatten"`)})
+	outType := reflect.StructOf(fields)
+	fnType := reflect.FuncOf([]reflect.Type{reflect.TypeFor[buildIn]()}, []reflect.Type{outType, errorType}, false)
+	fail := func(err error) []reflect.Value {
+		return []reflect.Value{reflect.Zero(outType), reflect.ValueOf(&err).Elem()}
+	}
+	ctor := reflect.MakeFunc(fnType, func(args []reflect.Value) []reflect.Value {
+		in := args[0].Interface().(buildIn)
+		out := reflect.New(outType).Elem()
+		all := make([]*fxelection.Elector, 0, n)
+		for i, p := range provs {
+			if err := p.attach(in.Lifecycle, in.Logger); err != nil {
+				return fail(err)
+			}
+			res, err := fxelection.NewFromParams(fxelection.Params{Lifecycle: in.Lifecycle, Config: cfgs[i], Backend: p.proxy, Logger: in.Logger})
+			if err != nil {
+				return fail(fmt.Errorf("elections[%d]: %w", i, err))
+			}
+			out.Field(i + 1).Set(reflect.ValueOf(res.Elector))
+			all = append(all, res.Grouped)
+		}
+		out.Field(n + 1).Set(reflect.ValueOf(all))
+		return []reflect.Value{out, reflect.Zero(errorType)}
+	})
+	first := `name:"` + elections[0].fxName() + `"`
+	return fx.Options(
+		fx.Provide(ctor.Interface()),
+		fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(first))),
+	)
 }
 
 func extensionOptions(m ExtensionModule) (opt fx.Option, err error) {

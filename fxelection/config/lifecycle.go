@@ -123,6 +123,14 @@ func (p *provisioned) call(op string, fn func() error) error {
 // before anything is provisioned); it forwards to the module's Backend once
 // the module's start hook has provisioned it. Before that, and after the
 // module stopped, every operation returns ErrNotProvisioned.
+//
+// It implements every optional capability the core looks for, because an
+// elector looks for them on the value it was built with, before the module
+// has a Backend: fxelection.NamedBackend (the module's name),
+// fxelection.Notifier (forwarded when the provisioned backend is one) and
+// fxelection.BatchRenewer (see RenewBatch). One lazyBackend per provisioned
+// module, shared by every election using the module, so those elections
+// share one renewal batcher as coded elections sharing a backend value do.
 type lazyBackend struct {
 	kind string // the module ID's last label: "memory", "redis", …
 	cur  atomic.Pointer[fxelection.Backend]
@@ -132,6 +140,7 @@ var (
 	_ fxelection.Backend      = (*lazyBackend)(nil)
 	_ fxelection.Notifier     = (*lazyBackend)(nil)
 	_ fxelection.NamedBackend = (*lazyBackend)(nil)
+	_ fxelection.BatchRenewer = (*lazyBackend)(nil)
 )
 
 func (l *lazyBackend) set(b fxelection.Backend) {
@@ -170,6 +179,81 @@ func (l *lazyBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelec
 	}
 	return b.Renew(ctx, lease)
 }
+
+// RenewBatch implements fxelection.BatchRenewer. When the provisioned
+// backend implements BatchRenewer, the whole batch goes to its RenewBatch
+// (one round trip where the store allows). Otherwise each lease is renewed
+// with the backend's Renew, all at once, each on a goroutine of its own, so
+// that every lease gets exactly the outcome Renew gives it and a slow
+// renewal delays no other lease's result beyond ctx: when ctx ends first,
+// the renewals still running get ctx's error, and their goroutines end when
+// the backend's Renew returns (a backend ignoring its context keeps them
+// until then, as it would keep an elector's own call). Before provisioning
+// and after the module stopped, every lease gets ErrNotProvisioned.
+//
+// What this costs an election on a backend that cannot batch: its
+// renewals follow the batching grid of Config.RetryPeriod (up to
+// RetryPeriod/64 early, never late) and share a sender with the other
+// elections of the module; its renew deadline bounds every renewal as
+// before, since the elector stops waiting at its own deadline.
+func (l *lazyBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	out := make([]fxelection.RenewResult, len(leases))
+	b, err := l.get()
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	if br, ok := b.(fxelection.BatchRenewer); ok {
+		return br.RenewBatch(ctx, leases)
+	}
+	return renewEach(ctx, b, leases)
+}
+
+// renewEach renews each lease with b.Renew concurrently and returns their
+// results in order, or, once ctx ends, ctx's error for those still running.
+// A panic in Renew becomes that lease's error.
+func renewEach(ctx context.Context, b fxelection.Backend, leases []fxelection.Lease) []fxelection.RenewResult {
+	type result struct {
+		i int
+		r fxelection.RenewResult
+	}
+	ch := make(chan result, len(leases)) // buffered: a late renewal never blocks
+	for i, lease := range leases {
+		go func() {
+			r := result{i: i}
+			defer func() { ch <- r }()
+			defer func() {
+				if v := recover(); v != nil {
+					r.r = fxelection.RenewResult{Err: errRenewPanicked}
+				}
+			}()
+			r.r.Lease, r.r.Err = b.Renew(ctx, lease)
+		}()
+	}
+	out := make([]fxelection.RenewResult, len(leases))
+	got := make([]bool, len(leases))
+	for range leases {
+		select {
+		case r := <-ch:
+			out[r.i], got[r.i] = r.r, true
+		case <-ctx.Done():
+			for i := range out {
+				if !got[i] {
+					out[i].Err = ctx.Err()
+				}
+			}
+			return out
+		}
+	}
+	return out
+}
+
+// errRenewPanicked is a lease's error in RenewBatch when the provisioned
+// backend's Renew panicked (the panic value is not quoted: it may hold
+// anything the backend had).
+var errRenewPanicked = errors.New("config: renew lease: backend Renew panicked")
 
 // Release implements fxelection.Backend.
 func (l *lazyBackend) Release(ctx context.Context, lease fxelection.Lease) error {

@@ -9,6 +9,16 @@
 //
 //	go run ./internal/scalebench -backends memory,redis,postgres -n 1000,10000,100000
 //
+// With -document the elections come from a configuration document (package
+// fxelection/config) run as an fx app, as example-app --config runs one:
+// one backends entry shared by every election, its module provisioned by
+// the app's start, each elector built by config.Build. A wrapper module
+// (fxelection.backends.scalebench.counted) counts the calls between the
+// config package's backend and the real one, as the coded mode counts
+// between the electors and the backend. The module's client is created at
+// Provision, after the baseline, so its memory counts in the per-election
+// figures (a few hundred KiB over E).
+//
 // Each (backend, E) runs in a fresh child process (the command re-executes
 // itself), so that memory left behind by one run does not count in the
 // next. Memory per election is the difference from a baseline taken after
@@ -62,6 +72,7 @@ type options struct {
 	memRate     int
 	progress    bool
 	cpuProfile  string
+	document    bool
 }
 
 func main() {
@@ -78,6 +89,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measuring window to this file (with -child)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the steady state to this file (with -child)")
 	flag.BoolVar(&o.progress, "progress", false, "print leaders, renewals, errors, losses and goroutines every second on stderr (with -child)")
+	flag.BoolVar(&o.document, "document", false, "build the elections from a configuration document run as an fx app (config.Build) instead of fxelection.New")
 	flag.IntVar(&o.memRate, "memprofilerate", 0, "runtime.MemProfileRate for -memprofile (0: the runtime's default; 1: every allocation)")
 	flag.Parse()
 	if o.memRate > 0 {
@@ -132,8 +144,12 @@ func runParent(o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("# scalebench: LeaseDuration %v, RenewDeadline %v, RetryPeriod %v, window %d retry periods, GOMAXPROCS %d, %s\n",
-		o.lease, o.deadline, o.retry, o.periods, runtime.GOMAXPROCS(0), runtime.Version())
+	mode := "coded (fxelection.New)"
+	if o.document {
+		mode = "document (config.Build, one fx app)"
+	}
+	fmt.Printf("# scalebench: %s; LeaseDuration %v, RenewDeadline %v, RetryPeriod %v, window %d retry periods, GOMAXPROCS %d, %s\n",
+		mode, o.lease, o.deadline, o.retry, o.periods, runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Println("| backend | elections | all lead after | RSS/election | heap/election | stack/election | goroutines/election | CPU (cores) | ops/s (E/RetryPeriod) | round trips/RetryPeriod | renew p50 | renew p99 | lost | load avg |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, be := range strings.Split(o.backends, ",") {
@@ -146,6 +162,9 @@ func runParent(o options) error {
 				"-lease", o.lease.String(), "-deadline", o.deadline.String(), "-retry", o.retry.String(),
 				"-periods", strconv.Itoa(o.periods), "-lead-timeout", o.leadTimeout.String(),
 				"-pg-conns", strconv.Itoa(o.pgConns)}
+			if o.document {
+				args = append(args, "-document")
+			}
 			cmd := exec.Command(self, args...)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, os.Stderr
@@ -470,39 +489,97 @@ func runChild(o options) error {
 		return err
 	}
 	ctx := context.Background()
-	inner, teardown, err := setup(ctx, kind, o.pgConns)
-	if err != nil {
-		return err
-	}
-	defer teardown()
-	be := &counting{b: inner}
-	var shared fxelection.Backend = be
-	if _, ok := inner.(fxelection.BatchRenewer); ok {
-		shared = countingBatch{be}
-	}
 	obs := &observer{}
 	res := result{Backend: kind, N: n, LoadBefore: loadAvg(), Expected: float64(n) / o.retry.Seconds()}
-
-	// Warm the client up (connections, scripts) before the baseline.
-	warm, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: "warm-up", Identity: "bench", Duration: o.lease})
-	if err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	_ = be.Release(ctx, warm)
-	debug.FreeOSMemory()
-	base := takeSnapshot(true)
-
-	electors := make([]*fxelection.Elector, n)
-	for i := range electors {
-		e, err := fxelection.New(fxelection.Config{
-			Name: "e" + strconv.Itoa(i), Identity: "bench",
-			LeaseDuration: o.lease, RenewDeadline: o.deadline, RetryPeriod: o.retry,
-		}, shared)
+	var (
+		be       *counting
+		electors []*fxelection.Elector
+		base     snapshot
+		startAll func() error // starts every elector
+		stopAll  func()       // stops every elector
+	)
+	if o.document {
+		res.Backend = kind + " (document)"
+		inner, teardown, err := moduleFor(kind)
 		if err != nil {
 			return err
 		}
-		e.AddObserver(obs)
-		electors[i] = e
+		defer teardown()
+		debug.FreeOSMemory()
+		base = takeSnapshot(true)
+		app, es, err := documentApp(o, inner, n)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			e.AddObserver(obs)
+		}
+		electors = es
+		startAll = func() error {
+			if err := app.Start(ctx); err != nil {
+				return err
+			}
+			be = lastCounted.Load()
+			return nil
+		}
+		stopAll = func() {
+			if err := app.Stop(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "scalebench: stop:", err)
+			}
+		}
+	} else {
+		inner, teardown, err := setup(ctx, kind, o.pgConns)
+		if err != nil {
+			return err
+		}
+		defer teardown()
+		be = &counting{b: inner}
+		var shared fxelection.Backend = be
+		if _, ok := inner.(fxelection.BatchRenewer); ok {
+			shared = countingBatch{be}
+		}
+
+		// Warm the client up (connections, scripts) before the baseline.
+		warm, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: "warm-up", Identity: "bench", Duration: o.lease})
+		if err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		_ = be.Release(ctx, warm)
+		debug.FreeOSMemory()
+		base = takeSnapshot(true)
+
+		electors = make([]*fxelection.Elector, n)
+		for i := range electors {
+			e, err := fxelection.New(fxelection.Config{
+				Name: "e" + strconv.Itoa(i), Identity: "bench",
+				LeaseDuration: o.lease, RenewDeadline: o.deadline, RetryPeriod: o.retry,
+			}, shared)
+			if err != nil {
+				return err
+			}
+			e.AddObserver(obs)
+			electors[i] = e
+		}
+		startAll = func() error {
+			for _, e := range electors {
+				if err := e.Start(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		stopAll = func() {
+			var wg sync.WaitGroup
+			next := atomic.Int64{}
+			for range 64 {
+				wg.Go(func() {
+					for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+						_ = electors[i].Stop(ctx)
+					}
+				})
+			}
+			wg.Wait()
+		}
 	}
 	// Sample the goroutine count during start-up: goroutines that exist
 	// together leave their descriptors (and, for a while, their stacks)
@@ -532,10 +609,8 @@ func runChild(o options) error {
 		}()
 	}
 	start := time.Now()
-	for _, e := range electors {
-		if err := e.Start(ctx); err != nil {
-			return err
-		}
+	if err := startAll(); err != nil {
+		return err
 	}
 	limit := time.Now().Add(o.leadTimeout)
 	for obs.leading.Load() < int64(n) && time.Now().Before(limit) {
@@ -594,17 +669,8 @@ func runChild(o options) error {
 	res.Classes = classDiff(base, end, n)
 
 	stopStart := time.Now()
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				_ = electors[i].Stop(ctx)
-			}
-		})
-	}
 	stopped := make(chan struct{})
-	go func() { wg.Wait(); close(stopped) }()
+	go func() { stopAll(); close(stopped) }()
 	select {
 	case <-stopped:
 		res.StopSeconds = time.Since(stopStart).Seconds()
