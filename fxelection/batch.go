@@ -41,6 +41,19 @@ type BatchRenewer interface {
 	RenewBatch(ctx context.Context, leases []Lease) []RenewResult
 }
 
+// BatchProber is implemented by a Backend that implements BatchRenewer on
+// behalf of another it forwards to, and so can batch only when that one
+// can: a wrapper that exists before the store it stands for (the one
+// config.Build hands its electors, resolved when the app starts). An
+// elector asks when it starts; false makes it renew lease by lease with
+// Renew, as on a backend without BatchRenewer, so that one slow renewal
+// never holds up another election's result.
+type BatchProber interface {
+	// CanRenewBatch reports whether RenewBatch now reaches a store that
+	// renews many leases in one round trip.
+	CanRenewBatch() bool
+}
+
 // RenewResult is one lease's outcome in BatchRenewer.RenewBatch: what Renew
 // would have returned for it.
 type RenewResult struct {
@@ -128,6 +141,9 @@ var batchers struct {
 func joinBatcher(b Backend) *batcher {
 	br, ok := b.(BatchRenewer)
 	if !ok || !reflect.ValueOf(b).Comparable() {
+		return nil
+	}
+	if p, ok := b.(BatchProber); ok && !p.CanRenewBatch() {
 		return nil
 	}
 	batchers.mu.Lock()

@@ -324,3 +324,55 @@ func TestLeaderContextDerived(t *testing.T) {
 		}
 	})
 }
+
+// probed is the in-memory backend (a BatchRenewer) behind a BatchProber
+// that says whether it may batch, counting both kinds of renewal.
+type probed struct {
+	*fxelection.MemoryBackend
+	batches    bool
+	mu         sync.Mutex
+	direct, in int
+}
+
+func (p *probed) CanRenewBatch() bool { return p.batches }
+
+func (p *probed) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	p.mu.Lock()
+	p.direct++
+	p.mu.Unlock()
+	return p.MemoryBackend.Renew(ctx, l)
+}
+
+func (p *probed) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+	p.mu.Lock()
+	p.in += len(leases)
+	p.mu.Unlock()
+	return p.MemoryBackend.RenewBatch(ctx, leases)
+}
+
+// TestBatchProber: an elector on a BatchRenewer that is also a BatchProber
+// batches only when CanRenewBatch says so at Start, and otherwise renews
+// lease by lease (config.Build's wrapper on a store that cannot batch).
+func TestBatchProber(t *testing.T) {
+	for _, can := range []bool{true, false} {
+		t.Run(fmt.Sprint(can), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &probed{MemoryBackend: fxelection.NewMemoryBackend(), batches: can}
+				e := start(t, cfg("a"), p)
+				time.Sleep(10 * retry)
+				synctest.Wait()
+				if !e.IsLeader() {
+					t.Fatal("not leading")
+				}
+				if err := e.Stop(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if can && (p.in < 8 || p.direct != 0) || !can && (p.direct < 8 || p.in != 0) {
+					t.Fatalf("CanRenewBatch %v: %d renewals in batches, %d direct", can, p.in, p.direct)
+				}
+			})
+		})
+	}
+}

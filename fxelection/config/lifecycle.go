@@ -141,6 +141,7 @@ var (
 	_ fxelection.Notifier     = (*lazyBackend)(nil)
 	_ fxelection.NamedBackend = (*lazyBackend)(nil)
 	_ fxelection.BatchRenewer = (*lazyBackend)(nil)
+	_ fxelection.BatchProber  = (*lazyBackend)(nil)
 )
 
 func (l *lazyBackend) set(b fxelection.Backend) {
@@ -180,6 +181,19 @@ func (l *lazyBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelec
 	return b.Renew(ctx, lease)
 }
 
+// CanRenewBatch implements fxelection.BatchProber: an elector started
+// after its module was provisioned (fx starts modules first) batches
+// exactly when the provisioned backend implements BatchRenewer, and
+// otherwise renews with Renew as a coded elector on that backend would.
+func (l *lazyBackend) CanRenewBatch() bool {
+	b, err := l.get()
+	if err != nil {
+		return false
+	}
+	_, ok := b.(fxelection.BatchRenewer)
+	return ok
+}
+
 // RenewBatch implements fxelection.BatchRenewer. When the provisioned
 // backend implements BatchRenewer, the whole batch goes to its RenewBatch
 // (one round trip where the store allows). Otherwise each lease is renewed
@@ -191,7 +205,9 @@ func (l *lazyBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelec
 // until then, as it would keep an elector's own call). Before provisioning
 // and after the module stopped, every lease gets ErrNotProvisioned.
 //
-// What this costs an election on a backend that cannot batch: its
+// Electors started after provisioning do not call it on such a backend
+// (CanRenewBatch); the fallback is for one started before. What it costs
+// an election on a backend that cannot batch: its
 // renewals follow the batching grid of Config.RetryPeriod (up to
 // RetryPeriod/64 early, never late) and share a sender with the other
 // elections of the module; its renew deadline bounds every renewal as
