@@ -38,14 +38,9 @@ func runFlags(ctx context.Context, o options, log *slog.Logger) error {
 // the config package rejects is bad input: one line per problem, each
 // naming the file and the JSON path.
 func runConfig(ctx context.Context, o options, log *slog.Logger) error {
-	doc, err := config.Loader{}.ParseFile(o.configFile)
+	doc, opt, err := loadConfig(o)
 	if err != nil {
-		return configProblem(o.configFile, err)
-	}
-	opt, err := config.Build(doc)
-	if err != nil {
-		// As LoadFile would: the error names the file.
-		return configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
+		return err
 	}
 	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, func(err error) error { return err })
 }
@@ -236,4 +231,20 @@ func (o options) settingError(msg string, err error) error {
 		return err
 	}
 	return usageError{o.settingProblem(errors.New(msg))}
+}
+
+// loadConfig parses --config's document and builds its fx options; a
+// problem is bad input, one line per problem, each naming the file and the
+// JSON path (as LoadFile's errors name the file). Running and validating a
+// document both start here.
+func loadConfig(o options) (*config.Document, fx.Option, error) {
+	doc, err := config.Loader{}.ParseFile(o.configFile)
+	if err != nil {
+		return nil, nil, configProblem(o.configFile, err)
+	}
+	opt, err := config.Build(doc)
+	if err != nil {
+		return nil, nil, configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
+	}
+	return doc, opt, nil
 }

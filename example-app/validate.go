@@ -18,13 +18,9 @@ import (
 // one summary line on w; an invalid or unreadable one the same problems,
 // one per line with their JSON paths, as running it would report (exit 2).
 func runValidate(o options, w io.Writer) error {
-	doc, err := config.Loader{}.ParseFile(o.configFile)
+	doc, opt, err := loadConfig(o)
 	if err != nil {
-		return configProblem(o.configFile, err)
-	}
-	opt, err := config.Build(doc)
-	if err != nil {
-		return configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
+		return err
 	}
 	// The graph's shape only: fx.ValidateApp runs no constructor, invoke
 	// or hook.

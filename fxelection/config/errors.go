@@ -18,6 +18,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	redactmask "github.com/fxelection/fxelection/fxelection/internal/redact"
 )
 
 // Sentinel errors. Every error from decoding, placeholders and validation is
@@ -199,21 +200,7 @@ func (m *masker) text(s string) string {
 				}
 			}
 		}
-		if mask != nil {
-			var b strings.Builder
-			for i := 0; i < len(s); {
-				if !mask[i] {
-					b.WriteByte(s[i])
-					i++
-					continue
-				}
-				b.WriteString(backendkit.Redacted)
-				for i < len(s) && mask[i] {
-					i++
-				}
-			}
-			s = b.String()
-		}
+		s = redactmask.Apply(s, mask)
 	}
 	for _, sp := range m.short {
 		s = strings.ReplaceAll(s, sp, backendkit.Redacted)

@@ -59,6 +59,13 @@ func redactKeyValues(s string) string {
 		}
 		i += loc[3] // resume after the key, inside its value
 	}
+	return Apply(s, mask)
+}
+
+// Apply returns s with every run of bytes marked in mask (len(s) long, or
+// nil for none) replaced by one Mask: overlapping or touching ranges merge
+// into one replacement.
+func Apply(s string, mask []bool) string {
 	if mask == nil {
 		return s
 	}
