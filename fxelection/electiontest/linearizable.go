@@ -37,7 +37,8 @@ type LinearizableOptions struct {
 	// context cancelled, or a store failure) the store may still apply
 	// it: the model lets the call take effect at any instant up to its
 	// return plus Grace. A store that applies a cancelled write later than
-	// that can make a correct history look wrong. Default: 100ms.
+	// that can make a correct history look wrong. Default: 1s, generous:
+	// a loaded machine may deschedule a store process for that long.
 	Grace time.Duration
 	// CheckTimeout bounds the linearizability check. Default: 1m.
 	CheckTimeout time.Duration
@@ -69,7 +70,7 @@ func (o LinearizableOptions) withDefaults() LinearizableOptions {
 		o.MaxOps = 300
 	}
 	if o.Grace == 0 {
-		o.Grace = 100 * time.Millisecond
+		o.Grace = time.Second
 	}
 	if o.CheckTimeout == 0 {
 		o.CheckTimeout = time.Minute
