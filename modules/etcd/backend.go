@@ -397,28 +397,38 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
-	resp, err := b.client.Get(ctx, b.Key(election))
-	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	// The key and its etcd lease's TTL are two reads. If the lease is gone
+	// by the second, the key may have moved to another etcd lease in
+	// between (its holder re-acquired), so the key is read again: only a
+	// key that is gone, or still on the lease that is gone, is no lease.
+	var prev *mvccpb.KeyValue
+	for attempt := 1; ; attempt++ {
+		resp, err := b.client.Get(ctx, b.Key(election))
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+		}
+		kv := firstKV(resp.Kvs)
+		if kv == nil || prev != nil && kv.ModRevision == prev.ModRevision && kv.Lease == prev.Lease {
+			return fxelection.Lease{}, fxelection.ErrNoLease
+		}
+		l, err := decodeKV(election, kv)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+		}
+		ttl, err := b.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && leaseGone(ttl) {
+			if attempt >= maxAcquireAttempts {
+				return fxelection.Lease{}, errors.New("get lease: the key kept moving to other etcd leases")
+			}
+			prev = kv // revoked since the read: read the key again
+			continue
+		}
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("get lease: time to live: %w", err)
+		}
+		l.ExpiresAt = time.Now().Add(time.Duration(max(ttl.TTL, 0)) * time.Second)
+		return l, nil
 	}
-	kv := firstKV(resp.Kvs)
-	if kv == nil {
-		return fxelection.Lease{}, fxelection.ErrNoLease
-	}
-	l, err := decodeKV(election, kv)
-	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
-	}
-	ttl, err := b.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && leaseGone(ttl) {
-		// Revoked since the read, and the key with it.
-		return fxelection.Lease{}, fxelection.ErrNoLease
-	}
-	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("get lease: time to live: %w", err)
-	}
-	l.ExpiresAt = time.Now().Add(time.Duration(max(ttl.TTL, 0)) * time.Second)
-	return l, nil
 }
 
 // leaseGone reports whether a TimeToLive answer says the etcd lease no
