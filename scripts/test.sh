@@ -81,6 +81,7 @@ if [ -z "${FXELECTION_AZURITE:-}" ] && [ ! -x .cache/azurite/node_modules/.bin/a
 	npm install --no-audit --no-fund --silent --prefix .cache/azurite "azurite@$AZURITE_VERSION" >/dev/null
 fi
 
+args=("$@")
 pkgs=("$@")
 [ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
 
@@ -112,39 +113,58 @@ go_each() {
 	done
 }
 
-log "go $(go env GOVERSION): gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then
-	echo "gofmt needed on:"; echo "$unformatted"; exit 1
-fi
+# Every phase runs even after one fails; testreport (internal/testreport)
+# turns `go test -json` into a package line per package, a failed test's
+# output when it fails, a progress line when nothing was printed for 30 s,
+# and ends with the failures and the line "N passed, N failed, N skipped".
+mkdir -p .cache/bin
+go build -o .cache/bin/testreport ./internal/testreport
 
-log "go vet"
-go_each vet
+phase() { log "$1"; echo "##testreport phase $1"; }
+failed() { echo "##testreport exit $1 $2"; }
 
-log "go test -race"
-go_each test -race -count=1 -timeout 40m
+run_phases() {
+	phase "go $(go env GOVERSION): gofmt"
+	# shellcheck disable=SC2046 # one file name per word
+	unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))
+	if [ -n "$unformatted" ]; then
+		echo "gofmt needed on:"; echo "$unformatted"
+		echo "##testreport fail gofmt"
+	fi
 
-# Fuzzing: the seed corpus of every Fuzz target already ran above as a unit
-# test; on a full run each target also fuzzes for FUZZTIME (default 50000x:
-# that many inputs; FUZZTIME=0 skips this step; FUZZTIME=2000000x or 10m to
-# hunt for longer on demand). The default is a count, not a duration: Go
-# 1.26's fuzz coordinator can fail a duration-bounded run with "context
-# deadline exceeded" when a starved worker is mid-input at the deadline
-# (golang/go#75804, fixed in Go 1.27), and a count has no deadline to race.
-fuzztime=${FUZZTIME:-50000x}
-if [ "$fuzztime" != 0 ] && [ $# -eq 0 ]; then
-	targets=$(git grep -E '^func Fuzz[A-Za-z0-9_]+\(' -- '*_test.go' 2>/dev/null ||
-		grep -rE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . || true)
-	log "go test -fuzz: $(printf '%s\n' "$targets" | grep -c . || true) targets, $fuzztime each"
-	while IFS= read -r line; do
-		[ -n "$line" ] || continue
-		file=${line%%:*}
-		name=$(printf '%s\n' "${line#*:}" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/')
-		dir=$(dirname "$file") mod=.
-		for m in "${nested[@]}"; do
-			case "$dir" in "$m" | "$m"/*) mod=$m dir=${dir#"$m"} dir=${dir#/} dir=${dir:-.} ;; esac
-		done
-		log "fuzz $name ($(dirname "$file"))"
-		(cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "./$dir")
-	done <<<"$targets"
-fi
+	phase "go vet"
+	go_each vet || failed "go vet" $?
+
+	phase "go test -race"
+	go_each test -race -count=1 -timeout 40m -json || failed "go test -race" $?
+
+	# Fuzzing: the seed corpus of every Fuzz target already ran above as a
+	# unit test; on a full run each target also fuzzes for FUZZTIME (default
+	# 50000x: that many inputs; FUZZTIME=0 skips this step; FUZZTIME=2000000x
+	# or 10m to hunt for longer on demand). The default is a count, not a
+	# duration: Go 1.26's fuzz coordinator can fail a duration-bounded run
+	# with "context deadline exceeded" when a starved worker is mid-input at
+	# the deadline (golang/go#75804, fixed in Go 1.27), and a count has no
+	# deadline to race.
+	fuzztime=${FUZZTIME:-50000x}
+	if [ "$fuzztime" != 0 ] && [ ${#args[@]} -eq 0 ]; then
+		targets=$(git grep -E '^func Fuzz[A-Za-z0-9_]+\(' -- '*_test.go' 2>/dev/null ||
+			grep -rE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . || true)
+		phase "go test -fuzz: $(printf '%s\n' "$targets" | grep -c . || true) targets, $fuzztime each"
+		while IFS= read -r line; do
+			[ -n "$line" ] || continue
+			file=${line%%:*}
+			name=$(printf '%s\n' "${line#*:}" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/')
+			dir=$(dirname "$file") mod=.
+			for m in "${nested[@]}"; do
+				case "$dir" in "$m" | "$m"/*) mod=$m dir=${dir#"$m"} dir=${dir#/} dir=${dir:-.} ;; esac
+			done
+			(cd "$mod" && go test -json -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "./$dir") ||
+				failed "fuzz $name" $?
+		done <<<"$targets"
+	fi
+}
+
+set +e
+run_phases 2>&1 | .cache/bin/testreport
+exit "${PIPESTATUS[1]}"
