@@ -62,7 +62,7 @@ func (s *suite) renewBatch(t *testing.T) {
 	a, other := s.newBackend(t), s.newBackend(t)
 	br, ok := a.(fxelection.BatchRenewer)
 	if !ok {
-		t.Skip("the backend does not implement fxelection.BatchRenewer (optional)")
+		t.Fatal("the backend does not implement fxelection.BatchRenewer")
 	}
 	if got := br.RenewBatch(Context(t), nil); len(got) != 0 {
 		t.Fatalf("RenewBatch(nil) returned %d results", len(got))
