@@ -6,7 +6,16 @@
 #   ./scripts/test.sh            # everything
 #   ./scripts/test.sh ./modules/redis/...   # some packages
 #
+# Every phase (gofmt, vet, go test -race, fuzzing) runs even after one
+# fails; the run ends with the failed tests and the line
+# "N passed, N failed, N skipped", and exits non-zero if anything failed.
 # Under CI=true a test whose server binary is missing fails instead of skipping.
+#
+# Knobs (environment): FUZZTIME (inputs or time per fuzz target, 0 skips
+# fuzzing), TEST_P and TEST_PARALLEL (go test -p and -parallel, default 4),
+# FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED (a longer or replayed
+# chaos run).
+#
 # Servers: redis-server, PostgreSQL, memcached and nats-server (Debian
 # packages), MinIO (go install), Azurite (npm).
 set -euo pipefail
@@ -84,6 +93,8 @@ fi
 args=("$@")
 pkgs=("$@")
 [ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
+TEST_P=${TEST_P:-4}
+TEST_PARALLEL=${TEST_PARALLEL:-4}
 
 # Nested Go modules (their own go.mod, so outside the root's ./...): vet,
 # tests and fuzzing run inside them. etcd's tests embed etcd itself: nothing
@@ -135,8 +146,25 @@ run_phases() {
 	phase "go vet"
 	go_each vet || failed "go vet" $?
 
-	phase "go test -race"
-	go_each test -race -count=1 -timeout 40m -json || failed "go test -race" $?
+	# The tests mostly wait (for leases to expire, faults to end, servers
+	# to start), so more packages (-p) and parallel conformance cases
+	# (-parallel) run at once than there are cores; every test must pass
+	# with the cores oversubscribed anyway. The nested modules run beside
+	# the root's packages; their output follows the root's.
+	phase "go test -race (-p $TEST_P -parallel $TEST_PARALLEL)"
+	testflags=(test -race -count=1 -timeout 40m -json -p "$TEST_P" -parallel "$TEST_PARALLEL")
+	nested_out=$(mktemp -d)
+	for m in "${!sub_pkgs[@]}"; do
+		# shellcheck disable=SC2086 # the list is space-separated on purpose
+		( (cd "$m" && go "${testflags[@]}" ${sub_pkgs[$m]}) || failed "go test -race ($m)" $? ) \
+			>"$nested_out/${m//\//_}.json" 2>&1 &
+	done
+	if [ ${#root_pkgs[@]} -gt 0 ]; then
+		go "${testflags[@]}" "${root_pkgs[@]}" || failed "go test -race" $?
+	fi
+	wait
+	cat "$nested_out"/*.json 2>/dev/null
+	rm -rf "$nested_out"
 
 	# Fuzzing: the seed corpus of every Fuzz target already ran above as a
 	# unit test; on a full run each target also fuzzes for FUZZTIME (default
