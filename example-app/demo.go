@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
 
 // Demo timing: short enough to watch a failover in a few seconds.
@@ -23,7 +23,7 @@ const (
 // goes through a fault injector so the demo can cut it off the store.
 type demoCandidate struct {
 	id     string
-	net    *electiontest.Faulty
+	net    *faultinject.Backend
 	e      *fxelection.Elector
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -45,7 +45,7 @@ func runDemo(ctx context.Context, o options, log *slog.Logger) error {
 
 	cands := make([]*demoCandidate, 3)
 	for i := range cands {
-		c := &demoCandidate{id: fmt.Sprintf("candidate-%d", i+1), net: electiontest.NewFaulty(store)}
+		c := &demoCandidate{id: fmt.Sprintf("candidate-%d", i+1), net: faultinject.New(store)}
 		if err := c.start(o, log); err != nil {
 			return err
 		}

@@ -44,6 +44,8 @@ type options struct {
 	status   bool // the "status" subcommand
 	modules  bool // the "modules" subcommand: list registered modules
 	validate bool // the "validate" subcommand: check --config, run nothing
+	// help is the command "help COMMAND" asks about ("" for the program).
+	help string
 
 	// configFile is --config: a configuration document to run instead of
 	// the one election the per-election flags describe.
@@ -250,6 +252,21 @@ func (r recorder) IsBoolFlag() bool {
 func parseArgs(args []string, getenv func(string) string) (options, error) {
 	o := defaults()
 	o.fromEnv = map[string]string{}
+	if len(args) > 0 && args[0] == "help" {
+		if len(args) > 2 {
+			return o, usagef("help takes one command at most (got %s)", show(args[2]))
+		}
+		if len(args) == 2 {
+			o.help = args[1]
+			if isHelpFlag(o.help) {
+				o.help = "help"
+			}
+			if commandHelp(o.help) == nil {
+				return o, usagef("help: unknown command %s (commands: %s)", show(args[1]), strings.Join(commandNames(), ", "))
+			}
+		}
+		return o, flag.ErrHelp
+	}
 	switch {
 	case len(args) > 0 && args[0] == "status":
 		o.status = true
@@ -261,7 +278,8 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 	if len(args) > 0 && args[0] == "modules" {
 		o.modules = true
 		args = args[1:]
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		if len(args) > 0 && isHelpFlag(args[0]) {
+			o.help = "modules"
 			return o, flag.ErrHelp
 		}
 		if len(args) > 0 {
@@ -280,6 +298,12 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		switch {
 		case errors.Is(err, flag.ErrHelp):
+			switch {
+			case o.status:
+				o.help = "status"
+			case o.validate:
+				o.help = "validate"
+			}
 			return o, err
 		case fail.err != nil:
 			return o, valueProblem(o.label(fail.name), fail.err)
@@ -308,6 +332,12 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 		o.id = fxelection.DefaultIdentity()
 	}
 	return o, o.check()
+}
+
+// isHelpFlag reports whether arg asks for help as the flag package's -h
+// does.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h"
 }
 
 // parseProblem rewrites the flag package's own errors (unknown flag,
@@ -536,21 +566,5 @@ func (o options) config() fxelection.Config {
 		RetryPeriod:   o.retry,
 		MaxBackoff:    max(fxelection.DefaultMaxBackoff, o.retry),
 		StopTimeout:   o.stopTimeout,
-	}
-}
-
-func printUsage(w io.Writer) {
-	o := defaults()
-	fmt.Fprintf(w, "usage: example-app [status] [flags]\n       example-app --config FILE [--http ADDR] [--log-format F] [--work-interval D]\n       example-app validate --config FILE\n       example-app modules\n\nWith no --backend and no --config, runs a three-candidate demo on the in-memory backend.\n\"validate\" parses and validates a configuration file without connecting to anything: every problem on its own line, exit 0 (valid) or 2.\n\"modules\" lists the registered modules (backends: fxelection.backends.<name>).\nEvery flag can also be set with FXELECTION_<FLAG> (e.g. FXELECTION_REDIS_ADDR).\n\n")
-	for _, d := range o.flagTable() {
-		kind := ""
-		if k, ok := d.value.(interface{ kind() string }); ok {
-			kind = " " + k.kind()
-		}
-		def := ""
-		if v := d.value.String(); v != "" && v != "0" && v != "0s" && v != "false" && !d.secret {
-			def = " (default " + v + ")"
-		}
-		fmt.Fprintf(w, "  --%s%s\n    \t%s%s [%s]\n", d.name, kind, d.usage, def, envName(d.name))
 	}
 }

@@ -8,7 +8,8 @@
 // with hand-overs and failovers to watch. "example-app status" prints the
 // current leader; "example-app validate --config FILE" checks a
 // configuration document without running or dialling anything (exit 0 or
-// 2); "example-app modules" lists the registered modules.
+// 2); "example-app modules" lists the registered modules; "example-app help
+// [COMMAND]" prints the usage (of one command).
 //
 // Logs (--log-format json: one object per line on stdout) follow a fixed
 // contract so scripts can follow an election: "leadership acquired",
@@ -47,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	var ue usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		printUsage(stdout)
+		printHelp(stdout, o.help)
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "example-app:", ue.msg)

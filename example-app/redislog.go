@@ -34,7 +34,8 @@ func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 	r.log.DebugContext(ctx, "redis client", "line", msg)
 }
 
-// routeRedisLogs installs redisLog with the app's logger and secrets.
+// routeRedisLogs installs redisLog with the app's logger and secrets. run
+// calls it before every command that can dial a store, status included.
 func routeRedisLogs(log *slog.Logger, secrets []string) {
 	redis.SetLogger(redisLog{log: log, secrets: secrets})
 }

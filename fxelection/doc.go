@@ -1,12 +1,47 @@
 // Package fxelection is distributed leader election for Go, delivered as
 // uber-fx modules and usable without fx.
 //
-// An Elector campaigns for one election's lease on a Backend (Redis,
-// Postgres, in-memory, or your own) and keeps it while it can. The
-// application asks IsLeader, runs work with RunIfLeader (the work's context
-// is cancelled the moment leadership ends), learns who leads with Leader —
-// on followers too — and guards its writes with the lease's Term, a fencing
-// token that strictly increases on every change of holder.
+// One candidate of each election leads at a time. Give it work to do while it
+// leads, and guard that work's writes with the lease's fencing term:
+//
+//	backend := fxelection.NewMemoryBackend() // or redislease.New(client, …), pglease.New(pool, …), …
+//	e, err := fxelection.New(fxelection.Config{
+//		Name: "nightly-report",
+//		Callbacks: fxelection.Callbacks{
+//			OnStartedLeading: func(ctx context.Context) {
+//				lease, _ := fxelection.LeaseFromContext(ctx)
+//				report(ctx, lease.Term) // ctx is cancelled the moment leadership ends
+//			},
+//		},
+//	}, backend)
+//	if err != nil {
+//		return err
+//	}
+//	if err := e.Start(ctx); err != nil { // campaigns in the background
+//		return err
+//	}
+//	defer e.Stop(context.Background()) // releases the lease: another candidate leads at once
+//
+// Under fx, a backend module provides the Backend and Module the Elector,
+// which campaigns from the app's start and releases the lease when it stops:
+//
+//	fx.New(
+//		fx.Provide(newRedisClient), // the app owns its client
+//		redislease.Module,
+//		fx.Supply(fxelection.Config{Name: "nightly-report"}),
+//		fxelection.Module,
+//		fx.Invoke(func(e *fxelection.Elector) { … }),
+//	)
+//
+// An Elector campaigns for one election's lease on a Backend and keeps it
+// while it can. The application asks IsLeader, runs work with RunIfLeader or
+// Callbacks.OnStartedLeading (the work's context is cancelled the moment
+// leadership ends), learns who leads with Leader — on followers too — and
+// guards its writes with the lease's Term, a fencing token that strictly
+// increases on every change of holder. A Watcher follows the leader without
+// campaigning.
+//
+// # Guarantees
 //
 // Timing follows client-go's discipline: the leader renews every
 // RetryPeriod and stops believing it leads once no renewal has succeeded
@@ -29,16 +64,42 @@
 // every store failure is redacted (backendkit.RedactError) before any
 // callback, observer, log line or Status sees it.
 //
-// The core owns all timing, events and metrics hooks; a Backend is only four
-// atomic storage operations, proven by the conformance suite in package
-// electiontest. Backends are also modules of package fxelection/config
-// (IDs such as fxelection.backends.redis, registered when their package is
-// imported), so a configuration document can name a backend and its typed
-// settings; config.Load turns a document into the fx options of every
-// election it lists. Module wires an Elector into an fx app: campaigning
-// starts with the app and the lease is released when it stops.
-//
 // What no lease-based election can promise: a process paused for longer
 // than LeaseDuration−RenewDeadline right after a renewal may act once more
 // after another took over. Fence external writes with Lease.Term.
+//
+// # Packages
+//
+// The core owns all timing, events and metrics hooks; a Backend is only four
+// atomic storage operations. Import paths below are relative to
+// github.com/fxelection/fxelection; who uses each:
+//
+//   - fxelection (this package): every application. Elector, Config,
+//     Watcher, the Backend contract, the fx modules and the in-memory backend.
+//   - modules/redis (redislease), modules/postgres (pglease), modules/s3
+//     (s3lease), modules/blob (bloblease), modules/cache (cachelease) with
+//     modules/cache/memcached (memcachedlease) and modules/cache/nats
+//     (natslease), and modules/etcd (etcdlease, a Go module of its own):
+//     applications, one backend each, with its fx module and its
+//     configuration module.
+//   - modules/redis/redisfence and modules/postgres/pgfence: applications
+//     whose leader writes to Redis or PostgreSQL, to refuse a deposed
+//     leader's writes by fencing term.
+//   - fxelection/fence: authors of fencing guards for other stores; the
+//     token and errors every guard shares.
+//   - fxelection/config: applications configured from a file; turns a
+//     configuration document naming elections and backend modules into fx
+//     options (config.Load). Authors of third-party backend modules too.
+//   - metrics: applications exporting Prometheus metrics and serving health
+//     checks (liveness, readiness, leader-only) for their electors.
+//   - fxelection/schedule: applications running scheduled jobs only on the
+//     leader; fxelection/schedule/fxgocron does it for gocron v2, with or
+//     without fx.
+//   - fxelection/backendkit: backend authors; redaction, record encoding,
+//     observed-time expiry, push wake-up and backoff helpers.
+//   - fxelection/electiontest: backend authors and tests; the conformance
+//     suite every backend runs, chaos runs, event recorders and fault
+//     injection. fxelection/electiontest/faultinject is the fault-injecting
+//     backend wrapper on its own, without package testing, for programs
+//     (demos, drills).
 package fxelection

@@ -27,19 +27,23 @@ import (
 // can act as leader after another took over. Use the fencing term
 // (LeaseFromContext) to make such late writes harmless.
 //
-// A leader waiting for its next renewal holds no goroutine (its
-// leadership runs on timer and request events, see leadStep), electors that
-// share a backend implementing BatchRenewer renew in batches, and
-// campaigns started together take their first step on a few goroutines
-// shared per backend (see startCampaign), so one process can run many
-// elections.
+// One process can run many elections: a leader waiting for its next
+// renewal holds no goroutine, electors that share a backend implementing
+// BatchRenewer renew in batches (one store round trip for many leases), and
+// electors started together share a few goroutines for their first step
+// instead of one each.
 //
-// An Elector is safe for concurrent use. Start it once; after Stop it cannot
-// be started again.
-//
-// Its fields are ordered to leave little padding: a process running many
-// elections keeps one per election.
+// An Elector is safe for concurrent use by many goroutines. Start it once;
+// after Stop it cannot be started again. Callbacks never run on the
+// goroutine that renews, so a slow callback cannot delay a renewal;
+// observers are called synchronously and must be fast (see Observer).
 type Elector struct {
+	// Implementation notes. A leader's leadership runs on timer and request
+	// events (leadStep), not on a goroutine of its own; campaigns started
+	// together take their first step on a few goroutines shared per backend
+	// (startCampaign). The fields are ordered to leave little padding: a
+	// process running many elections keeps one Elector per election.
+
 	cfg     Config
 	backend Backend
 	kind    string

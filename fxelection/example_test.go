@@ -10,6 +10,50 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 )
 
+// The package's front-door example: one candidate leads, does its work with
+// the fencing term, and releases the lease on Stop.
+func Example() {
+	ctx := context.Background()
+	done := make(chan struct{})
+	backend := fxelection.NewMemoryBackend()
+	e, err := fxelection.New(fxelection.Config{
+		Name:     "nightly-report",
+		Identity: "worker-1",
+		Callbacks: fxelection.Callbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				lease, _ := fxelection.LeaseFromContext(ctx)
+				report(ctx, lease.Term)
+				close(done)
+				<-ctx.Done() // lead until leadership ends
+			},
+			OnStoppedLeading: func(lease fxelection.Lease, reason fxelection.StopReason) {
+				fmt.Printf("%s stopped leading term %d: %s\n", lease.Holder, lease.Term, reason)
+			},
+		},
+	}, backend)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := e.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-done
+	if err := e.Stop(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// writing the report with fencing term 1
+	// worker-1 stopped leading term 1: stopped
+}
+
+// report stands for the leader's work: its writes carry term, so a store
+// with a fencing guard refuses them once a later leader has written.
+func report(_ context.Context, term uint64) {
+	fmt.Printf("writing the report with fencing term %d\n", term)
+}
+
 // An fx application on the in-memory backend: the module starts campaigning
 // when the app starts and releases the lease when it stops.
 func Example_fx() {

@@ -9,16 +9,17 @@ import (
 	"time"
 )
 
-// MemoryBackend is an in-process Backend: leases live in a map guarded by a
-// mutex and expire by this process's monotonic clock. Terms are monotonic
-// for the life of the value. It supports push wake-up (Notifier).
+// MemoryBackend is an in-process Backend: leases live in this process's
+// memory and expire by its monotonic clock. Every operation is atomic and it
+// is safe for concurrent use. Terms are monotonic for the life of the value.
+// It supports push wake-up (Notifier) and batched renewals (BatchRenewer).
 //
 // It serves single-process applications (several goroutines or components
 // electing one of themselves), demos and users' unit tests. It cannot
-// coordinate separate processes. Leases are kept as values, not encoded:
-// nothing but this process writes them, so there is no foreign record to
-// decode.
+// coordinate separate processes. Nothing but this process writes its
+// leases, so it never meets a foreign record (ErrInvalidRecord).
 type MemoryBackend struct {
+	// Leases are kept as values, not encoded, in a map guarded by mu.
 	mu      sync.Mutex
 	entries map[string]*memEntry
 	version uint64

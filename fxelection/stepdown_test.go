@@ -51,7 +51,7 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 				)
 				if batched {
 					bf := electiontest.NewBatchFaulty(fxelection.NewMemoryBackend())
-					fa, b = bf.Faulty, bf
+					fa, b = bf.Backend, bf
 				} else {
 					fa = electiontest.NewFaulty(fxelection.NewMemoryBackend())
 					b = fa

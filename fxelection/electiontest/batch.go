@@ -11,48 +11,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 )
 
-// BatchFaulty is a Faulty that also implements fxelection.BatchRenewer,
-// so that electors on it renew in batches. A fault set for
-// fxelection.OpRenew (or for all operations) hits a whole batch as it
-// would hit one Renew call; each lease in a batch counts as one call in
-// Calls. Batches go to the wrapped backend's RenewBatch, or, if it has
-// none, to its Renew one lease at a time.
-type BatchFaulty struct {
-	*Faulty
-}
-
-var _ fxelection.BatchRenewer = (*BatchFaulty)(nil)
-
-// NewBatchFaulty wraps inner like NewFaulty, with batched renewals.
-func NewBatchFaulty(inner fxelection.Backend) *BatchFaulty {
-	return &BatchFaulty{NewFaulty(inner)}
-}
-
-// RenewBatch implements fxelection.BatchRenewer.
-func (f *BatchFaulty) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
-	out := make([]fxelection.RenewResult, len(leases))
-	if len(leases) == 0 {
-		return out
-	}
-	err := f.before(ctx, fxelection.OpRenew)
-	f.mu.Lock()
-	f.calls[fxelection.OpRenew] += len(leases) - 1
-	f.mu.Unlock()
-	if err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
-	}
-	if br, ok := f.inner.(fxelection.BatchRenewer); ok {
-		return br.RenewBatch(ctx, leases)
-	}
-	for i, l := range leases {
-		out[i].Lease, out[i].Err = f.inner.Renew(ctx, l)
-	}
-	return out
-}
-
 // renewBatch checks BatchRenewer, for backends that implement it: one
 // batch where one lease was lost (taken over by another candidate), one
 // never held and one with the wrong term reports exactly those as lost

@@ -13,13 +13,15 @@ import (
 type candidate struct {
 	e      *fxelection.Elector
 	faulty *Faulty
+	inner  fxelection.Backend // behind faulty
 }
 
 func (s *suite) candidates(t *testing.T, election string, n int, rec *Recorder) []*candidate {
 	t.Helper()
 	out := make([]*candidate, n)
 	for i := range out {
-		f := NewFaulty(s.newBackend(t))
+		inner := s.newBackend(t)
+		f := NewFaulty(inner)
 		e, err := fxelection.New(fxelection.Config{
 			Name:          election,
 			Identity:      fmt.Sprintf("e2e-%d", i),
@@ -37,7 +39,7 @@ func (s *suite) candidates(t *testing.T, election string, n int, rec *Recorder) 
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		out[i] = &candidate{e: e, faulty: f}
+		out[i] = &candidate{e: e, faulty: f, inner: inner}
 	}
 	return out
 }
@@ -100,7 +102,7 @@ func (s *suite) handOverOnStop(t *testing.T) {
 			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Status().Identity, l, ok, leader.e.Status().Identity, first.Term)
 		}
 	}
-	_, push := cs[0].faulty.inner.(fxelection.Notifier)
+	_, push := cs[0].inner.(fxelection.Notifier)
 
 	stopped := time.Now()
 	if err := leader.e.Stop(context.Background()); err != nil {

@@ -75,7 +75,7 @@ func (s *suite) stepDownHang(t *testing.T, batched bool) {
 	)
 	if batched {
 		bf := NewBatchFaulty(s.newBackend(t))
-		f, b = bf.Faulty, bf
+		f, b = bf.Backend, bf
 	} else {
 		f = NewFaulty(s.newBackend(t))
 		b = f
