@@ -51,8 +51,8 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "a: IsLeader %v, Lease %s term %d (%v)\n", leading, lease.Holder, lease.Term, ok)
 
 	work := func(ctx context.Context) error {
-		lease, _ := fxelection.LeaseFromContext(ctx) // inside leader work: Term is the fencing token
-		fmt.Fprintf(out, "a works under term %d\n", lease.Term)
+		held, _ := fxelection.LeaseFromContext(ctx) // inside leader work: held.Term is the fencing token
+		fmt.Fprintf(out, "a works under term %d\n", held.Term)
 		return nil
 	}
 	ran, err := e.RunIfLeader(ctx, work) // work's ctx is cancelled on loss and carries the lease

@@ -36,7 +36,8 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Start(ctx); err != nil {
+	err = w.Start(ctx) // reads at once, then every PollInterval until Stop
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -62,8 +63,9 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	leaderIs(ch, "b")
 	info, known := w.Leader() // LeaderInfo{Leader, HasLeader, ObservedAt}; known once the store answered
+	lastErr := w.LastError()  // the last read's store failure, nil once it answers again
 	fmt.Fprintf(out, "leader %s at %s, term %d (known %v, store error %v)\n",
-		info.Leader.Holder, info.Leader.Metadata["addr"], info.Leader.Term, known, w.LastError())
+		info.Leader.Holder, info.Leader.Metadata["addr"], info.Leader.Term, known, lastErr)
 	return b.Stop(ctx)
 }
 

@@ -1,7 +1,9 @@
 // Package doctest holds test helpers that keep the docs true to the code:
-// README blocks that must show a file verbatim, README settings tables
-// that must list exactly a module's settings, and the output of the
-// example programs the README shows.
+// README blocks that must show a file verbatim or be an excerpt of one
+// (and a check that every Go, JSON and YAML block of a README is one of
+// the two), README settings tables that must list exactly a module's
+// settings, and running the example programs the README shows and reading
+// their output.
 package doctest
 
 import (
@@ -37,7 +39,8 @@ func ReadmeShows(t *testing.T, readme, name, src string) {
 // the same order (other lines of src may come between them). Lines are
 // compared with leading and trailing white space removed and inner runs
 // of white space collapsed, so the excerpt may be aligned differently from
-// src (gofmt aligns comments by their neighbours). A fragment the README
+// src (gofmt aligns comments by their neighbours). A line that starts with
+// "// …" marks lines left out and is not looked for. A fragment the README
 // shows is then always a piece of a program that compiles and runs.
 func ReadmeExcerpt(t *testing.T, readme, name, src string) {
 	t.Helper()
@@ -88,7 +91,7 @@ func excerptOf(block, src string) error {
 	i := 0
 	for n, l := range strings.Split(block, "\n") {
 		want := normalize(l)
-		if want == "" {
+		if want == "" || strings.HasPrefix(want, elision) {
 			continue
 		}
 		for i < len(lines) && normalize(lines[i]) != want {
@@ -101,6 +104,9 @@ func excerptOf(block, src string) error {
 	}
 	return nil
 }
+
+// elision starts an excerpt's line that stands for lines left out.
+const elision = "// …"
 
 // normalize trims l and collapses its runs of white space into one space.
 func normalize(l string) string { return strings.Join(strings.Fields(l), " ") }
@@ -156,7 +162,7 @@ func fences(lines []string) []fence {
 // after links to Src. Every entry of blocks must mark exactly one block.
 // Unmarked blocks, unknown names and unused entries are errors, all
 // reported at once.
-func CheckReadme(t *testing.T, readme string, blocks map[string]Block) {
+func CheckReadme(t testing.TB, readme string, blocks map[string]Block) {
 	t.Helper()
 	raw, err := os.ReadFile(readme)
 	if err != nil {
