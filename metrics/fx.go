@@ -22,6 +22,7 @@ import (
 //		fx.Supply(fxelection.Config{Name: "jobs"}),
 //		fxelection.Module,
 //		metrics.Module,
+//		fx.Provide(http.NewServeMux), // and an http.Server on it: see examples/redis
 //		fx.Invoke(func(mux *http.ServeMux, h metrics.Handlers) {
 //			mux.Handle("/livez", h.Liveness)
 //			mux.Handle("/readyz", h.Readiness)

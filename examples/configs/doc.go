@@ -1,7 +1,9 @@
 // Package configs holds example configuration documents, one per backend
-// module (redis.json, postgres.json, s3.json, blob.json, memory.json), for
-// `example-app --config FILE` and package fxelection/config. Secrets come
-// from {env.NAME} and {file.PATH} placeholders, never from the files. The
-// package's tests keep every file valid, and run the memory, Redis and
-// PostgreSQL files against real servers.
+// module (redis.json, postgres.json, s3.json, blob.json, memcached.json,
+// nats.json, memory.json; etcd.json, checked by modules/etcd's tests), and
+// elections.json, the README's document, which examples/configfile runs;
+// for `example-app --config FILE` and package fxelection/config. Secrets
+// and addresses come from {env.NAME} and {file.PATH} placeholders, never
+// from the files. The package's tests keep every file valid, and run the
+// memory, Redis and PostgreSQL files against real servers.
 package configs

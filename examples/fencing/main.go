@@ -40,6 +40,11 @@ func main() {
 		}
 		return e
 	}
+	stop := func(e *fxelection.Elector) {
+		if err := e.Stop(ctx); err != nil {
+			fmt.Printf("stop %s: %v\n", e.Status().Identity, err)
+		}
+	}
 	waitLeading := func(e *fxelection.Elector) {
 		for !e.IsLeader() {
 			time.Sleep(10 * time.Millisecond)
@@ -56,26 +61,30 @@ func main() {
 
 	cut := electiontest.NewFaulty(backend())
 	a := start("a", cut)
-	defer a.Stop(ctx)
+	defer stop(a)
 	waitLeading(a)
 
 	var paused context.Context // what a's paused code still holds
-	_, _ = a.RunIfLeader(ctx, func(ctx context.Context) error {
+	if _, err := a.RunIfLeader(ctx, func(ctx context.Context) error {
 		tok, _ := fence.FromContext(ctx)
 		paused = fence.WithToken(context.Background(), tok)
 		fmt.Printf("a writes with term %d: %v\n", tok.Term, guard.Set(ctx, key, "a", 0))
 		return nil
-	})
+	}); err != nil {
+		panic(err)
+	}
 
 	cut.Partition(true) // a is cut off: its lease expires, b takes over
 	b := start("b", backend())
-	defer b.Stop(ctx)
+	defer stop(b)
 	waitLeading(b)
-	_, _ = b.RunIfLeader(ctx, func(ctx context.Context) error {
+	if _, err := b.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		fmt.Printf("b writes with term %d: %v\n", lease.Term, guard.Set(ctx, key, "b", 0))
 		return nil
-	})
+	}); err != nil {
+		panic(err)
+	}
 
 	err := guard.Set(paused, key, "a (late)", 0) // a resumes, unaware
 	fmt.Printf("a's late write refused: %v\n", errors.Is(err, fence.ErrStaleTerm))

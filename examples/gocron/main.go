@@ -49,8 +49,12 @@ func main() {
 		panic(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	_ = a.Stop(ctx) // scheduler, then elector: b leads within milliseconds
+	if err := a.Stop(ctx); err != nil { // scheduler, then elector: b leads within milliseconds
+		panic(err)
+	}
 	fmt.Println("a stopped")
 	time.Sleep(500 * time.Millisecond)
-	_ = b.Stop(ctx)
+	if err := b.Stop(ctx); err != nil {
+		panic(err)
+	}
 }

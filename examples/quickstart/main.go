@@ -44,7 +44,9 @@ func main() {
 	time.Sleep(time.Second)
 	for _, e := range electors {
 		if e.IsLeader() {
-			_ = e.Stop(ctx) // drains leader work, releases: another leads at once
+			if err := e.Stop(ctx); err != nil { // drains leader work, releases: another leads at once
+				panic(err)
+			}
 		}
 	}
 	time.Sleep(time.Second)
@@ -52,6 +54,8 @@ func main() {
 		if l, ok := e.Leader(); ok {
 			fmt.Printf("%s sees leader %s (term %d)\n", e.Status().Identity, l.Holder, l.Term)
 		}
-		_ = e.Stop(ctx)
+		if err := e.Stop(ctx); err != nil { // a second Stop does nothing
+			panic(err)
+		}
 	}
 }

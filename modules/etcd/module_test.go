@@ -214,3 +214,55 @@ func FuzzConfigModuleSettings(f *testing.F) {
 		}, pw)
 	})
 }
+
+// TestExampleConfig: examples/configs/etcd.json (which the README shows),
+// its endpoint and password from ETCD_ENDPOINT and ETCD_PASSWORD, runs as
+// an fx app on an etcd with authentication on, as the user billing whose
+// role may read and write only the keys under fxelection/: the election
+// gets a leader, and stopping the app releases it. Without ETCD_PASSWORD
+// the file does not load.
+func TestExampleConfig(t *testing.T) {
+	const file = "../../examples/configs/etcd.json"
+	c := etcdtest.Start(t, etcdtest.Options{})
+	admin := c.Client(t)
+	for _, step := range []func() error{
+		func() error { _, err := admin.RoleAdd(ctxT(t), "billing"); return err },
+		func() error {
+			_, err := admin.RoleGrantPermission(ctxT(t), "billing", "fxelection/", clientv3.GetPrefixRangeEnd("fxelection/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := admin.UserAdd(ctxT(t), "billing", secret); return err },
+		func() error { _, err := admin.UserGrantRole(ctxT(t), "billing", "billing"); return err },
+		func() error { _, err := admin.UserAdd(ctxT(t), "root", secret); return err },
+		func() error { _, err := admin.UserGrantRole(ctxT(t), "root", "root"); return err },
+		func() error { _, err := admin.AuthEnable(ctxT(t)); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"ETCD_ENDPOINT": c.Endpoints()[0], "ETCD_PASSWORD": secret}
+	l := config.Loader{LookupEnv: func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}}
+	doc := moduletest.RunConfigFile(t, l, file, leaderLimit)
+	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
+		"username": "billing", "password": "{env.PW}"}`, map[string]string{"PW": secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, _, err := moduletest.Provision(t, ctxT(t), m) // cleaned up when the test ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range doc.Elections {
+		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
+			t.Fatalf("%s after stop: %v, want released", e.Name, err)
+		}
+	}
+	delete(env, "ETCD_PASSWORD")
+	if _, err := l.ParseFile(file); !errors.Is(err, config.ErrPlaceholder) {
+		t.Fatalf("without ETCD_PASSWORD: %v, want ErrPlaceholder", err)
+	}
+}

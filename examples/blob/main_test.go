@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"go.uber.org/goleak"
+
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestBlobRuns runs the program against a private Azurite with the
+// container "leases" until it leads, then stops it, which releases the
+// lease.
+func TestBlobRuns(t *testing.T) {
+	srv := testserver.NewAzurite(t, testserver.AzuriteOptions{})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	admin, err := azblob.NewClientFromConnectionString(srv.ConnectionString(), &azblob.ClientOptions{
+		ClientOptions: policy.ClientOptions{Transport: &http.Client{Transport: tr}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := admin.CreateContainer(ctx, "leases", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
+		return run(ctx, srv.ConnectionString(), out)
+	})
+	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=billing`)
+	if out := p.Stop(t); !strings.Contains(out, `msg="leadership lost" election=billing`) {
+		t.Errorf("no leadership lost on stop:\n%s", out)
+	}
+}
