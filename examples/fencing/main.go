@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	redislease "github.com/fxelection/fxelection/modules/redis"
 	"github.com/fxelection/fxelection/modules/redis/redisfence"
@@ -59,7 +59,7 @@ func main() {
 		return b
 	}
 
-	cut := electiontest.NewFaulty(backend())
+	cut := faultinject.New(backend())
 	a := start("a", cut)
 	defer stop(a)
 	waitLeading(a)
