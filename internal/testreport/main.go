@@ -6,7 +6,8 @@
 // printed for -every (30 s by default), and ends with the failed tests and
 // the line "N passed, N failed, N skipped", its last line.
 //
-// Counts are of tests, subtests included, not of packages. A package that
+// Counts are of tests, subtests included, not of packages; a test that
+// failed only because a subtest did is not counted again. A package that
 // fails outside any test (a build error, a panic, a leak found by TestMain,
 // a timeout) counts as one failed test named after the package. A line
 // "##testreport fail NAME" (written by the script when a phase that runs no
@@ -249,15 +250,14 @@ func (r *report) event(e event) {
 		delete(p.tests, e.Test)
 	case "fail":
 		name := e.Package + " " + e.Test
-		// A parent fails because a subtest did: list the subtest only.
+		// A parent that fails because a subtest did is neither listed
+		// nor counted: the subtest is the failure.
 		if !slices.ContainsFunc(r.failures, func(f string) bool { return strings.HasPrefix(f, name+"/") }) {
 			r.printf("--- FAIL %s (%.1fs)\n", name, e.Elapsed)
 			if t != nil {
 				r.dump(t)
 			}
 			r.failures = append(r.failures, name)
-		} else {
-			r.failures = append(r.failures, "")
 		}
 		p.failed = true
 		delete(p.tests, e.Test)
@@ -326,8 +326,8 @@ func (r *report) counts() string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.passed, r.failed(), r.skipped)
 }
 
-// failed counts failures; parents failed only through a subtest are an
-// empty entry in failures, counted but not listed.
+// failed counts the failures (a parent failed only through its subtests
+// is not one).
 func (r *report) failed() int { return len(r.failures) }
 
 // finish prints the failures and the closing count line, and reports
@@ -344,10 +344,9 @@ func (r *report) finish() bool {
 	for _, n := range names {
 		r.failures = append(r.failures, n+" (no verdict)")
 	}
-	listed := slices.DeleteFunc(slices.Clone(r.failures), func(s string) bool { return s == "" })
-	if len(listed) > 0 {
+	if len(r.failures) > 0 {
 		r.printf("\nFailed:\n")
-		for _, f := range listed {
+		for _, f := range r.failures {
 			r.printf("  %s\n", f)
 		}
 	}

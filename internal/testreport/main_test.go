@@ -50,7 +50,7 @@ func TestCounts(t *testing.T) {
 	if ok {
 		t.Error("a run with failures was reported green")
 	}
-	if got, want := lastLine(out), "1 passed, 3 failed, 1 skipped"; got != want {
+	if got, want := lastLine(out), "1 passed, 2 failed, 1 skipped"; got != want {
 		t.Errorf("last line %q, want %q\n%s", got, want, out)
 	}
 	for _, want := range []string{"==> go test -race\n", "--- FAIL p TestB/one", "b_test.go:9: boom", "Failed:\n  p TestB/one\n  gofmt\n", "FAIL p 0.3s"} {
