@@ -426,7 +426,8 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		Duration:    req.Duration,
 		AcquiredAt:  now,
 	}
-	if mine && req.Continues(s.rec) {
+	continues := mine && req.Continues(s.rec)
+	if continues {
 		// The caller's own leadership (same identity and incarnation, or
 		// a request naming no incarnation): a retry whose reply was lost.
 		next.Term, next.AcquiredAt = s.rec.Term, s.rec.AcquiredAt
@@ -445,6 +446,31 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		}
 	}
 	etag := s.etag
+	if mine && !continues {
+		// A new leadership of the identity whose lease was live when read
+		// (a new incarnation: the lease id is the identity's). Renew that
+		// lease first, conditioned on the ETag read: Azure refuses it once
+		// the lease was released or taken since, and then Acquire decides
+		// again on the blob as it is. Then write the new record under the
+		// lease; the Azure lease is acquired below (for the requested
+		// duration) on exactly that version. Acquiring first would make a
+		// lease released meanwhile active again under its old record, so
+		// readers would see a leadership that had ended.
+		if _, err := lc.RenewLease(ctx, &lease.BlobRenewOptions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+		}); err != nil {
+			if isLost(err) {
+				return fxelection.Lease{}, true, nil
+			}
+			return fxelection.Lease{}, false, err
+		}
+		if etag, err = b.writeRecord(ctx, bc, next, etag); err != nil {
+			if isLost(err) {
+				return fxelection.Lease{}, true, nil
+			}
+			return fxelection.Lease{}, false, err
+		}
+	}
 	if !mine {
 		// Free (available, expired, broken): write the new record first,
 		// while nobody holds a lease, then lease exactly that version. So a
@@ -470,7 +496,7 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	if resp.ETag != nil {
 		etag = *resp.ETag
 	}
-	if mine {
+	if continues {
 		// Re-acquired in place (the lease id is the identity's): write
 		// the record under the lease, with If-Match on the version the
 		// decision was based on, so that a concurrent acquisition by

@@ -1,0 +1,118 @@
+package bloblease_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/fxelection/fxelection/fxelection"
+	bloblease "github.com/fxelection/fxelection/modules/blob"
+)
+
+// hookTransport runs before(req) ahead of every request and after(req)
+// once each response arrived.
+type hookTransport struct {
+	rt            http.RoundTripper
+	before, after func(*http.Request)
+}
+
+func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.before(r)
+	resp, err := h.rt.RoundTrip(r)
+	if err == nil {
+		h.after(r)
+	}
+	return resp, err
+}
+
+// TestNewIncarnationRacingRelease: a new incarnation of the holder's
+// identity reads the blob while the old leadership is live, and the old
+// leadership is released right after that read. Before each of the new
+// incarnation's later requests, another client's Get must not report the
+// released leadership: it must see the lease free or the new leadership.
+// (Acquiring the shared Azure lease id first would make the released lease
+// active again under its old record until the record was rewritten.)
+func TestNewIncarnationRacingRelease(t *testing.T) {
+	srv := server(t)
+	e := "interleave-" + fxelection.NewIncarnation()
+	old := newBackend(t, bloblease.Options{})
+	observer := newBackend(t, bloblease.Options{})
+	first, err := old.Acquire(ctxT(t), reqInc(e, "a", "i0", 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu       sync.Mutex
+		armed    bool // the first read happened and the release ran
+		released bool
+		seen     []fxelection.Lease
+	)
+	look := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if l, err := observer.Get(ctx, e); err == nil {
+			seen = append(seen, l)
+		}
+	}
+	cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	hooks := hookTransport{rt: tr,
+		before: func(*http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if armed {
+				look()
+			}
+		},
+		after: func(r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Method == http.MethodHead && !released {
+				released = true
+				if err := old.Release(ctxT(t), first); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+				armed = true
+			}
+		},
+	}
+	c, err := azblob.NewClientWithSharedKeyCredential(srv.ServiceURL(), cred, &azblob.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: hooks}, Retry: policy.RetryOptions{MaxRetries: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := bloblease.New(c, bloblease.Options{Container: container})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := next.Acquire(ctxT(t), reqInc(e, "a", "i1", 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Term <= first.Term {
+		t.Fatalf("new incarnation got term %d, the released one had %d", l.Term, first.Term)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !released {
+		t.Fatal("the hook never ran: Acquire made no HEAD request")
+	}
+	for _, s := range seen {
+		if s.Term == first.Term {
+			t.Errorf("a Get during the new incarnation's Acquire reported the released leadership (%s, term %d)", s.Holder, s.Term)
+		}
+	}
+	t.Logf("%d Gets during Acquire saw a holder", len(seen))
+}
