@@ -248,7 +248,7 @@ func TestExampleConfig(t *testing.T) {
 	}}
 	doc := moduletest.RunConfigFile(t, l, file, leaderLimit)
 	m, err := moduletest.Decode(`{"module": "fxelection.backends.etcd", "endpoints": `+endpointsJSON(t, c.Endpoints())+`,
-		"username": "billing", "password": "{env.PW}"}`, map[string]string{"PW": secret})
+		"username": "billing", "password": "{env.PW}", "dial_timeout": "1m"}`, map[string]string{"PW": secret})
 	if err != nil {
 		t.Fatal(err)
 	}

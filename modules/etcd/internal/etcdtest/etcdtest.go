@@ -111,6 +111,12 @@ func New(dir string, o Options) (*Cluster, error) {
 		cfg.ListenMetricsUrls = nil
 		cfg.TickMs, cfg.ElectionMs = o.TickMs, o.ElectionMs
 		cfg.UnsafeNoFsync = !o.Fsync
+		// bcrypt's minimum cost (bcrypt.MinCost) for the tests that turn
+		// authentication on: the default cost (10) hashes for seconds
+		// under the race detector on an oversubscribed machine, longer
+		// than a client's dial timeout to fetch its token. What is tested
+		// is who may do what, not the hash.
+		cfg.BcryptCost = 4
 		cfg.InitialClusterToken = "fxelection-test"
 		cfg.ClusterState = embed.ClusterStateFlagNew
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
