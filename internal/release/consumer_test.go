@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fxelection/fxelection/internal/testserver"
 )
 
 // consumerVersion is the version the consumer test publishes: a
@@ -61,9 +63,7 @@ func goCommand(t *testing.T) string {
 // -trimpath keys the build cache by module@version instead of directory, so
 // the compiled dependencies are reused from run to run.
 func TestConsumerBuilds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a consumer of the published modules (etcd's dependencies): not with -short")
-	}
+	testserver.SkipShort(t, "builds a consumer of the published modules (etcd's dependencies)")
 	goCmd := goCommand(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {

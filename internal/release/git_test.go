@@ -2,11 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fxelection/fxelection/internal/testserver"
 )
 
 // isolateGit makes the git commands of the test (and of the tool) ignore
@@ -14,7 +17,7 @@ import (
 func isolateGit(t *testing.T) {
 	t.Helper()
 	if _, err := gitCmd(".", "version"); err != nil {
-		t.Skipf("git not available: %v", err)
+		testserver.Require(t, fmt.Errorf("%w: git: %v", testserver.ErrNotInstalled, err)) // fails under CI=true
 	}
 	for k, v := range map[string]string{
 		"GIT_CONFIG_GLOBAL":   os.DevNull,

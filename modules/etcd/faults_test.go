@@ -12,6 +12,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
@@ -202,9 +203,7 @@ func TestCompaction(t *testing.T) {
 // has exactly one leader afterwards, terms never go back, and no two
 // candidates lead at once. The stopped member then rejoins.
 func TestClusterLeaderFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-member etcd cluster")
-	}
+	testserver.SkipShort(t, "starts a three-member etcd cluster")
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
 	e := electionName(t)
 	rec := &electiontest.Recorder{}

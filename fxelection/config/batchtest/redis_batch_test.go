@@ -147,9 +147,7 @@ func evalshaCalls(ctx context.Context, c *redis.Client) (int64, error) {
 // verdict counts round trips through a proxy against renewals counted by
 // the server, so it does not depend on how fast the machine is.
 func TestConfiguredElectionsBatchOnRedis(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1,000 elections on a real redis-server")
-	}
+	testserver.SkipShort(t, "1,000 elections on a real redis-server")
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	proxy := newTripProxy(t, srv.Addr())
 	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
