@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -41,8 +39,5 @@ func TestBlobRuns(t *testing.T) {
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
 		return run(ctx, srv.ConnectionString(), out)
 	})
-	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=billing`)
-	if out := p.Stop(t); !strings.Contains(out, `msg="leadership lost" election=billing`) {
-		t.Errorf("no leadership lost on stop:\n%s", out)
-	}
+	p.LeadThenStop(t, "billing")
 }

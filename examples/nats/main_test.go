@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"io"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -22,8 +20,5 @@ func TestNatsRuns(t *testing.T) {
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
 		return run(ctx, srv.URL(), out)
 	})
-	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=billing`)
-	if out := p.Stop(t); !strings.Contains(out, `msg="leadership lost" election=billing`) {
-		t.Errorf("no leadership lost on stop:\n%s", out)
-	}
+	p.LeadThenStop(t, "billing")
 }

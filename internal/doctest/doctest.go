@@ -357,6 +357,19 @@ func (p *Program) WaitFor(t testing.TB, limit time.Duration, want ...string) {
 	})
 }
 
+// LeadThenStop waits (up to electiontest.LeaderLimit) until the program
+// logs that it leads election, stops it, fails t unless it logged losing
+// that leadership on the way out, and returns the whole output.
+func (p *Program) LeadThenStop(t testing.TB, election string) string {
+	t.Helper()
+	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=`+election)
+	out := p.Stop(t)
+	if !strings.Contains(out, `msg="leadership lost" election=`+election) {
+		t.Errorf("no leadership lost on stop:\n%s", out)
+	}
+	return out
+}
+
 // Stop cancels the program's context, waits for run to return, fails t
 // if it returned an error, and returns the program's whole output.
 func (p *Program) Stop(t testing.TB) string {

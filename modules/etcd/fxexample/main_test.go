@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
@@ -22,8 +20,5 @@ func TestFxExampleRuns(t *testing.T) {
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
 		return run(ctx, c.Endpoints(), out)
 	})
-	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=billing`)
-	if out := p.Stop(t); !strings.Contains(out, `msg="leadership lost" election=billing`) {
-		t.Errorf("no leadership lost on stop:\n%s", out)
-	}
+	p.LeadThenStop(t, "billing")
 }
