@@ -193,6 +193,7 @@ run_phases() {
 			for m in "${nested[@]}"; do
 				case "$dir" in "$m" | "$m"/*) mod=$m dir=${dir#"$m"} dir=${dir#/} dir=${dir:-.} ;; esac
 			done
+			log "fuzz $name ($(dirname "$file"))"
 			(cd "$mod" && go test -json -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "./$dir") ||
 				failed "fuzz $name" $?
 		done <<<"$targets"
