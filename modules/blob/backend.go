@@ -446,16 +446,22 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		}
 	}
 	etag := s.etag
-	if mine && !continues {
-		// A new leadership of the identity whose lease was live when read
-		// (a new incarnation: the lease id is the identity's). Renew that
-		// lease first, conditioned on the ETag read: Azure refuses it once
-		// the lease was released or taken since, and then Acquire decides
-		// again on the blob as it is. Then write the new record under the
-		// lease; the Azure lease is acquired below (for the requested
-		// duration) on exactly that version. Acquiring first would make a
-		// lease released meanwhile active again under its old record, so
-		// readers would see a leadership that had ended.
+	if mine {
+		// The identity's lease was live when read (the lease id is the
+		// identity's): a new incarnation, or the same leadership retrying
+		// an Acquire whose reply was lost. Renew that lease first,
+		// conditioned on the ETag read: Azure refuses it once the lease was
+		// released or taken since, and then Acquire decides again on the
+		// blob as it is. Then write the record under the lease; the Azure
+		// lease is acquired below (for the requested duration) on exactly
+		// that version. Acquiring first would make a lease released
+		// meanwhile active again under the record of the leadership that
+		// released it. The write gives the blob a new ETag, which an
+		// earlier acquisition's lease does not carry: its delayed Release
+		// frees nothing. For a new incarnation it also gives the record the
+		// higher term, so the predecessor's Renew (which compares holder
+		// and term under the lease) fails with ErrLeaseLost from this write
+		// on.
 		if _, err := lc.RenewLease(ctx, &lease.BlobRenewOptions{
 			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
 		}); err != nil {
@@ -495,24 +501,6 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 	}
 	if resp.ETag != nil {
 		etag = *resp.ETag
-	}
-	if continues {
-		// Re-acquired in place (the lease id is the identity's): write
-		// the record under the lease, with If-Match on the version the
-		// decision was based on, so that a concurrent acquisition by
-		// another incarnation of the identity (same lease id) is never
-		// overwritten with a term it already superseded. The write gives
-		// the blob a new ETag, which an earlier acquisition's lease does
-		// not carry: its delayed Release frees nothing. For a new
-		// incarnation it also gives the record the higher term, so the
-		// predecessor's Renew (which compares holder and term under the
-		// lease) fails with ErrLeaseLost from this write on.
-		if etag, err = b.writeRecord(ctx, bc, next, etag); err != nil {
-			if bloberror.HasCode(err, bloberror.ConditionNotMet) {
-				return fxelection.Lease{}, true, nil // the record changed since the read: decide again
-			}
-			return fxelection.Lease{}, false, err
-		}
 	}
 	next.Version = leaseVersion(id, etag)
 	if resp.Date != nil {

@@ -38,19 +38,16 @@
 //     acquires the Azure lease with the caller's lease id, conditioned with
 //     If-Match on the ETag of that write; so a leased blob's record always
 //     names its leaseholder and current term. When the record already names
-//     the caller's identity under an active lease (the same lease id), the
-//     order depends on the leadership. A new one (another incarnation)
-//     renews that lease with If-Match on the ETag read (Azure refuses once
-//     it was released or taken since), writes its record under it, and
-//     then acquires the lease for its duration with If-Match on the ETag
-//     of that write; so a lease released meanwhile never becomes active
-//     again under the record of the leadership that released it. The same
-//     leadership (a retry after a lost reply) re-acquires the lease with
-//     If-Match on the ETag read and then rewrites the record under it,
-//     again with If-Match on that ETag. In both, a refused condition means
-//     another incarnation wrote or the lease ended meanwhile: Acquire reads
-//     and decides again. Term: unchanged only if the lease was
-//     active and req.Continues the record (same identity and, when the
+//     the caller's identity under an active lease (the same lease id) — a
+//     new incarnation, or the same leadership retrying after a lost reply —
+//     it renews that lease with If-Match on the ETag read (Azure refuses
+//     once it was released or taken since), writes its record under it,
+//     and then acquires the lease for its duration with If-Match on the
+//     ETag of that write; so a lease released meanwhile never becomes
+//     active again under the record of the leadership that released it. A
+//     refused condition means another incarnation wrote or the lease ended
+//     meanwhile: Acquire reads and decides again. Term: unchanged only if
+//     the lease was active and req.Continues the record (same identity and, when the
 //     request names one, the same incarnation: a retry after a lost
 //     reply); otherwise backendkit.NextTerm(stored term) — the larger of
 //     the stored term + 1 and the candidate's clock in microseconds since

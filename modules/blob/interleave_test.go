@@ -32,13 +32,20 @@ func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestNewIncarnationRacingRelease: a new incarnation of the holder's
-// identity reads the blob while the old leadership is live, and the old
+// identity (or the holder's own incarnation) reads the blob while the old leadership is live, and the old
 // leadership is released right after that read. Before each of the new
 // incarnation's later requests, another client's Get must not report the
 // released leadership: it must see the lease free or the new leadership.
 // (Acquiring the shared Azure lease id first would make the released lease
 // active again under its old record until the record was rewritten.)
 func TestNewIncarnationRacingRelease(t *testing.T) {
+	t.Run("NewIncarnation", func(t *testing.T) { racingRelease(t, "i1") })
+	// The same leadership's Acquire (a retry whose reply was lost) racing
+	// its own Release: after the release it is a new leadership too.
+	t.Run("SameIncarnation", func(t *testing.T) { racingRelease(t, "i0") })
+}
+
+func racingRelease(t *testing.T, incarnation string) {
 	srv := server(t)
 	e := "interleave-" + fxelection.NewIncarnation()
 	old := newBackend(t, bloblease.Options{})
@@ -97,12 +104,12 @@ func TestNewIncarnationRacingRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := next.Acquire(ctxT(t), reqInc(e, "a", "i1", 15*time.Second))
+	l, err := next.Acquire(ctxT(t), reqInc(e, "a", incarnation, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.Term <= first.Term {
-		t.Fatalf("new incarnation got term %d, the released one had %d", l.Term, first.Term)
+		t.Fatalf("Acquire after the release got term %d, the released leadership had %d", l.Term, first.Term)
 	}
 	mu.Lock()
 	defer mu.Unlock()
