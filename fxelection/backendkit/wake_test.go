@@ -13,9 +13,17 @@ import (
 func TestWakeHub(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var running atomic.Int32
+		// The listener starts with the first subscription; it waits for
+		// all three, so that its first WakeAll reaches each of them.
+		subscribed := make(chan struct{})
 		hub := backendkit.NewWakeHub(func(ctx context.Context, h *backendkit.WakeHub) {
 			running.Add(1)
 			defer running.Add(-1)
+			select {
+			case <-subscribed:
+			case <-ctx.Done():
+				return
+			}
 			h.WakeAll() // as after a (re)connect
 			for {
 				if !backendkit.SleepContext(ctx, time.Second) {
@@ -28,6 +36,7 @@ func TestWakeHub(t *testing.T) {
 		c1 := hub.Subscribe("a", func() { a1.Add(1) })
 		c2 := hub.Subscribe("a", func() { a2.Add(1) })
 		cb := hub.Subscribe("b", func() { b.Add(1) })
+		close(subscribed)
 		synctest.Wait()
 		if running.Load() != 1 {
 			t.Fatalf("%d listeners, want one shared", running.Load())
