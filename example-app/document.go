@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -96,7 +95,6 @@ func (o options) documentJSON() ([]byte, error) {
 		"lease_duration": o.lease.String(),
 		"renew_deadline": o.renewDeadline.String(),
 		"retry_period":   o.retry.String(),
-		"max_backoff":    max(fxelection.DefaultMaxBackoff, o.retry).String(),
 		"stop_timeout":   o.stopTimeout.String(),
 		"backend":        backend,
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -50,7 +51,7 @@ func TestFlagsToDocument(t *testing.T) {
 	const blobConn = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1"
 	timing := map[string]any{
 		"fx_name": flagsFxName, "lease_duration": "15s", "renew_deadline": "10s", "retry_period": "2s",
-		"max_backoff": "30s", "stop_timeout": "10s",
+		"stop_timeout": "10s",
 	}
 	tests := []struct {
 		name     string
@@ -64,7 +65,7 @@ func TestFlagsToDocument(t *testing.T) {
 		{"timing", []string{"--backend", "memory", "--id", "a", "--election", "jobs", "--lease", "2m", "--renew-deadline", "90s",
 			"--retry", "40s", "--stop-timeout", "5s"},
 			map[string]any{"name": "jobs", "identity": "a", "metadata": map[string]any{"http": "127.0.0.1:8080"},
-				"lease_duration": "2m0s", "renew_deadline": "1m30s", "retry_period": "40s", "max_backoff": "40s", "stop_timeout": "5s"},
+				"lease_duration": "2m0s", "renew_deadline": "1m30s", "retry_period": "40s", "stop_timeout": "5s"},
 			map[string]any{"module": "fxelection.backends.memory"}},
 		{"redis", []string{"--backend", "redis", "--id", "a", "--redis-addr", "127.0.0.1:1", "--redis-password", "pw", "--redis-db", "3"},
 			map[string]any{"name": "example", "identity": "a", "metadata": map[string]any{"http": "127.0.0.1:8080"}},
@@ -280,8 +281,8 @@ func TestLogContract(t *testing.T) {
 	ev(fxelection.EventStoppedLeading, func(e *fxelection.Event) { e.Reason = fxelection.ReasonStopped })
 	ev(fxelection.EventNewLeader, nil)
 	ev(fxelection.EventRenewed, nil)
-	for _, err := range []error{nil, fxelection.ErrLeaseHeld, fxelection.ErrLeaseLost, fxelection.ErrNoLease, context.Canceled,
-		fmt.Errorf("acquire: %w", fxelection.ErrLeaseHeld)} {
+	for _, err := range []error{nil, backendkit.ErrLeaseHeld, backendkit.ErrLeaseLost, backendkit.ErrNoLease, context.Canceled,
+		fmt.Errorf("acquire: %w", backendkit.ErrLeaseHeld)} {
 		ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpAcquire, err })
 	}
 	ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpRenew, errors.New("connection refused") })

@@ -24,16 +24,16 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // Bounds on the example's durations.
 const (
-	// minRetryPeriod is the core's lower bound on Config.RetryPeriod: each
+	// minRetryPeriod is the lower bound Config.RetryPeriod documents: each
 	// retry is a store round trip, so a shorter period floods the store.
-	minRetryPeriod = fxelection.MinRetryPeriod
+	minRetryPeriod = 10 * time.Millisecond
 	// minWorkInterval keeps the leader's demo work (one log line each) from
 	// flooding the log.
 	minWorkInterval = 10 * time.Millisecond
 	// maxDuration bounds every duration flag: a lease longer than a record
 	// may state is rejected by every reader, and with every duration at most
 	// a year no sum or multiple the program or the core computes overflows.
-	maxDuration = fxelection.MaxRecordDuration
+	maxDuration = backendkit.MaxRecordDuration
 	// maxRedisDB is the highest Redis database number accepted: Redis has
 	// 16 databases (0–15) unless its "databases" setting says otherwise.
 	maxRedisDB = 15
@@ -564,7 +564,6 @@ func (o options) config() fxelection.Config {
 		LeaseDuration: o.lease,
 		RenewDeadline: o.renewDeadline,
 		RetryPeriod:   o.retry,
-		MaxBackoff:    max(fxelection.DefaultMaxBackoff, o.retry),
 		StopTimeout:   o.stopTimeout,
 	}
 }

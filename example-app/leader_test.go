@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 // TestLeaderShowsRenewedLease (bug: /leader on the leader showed the
@@ -21,7 +22,7 @@ func TestLeaderShowsRenewedLease(t *testing.T) {
 		e, err := fxelection.New(fxelection.Config{
 			Name: "web", Identity: "solo", Metadata: map[string]string{"zone": "a"},
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		}, fxelection.NewMemoryBackend())
+		}, memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,10 +8,11 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 func TestStatusWatch(t *testing.T) {
-	mem := fxelection.NewMemoryBackend()
+	mem := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &electiontest.LogBuffer{}
 	done := make(chan error, 1)

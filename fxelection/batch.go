@@ -8,63 +8,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
-
-// BatchRenewer is an optional Backend capability for processes that run
-// many elections on one backend: renewing many leases in one round trip to
-// the store (Redis: a pipeline of the renew script; Postgres: one UPDATE
-// over many rows; the in-memory backend: one lock).
-//
-// Electors sharing a backend value that implements it use it on their own:
-// no configuration. Their renewals are scheduled on a grid of RetryPeriod/64
-// slots, rounded down (a renewal may come up to one slot early, never
-// late), so that renewals falling due in the same slot go to the store
-// together; a shared batcher, whose goroutine runs only while renewals
-// wait, sends them in batches of at most MaxRenewBatch. The elector's
-// timing rules are unchanged: belief is still measured from the moment it
-// asked for the renewal, and every renewal is still bounded by its renew
-// deadline (an elector whose deadline passes while its batch is in flight
-// stops waiting at once, as with Renew).
-//
-// Backend authors: RenewBatch must give every lease exactly the outcome
-// Renew would have given it, as if each were renewed on its own: a lease no
-// longer held gets an error matching ErrLeaseLost while the others in the
-// same batch are renewed; a store failure that hits the whole call (a
-// broken connection) gives every lease that failure. It must return one
-// result per lease, in the order given, and honour ctx (which bounds the
-// whole batch). The electiontest conformance suite checks this for every
-// backend that implements it.
-type BatchRenewer interface {
-	// RenewBatch renews leases as Renew would renew each one, in as few
-	// round trips as the store allows, and returns one result per lease,
-	// in order.
-	RenewBatch(ctx context.Context, leases []Lease) []RenewResult
-}
-
-// BatchProber is implemented by a Backend that implements BatchRenewer on
-// behalf of another it forwards to, and so can batch only when that one
-// can: a wrapper that exists before the store it stands for (the one
-// config.Build hands its electors, resolved when the app starts). An
-// elector asks when it starts; false makes it renew lease by lease with
-// Renew, as on a backend without BatchRenewer, so that one slow renewal
-// never holds up another election's result.
-type BatchProber interface {
-	// CanRenewBatch reports whether RenewBatch now reaches a store that
-	// renews many leases in one round trip.
-	CanRenewBatch() bool
-}
-
-// RenewResult is one lease's outcome in BatchRenewer.RenewBatch: what Renew
-// would have returned for it.
-type RenewResult struct {
-	// Lease is the renewed lease when Err is nil.
-	Lease Lease
-	// Err is nil, an error matching ErrLeaseLost, or a store failure.
-	Err error
-}
-
-// MaxRenewBatch is the most leases the core passes to one RenewBatch call.
-const MaxRenewBatch = 1024
 
 // renewSlots is how many renewal slots a RetryPeriod has when the backend
 // batches.
@@ -87,13 +33,13 @@ func renewSlot(t time.Time, p time.Duration) time.Time {
 	return t.Add(-time.Duration(off))
 }
 
-// batcher sends the renewals of every elector sharing one BatchRenewer in
+// batcher sends the renewals of every elector sharing one backendkit.BatchRenewer in
 // batches. Its sender goroutines are started by renewals that find every
 // sender busy with a batch in flight (at most maxSenders at once, so that
 // renewals arriving during a slow round trip need not wait for it), and end
 // when no renewal waits: an idle batcher costs nothing and needs no stop.
 type batcher struct {
-	b    BatchRenewer
+	b    backendkit.BatchRenewer
 	kind string // BackendName, for errors
 
 	mu      sync.Mutex
@@ -136,14 +82,14 @@ var batchers struct {
 }
 
 // joinBatcher returns the batcher of b, creating it, or nil when b does not
-// implement BatchRenewer (or cannot be a map key). Each call is paired with
+// implement backendkit.BatchRenewer (or cannot be a map key). Each call is paired with
 // leaveBatcher.
 func joinBatcher(b Backend) *batcher {
-	br, ok := b.(BatchRenewer)
+	br, ok := b.(backendkit.BatchRenewer)
 	if !ok || !reflect.ValueOf(b).Comparable() {
 		return nil
 	}
-	if p, ok := b.(BatchProber); ok && !p.CanRenewBatch() {
+	if p, ok := b.(backendkit.BatchProber); ok && !p.CanRenewBatch() {
 		return nil
 	}
 	batchers.mu.Lock()
@@ -153,7 +99,7 @@ func joinBatcher(b Backend) *batcher {
 	}
 	bt := batchers.m[b]
 	if bt == nil {
-		bt = &batcher{b: br, kind: backendName(b)}
+		bt = &batcher{b: br, kind: backendkit.Name(b)}
 		batchers.m[b] = bt
 	}
 	bt.refs++
@@ -257,7 +203,7 @@ func (bt *batcher) run() {
 		// join before taking the queue.
 		runtime.Gosched()
 		bt.mu.Lock()
-		n := min(len(bt.queue), MaxRenewBatch)
+		n := min(len(bt.queue), backendkit.MaxRenewBatch)
 		if n == 0 {
 			bt.senders--
 			if bt.senders == 0 {
@@ -330,11 +276,11 @@ func (bt *batcher) send(ctx context.Context, batch []*renewReq) {
 // call runs RenewBatch, turning a panic in it into a failure of the batch
 // (a panicking backend must not take the process down; the electors report
 // the error like any store failure).
-func (bt *batcher) call(ctx context.Context, leases []Lease) (res []RenewResult) {
+func (bt *batcher) call(ctx context.Context, leases []Lease) (res []backendkit.RenewResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			err := fmt.Errorf("fxelection: RenewBatch panicked: %v", v)
-			res = slices.Repeat([]RenewResult{{Err: err}}, len(leases))
+			res = slices.Repeat([]backendkit.RenewResult{{Err: err}}, len(leases))
 		}
 	}()
 	return bt.b.RenewBatch(ctx, leases)
@@ -371,7 +317,7 @@ type starter struct {
 // subscription to n.
 type startTask struct {
 	e *Elector
-	n Notifier
+	n backendkit.Notifier
 }
 
 // Elector.startState values.
@@ -398,7 +344,7 @@ var starters struct {
 
 // startCampaign queues e's first step, and its subscription to n when n is
 // not nil. A backend that cannot be a map key gets a goroutine per task.
-func startCampaign(e *Elector, n Notifier) {
+func startCampaign(e *Elector, n backendkit.Notifier) {
 	b := e.backend
 	if !reflect.ValueOf(b).Comparable() {
 		go e.begin()

@@ -12,14 +12,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 // batchLog wraps the in-memory backend, batching, and records when each
 // election was acquired and renewed (the time of the call, which on fake
 // time is when the elector asked) and how many calls the batches took.
 type batchLog struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	mu      sync.Mutex
 	times   map[string][]time.Time // election → acquisition, then renewals
 	batches int
@@ -27,8 +29,8 @@ type batchLog struct {
 	largest int
 }
 
-func (b *batchLog) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.MemoryBackend.Acquire(ctx, req)
+func (b *batchLog) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.Backend.Acquire(ctx, req)
 	if err == nil {
 		b.mu.Lock()
 		b.times[req.Election] = append(b.times[req.Election], time.Now())
@@ -41,7 +43,7 @@ func (b *batchLog) Renew(context.Context, fxelection.Lease) (fxelection.Lease, e
 	panic("renewals must go through RenewBatch")
 }
 
-func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	now := time.Now()
 	b.mu.Lock()
 	b.batches++
@@ -51,7 +53,7 @@ func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []
 		b.times[l.Election] = append(b.times[l.Election], now)
 	}
 	b.mu.Unlock()
-	return b.MemoryBackend.RenewBatch(ctx, leases)
+	return b.Backend.RenewBatch(ctx, leases)
 }
 
 // TestBatchedRenewalsNeverLate runs 300 electors on one batching backend
@@ -61,7 +63,7 @@ func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []
 func TestBatchedRenewalsNeverLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 300
-		be := &batchLog{MemoryBackend: fxelection.NewMemoryBackend(), times: map[string][]time.Time{}}
+		be := &batchLog{Backend: memory.New(), times: map[string][]time.Time{}}
 		es := make([]*fxelection.Elector, n)
 		for i := range es {
 			c := cfg("a")
@@ -121,7 +123,7 @@ func TestChaosBatched(t *testing.T) {
 func TestStopManyElectorsNoLeak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 10000
-		be := fxelection.NewMemoryBackend()
+		be := memory.New()
 		es := make([]*fxelection.Elector, n)
 		for i := range es {
 			c := cfg("a")
@@ -152,7 +154,7 @@ func TestStopManyElectorsNoLeak(t *testing.T) {
 // closed (or its context is done), counting the calls waiting at once and
 // the elections asked for.
 type gatedBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	open    chan struct{}
 	mu      sync.Mutex
 	waiting int
@@ -161,10 +163,10 @@ type gatedBackend struct {
 }
 
 func newGatedBackend() *gatedBackend {
-	return &gatedBackend{MemoryBackend: fxelection.NewMemoryBackend(), open: make(chan struct{}), asked: map[string]bool{}}
+	return &gatedBackend{Backend: memory.New(), open: make(chan struct{}), asked: map[string]bool{}}
 }
 
-func (b *gatedBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *gatedBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	b.mu.Lock()
 	b.asked[req.Election] = true
 	b.waiting++
@@ -180,7 +182,7 @@ func (b *gatedBackend) Acquire(ctx context.Context, req fxelection.AcquireReques
 	case <-ctx.Done():
 		return fxelection.Lease{}, ctx.Err()
 	}
-	return b.MemoryBackend.Acquire(ctx, req)
+	return b.Backend.Acquire(ctx, req)
 }
 
 func (b *gatedBackend) counts() (waiting, most int) {
@@ -290,7 +292,7 @@ func TestLeaderContextDerived(t *testing.T) {
 		got := make(chan context.Context, 1)
 		e, err := fxelection.New(fxelection.Config{Name: "derived", Identity: "me", Callbacks: fxelection.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { got <- ctx; <-ctx.Done() },
-		}}, fxelection.NewMemoryBackend())
+		}}, memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,10 +327,10 @@ func TestLeaderContextDerived(t *testing.T) {
 	})
 }
 
-// probed is the in-memory backend (a BatchRenewer) behind a BatchProber
+// probed is the in-memory backend (a backendkit.BatchRenewer) behind a backendkit.BatchProber
 // that says whether it may batch, counting both kinds of renewal.
 type probed struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	batches    bool
 	mu         sync.Mutex
 	direct, in int
@@ -340,24 +342,24 @@ func (p *probed) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Leas
 	p.mu.Lock()
 	p.direct++
 	p.mu.Unlock()
-	return p.MemoryBackend.Renew(ctx, l)
+	return p.Backend.Renew(ctx, l)
 }
 
-func (p *probed) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+func (p *probed) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	p.mu.Lock()
 	p.in += len(leases)
 	p.mu.Unlock()
-	return p.MemoryBackend.RenewBatch(ctx, leases)
+	return p.Backend.RenewBatch(ctx, leases)
 }
 
-// TestBatchProber: an elector on a BatchRenewer that is also a BatchProber
+// TestBatchProber: an elector on a backendkit.BatchRenewer that is also a backendkit.BatchProber
 // batches only when CanRenewBatch says so at Start, and otherwise renews
 // lease by lease (config.Build's wrapper on a store that cannot batch).
 func TestBatchProber(t *testing.T) {
 	for _, can := range []bool{true, false} {
 		t.Run(fmt.Sprint(can), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &probed{MemoryBackend: fxelection.NewMemoryBackend(), batches: can}
+				p := &probed{Backend: memory.New(), batches: can}
 				e := start(t, cfg("a"), p)
 				time.Sleep(10 * retry)
 				synctest.Wait()

@@ -4,36 +4,25 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 	"log/slog"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 )
 
-// Defaults for Config's zero values.
+// Defaults for Config's zero values (each field's doc states its own), and
+// the shortest RetryPeriod accepted: shorter periods would turn every
+// follower into a busy loop against the store.
 const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-	DefaultMaxBackoff    = 30 * time.Second
-	DefaultStopTimeout   = 10 * time.Second
-)
-
-// Limits on Config fields.
-const (
-	// MaxNameLen is the longest election name accepted, in bytes.
-	MaxNameLen = 200
-	// MaxIdentityLen is the longest identity accepted, in bytes.
-	MaxIdentityLen = 200
-	// MaxMetadataBytes bounds the total size of Metadata keys and values.
-	MaxMetadataBytes = 4096
-	// JitterFactor is how much longer than RetryPeriod a candidate may wait
-	// between attempts: waits are drawn from [RetryPeriod, JitterFactor×RetryPeriod).
-	JitterFactor = 1.2
-	// MinRetryPeriod is the shortest RetryPeriod accepted. Shorter periods
-	// would turn every follower into a busy loop against the store.
-	MinRetryPeriod = 10 * time.Millisecond
+	defaultLeaseDuration = 15 * time.Second
+	defaultRenewDeadline = 10 * time.Second
+	defaultRetryPeriod   = 2 * time.Second
+	defaultMaxBackoff    = 30 * time.Second
+	defaultStopTimeout   = 10 * time.Second
+	minRetryPeriod       = 10 * time.Millisecond
 )
 
 // Config configures one Elector. The zero value of every field but Name means
@@ -58,7 +47,7 @@ type Config struct {
 
 	// LeaseDuration is how long a lease lasts without renewal: a leader that
 	// vanishes is replaced after at most about this long. At most
-	// MaxRecordDuration (one year). Default: 15s.
+	// backendkit.MaxRecordDuration (one year). Default: 15s.
 	LeaseDuration time.Duration
 
 	// RenewDeadline bounds how long a leader keeps believing it leads without
@@ -73,14 +62,14 @@ type Config struct {
 	// renewal after an acquisition comes at a random point in
 	// [RetryPeriod/2, RetryPeriod), so elections started together do not
 	// renew in lockstep; every later one RetryPeriod after the start of the
-	// previous successful one (on a backend that implements BatchRenewer,
+	// previous successful one (on a backend that implements backendkit.BatchRenewer,
 	// rounded down to a grid of RetryPeriod/64 slots so that renewals share
-	// round trips: up to one slot earlier, never later). It must be at least MinRetryPeriod (10ms) and
+	// round trips: up to one slot earlier, never later). It must be at least 10ms and
 	// shorter than RenewDeadline/1.2. Default: 2s.
 	RetryPeriod time.Duration
 
 	// MaxBackoff caps the exponential backoff followers use after store
-	// failures. At most MaxRecordDuration. Default: 30s.
+	// failures. At most backendkit.MaxRecordDuration. Default: 30s.
 	MaxBackoff time.Duration
 
 	// KeepLeaseOnStop leaves the lease in the store when the elector stops,
@@ -96,7 +85,7 @@ type Config struct {
 	// StopTimeout bounds Stop (waiting for the campaign loop and leader
 	// work, then releasing) when the context given to Stop has no earlier
 	// deadline; see Elector.Stop for the exact bound. At most
-	// MaxRecordDuration. Default: 10s.
+	// backendkit.MaxRecordDuration. Default: 10s.
 	StopTimeout time.Duration
 
 	// Callbacks are called on leadership changes and store failures, never on
@@ -110,19 +99,20 @@ type Config struct {
 // withDefaults returns c with defaults filled in.
 func (c Config) withDefaults() Config {
 	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
+		c.LeaseDuration = defaultLeaseDuration
 	}
 	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
+		c.RenewDeadline = defaultRenewDeadline
 	}
 	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
+		c.RetryPeriod = defaultRetryPeriod
 	}
 	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
+		// Never shorter than RetryPeriod, which it must not be.
+		c.MaxBackoff = max(defaultMaxBackoff, c.RetryPeriod)
 	}
 	if c.StopTimeout == 0 {
-		c.StopTimeout = DefaultStopTimeout
+		c.StopTimeout = defaultStopTimeout
 	}
 	if c.Identity == "" {
 		c.Identity = DefaultIdentity()
@@ -132,8 +122,8 @@ func (c Config) withDefaults() Config {
 
 // Validate fills in defaults and checks c: Name, Identity and Metadata
 // follow the text rules that Lease.Validate applies to every record a
-// backend reads (valid, printable UTF-8 within MaxNameLen, MaxIdentityLen
-// and MaxMetadataBytes; no empty metadata key), so that whatever New
+// backend reads (valid, printable UTF-8 within backendkit.MaxNameLen, backendkit.MaxIdentityLen
+// and backendkit.MaxMetadataBytes; no empty metadata key), so that whatever New
 // accepts every backend can store and every follower can read back; the
 // durations follow the timing rules on the fields' docs. The error has the
 // form "fxelection: <Field>: <what is wrong>" and never quotes a text
@@ -146,10 +136,10 @@ func (c Config) Validate() error {
 
 func (c Config) normalize() (Config, error) {
 	c = c.withDefaults()
-	if field, problem := checkTexts(configFields, c.Name, c.Identity, c.Metadata); field != "" {
+	if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, c.Metadata); field != "" {
 		return c, fmt.Errorf("fxelection: %s: %s", field, problem)
 	}
-	// Every duration is checked against MaxRecordDuration first, so that
+	// Every duration is checked against backendkit.MaxRecordDuration first, so that
 	// no sum or product below (nor LeaseDuration+StopTimeout in a caller)
 	// can overflow.
 	for _, d := range []struct {
@@ -162,12 +152,12 @@ func (c Config) normalize() (Config, error) {
 		switch {
 		case d.v < 0:
 			return c, fmt.Errorf("fxelection: %s: must be positive (is %v)", d.name, d.v)
-		case d.v > MaxRecordDuration:
-			return c, fmt.Errorf("fxelection: %s: must be at most %v (is %v)", d.name, MaxRecordDuration, d.v)
+		case d.v > backendkit.MaxRecordDuration:
+			return c, fmt.Errorf("fxelection: %s: must be at most %v (is %v)", d.name, backendkit.MaxRecordDuration, d.v)
 		}
 	}
-	if c.RetryPeriod < MinRetryPeriod {
-		return c, fmt.Errorf("fxelection: RetryPeriod: must be at least %v (is %v)", MinRetryPeriod, c.RetryPeriod)
+	if c.RetryPeriod < minRetryPeriod {
+		return c, fmt.Errorf("fxelection: RetryPeriod: must be at least %v (is %v)", minRetryPeriod, c.RetryPeriod)
 	}
 	if c.RenewDeadline >= c.LeaseDuration {
 		return c, fmt.Errorf("fxelection: RenewDeadline: must be shorter than LeaseDuration (is %v, LeaseDuration %v)", c.RenewDeadline, c.LeaseDuration)

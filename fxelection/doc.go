@@ -4,7 +4,7 @@
 // One candidate of each election leads at a time. Give it work to do while it
 // leads, and guard that work's writes with the lease's fencing term:
 //
-//	backend := fxelection.NewMemoryBackend() // or redislease.New(client, …), pglease.New(pool, …), …
+//	backend := memory.New() // or redislease.New(client, …), pglease.New(pool, …), …
 //	e, err := fxelection.New(fxelection.Config{
 //		Name: "nightly-report",
 //		Callbacks: fxelection.Callbacks{
@@ -59,7 +59,7 @@
 //
 // Nothing a store or an application hook does can crash the elector: every
 // decoded record is checked (Lease.Validate) and terms never wrap
-// (ErrTermExhausted); a panicking Observer or callback is recovered and
+// (backendkit.ErrTermExhausted); a panicking Observer or callback is recovered and
 // reported as a *PanicError (to OnError) and an EventPanic (to observers);
 // every store failure is redacted (backendkit.RedactError) before any
 // callback, observer, log line or Status sees it.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Elector campaigns for one election's lease on a Backend and keeps it while
@@ -29,7 +31,7 @@ import (
 //
 // One process can run many elections: a leader waiting for its next
 // renewal holds no goroutine, electors that share a backend implementing
-// BatchRenewer renew in batches (one store round trip for many leases), and
+// backendkit.BatchRenewer renew in batches (one store round trip for many leases), and
 // electors started together share a few goroutines for their first step
 // instead of one each.
 //
@@ -60,7 +62,7 @@ type Elector struct {
 	// callbacks), so an elector whose callbacks never run has none.
 	disp atomic.Pointer[dispatcher]
 	// batch sends renewals in batches with other electors on the same
-	// backend when it implements BatchRenewer (nil otherwise); set by
+	// backend when it implements backendkit.BatchRenewer (nil otherwise); set by
 	// Start.
 	batch  *batcher
 	work   tracker
@@ -76,7 +78,7 @@ type Elector struct {
 	// detached is set once Stop has sent EventDetached: observers get
 	// nothing after it, even from a loop Stop had to leave running.
 	detached atomic.Bool
-	// subscribed is set once Notifier.Subscribe has returned.
+	// subscribed is set once backendkit.Notifier.Subscribe has returned.
 	subscribed atomic.Bool
 	// halted is set by Stop (with mu held) before anything else it does:
 	// the campaign loop ends, its backend call in flight is cancelled
@@ -95,14 +97,14 @@ type Elector struct {
 	events    loopEvent
 	parked    bool
 	loopEnded bool
-	woken     bool          // the backend pushed a wake-up (Notifier)
+	woken     bool          // the backend pushed a wake-up (backendkit.Notifier)
 	loopDone  chan struct{} // closed when the loop ends; made on demand (doneCh)
 
 	// Guarded by mu, like the fields after it.
 	started     bool
 	stopped     bool
 	leaderKnown bool
-	listening   bool // the backend is a Notifier: Start subscribes
+	listening   bool // the backend is a backendkit.Notifier: Start subscribes
 	mu          sync.Mutex
 	opCancel    context.CancelFunc // cancels the loop's backend call in flight (opContext)
 	listenDone  chan struct{}      // closed when the push subscription is cancelled; made by Stop
@@ -112,7 +114,7 @@ type Elector struct {
 	leader      Lease
 	lastContact time.Time
 	lastFail    *failure // the last store failure, nil before the first
-	// incarnation is sent with every Acquire (AcquireRequest.Incarnation):
+	// incarnation is sent with every Acquire (backendkit.AcquireRequest.Incarnation):
 	// random per New and replaced when a leadership this elector announced
 	// ends (stepDown), so every announced leadership has a term of its own
 	// while a retry after a lost response keeps the term it won.
@@ -149,11 +151,11 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	e := &Elector{
 		cfg:     cfg,
 		backend: backend,
-		kind:    backendName(backend),
+		kind:    backendkit.Name(backend),
 		log:     log,
 		mail:    make(chan struct{}, 1),
 
-		incarnation: NewIncarnation(),
+		incarnation: backendkit.NewIncarnation(),
 	}
 	return e, nil
 }
@@ -225,7 +227,7 @@ func (e *Elector) broadcast(ev Event) {
 func (e *Elector) deliver(o Observer, ev Event) {
 	defer func() {
 		if v := recover(); v != nil {
-			e.recovered(PanicInObserver, v, ev.Kind == EventPanic)
+			e.recovered(panicInObserver, v, ev.Kind == EventPanic)
 		}
 	}()
 	o.Observe(ev)
@@ -253,7 +255,7 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.started = true
 	e.canDispatch.Store(true)
 	e.batch = joinBatcher(e.backend)
-	n, ok := e.backend.(Notifier)
+	n, ok := e.backend.(backendkit.Notifier)
 	e.listening = ok
 	startCampaign(e, n)
 	e.log.Debug("elector started")
@@ -286,7 +288,7 @@ func (e *Elector) Start(ctx context.Context) error {
 // still running after their bound are left to return. Each is logged once
 // and named in the returned error (for example "fxelection: stop: backend
 // renew call still running: context deadline exceeded"). A push
-// subscription (Notifier.Subscribe) that has not returned never delays
+// subscription (backendkit.Notifier.Subscribe) that has not returned never delays
 // Stop: it is cancelled as soon as it returns.
 //
 // Stop is idempotent; it returns nil when everything finished in time and
@@ -610,7 +612,7 @@ func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) 
 	defer cancel()
 	stop := t.AfterFunc(cancel)
 	defer stop()
-	return true, fn(ContextWithLease(wctx, lease))
+	return true, fn(backendkit.ContextWithLease(wctx, lease))
 }
 
 // TryAcquire makes one attempt to acquire the lease now, without waiting for

@@ -3,6 +3,8 @@ package fxelection
 import (
 	"context"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // StopReason says why a leader stopped leading.
@@ -71,7 +73,7 @@ const (
 	// EventNewLeader: Lease is the leader now observed.
 	EventNewLeader
 	// EventOperation: one backend call, Op, Duration and Err (nil, or an
-	// error matching ErrLeaseHeld, ErrLeaseLost, ErrNoLease, or a store
+	// error matching backendkit.ErrLeaseHeld, backendkit.ErrLeaseLost, backendkit.ErrNoLease, or a store
 	// failure).
 	EventOperation
 	// EventRenewed: a successful renewal; Margin is LeaseDuration minus the
@@ -158,17 +160,7 @@ type ObserverFunc func(Event)
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
 
-type leaseKey struct{}
-
-// ContextWithLease returns ctx carrying lease, as leader contexts do.
-func ContextWithLease(ctx context.Context, lease Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, lease)
-}
-
 // LeaseFromContext returns the lease carried by a leader context (given to
 // OnStartedLeading and RunIfLeader functions). Use its Term as the fencing
 // token for writes made under that leadership.
-func LeaseFromContext(ctx context.Context) (Lease, bool) {
-	l, ok := ctx.Value(leaseKey{}).(Lease)
-	return l, ok
-}
+func LeaseFromContext(ctx context.Context) (Lease, bool) { return backendkit.LeaseFromContext(ctx) }

@@ -22,11 +22,6 @@ var Module = fx.Module("fxelection",
 	fx.Invoke(func(*Elector) {}),
 )
 
-// MemoryModule provides a *MemoryBackend as the graph's Backend.
-var MemoryModule = fx.Module("fxelection.memory",
-	fx.Provide(fx.Annotate(NewMemoryBackend, fx.As(fx.Self()), fx.As(new(Backend)))),
-)
-
 // Params are NewFromParams's dependencies.
 type Params struct {
 	fx.In
@@ -58,7 +53,7 @@ func NewFromParams(p Params) (Result, error) {
 // in one app, tagged `name:"<name>"` and also in the group. It uses the
 // graph's Backend (and optional *slog.Logger). cfg.Name defaults to name.
 //
-//	fx.New(fxelection.MemoryModule,
+//	fx.New(memory.Module,
 //		fxelection.Named("billing", fxelection.Config{}),
 //		fxelection.Named("reports", fxelection.Config{}),
 //		fx.Invoke(fx.Annotate(func(e *fxelection.Elector) {…}, fx.ParamTags(`name:"billing"`))))

@@ -17,6 +17,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 // errLog collects OnError calls.
@@ -49,7 +50,7 @@ func panics(errs []error) map[string]int {
 // elector keeps renewing, reports each panic, and stops cleanly.
 func TestObserverPanicIsRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := electiontest.NewFaulty(fxelection.NewMemoryBackend())
+		fa := electiontest.NewFaulty(memory.New())
 		var errs errLog
 		c := cfg("a")
 		c.Callbacks.OnError = errs.add
@@ -76,7 +77,7 @@ func TestObserverPanicIsRecovered(t *testing.T) {
 		if err := e.Stop(context.Background()); err != nil {
 			t.Fatalf("Stop: %v", err)
 		}
-		if n := panics(errs.all())[fxelection.PanicInObserver]; n < 10 {
+		if n := panics(errs.all())["Observer"]; n < 10 {
 			t.Fatalf("%d observer panics reported to OnError, want one per event", n)
 		}
 		mu.Lock()
@@ -104,7 +105,7 @@ func TestObserverPanicIsRecovered(t *testing.T) {
 // it are still delivered, in order, and the elector goes on campaigning.
 func TestCallbackPanicsAreRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		fa := electiontest.NewFaulty(store)
 		var errs errLog
 		var l log
@@ -130,7 +131,7 @@ func TestCallbackPanicsAreRecovered(t *testing.T) {
 		e := start(t, c, fa)
 		synctest.Wait()
 		// Leader work that panicked counts as finished: Stop need not wait.
-		fa.Fail(fxelection.OpRenew, fxelection.ErrLeaseLost) // lose it: stopped, then re-acquire
+		fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost) // lose it: stopped, then re-acquire
 		time.Sleep(3 * retry)
 		fa.Fail(fxelection.OpRenew, nil)
 		fa.Fail(fxelection.OpRenew, electiontest.ErrInjected) // OnError panics
@@ -142,12 +143,12 @@ func TestCallbackPanicsAreRecovered(t *testing.T) {
 			t.Fatalf("Stop: %v", err)
 		}
 		got := panics(errs.all())
-		for _, where := range []string{fxelection.PanicInStartedLeading, fxelection.PanicInStoppedLeading, fxelection.PanicInNewLeader} {
+		for _, where := range []string{"OnStartedLeading", "OnStoppedLeading", "OnNewLeader"} {
 			if got[where] == 0 {
 				t.Errorf("no panic reported for %s: %v", where, got)
 			}
 		}
-		if got[fxelection.PanicInErrorCallback] != 0 {
+		if got["OnError"] != 0 {
 			t.Errorf("a panic in OnError was reported to OnError: %v", got)
 		}
 		if onErrorPanics.Load() == 0 {
@@ -181,7 +182,7 @@ func secretErr(op string) error {
 	return fmt.Errorf(`%s: Get "https://x/y?sig=SECRET&se=1": dial tcp: host=db password=SECRET user=u: %w`, op, electiontest.ErrInjected)
 }
 
-func (s *secretBackend) Acquire(ctx context.Context, r fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (s *secretBackend) Acquire(ctx context.Context, r backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if s.failAcquire.Load() {
 		return fxelection.Lease{}, secretErr("acquire")
 	}
@@ -206,7 +207,7 @@ func (s *secretBackend) Release(ctx context.Context, l fxelection.Lease) error {
 // OnError, observers, logs, Status and Stop's result.
 func TestStoreErrorsAreRedacted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sb := &secretBackend{Backend: fxelection.NewMemoryBackend()}
+		sb := &secretBackend{Backend: memory.New()}
 		var logs bytes.Buffer
 		var logMu sync.Mutex
 		c := cfg("a")
@@ -303,7 +304,7 @@ func TestStopBoundedWhenBackendIgnoresContext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := fxelection.NewMemoryBackend()
+				store := memory.New()
 				if !tc.leader {
 					start(t, cfg("other"), store)
 					synctest.Wait()
@@ -378,7 +379,7 @@ func (n *blockingNotifier) Subscribe(string, func()) func() {
 func TestPushListenerNeverWedges(t *testing.T) {
 	t.Run("Subscribe blocks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			n := &blockingNotifier{Backend: fxelection.NewMemoryBackend(), blockSubscribe: true, release: make(chan struct{})}
+			n := &blockingNotifier{Backend: memory.New(), blockSubscribe: true, release: make(chan struct{})}
 			e, err := fxelection.New(cfg("a"), n)
 			if err != nil {
 				t.Fatal(err)
@@ -406,7 +407,7 @@ func TestPushListenerNeverWedges(t *testing.T) {
 	})
 	t.Run("cancel blocks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			n := &blockingNotifier{Backend: fxelection.NewMemoryBackend(), release: make(chan struct{})}
+			n := &blockingNotifier{Backend: memory.New(), release: make(chan struct{})}
 			c := cfg("a")
 			c.StopTimeout = time.Second
 			e, err := fxelection.New(c, n)
@@ -425,7 +426,7 @@ func TestPushListenerNeverWedges(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "push listener cancel still running") {
 				t.Fatalf("Stop = %v", err)
 			}
-			if _, err := n.Get(context.Background(), "jobs"); !errors.Is(err, fxelection.ErrNoLease) {
+			if _, err := n.Get(context.Background(), "jobs"); !errors.Is(err, backendkit.ErrNoLease) {
 				t.Fatalf("lease not released: %v", err)
 			}
 			close(n.release)
@@ -436,7 +437,7 @@ func TestPushListenerNeverWedges(t *testing.T) {
 // OnStoppedLeading never comes before its OnStartedLeading, even when the
 // leadership ends right after it began (real time, many times over).
 func TestStoppedNeverBeforeStarted(t *testing.T) {
-	store := fxelection.NewMemoryBackend()
+	store := memory.New()
 	for i := range 300 {
 		var l log
 		acquired := make(chan struct{})
@@ -470,7 +471,7 @@ func TestStoppedNeverBeforeStarted(t *testing.T) {
 // timer has ended belief while the loop is still stuck in a renewal.
 func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := electiontest.NewFaulty(fxelection.NewMemoryBackend())
+		fa := electiontest.NewFaulty(memory.New())
 		defer fa.Wedge(fxelection.OpRenew, false)
 		e := start(t, cfg("a"), fa)
 		synctest.Wait()
@@ -511,7 +512,7 @@ func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 // and no renewal comes later than RetryPeriod after the last success.
 func TestFirstRenewalsSpread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		const n = 40
 		type rec struct {
 			mu        sync.Mutex
@@ -593,15 +594,15 @@ func TestConfigBounds(t *testing.T) {
 	}{
 		{"defaults", ok, ""},
 		{"retry at the minimum", func(c *fxelection.Config) {
-			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 30*time.Millisecond, 20*time.Millisecond, fxelection.MinRetryPeriod
+			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 30*time.Millisecond, 20*time.Millisecond, 10*time.Millisecond
 		}, ""},
 		{"retry 1ns", func(c *fxelection.Config) { c.RetryPeriod = 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 1ns)"},
-		{"retry just below the minimum", func(c *fxelection.Config) { c.RetryPeriod = fxelection.MinRetryPeriod - 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 9.999999ms)"},
+		{"retry just below the minimum", func(c *fxelection.Config) { c.RetryPeriod = 10*time.Millisecond - 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 9.999999ms)"},
 		{"lease at the maximum", func(c *fxelection.Config) {
-			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = fxelection.MaxRecordDuration, fxelection.MaxRecordDuration-1, fxelection.MaxRecordDuration/2
-			c.MaxBackoff, c.StopTimeout = fxelection.MaxRecordDuration, fxelection.MaxRecordDuration
+			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = backendkit.MaxRecordDuration, backendkit.MaxRecordDuration-1, backendkit.MaxRecordDuration/2
+			c.MaxBackoff, c.StopTimeout = backendkit.MaxRecordDuration, backendkit.MaxRecordDuration
 		}, ""},
-		{"lease above the maximum", func(c *fxelection.Config) { c.LeaseDuration = fxelection.MaxRecordDuration + 1 }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
+		{"lease above the maximum", func(c *fxelection.Config) { c.LeaseDuration = backendkit.MaxRecordDuration + 1 }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
 		{"lease huge", func(c *fxelection.Config) { c.LeaseDuration = huge }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
 		{"lease max int64", func(c *fxelection.Config) { c.LeaseDuration = math.MaxInt64 }, "LeaseDuration: must be at most 8760h0m0s (is 2562047h47m16.854775807s)"},
 		{"deadline huge", func(c *fxelection.Config) { c.RenewDeadline = huge }, "fxelection: RenewDeadline: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
@@ -628,7 +629,7 @@ func TestConfigBounds(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
 				}
-				if _, err := fxelection.New(c, fxelection.NewMemoryBackend()); err != nil {
+				if _, err := fxelection.New(c, memory.New()); err != nil {
 					t.Fatalf("New: %v", err)
 				}
 				return
@@ -667,7 +668,7 @@ func TestStopWithHungStore(t *testing.T) {
 	for _, leader := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leader=%v", leader), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := fxelection.NewMemoryBackend()
+				store := memory.New()
 				if !leader {
 					start(t, cfg("other"), store)
 					synctest.Wait()

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 // TestLeaderRefreshedOnRenewal: on the leader, Leader() and Status().Leader
@@ -14,7 +14,7 @@ import (
 // acquired: example-app's /leader showed an expiry in the past.
 func TestLeaderRefreshedOnRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := start(t, cfg("a"), fxelection.NewMemoryBackend())
+		e := start(t, cfg("a"), memory.New())
 		synctest.Wait()
 		first, ok := e.Leader()
 		if !ok || first.Holder != "a" {

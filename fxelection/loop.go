@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 )
 
@@ -19,8 +20,9 @@ import (
 type leaderTerm struct {
 	e     *Elector
 	lease Lease // the lease as last renewed
-	// acquired is the lease as acquired: the leader context's value.
-	acquired Lease
+	// values are the leader context's values: the lease as acquired
+	// (LeaseFromContext) over Start's context's.
+	values context.Context
 	// timer fires at the next renewal (due) or the renew deadline,
 	// whichever is earlier; see fire.
 	timer     *time.Timer
@@ -127,12 +129,7 @@ func (t *leaderTerm) Err() error {
 
 // Value implements context.Context: the lease as acquired for
 // LeaseFromContext, otherwise Start's context's values.
-func (t *leaderTerm) Value(key any) any {
-	if _, ok := key.(leaseKey); ok {
-		return t.acquired
-	}
-	return t.e.base.Value(key)
-}
+func (t *leaderTerm) Value(key any) any { return t.values.Value(key) }
 
 // String names the context, as the context package's own types do.
 func (t *leaderTerm) String() string { return "fxelection.leaderContext" }
@@ -308,7 +305,7 @@ func (e *Elector) doneCh() <-chan struct{} {
 	return e.loopDone
 }
 
-// poke is the Notifier's wake-up; it never blocks. The wake-up is kept
+// poke is the backendkit.Notifier's wake-up; it never blocks. The wake-up is kept
 // (woken) until the campaign's next pause takes it; a parked leadership
 // is not resumed for it.
 func (e *Elector) poke() {
@@ -342,7 +339,7 @@ func (e *Elector) takeWoken() bool {
 // goroutine waits for the subscription in between. If Subscribe returns
 // after Stop began, the subscription is cancelled at once, here; if Stop
 // began before, there is none.
-func (e *Elector) subscribe(n Notifier) {
+func (e *Elector) subscribe(n backendkit.Notifier) {
 	if e.halted.Load() {
 		return
 	}
@@ -378,7 +375,7 @@ func (e *Elector) callbacks() *dispatcher {
 	if d := e.disp.Load(); d != nil {
 		return d
 	}
-	d := newDispatcher(func(where string, v any) { e.recovered(where, v, where == PanicInErrorCallback) })
+	d := newDispatcher(func(where string, v any) { e.recovered(where, v, where == panicInErrorCallback) })
 	if e.disp.CompareAndSwap(nil, d) {
 		return d
 	}
@@ -457,7 +454,7 @@ func (e *Elector) afterLead(reason StopReason) {
 // retryDelay returns the wait before the next attempt after one that
 // failed with err, and the count of consecutive store failures.
 func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
-	if isStoreFailure(err) {
+	if backendkit.IsStoreFailure(err) {
 		failures++
 		return e.backoff(failures), failures
 	}
@@ -488,7 +485,7 @@ func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil ti
 				if err == nil {
 					return lease, s, req, true
 				}
-				if isStoreFailure(err) {
+				if backendkit.IsStoreFailure(err) {
 					req.reply <- result{err: err}
 				} else {
 					req.reply <- result{}
@@ -576,7 +573,7 @@ func (e *Elector) attempt(won *Lease) (time.Time, error) {
 	inc := e.incarnation
 	e.mu.Unlock()
 	end := e.during(OpAcquire)
-	l, err := e.backend.Acquire(actx, AcquireRequest{
+	l, err := e.backend.Acquire(actx, backendkit.AcquireRequest{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
 		Incarnation: inc,
 	})
@@ -596,7 +593,7 @@ func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
 	if err != nil {
 		*won = Lease{}
 	}
-	var held *HeldError
+	var held *backendkit.HeldError
 	switch {
 	case err == nil:
 		e.contact()
@@ -857,7 +854,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 		}
 		e.ls.failures = 0
 		e.armRenewal(e.renewDue(renewStart, e.cfg.RetryPeriod))
-	case errors.Is(err, ErrLeaseLost):
+	case errors.Is(err, backendkit.ErrLeaseLost):
 		e.contact()
 		return e.stepDown(t, ReasonLost, false), true
 	case e.halted.Load():
@@ -878,7 +875,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 
 // becomeLeader records a new leadership and announces it.
 func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
-	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start}
+	t := &leaderTerm{e: e, lease: lease, values: backendkit.ContextWithLease(e.base, lease.Clone()), lastRenew: start}
 	// Until the leadership is announced, a step-down by the timer (whose
 	// deadline may have passed already, after an Acquire that ignored its
 	// context) waits: "stopped" never comes before "started".
@@ -908,7 +905,7 @@ func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
 	}
 	t.startedDone = make(chan struct{})
 	e.work.add()
-	queued := e.callbacks().enqueue(PanicInStartedLeading, func() {
+	queued := e.callbacks().enqueue(panicInStartedLeading, func() {
 		// Wait until the goroutine runs the callback, so that no later
 		// callback can overtake its start.
 		began := make(chan struct{})
@@ -917,7 +914,7 @@ func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
 			defer close(t.startedDone)
 			defer func() {
 				if v := recover(); v != nil {
-					e.recovered(PanicInStartedLeading, v, false)
+					e.recovered(panicInStartedLeading, v, false)
 				}
 			}()
 			close(began)
@@ -1012,7 +1009,7 @@ func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) S
 	t.ended = true
 	// The next leadership, even of a record still in the store, gets a
 	// term of its own: a write of this one still in flight is fenced off.
-	e.incarnation = NewIncarnation()
+	e.incarnation = backendkit.NewIncarnation()
 	t.timer.Stop() // fire may have re-armed it before ended was set
 	e.leader, e.leaderKnown = Lease{}, false
 	e.mu.Unlock()
@@ -1024,7 +1021,7 @@ func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) S
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
 	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
 		l := t.lease.Clone()
-		e.callbacks().enqueue(PanicInStoppedLeading, func() {
+		e.callbacks().enqueue(panicInStoppedLeading, func() {
 			e.awaitStarted(t)
 			cb(l, reason)
 		}, false)
@@ -1059,7 +1056,7 @@ func (e *Elector) observeLeader(l Lease) {
 	e.observe(Event{Kind: EventNewLeader, Lease: l.Clone()})
 	if cb := e.cfg.Callbacks.OnNewLeader; cb != nil {
 		l = l.Clone()
-		e.callbacks().enqueue(PanicInNewLeader, func() { cb(l) }, true)
+		e.callbacks().enqueue(panicInNewLeader, func() { cb(l) }, true)
 	}
 }
 
@@ -1080,7 +1077,7 @@ func (e *Elector) fail(op string, err error) {
 	e.mu.Unlock()
 	e.log.Warn("election error", "op", op, "error", err)
 	if cb := e.cfg.Callbacks.OnError; cb != nil {
-		e.callbacks().enqueue(PanicInErrorCallback, func() { cb(oe) }, true)
+		e.callbacks().enqueue(panicInErrorCallback, func() { cb(oe) }, true)
 	}
 }
 

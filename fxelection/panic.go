@@ -9,13 +9,13 @@ import (
 // ErrPanic matches every *PanicError: an Observer or a callback panicked.
 var ErrPanic = errors.New("fxelection: observer or callback panicked")
 
-// Where a recovered panic happened (PanicError.Where).
+// Where a recovered panic happened: the values of PanicError.Where.
 const (
-	PanicInObserver       = "Observer"
-	PanicInStartedLeading = "OnStartedLeading"
-	PanicInStoppedLeading = "OnStoppedLeading"
-	PanicInNewLeader      = "OnNewLeader"
-	PanicInErrorCallback  = "OnError"
+	panicInObserver       = "Observer"
+	panicInStartedLeading = "OnStartedLeading"
+	panicInStoppedLeading = "OnStoppedLeading"
+	panicInNewLeader      = "OnNewLeader"
+	panicInErrorCallback  = "OnError"
 )
 
 // PanicError reports a panic the Elector recovered from an Observer or one
@@ -27,7 +27,8 @@ const (
 type PanicError struct {
 	// Election is the elector's Config.Name.
 	Election string
-	// Where is the panicking hook: PanicInObserver, PanicInStartedLeading, …
+	// Where is the panicking hook: "Observer", "OnStartedLeading",
+	// "OnStoppedLeading", "OnNewLeader" or "OnError".
 	Where string
 	// Value is what was passed to panic.
 	Value any
@@ -53,7 +54,7 @@ func (e *Elector) recovered(where string, v any, quiet bool) {
 		return
 	}
 	e.observe(Event{Kind: EventPanic, Err: pe})
-	if cb := e.cfg.Callbacks.OnError; cb != nil && where != PanicInErrorCallback && e.canDispatch.Load() {
-		e.callbacks().enqueue(PanicInErrorCallback, func() { cb(pe) }, true)
+	if cb := e.cfg.Callbacks.OnError; cb != nil && where != panicInErrorCallback && e.canDispatch.Load() {
+		e.callbacks().enqueue(panicInErrorCallback, func() { cb(pe) }, true)
 	}
 }

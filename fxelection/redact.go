@@ -1,8 +1,11 @@
 package fxelection
 
-import "github.com/fxelection/fxelection/fxelection/internal/redact"
+import (
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/redact"
+)
 
 // redactErr passes a store failure through the one redaction path
 // (backendkit.RedactError) before callbacks, observers, logs or Status see
-// it; errors.As still finds a *HeldError through it.
-func redactErr(err error) error { return redact.Error[*HeldError](err) }
+// it; errors.As still finds a *backendkit.HeldError through it.
+func redactErr(err error) error { return redact.Error[*backendkit.HeldError](err) }

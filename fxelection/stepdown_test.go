@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 // lostLog is a slog.Handler that records when "leadership lost" is logged.
@@ -50,10 +51,10 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 					b  fxelection.Backend
 				)
 				if batched {
-					bf := electiontest.NewBatchFaulty(fxelection.NewMemoryBackend())
+					bf := electiontest.NewBatchFaulty(memory.New())
 					fa, b = bf.Backend, bf
 				} else {
-					fa = electiontest.NewFaulty(fxelection.NewMemoryBackend())
+					fa = electiontest.NewFaulty(memory.New())
 					b = fa
 				}
 				defer fa.Wedge(fxelection.OpRenew, false)

@@ -10,11 +10,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 func benchAttachment(b *testing.B) *attachment {
 	b.Helper()
-	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, fxelection.NewMemoryBackend())
+	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, memory.New())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func BenchmarkObserveRenewed(b *testing.B) {
 
 // BenchmarkReadiness serves one readiness probe over one elector.
 func BenchmarkReadiness(b *testing.B) {
-	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, fxelection.NewMemoryBackend())
+	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, memory.New())
 	if err != nil {
 		b.Fatal(err)
 	}

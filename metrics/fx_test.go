@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/metrics"
 )
 
@@ -24,7 +25,7 @@ func TestModule(t *testing.T) {
 		var m *metrics.Metrics
 		app := fx.New(
 			fx.NopLogger,
-			fxelection.MemoryModule,
+			memory.Module,
 			fx.Supply(testConfig("jobs", "a")),
 			fxelection.Module,
 			metrics.Module,
@@ -73,7 +74,7 @@ func TestModuleNamedElections(t *testing.T) {
 		cfg := testConfig("", "a")
 		app := fx.New(
 			fx.NopLogger,
-			fxelection.MemoryModule,
+			memory.Module,
 			fxelection.Named("billing", cfg),
 			fxelection.Named("reports", cfg),
 			metrics.Module,
@@ -115,7 +116,7 @@ func TestTwoAppsDefaultRegistry(t *testing.T) {
 		newApp := func(identity string) *fx.App {
 			return fx.New(
 				fx.NopLogger,
-				fxelection.MemoryModule,
+				memory.Module,
 				fx.Supply(testConfig("default-registry", identity)),
 				fxelection.Module,
 				metrics.Module,

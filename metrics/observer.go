@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // attachment turns one elector's events into series. Events arrive on the
@@ -203,11 +204,11 @@ func resultLabel(err error) string {
 	switch {
 	case err == nil:
 		return ResultOK
-	case errors.Is(err, fxelection.ErrLeaseHeld):
+	case errors.Is(err, backendkit.ErrLeaseHeld):
 		return ResultHeld
-	case errors.Is(err, fxelection.ErrLeaseLost):
+	case errors.Is(err, backendkit.ErrLeaseLost):
 		return ResultLost
-	case errors.Is(err, fxelection.ErrNoLease):
+	case errors.Is(err, backendkit.ErrNoLease):
 		return ResultNone
 	case errors.Is(err, context.Canceled):
 		return ResultCanceled

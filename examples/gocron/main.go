@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/schedule/fxgocron"
 )
 
@@ -39,7 +40,7 @@ func node(id string, backend fxelection.Backend) *fx.App {
 
 func main() {
 	ctx := context.Background()
-	backend := fxelection.NewMemoryBackend() // shared, as a Redis would be
+	backend := memory.New() // shared, as a Redis would be
 	a, b := node("a", backend), node("b", backend)
 	if err := a.Start(ctx); err != nil {
 		panic(err)

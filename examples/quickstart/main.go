@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 func main() {
 	ctx := context.Background()
-	backend := fxelection.NewMemoryBackend() // or redislease.New(client, …), pglease.New(…)
+	backend := memory.New() // or redislease.New(client, …), pglease.New(…)
 
 	var electors []*fxelection.Elector
 	for _, id := range []string{"a", "b", "c"} {

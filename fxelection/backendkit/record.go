@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 // recordFormat is the version of the encoding written by MarshalRecord.
@@ -29,7 +27,7 @@ type wireRecord struct {
 // not encoded: they belong to the store. The duration is stored in whole
 // milliseconds, rounded up, so that a positive duration never becomes zero
 // and a reader never waits less than the holder asked for.
-func MarshalRecord(l fxelection.Lease) ([]byte, error) {
+func MarshalRecord(l Lease) ([]byte, error) {
 	ms := l.Duration.Milliseconds()
 	if l.Duration%time.Millisecond > 0 {
 		ms++
@@ -53,24 +51,24 @@ func MarshalRecord(l fxelection.Lease) ([]byte, error) {
 // UnmarshalRecord decodes a record written by MarshalRecord and validates it
 // with Lease.Validate. Anything else — garbage, another program's value, an
 // unknown format, a holder that is not printable UTF-8, a duration that is
-// out of range — gives an error matching fxelection.ErrInvalidRecord, never a panic.
-func UnmarshalRecord(b []byte) (fxelection.Lease, error) {
+// out of range — gives an error matching ErrInvalidRecord, never a panic.
+func UnmarshalRecord(b []byte) (Lease, error) {
 	if !utf8.Valid(b) {
 		// encoding/json would silently turn invalid bytes into U+FFFD.
-		return fxelection.Lease{}, fmt.Errorf("%w: record is not valid UTF-8", fxelection.ErrInvalidRecord)
+		return Lease{}, fmt.Errorf("%w: record is not valid UTF-8", ErrInvalidRecord)
 	}
 	var w wireRecord
 	if err := json.Unmarshal(b, &w); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("%w: not a JSON lease record", fxelection.ErrInvalidRecord)
+		return Lease{}, fmt.Errorf("%w: not a JSON lease record", ErrInvalidRecord)
 	}
 	if w.Format != recordFormat {
-		return fxelection.Lease{}, fmt.Errorf("%w: unknown format %d", fxelection.ErrInvalidRecord, w.Format)
+		return Lease{}, fmt.Errorf("%w: unknown format %d", ErrInvalidRecord, w.Format)
 	}
 	d, err := DurationFromMillis(w.DurationMS)
 	if err != nil {
-		return fxelection.Lease{}, err
+		return Lease{}, err
 	}
-	l := fxelection.Lease{
+	l := Lease{
 		Election:    w.Election,
 		Holder:      w.Holder,
 		Incarnation: w.Incarnation,
@@ -80,18 +78,18 @@ func UnmarshalRecord(b []byte) (fxelection.Lease, error) {
 		AcquiredAt:  w.AcquiredAt,
 	}
 	if err := l.Validate(); err != nil {
-		return fxelection.Lease{}, err
+		return Lease{}, err
 	}
 	return l, nil
 }
 
 // DurationFromMillis converts a stored duration in milliseconds, rejecting
-// values that are not positive or exceed fxelection.MaxRecordDuration (so that a huge
+// values that are not positive or exceed MaxRecordDuration (so that a huge
 // value cannot wrap to a negative time.Duration and make a live lease look
-// expired). The error matches fxelection.ErrInvalidRecord.
+// expired). The error matches ErrInvalidRecord.
 func DurationFromMillis(ms int64) (time.Duration, error) {
-	if ms <= 0 || ms > fxelection.MaxRecordDuration.Milliseconds() {
-		return 0, fmt.Errorf("%w: duration %d ms out of range", fxelection.ErrInvalidRecord, ms)
+	if ms <= 0 || ms > MaxRecordDuration.Milliseconds() {
+		return 0, fmt.Errorf("%w: duration %d ms out of range", ErrInvalidRecord, ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -102,13 +100,13 @@ func DurationFromMillis(ms int64) (time.Duration, error) {
 // out of band, evicted, or on a store restarted empty, where prev reads as
 // 0): a later holder's clock is past the microsecond at which the lost term
 // was handed out, unless that clock lags by more than the time since. It
-// returns fxelection.ErrTermExhausted instead of passing fxelection.MaxTerm.
+// returns ErrTermExhausted instead of passing MaxTerm.
 func NextTerm(prev uint64, now time.Time) (uint64, error) {
-	if prev >= fxelection.MaxTerm {
-		return 0, fxelection.ErrTermExhausted
+	if prev >= MaxTerm {
+		return 0, ErrTermExhausted
 	}
 	next := prev + 1
-	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= fxelection.MaxTerm {
+	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= MaxTerm {
 		next = uint64(us)
 	}
 	return next, nil
@@ -120,15 +118,15 @@ func NextTerm(prev uint64, now time.Time) (uint64, error) {
 // observed-time store, reports whether cur may be taken over now (nil on a
 // store whose TTL removes expired values). It returns the lease to write
 // with the version read: the caller's continued term when req.Continues a
-// live value, else backendkit.NextTerm of the value's term (a released or
+// live value, else NextTerm of the value's term (a released or
 // expired value, a new incarnation of its holder, or none at all), or a
-// *fxelection.HeldError when someone else holds it. It is the one place
+// *HeldError when someone else holds it. It is the one place
 // these backends apply the contract's rule for terms.
-func Claim(req fxelection.AcquireRequest, cur Value, found bool, expired func() bool, now time.Time) (fxelection.Lease, error) {
+func Claim(req AcquireRequest, cur Value, found bool, expired func() bool, now time.Time) (Lease, error) {
 	if err := req.Validate(); err != nil {
-		return fxelection.Lease{}, err
+		return Lease{}, err
 	}
-	next := fxelection.Lease{
+	next := Lease{
 		Election:    req.Election,
 		Holder:      req.Identity,
 		Incarnation: req.Incarnation,
@@ -146,12 +144,12 @@ func Claim(req fxelection.AcquireRequest, cur Value, found bool, expired func() 
 	case cur.Lease.Holder == req.Identity, expired != nil && expired():
 		prev = cur.Lease.Term
 	default:
-		return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.Lease}
+		return Lease{}, &HeldError{Holder: cur.Lease}
 	}
 	if next.Term == 0 {
 		t, err := NextTerm(prev, now)
 		if err != nil {
-			return fxelection.Lease{}, err
+			return Lease{}, err
 		}
 		next.Term = t
 	}

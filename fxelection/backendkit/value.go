@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 // MaxValueBytes bounds a value UnmarshalValue reads: a lease record is
@@ -34,7 +32,7 @@ type value struct {
 
 // MarshalValue encodes l (with MarshalRecord) as a store value, marked
 // released or not, with a fresh random nonce.
-func MarshalValue(l fxelection.Lease, released bool) ([]byte, error) {
+func MarshalValue(l Lease, released bool) ([]byte, error) {
 	rec, err := MarshalRecord(l)
 	if err != nil {
 		return nil, err
@@ -54,7 +52,7 @@ func MarshalValue(l fxelection.Lease, released bool) ([]byte, error) {
 type Value struct {
 	// Lease is the record; its Version is left for the caller to set from
 	// the store.
-	Lease fxelection.Lease
+	Lease Lease
 	// Released says the lease was released: the value only keeps the term.
 	Released bool
 	// Write is the value's per-write nonce. With the store's version it
@@ -68,34 +66,34 @@ type Value struct {
 // name election, or, with election "", any non-empty election. Anything
 // else — larger than MaxValueBytes, not a JSON value of a known format, no
 // record, a record UnmarshalRecord rejects — gives an error matching
-// fxelection.ErrInvalidRecord that quotes no stored bytes unescaped.
+// ErrInvalidRecord that quotes no stored bytes unescaped.
 func UnmarshalValue(b []byte, election string) (Value, error) {
 	if len(b) > MaxValueBytes {
-		return Value{}, fmt.Errorf("%w: value larger than %d bytes", fxelection.ErrInvalidRecord, MaxValueBytes)
+		return Value{}, fmt.Errorf("%w: value larger than %d bytes", ErrInvalidRecord, MaxValueBytes)
 	}
 	var v value
 	if err := json.Unmarshal(b, &v); err != nil {
-		return Value{}, fmt.Errorf("%w: not a JSON lease value", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: not a JSON lease value", ErrInvalidRecord)
 	}
 	switch [3]int{v.Format, v.OldS3, v.OldCache} {
 	case [3]int{valueFormat, 0, 0}, [3]int{0, valueFormat, 0}, [3]int{0, 0, valueFormat}:
 	default:
-		return Value{}, fmt.Errorf("%w: unknown value format", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: unknown value format", ErrInvalidRecord)
 	}
 	if len(v.Record) == 0 {
-		return Value{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: no record", ErrInvalidRecord)
 	}
 	if len(v.Write) > 64 {
-		return Value{}, fmt.Errorf("%w: write nonce longer than 64 bytes", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: write nonce longer than 64 bytes", ErrInvalidRecord)
 	}
 	l, err := UnmarshalRecord(v.Record)
 	switch {
 	case err != nil:
 		return Value{}, err
 	case l.Election == "":
-		return Value{}, fmt.Errorf("%w: record without election", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: record without election", ErrInvalidRecord)
 	case election != "" && l.Election != election:
-		return Value{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
+		return Value{}, fmt.Errorf("%w: record of election %q", ErrInvalidRecord, l.Election)
 	}
 	return Value{Lease: l, Released: v.Released, Write: v.Write}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Document is a configuration document: the elections one process runs and
@@ -515,7 +516,7 @@ func validateModule(m Module) (err error) {
 }
 
 func validFxName(s string) bool {
-	if s == "" || len(s) > fxelection.MaxNameLen {
+	if s == "" || len(s) > backendkit.MaxNameLen {
 		return false
 	}
 	for _, c := range s {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 )
 
 // RunBackendBenchmarks measures a backend's four operations as an elector
@@ -20,8 +22,8 @@ import (
 // newBackend returns a separate client on the store under test per call.
 func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelection.Backend, d time.Duration) {
 	ctx := context.Background()
-	req := func(e, id string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: d}
+	req := func(e, id string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: d}
 	}
 	b.Run("AcquireHeld", func(b *testing.B) {
 		a, f, e := newBackend(b), newBackend(b), Election(b)
@@ -156,7 +158,7 @@ func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o Handov
 			time.Sleep(200 * time.Microsecond)
 		}
 		if o.RandomPhase {
-			time.Sleep(rand.N(time.Duration(fxelection.JitterFactor * float64(o.Timing.RetryPeriod))))
+			time.Sleep(rand.N(backoff.JitterMax(o.Timing.RetryPeriod)))
 		}
 		t0 := time.Now()
 		if err := leader.e.Stop(ctx); err != nil {

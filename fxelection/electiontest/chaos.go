@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 )
 
 // Environment variables read by RunChaos; they override ChaosOptions.
@@ -148,7 +149,7 @@ func (o ChaosOptions) withDefaults() ChaosOptions {
 
 // jitter returns n × 1.2 × d (the longest jittered wait).
 func jitter(d time.Duration, n int) time.Duration {
-	return time.Duration(float64(n) * fxelection.JitterFactor * float64(d))
+	return time.Duration(n) * backoff.JitterMax(d)
 }
 
 // ChaosStats summarises a set of durations.

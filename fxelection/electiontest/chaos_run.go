@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Fault kinds, as counted in ChaosReport.Faults.
@@ -124,7 +125,7 @@ type instance struct {
 	evs      []record
 	panics   int
 	// acquireErrs are the starts of Acquire calls that failed other than
-	// with a *fxelection.HeldError (the call may have undone a write).
+	// with a *backendkit.HeldError (the call may have undone a write).
 	acquireErrs []time.Duration
 }
 
@@ -234,7 +235,7 @@ func (c *chaos) start(s *slot) error {
 		case fxelection.EventDetached:
 			c.note(inst, &inst.evs, "detached", 0)
 		case fxelection.EventOperation:
-			var held *fxelection.HeldError
+			var held *backendkit.HeldError
 			if ev.Op == fxelection.OpAcquire && ev.Err != nil && !errors.As(ev.Err, &held) {
 				at := ev.Time.Add(-ev.Duration).Sub(c.t0)
 				c.mu.Lock()
@@ -449,7 +450,7 @@ func (c *chaos) stop(inst *instance, crash bool) {
 			cancel()
 			_ = inst.e.Stop(ctx)
 		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), fxelection.DefaultStopTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err = inst.e.Stop(ctx)
 			cancel()
 		}
@@ -738,7 +739,7 @@ func (c *chaos) inject() {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), fxelection.DefaultStopTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = inst.e.Resign(ctx)
 		}()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 )
 
 // candidate is one elector in an end-to-end test with its own client.
@@ -102,13 +104,13 @@ func (s *suite) handOverOnStop(t *testing.T) {
 			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Status().Identity, l, ok, leader.e.Status().Identity, first.Term)
 		}
 	}
-	_, push := cs[0].inner.(fxelection.Notifier)
+	_, push := cs[0].inner.(backendkit.Notifier)
 
 	stopped := time.Now()
 	if err := leader.e.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	limit := time.Duration(fxelection.JitterFactor*float64(tm.RetryPeriod)) + time.Second
+	limit := backoff.JitterMax(tm.RetryPeriod) + time.Second
 	next, at := waitLeader(t, cs, leader, limit)
 	took := at.Sub(stopped)
 	second, _ := next.e.Lease()
@@ -132,7 +134,7 @@ func (s *suite) vanished(t *testing.T) {
 	cut := time.Now()
 	leader.faulty.Partition(true)
 	next, at := waitLeader(t, cs, leader, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
-	if took := at.Sub(cut); took > tm.LeaseDuration+time.Duration(fxelection.JitterFactor*float64(tm.RetryPeriod))+3*time.Second {
+	if took := at.Sub(cut); took > tm.LeaseDuration+backoff.JitterMax(tm.RetryPeriod)+3*time.Second {
 		t.Errorf("takeover took %v, want within lease + retry (%v + %v) and slack", took, tm.LeaseDuration, tm.RetryPeriod)
 	}
 	if leader.e.IsLeader() {

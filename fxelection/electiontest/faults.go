@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // FaultServer is the part of a test server the fault scenarios drive: a
@@ -177,7 +178,7 @@ func (h FaultHooks) foreign(t *testing.T) {
 	WaitFor(t, 10*time.Second, "an invalid-record error event", func() bool {
 		for _, c := range cs {
 			if _, ok := c.Events.Find(func(ev fxelection.Event) bool {
-				return errors.Is(ev.Err, fxelection.ErrInvalidRecord)
+				return errors.Is(ev.Err, backendkit.ErrInvalidRecord)
 			}); ok {
 				return true
 			}

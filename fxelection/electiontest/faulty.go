@@ -24,7 +24,7 @@ type Faulty = faultinject.Backend
 // NewFaulty wraps inner; it passes every call through until told otherwise.
 func NewFaulty(inner fxelection.Backend) *Faulty { return faultinject.New(inner) }
 
-// BatchFaulty is a Faulty that also implements fxelection.BatchRenewer
+// BatchFaulty is a Faulty that also implements backendkit.BatchRenewer
 // (see faultinject.BatchBackend).
 type BatchFaulty = faultinject.BatchBackend
 

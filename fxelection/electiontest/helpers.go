@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Helpers for a backend's own tests beyond the conformance suite: a test
@@ -115,8 +116,8 @@ func Kind(k fxelection.EventKind) func(fxelection.Event) bool {
 // answered with something the backend could not use.
 func IsStoreFailure(ev fxelection.Event) bool {
 	return ev.Kind == fxelection.EventOperation && ev.Err != nil &&
-		!errors.Is(ev.Err, fxelection.ErrLeaseHeld) && !errors.Is(ev.Err, fxelection.ErrLeaseLost) &&
-		!errors.Is(ev.Err, fxelection.ErrNoLease)
+		!errors.Is(ev.Err, backendkit.ErrLeaseHeld) && !errors.Is(ev.Err, backendkit.ErrLeaseLost) &&
+		!errors.Is(ev.Err, backendkit.ErrNoLease)
 }
 
 // The short elector timing StartCandidate uses, with the core's margins:
@@ -330,7 +331,7 @@ type PushOptions struct {
 }
 
 // CheckPushHandover checks that a backend implementing
-// fxelection.Notifier wakes a follower when its leader lets go: an elector
+// backendkit.Notifier wakes a follower when its leader lets go: an elector
 // on leader leads, an elector on follower sees it, then (after BeforeStop)
 // the leader stops, and the follower must lead within Handover, long
 // before its next retry: only a wake-up from the store makes that
@@ -378,7 +379,7 @@ func CheckElectionNames(t testing.TB, a, b fxelection.Backend, names []string) {
 	t.Helper()
 	terms := map[string]uint64{}
 	for _, n := range names {
-		l, err := a.Acquire(Context(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
+		l, err := a.Acquire(Context(t), backendkit.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
 		if err != nil {
 			t.Fatalf("Acquire(%q): %v", n, err)
 		}

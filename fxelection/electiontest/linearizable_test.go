@@ -9,6 +9,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 // The checker must catch what it claims to: deliberately broken backends
@@ -16,7 +18,7 @@ import (
 // backend, fail it; the in-memory backend itself passes.
 
 func TestLinearizableMemoryPasses(t *testing.T) {
-	m := fxelection.NewMemoryBackend()
+	m := memory.New()
 	v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{})
 	if v.result != porcupine.Ok || len(v.problems) > 0 {
 		t.Fatalf("in-memory backend: %s %v\n%s", v.result, v.problems, v.report)
@@ -26,25 +28,25 @@ func TestLinearizableMemoryPasses(t *testing.T) {
 func TestLinearizableCatchesBrokenBackends(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		wrap func(*fxelection.MemoryBackend) fxelection.Backend
+		wrap func(*memory.Backend) fxelection.Backend
 	}{
 		// etcd's bug: the same identity gets its old term back after its
 		// own release.
-		{"TermKeptAcrossRelease", func(m *fxelection.MemoryBackend) fxelection.Backend {
-			return &keepTermBackend{MemoryBackend: m, released: map[string]fxelection.Lease{}, fake: map[string]termMap{}}
+		{"TermKeptAcrossRelease", func(m *memory.Backend) fxelection.Backend {
+			return &keepTermBackend{Backend: m, released: map[string]fxelection.Lease{}, fake: map[string]termMap{}}
 		}},
 		// memcached's bug: Get reports a version no call's result accounts for.
-		{"StaleVersion", func(m *fxelection.MemoryBackend) fxelection.Backend {
-			return &staleVersionBackend{MemoryBackend: m, prev: map[string]string{}}
+		{"StaleVersion", func(m *memory.Backend) fxelection.Backend {
+			return &staleVersionBackend{Backend: m, prev: map[string]string{}}
 		}},
 		// A backend that ignores incarnations: the same identity keeps its
 		// term whatever incarnation asks.
-		{"IgnoresIncarnation", func(m *fxelection.MemoryBackend) fxelection.Backend {
+		{"IgnoresIncarnation", func(m *memory.Backend) fxelection.Backend {
 			return ignoreIncarnation{m}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := tc.wrap(fxelection.NewMemoryBackend())
+			b := tc.wrap(memory.New())
 			v := runLinearizable(t, func(*testing.T) fxelection.Backend { return b }, LinearizableOptions{noVisual: true})
 			if v.result != porcupine.Illegal && len(v.problems) == 0 {
 				t.Fatalf("broken backend passed: %s (%d calls: %s)", v.result, v.ops, v.outcomes)
@@ -58,12 +60,12 @@ func TestLinearizableCatchesBrokenBackends(t *testing.T) {
 }
 
 // ignoreIncarnation drops the request's incarnation.
-type ignoreIncarnation struct{ *fxelection.MemoryBackend }
+type ignoreIncarnation struct{ *memory.Backend }
 
-func (b ignoreIncarnation) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b ignoreIncarnation) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	inc := req.Incarnation
 	req.Incarnation = ""
-	l, err := b.MemoryBackend.Acquire(ctx, req)
+	l, err := b.Backend.Acquire(ctx, req)
 	if err == nil {
 		l.Incarnation = inc
 	}
@@ -73,7 +75,7 @@ func (b ignoreIncarnation) Acquire(ctx context.Context, req fxelection.AcquireRe
 // staleVersionBackend reports, from Get, the version the record had before
 // its last write by Acquire or Renew.
 type staleVersionBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	mu   sync.Mutex
 	prev map[string]string // election → the version before the current one
 	cur  map[string]string
@@ -88,8 +90,8 @@ func (b *staleVersionBackend) note(l fxelection.Lease) {
 	b.prev[l.Election], b.cur[l.Election] = b.cur[l.Election], l.Version
 }
 
-func (b *staleVersionBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.MemoryBackend.Acquire(ctx, req)
+func (b *staleVersionBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.Backend.Acquire(ctx, req)
 	if err == nil {
 		b.note(l)
 	}
@@ -97,7 +99,7 @@ func (b *staleVersionBackend) Acquire(ctx context.Context, req fxelection.Acquir
 }
 
 func (b *staleVersionBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
-	l, err := b.MemoryBackend.Renew(ctx, lease)
+	l, err := b.Backend.Renew(ctx, lease)
 	if err == nil {
 		b.note(l)
 	}
@@ -105,7 +107,7 @@ func (b *staleVersionBackend) Renew(ctx context.Context, lease fxelection.Lease)
 }
 
 func (b *staleVersionBackend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.MemoryBackend.Get(ctx, election)
+	l, err := b.Backend.Get(ctx, election)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err == nil && l.Version == b.cur[election] && b.prev[election] != "" {
@@ -119,7 +121,7 @@ func (b *staleVersionBackend) Get(ctx context.Context, election string) (fxelect
 // term to the reused one in everything it returns, and back in what it
 // is given.
 type keepTermBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	mu       sync.Mutex
 	released map[string]fxelection.Lease // election → the last lease its holder released
 	fake     map[string]termMap
@@ -143,12 +145,12 @@ func (b *keepTermBackend) unshow(l fxelection.Lease) fxelection.Lease {
 	return l
 }
 
-func (b *keepTermBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *keepTermBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	l, err := b.MemoryBackend.Acquire(ctx, req)
-	if he, ok := err.(*fxelection.HeldError); ok {
-		return fxelection.Lease{}, &fxelection.HeldError{Holder: b.show(he.Holder)}
+	l, err := b.Backend.Acquire(ctx, req)
+	if he, ok := err.(*backendkit.HeldError); ok {
+		return fxelection.Lease{}, &backendkit.HeldError{Holder: b.show(he.Holder)}
 	}
 	if err != nil {
 		return l, err
@@ -163,7 +165,7 @@ func (b *keepTermBackend) Acquire(ctx context.Context, req fxelection.AcquireReq
 func (b *keepTermBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	l, err := b.MemoryBackend.Renew(ctx, b.unshow(lease))
+	l, err := b.Backend.Renew(ctx, b.unshow(lease))
 	if err != nil {
 		return l, err
 	}
@@ -174,12 +176,12 @@ func (b *keepTermBackend) Release(ctx context.Context, lease fxelection.Lease) e
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	real := b.unshow(lease)
-	cur, err := b.MemoryBackend.Get(ctx, lease.Election)
-	if err := b.MemoryBackend.Release(ctx, real); err != nil {
+	cur, err := b.Backend.Get(ctx, lease.Election)
+	if err := b.Backend.Release(ctx, real); err != nil {
 		return err
 	}
 	if err == nil && cur.Holder == real.Holder && cur.Term == real.Term {
-		if after, err := b.MemoryBackend.Get(ctx, lease.Election); err != nil || after.Term != cur.Term {
+		if after, err := b.Backend.Get(ctx, lease.Election); err != nil || after.Term != cur.Term {
 			b.released[lease.Election] = lease
 		}
 	}
@@ -189,7 +191,7 @@ func (b *keepTermBackend) Release(ctx context.Context, lease fxelection.Lease) e
 func (b *keepTermBackend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	l, err := b.MemoryBackend.Get(ctx, election)
+	l, err := b.Backend.Get(ctx, election)
 	if err != nil {
 		return l, err
 	}
@@ -199,20 +201,20 @@ func (b *keepTermBackend) Get(ctx context.Context, election string) (fxelection.
 // partialVersions reports, from Get and in HeldError, only a part of the
 // version, the same for every write by one holder, as the Azure Blob
 // backend reports its lease id alone.
-type partialVersions struct{ *fxelection.MemoryBackend }
+type partialVersions struct{ *memory.Backend }
 
-func (b partialVersions) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.MemoryBackend.Acquire(ctx, req)
-	if he, ok := err.(*fxelection.HeldError); ok {
+func (b partialVersions) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.Backend.Acquire(ctx, req)
+	if he, ok := err.(*backendkit.HeldError); ok {
 		h := he.Holder
 		h.Version = "id-" + h.Holder
-		return l, &fxelection.HeldError{Holder: h}
+		return l, &backendkit.HeldError{Holder: h}
 	}
 	return l, err
 }
 
 func (b partialVersions) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.MemoryBackend.Get(ctx, election)
+	l, err := b.Backend.Get(ctx, election)
 	if err == nil {
 		l.Version = "id-" + l.Holder
 	}
@@ -222,7 +224,7 @@ func (b partialVersions) Get(ctx context.Context, election string) (fxelection.L
 // A backend whose reads report partial versions passes with
 // PartialReadVersions and fails without it.
 func TestLinearizablePartialReadVersions(t *testing.T) {
-	b := partialVersions{fxelection.NewMemoryBackend()}
+	b := partialVersions{memory.New()}
 	nb := func(*testing.T) fxelection.Backend { return b }
 	if v := runLinearizable(t, nb, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok || len(v.problems) > 0 {
 		t.Fatalf("partial read versions with PartialReadVersions: %s %v\n%s", v.result, v.problems, v.report)
@@ -231,7 +233,7 @@ func TestLinearizablePartialReadVersions(t *testing.T) {
 		t.Fatalf("partial read versions without PartialReadVersions: %s", v.result)
 	}
 	// The in-memory backend passes in that mode too.
-	m := fxelection.NewMemoryBackend()
+	m := memory.New()
 	if v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok {
 		t.Fatalf("in-memory backend with PartialReadVersions: %s\n%s", v.result, v.report)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/watch"
 )
 
 // Watcher scenario timing: short, with the core's margins.
@@ -17,23 +18,23 @@ const (
 	watchLease = 2 * time.Second
 	watchRenew = 1300 * time.Millisecond
 	watchRetry = 300 * time.Millisecond
-	// watchBound is JitterFactor×PollInterval plus a generous allowance for
+	// watchBound is 1.2 × PollInterval plus a generous allowance for
 	// one Get and a loaded machine.
-	watchBound = time.Duration(fxelection.JitterFactor*float64(watchPoll)) + time.Second
+	watchBound = watchPoll*6/5 + time.Second
 )
 
-// RunWatcherTest checks a fxelection.Watcher on a real store: with three
+// RunWatcherTest checks a watch.Watcher on a real store: with three
 // electors on backends from newBackend (one per elector, and one for the
 // watcher), the watcher reports every change of leader — graceful hand-over
 // (Resign), a stopped leader, a leader cut off from the store — within
-// JitterFactor×PollInterval plus one second, with the leader's metadata,
+// 1.2 × PollInterval plus one second, with the leader's metadata,
 // and OnChange sees every leader in order. It takes a few lease durations
 // (2s each).
 func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backend) {
 	ctx := context.Background()
 	election := fmt.Sprintf("watch-%d", time.Now().UnixNano())
 	changes := &ChangeLog{}
-	w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: election, PollInterval: watchPoll, OnChange: changes.Add}, newBackend(t))
+	w, err := watch.New(watch.Config{Name: election, PollInterval: watchPoll, OnChange: changes.Add}, newBackend(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +123,11 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 // WatcherConfig.OnChange. It is safe for concurrent use; the zero value is
 // ready.
 type ChangeLog struct {
-	syncList[fxelection.LeaderInfo]
+	syncList[watch.LeaderInfo]
 }
 
 // Add records one OnChange call.
-func (c *ChangeLog) Add(i fxelection.LeaderInfo) { c.add(i) }
+func (c *ChangeLog) Add(i watch.LeaderInfo) { c.add(i) }
 
 // Leaders returns the leases of the recorded calls that reported a leader,
 // in order.

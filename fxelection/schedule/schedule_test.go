@@ -12,6 +12,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/schedule"
 )
 
@@ -46,7 +47,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestElectorAdapter(t *testing.T) {
 	ctx := context.Background()
-	b := fxelection.NewMemoryBackend()
+	b := memory.New()
 	stopped, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "idle"}, b)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestElectorAdapter(t *testing.T) {
 
 func TestTask(t *testing.T) {
 	ctx := context.Background()
-	b := fxelection.NewMemoryBackend()
+	b := memory.New()
 	a := start(t, b, "a")
 	waitFor(t, "a leads", a.IsLeader)
 	f := start(t, b, "f")

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -41,7 +42,7 @@ func (c *counted) Provision(ctx config.Context) error {
 	}
 	be := &counting{b: inner}
 	c.b = be
-	if _, ok := inner.(fxelection.BatchRenewer); ok {
+	if _, ok := inner.(backendkit.BatchRenewer); ok {
 		c.b = countingBatch{be}
 	}
 	lastCounted.Store(be)

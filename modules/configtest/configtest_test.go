@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -126,7 +127,7 @@ func TestThreeElectionsTwoBackends(t *testing.T) {
 		b        fxelection.Backend
 		election string
 	}{{rb, "alpha"}, {rb, "beta"}, {pb, "gamma"}} {
-		if l, err := c.b.Get(ctxT(t), c.election); !errors.Is(err, fxelection.ErrNoLease) {
+		if l, err := c.b.Get(ctxT(t), c.election); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Errorf("%s after stop: %+v, %v; want released (ErrNoLease)", c.election, l, err)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
@@ -31,7 +31,7 @@ func TestPushWakesOnExpiry(t *testing.T) {
 	defer cancelOther()
 	electiontest.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return mine.Load() > 0 && others.Load() > 0 })
 	m0, o0 := mine.Load(), others.Load()
-	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Second}); err != nil {
+	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	electiontest.WaitFor(t, leaderLimit, "a wake-up when the lease expires", func() bool { return mine.Load() > m0 })
@@ -40,7 +40,7 @@ func TestPushWakesOnExpiry(t *testing.T) {
 	}
 	cancel()
 	after := mine.Load()
-	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Second}); err != nil {
+	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // the lease expires meanwhile

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/schedule/fxgocron"
 )
 
@@ -21,7 +22,7 @@ func TestModuleStopsSchedulerFirst(t *testing.T) {
 	var elector *fxelection.Elector
 	app := fx.New(
 		fx.NopLogger,
-		fxelection.MemoryModule,
+		memory.Module,
 		fx.Supply(fxelection.Config{Name: "jobs", Identity: "only",
 			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}),
 		fxelection.Module,

@@ -1,4 +1,4 @@
-package fxelection
+package backendkit
 
 import (
 	"crypto/rand"

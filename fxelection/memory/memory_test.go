@@ -1,4 +1,4 @@
-package fxelection_test
+package memory_test
 
 import (
 	"testing"
@@ -6,10 +6,11 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
 func TestMemoryBackendConformance(t *testing.T) {
-	store := fxelection.NewMemoryBackend()
+	store := memory.New()
 	electiontest.RunBackendTests(t, func(*testing.T) fxelection.Backend { return store }, electiontest.Options{
 		PutGarbage: func(_ *testing.T, election string, ttl time.Duration) {
 			store.PutGarbage(election, ttl)

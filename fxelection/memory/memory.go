@@ -1,24 +1,27 @@
-package fxelection
+package memory
 
 import (
 	"context"
 	"fmt"
-	"github.com/fxelection/fxelection/fxelection/internal/wake"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/wake"
+	"go.uber.org/fx"
 )
 
-// MemoryBackend is an in-process Backend: leases live in this process's
+// Backend is an in-process backendkit.Backend: leases live in this process's
 // memory and expire by its monotonic clock. Every operation is atomic and it
 // is safe for concurrent use. Terms are monotonic for the life of the value.
-// It supports push wake-up (Notifier) and batched renewals (BatchRenewer).
+// It supports push wake-up (backendkit.Notifier) and batched renewals (backendkit.BatchRenewer).
 //
 // It serves single-process applications (several goroutines or components
 // electing one of themselves), demos and users' unit tests. It cannot
 // coordinate separate processes. Nothing but this process writes its
-// leases, so it never meets a foreign record (ErrInvalidRecord).
-type MemoryBackend struct {
+// leases, so it never meets a foreign record (backendkit.ErrInvalidRecord).
+type Backend struct {
 	// Leases are kept as values, not encoded, in a map guarded by mu.
 	mu      sync.Mutex
 	entries map[string]*memEntry
@@ -27,31 +30,31 @@ type MemoryBackend struct {
 }
 
 type memEntry struct {
-	lease    Lease     // the holder's lease; Holder is empty when free
-	held     bool      // lease is set (it may have expired since)
-	garbage  bool      // an unreadable record, for the conformance suite
-	version  uint64    // changes on every write
-	expires  time.Time // local monotonic clock
-	lastTerm uint64    // survives release
+	lease    backendkit.Lease // the holder's lease; Holder is empty when free
+	held     bool             // lease is set (it may have expired since)
+	garbage  bool             // an unreadable record, for the conformance suite
+	version  uint64           // changes on every write
+	expires  time.Time        // local monotonic clock
+	lastTerm uint64           // survives release
 }
 
 var (
-	_ Backend      = (*MemoryBackend)(nil)
-	_ Notifier     = (*MemoryBackend)(nil)
-	_ NamedBackend = (*MemoryBackend)(nil)
-	_ BatchRenewer = (*MemoryBackend)(nil)
+	_ backendkit.Backend      = (*Backend)(nil)
+	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.BatchRenewer = (*Backend)(nil)
 )
 
-// NewMemoryBackend returns an empty in-memory backend.
-func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{entries: map[string]*memEntry{}, hub: wake.New(nil)}
+// New returns an empty in-memory backend.
+func New() *Backend {
+	return &Backend{entries: map[string]*memEntry{}, hub: wake.New(nil)}
 }
 
 // BackendName returns "memory".
-func (m *MemoryBackend) BackendName() string { return "memory" }
+func (m *Backend) BackendName() string { return "memory" }
 
 // current returns the live record of election, if any; the caller holds m.mu.
-func (m *MemoryBackend) current(election string) (*memEntry, Lease, bool, error) {
+func (m *Backend) current(election string) (*memEntry, backendkit.Lease, bool, error) {
 	ent := m.entries[election]
 	if ent == nil {
 		ent = &memEntry{}
@@ -59,11 +62,11 @@ func (m *MemoryBackend) current(election string) (*memEntry, Lease, bool, error)
 	}
 	switch {
 	case !time.Now().Before(ent.expires):
-		return ent, Lease{}, false, nil
+		return ent, backendkit.Lease{}, false, nil
 	case ent.garbage:
-		return ent, Lease{}, false, fmt.Errorf("%w: unreadable record", ErrInvalidRecord)
+		return ent, backendkit.Lease{}, false, fmt.Errorf("%w: unreadable record", backendkit.ErrInvalidRecord)
 	case !ent.held:
-		return ent, Lease{}, false, nil
+		return ent, backendkit.Lease{}, false, nil
 	}
 	l := ent.lease
 	l.Version = strconv.FormatUint(ent.version, 10)
@@ -73,7 +76,7 @@ func (m *MemoryBackend) current(election string) (*memEntry, Lease, bool, error)
 
 // write stores l, which the caller has cloned (the entry owns its
 // metadata), and returns a copy of its own.
-func (m *MemoryBackend) write(ent *memEntry, l Lease) (Lease, error) {
+func (m *Backend) write(ent *memEntry, l backendkit.Lease) (backendkit.Lease, error) {
 	m.version++
 	l.Version, l.ExpiresAt = "", time.Time{}
 	ent.lease, ent.held, ent.garbage = l, true, false
@@ -84,13 +87,13 @@ func (m *MemoryBackend) write(ent *memEntry, l Lease) (Lease, error) {
 	return out, nil
 }
 
-// Acquire implements Backend.
-func (m *MemoryBackend) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
+// Acquire implements backendkit.Backend.
+func (m *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (backendkit.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	}
 	if err := req.Validate(); err != nil {
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -101,19 +104,19 @@ func (m *MemoryBackend) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 // the frame of a caller waiting for the lock stays small: at start-up many
 // campaign goroutines wait there at once, and their stacks are what they
 // cost.
-func (m *MemoryBackend) acquire(req AcquireRequest) (Lease, error) {
+func (m *Backend) acquire(req backendkit.AcquireRequest) (backendkit.Lease, error) {
 	ent, cur, held, err := m.current(req.Election)
 	if err != nil {
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	}
-	l := Lease{Election: req.Election, Holder: req.Identity, Metadata: req.Metadata, Duration: req.Duration, Incarnation: req.Incarnation}
+	l := backendkit.Lease{Election: req.Election, Holder: req.Identity, Metadata: req.Metadata, Duration: req.Duration, Incarnation: req.Incarnation}
 	switch {
 	case held && cur.Holder != req.Identity:
-		return Lease{}, &HeldError{Holder: cur.Clone()}
+		return backendkit.Lease{}, &backendkit.HeldError{Holder: cur.Clone()}
 	case held && req.Continues(cur):
 		l.Term, l.AcquiredAt = cur.Term, cur.AcquiredAt
-	case ent.lastTerm >= MaxTerm:
-		return Lease{}, ErrTermExhausted
+	case ent.lastTerm >= backendkit.MaxTerm:
+		return backendkit.Lease{}, backendkit.ErrTermExhausted
 	default:
 		ent.lastTerm++
 		l.Term, l.AcquiredAt = ent.lastTerm, time.Now()
@@ -121,20 +124,20 @@ func (m *MemoryBackend) acquire(req AcquireRequest) (Lease, error) {
 	return m.write(ent, l.Clone())
 }
 
-// Renew implements Backend.
-func (m *MemoryBackend) Renew(ctx context.Context, lease Lease) (Lease, error) {
+// Renew implements backendkit.Backend.
+func (m *Backend) Renew(ctx context.Context, lease backendkit.Lease) (backendkit.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.renew(lease)
 }
 
-// RenewBatch implements BatchRenewer: every lease renewed as Renew would,
+// RenewBatch implements backendkit.BatchRenewer: every lease renewed as Renew would,
 // under one acquisition of the lock.
-func (m *MemoryBackend) RenewBatch(ctx context.Context, leases []Lease) []RenewResult {
-	out := make([]RenewResult, len(leases))
+func (m *Backend) RenewBatch(ctx context.Context, leases []backendkit.Lease) []backendkit.RenewResult {
+	out := make([]backendkit.RenewResult, len(leases))
 	if err := ctx.Err(); err != nil {
 		for i := range out {
 			out[i].Err = err
@@ -150,7 +153,7 @@ func (m *MemoryBackend) RenewBatch(ctx context.Context, leases []Lease) []RenewR
 }
 
 // renew is Renew with m.mu held.
-func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
+func (m *Backend) renew(lease backendkit.Lease) (backendkit.Lease, error) {
 	if ent := m.entries[lease.Election]; ent != nil && ent.held && !ent.garbage &&
 		time.Now().Before(ent.expires) && ent.lease.Holder == lease.Holder &&
 		ent.lease.Term == lease.Term && ent.lease.Duration == lease.Duration {
@@ -163,17 +166,17 @@ func (m *MemoryBackend) renew(lease Lease) (Lease, error) {
 	}
 	ent, cur, held, err := m.current(lease.Election)
 	if err != nil {
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	}
 	if !held || cur.Holder != lease.Holder || cur.Term != lease.Term {
-		return Lease{}, ErrLeaseLost
+		return backendkit.Lease{}, backendkit.ErrLeaseLost
 	}
 	cur.Duration = lease.Duration
 	return m.write(ent, cur.Clone())
 }
 
-// Release implements Backend.
-func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
+// Release implements backendkit.Backend.
+func (m *Backend) Release(ctx context.Context, lease backendkit.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -184,38 +187,38 @@ func (m *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 		return nil // not ours (or unreadable, so not ours either)
 	}
 	m.version++
-	ent.lease, ent.held, ent.version = Lease{}, false, m.version
+	ent.lease, ent.held, ent.version = backendkit.Lease{}, false, m.version
 	m.hub.Wake(lease.Election)
 	return nil
 }
 
-// Get implements Backend.
-func (m *MemoryBackend) Get(ctx context.Context, election string) (Lease, error) {
+// Get implements backendkit.Backend.
+func (m *Backend) Get(ctx context.Context, election string) (backendkit.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, cur, held, err := m.current(election)
 	switch {
 	case err != nil:
-		return Lease{}, err
+		return backendkit.Lease{}, err
 	case !held:
-		return Lease{}, ErrNoLease
+		return backendkit.Lease{}, backendkit.ErrNoLease
 	}
 	return cur.Clone(), nil
 }
 
-// Subscribe implements Notifier: wake is called when election's lease is
+// Subscribe implements backendkit.Notifier: wake is called when election's lease is
 // released.
-func (m *MemoryBackend) Subscribe(election string, wake func()) (cancel func()) {
+func (m *Backend) Subscribe(election string, wake func()) (cancel func()) {
 	return m.hub.Subscribe(election, wake)
 }
 
 // putGarbage makes election's record unreadable for ttl, as a foreign
 // writer's value would be in a real store; for the conformance suite's
 // hostile-record cases (see export_test.go).
-func (m *MemoryBackend) putGarbage(election string, ttl time.Duration) {
+func (m *Backend) putGarbage(election string, ttl time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ent := m.entries[election]
@@ -224,17 +227,22 @@ func (m *MemoryBackend) putGarbage(election string, ttl time.Duration) {
 		m.entries[election] = ent
 	}
 	m.version++
-	ent.lease, ent.held, ent.garbage = Lease{}, false, true
+	ent.lease, ent.held, ent.garbage = backendkit.Lease{}, false, true
 	ent.version, ent.expires = m.version, time.Now().Add(ttl)
 }
 
 // forget drops election's record but keeps its term counter, as close as an
 // in-process store comes to a record deleted out of band.
-func (m *MemoryBackend) forget(election string) {
+func (m *Backend) forget(election string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ent := m.entries[election]; ent != nil {
 		m.version++
-		ent.lease, ent.held, ent.garbage, ent.version = Lease{}, false, false, m.version
+		ent.lease, ent.held, ent.garbage, ent.version = backendkit.Lease{}, false, false, m.version
 	}
 }
+
+// Module provides a *Backend as the graph's fxelection.Backend.
+var Module = fx.Module("fxelection.memory",
+	fx.Provide(fx.Annotate(New, fx.As(fx.Self()), fx.As(new(backendkit.Backend)))),
+)

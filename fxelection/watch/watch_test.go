@@ -1,4 +1,4 @@
-package fxelection_test
+package watch_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/watch"
 )
 
 func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Elector {
@@ -33,12 +35,12 @@ func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Ele
 // first leader, a graceful hand-over within milliseconds (push wake-up),
 // and a takeover after a cut within the poll bound after it happened.
 func TestWatcherFollowsLeader(t *testing.T) {
-	synctestRun(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		changes := &electiontest.ChangeLog{}
 		const poll = time.Second
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +94,7 @@ func TestWatcherFollowsLeader(t *testing.T) {
 			if info.Leader.Holder == "a" {
 				break
 			}
-			if time.Since(led) > time.Duration(fxelection.JitterFactor*float64(poll)) {
+			if time.Since(led) > poll*6/5 {
 				t.Fatalf("new leader not seen within the poll bound: %+v", info)
 			}
 			time.Sleep(time.Millisecond)
@@ -114,11 +116,11 @@ func TestWatcherFollowsLeader(t *testing.T) {
 // TestWatcherTakeoverAfterCut: a takeover after a cut is seen within the
 // poll bound after the new leader acquired (fake time).
 func TestWatcherTakeoverAfterCut(t *testing.T) {
-	synctestRun(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		const poll = 700 * time.Millisecond
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll}, mem)
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: poll}, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +148,7 @@ func TestWatcherTakeoverAfterCut(t *testing.T) {
 			if info.Leader.Holder == "b" {
 				break
 			}
-			if time.Since(led) > time.Duration(fxelection.JitterFactor*float64(poll)) {
+			if time.Since(led) > poll*6/5 {
 				t.Fatalf("takeover not seen within the poll bound: %+v", info)
 			}
 			time.Sleep(time.Millisecond)
@@ -155,31 +157,31 @@ func TestWatcherTakeoverAfterCut(t *testing.T) {
 }
 
 func TestWatcherConfig(t *testing.T) {
-	mem := fxelection.NewMemoryBackend()
-	for name, cfg := range map[string]fxelection.WatcherConfig{
+	mem := memory.New()
+	for name, cfg := range map[string]watch.Config{
 		"Name":         {},
 		"PollInterval": {Name: "x", PollInterval: -1},
 		"MaxBackoff":   {Name: "x", MaxBackoff: -1},
 		"Timeout":      {Name: "x", Timeout: -time.Second},
 	} {
-		if _, err := fxelection.NewWatcher(cfg, mem); err == nil || !strings.Contains(err.Error(), name) {
+		if _, err := watch.New(cfg, mem); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "bad\x1b"}, mem); err == nil {
+	if _, err := watch.New(watch.Config{Name: "bad\x1b"}, mem); err == nil {
 		t.Error("unprintable name accepted")
 	}
-	if _, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "x"}, nil); err == nil {
+	if _, err := watch.New(watch.Config{Name: "x"}, nil); err == nil {
 		t.Error("nil backend accepted")
 	}
 }
 
 func TestWatcherSubscribeAndStop(t *testing.T) {
-	synctestRun(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond,
-			OnChange: func(fxelection.LeaderInfo) { panic("boom") }}, mem) // recovered
+		mem := memory.New()
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond,
+			OnChange: func(watch.LeaderInfo) { panic("boom") }}, mem) // recovered
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,13 +234,13 @@ func TestWatcherSubscribeAndStop(t *testing.T) {
 // TestWatcherStoreFailure: while the store fails the last answer is kept
 // and LastError says why; it clears once the store answers again.
 func TestWatcherStoreFailure(t *testing.T) {
-	synctestRun(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		f := electiontest.NewFaulty(mem)
 		a := startElector(t, mem, "a")
 		defer func() { _ = a.Stop(ctx) }()
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}, f)
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,11 +271,11 @@ func TestWatcherStoreFailure(t *testing.T) {
 }
 
 func TestWatcherModule(t *testing.T) {
-	var w *fxelection.Watcher
+	var w *watch.Watcher
 	app := fx.New(fx.NopLogger,
-		fxelection.MemoryModule,
-		fx.Supply(fxelection.WatcherConfig{Name: "watched", PollInterval: 50 * time.Millisecond}),
-		fxelection.WatcherModule,
+		memory.Module,
+		fx.Supply(watch.Config{Name: "watched", PollInterval: 50 * time.Millisecond}),
+		watch.Module,
 		fx.Populate(&w),
 	)
 	if err := app.Start(context.Background()); err != nil {
@@ -297,14 +299,14 @@ func TestWatcherModule(t *testing.T) {
 // TestWatcherStopBounded: Stop returns by its context's deadline even while
 // OnChange blocks, and the goroutine ends once OnChange returns.
 func TestWatcherStopBounded(t *testing.T) {
-	synctestRun(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		entered := make(chan struct{}, 1)
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond,
-			OnChange: func(fxelection.LeaderInfo) {
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond,
+			OnChange: func(watch.LeaderInfo) {
 				entered <- struct{}{}
 				<-release
-			}}, fxelection.NewMemoryBackend())
+			}}, memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package fxelection
+package backendkit
 
 import (
 	"fmt"
@@ -21,6 +21,17 @@ import (
 // line-separator characters, no tab). Problems are described by position,
 // never by quoting the text, which may be a secret or a terminal escape.
 
+// Limits on names, identities and metadata: those of a Config, a request to a
+// backend and a record read from a store alike.
+const (
+	// MaxNameLen is the longest election name accepted, in bytes.
+	MaxNameLen = 200
+	// MaxIdentityLen is the longest identity accepted, in bytes.
+	MaxIdentityLen = 200
+	// MaxMetadataBytes bounds the total size of Metadata keys and values.
+	MaxMetadataBytes = 4096
+)
+
 // textFields names the fields of one caller's errors.
 type textFields struct {
 	name, identity, metadata string
@@ -34,6 +45,17 @@ var (
 	requestFields = textFields{name: "Election", identity: "Identity", metadata: "Metadata"}
 	recordFields  = textFields{name: "election", identity: "holder", metadata: "metadata", nameOptional: true}
 )
+
+// CheckConfigTexts applies the text rules to a Config's Name, Identity and
+// Metadata (the rules Lease.Validate and AcquireRequest.Validate apply),
+// returning the first problem as (field, what is wrong), or ("", "").
+func CheckConfigTexts(name, identity string, md map[string]string) (field, problem string) {
+	return checkTexts(configFields, name, identity, md)
+}
+
+// NameProblem describes what is wrong with an election name under the text
+// rules, or returns "" if nothing is.
+func NameProblem(name string) string { return textProblem(name, MaxNameLen) }
 
 // checkTexts applies the text rules to an election name, an identity and
 // metadata, returning the first problem as (field, what is wrong), or

@@ -1,21 +1,27 @@
-package fxelection
+package watch
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
 	"log/slog"
 	"maps"
 	"sync"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+
 	"go.uber.org/fx"
 )
 
-// Defaults for WatcherConfig's zero values.
+// Defaults for Config's zero values.
 const (
-	DefaultWatchTimeout = 5 * time.Second
+	// DefaultTimeout bounds one Get when Config.Timeout is zero.
+	DefaultTimeout      = 5 * time.Second
+	defaultPollInterval = 2 * time.Second
+	defaultMaxBackoff   = 30 * time.Second
 )
 
 // watchFollowUpMin is the first re-read after a push wake-up that found
@@ -24,14 +30,14 @@ const (
 // PollInterval) instead of a full poll later.
 const watchFollowUpMin = 20 * time.Millisecond
 
-// WatcherConfig configures a Watcher. The zero value of every field but
+// Config configures a Watcher. The zero value of every field but
 // Name means its documented default.
-type WatcherConfig struct {
+type Config struct {
 	// Name is the election to follow. Required; the same rules as
 	// Config.Name.
 	Name string
-	// PollInterval is how often the watcher reads the lease (Backend.Get),
-	// jittered up to JitterFactor×PollInterval. It bounds how stale the
+	// PollInterval is how often the watcher reads the lease (fxelection.Backend.Get),
+	// jittered up to 1.2 × PollInterval. It bounds how stale the
 	// answer is; see Watcher. Default: 2s.
 	PollInterval time.Duration
 	// MaxBackoff caps the wait between reads after consecutive store
@@ -49,27 +55,27 @@ type WatcherConfig struct {
 	Logger *slog.Logger
 }
 
-func (c WatcherConfig) normalize() (WatcherConfig, error) {
-	if p := textProblem(c.Name, MaxNameLen); p != "" {
-		return c, fmt.Errorf("fxelection: WatcherConfig.Name: %s", p)
+func (c Config) normalize() (Config, error) {
+	if p := backendkit.NameProblem(c.Name); p != "" {
+		return c, fmt.Errorf("fxelection: Config.Name: %s", p)
 	}
 	for _, f := range []struct {
 		name string
 		d    time.Duration
 	}{{"PollInterval", c.PollInterval}, {"MaxBackoff", c.MaxBackoff}, {"Timeout", c.Timeout}} {
 		if f.d < 0 {
-			return c, fmt.Errorf("fxelection: WatcherConfig.%s: must not be negative (is %v)", f.name, f.d)
+			return c, fmt.Errorf("fxelection: Config.%s: must not be negative (is %v)", f.name, f.d)
 		}
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = DefaultRetryPeriod
+		c.PollInterval = defaultPollInterval
 	}
 	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
+		c.MaxBackoff = defaultMaxBackoff
 	}
 	c.MaxBackoff = max(c.MaxBackoff, c.PollInterval)
 	if c.Timeout == 0 {
-		c.Timeout = DefaultWatchTimeout
+		c.Timeout = DefaultTimeout
 	}
 	return c, nil
 }
@@ -77,8 +83,8 @@ func (c WatcherConfig) normalize() (WatcherConfig, error) {
 // LeaderInfo is what a Watcher knows of an election's leader.
 type LeaderInfo struct {
 	// Leader is the current holder (identity, metadata such as an advertised
-	// address, term) when HasLeader; the zero Lease otherwise.
-	Leader Lease
+	// address, term) when HasLeader; the zero fxelection.Lease otherwise.
+	Leader fxelection.Lease
 	// HasLeader is false when the store reported that nobody holds the
 	// lease (free, released or expired).
 	HasLeader bool
@@ -94,14 +100,14 @@ func (i LeaderInfo) sameLeader(o LeaderInfo) bool {
 // Watcher follows an election's current leader without campaigning: for
 // processes that are not candidates but need to know the leader, for
 // example to route requests to the address it advertises in its metadata.
-// It reads the lease with Backend.Get every PollInterval and, on a backend
-// that implements Notifier, also at once when a release is pushed. Create it
-// with NewWatcher (or NewWatcherFromParams under fx), Start it, and read
+// It reads the lease with fxelection.Backend.Get every PollInterval and, on a backend
+// that implements backendkit.Notifier, also at once when a release is pushed. Create it
+// with New (or NewFromParams under fx), Start it, and read
 // Leader, subscribe with Subscribe, or set OnChange.
 //
 // Freshness — how stale Leader can be while the store answers:
 //
-//   - Every backend: at most JitterFactor×PollInterval plus one Get round
+//   - Every backend: at most 1.2 × PollInterval plus one Get round
 //     trip after the store's answer changed. Changes that last less than
 //     that (two hand-overs within one poll) can be missed: the watcher
 //     reports states it saw, not every state the store went through.
@@ -123,9 +129,9 @@ func (i LeaderInfo) sameLeader(o LeaderInfo) bool {
 // longer if paused); the watcher reports the store's view, not the old
 // leader's belief. Its methods are safe for concurrent use.
 type Watcher struct {
-	cfg      WatcherConfig
-	backend  Backend
-	notifier Notifier
+	cfg      Config
+	backend  fxelection.Backend
+	notifier backendkit.Notifier
 	log      *slog.Logger
 	wake     chan struct{}
 
@@ -145,11 +151,11 @@ type Watcher struct {
 
 type watchSub struct{ ch chan LeaderInfo }
 
-// NewWatcher returns a Watcher for cfg.Name on backend. It validates cfg
+// New returns a Watcher for cfg.Name on backend. It validates cfg
 // (an error names the bad field) and does no I/O.
-func NewWatcher(cfg WatcherConfig, backend Backend) (*Watcher, error) {
+func New(cfg Config, backend fxelection.Backend) (*Watcher, error) {
 	if backend == nil {
-		return nil, errors.New("fxelection: Backend is required")
+		return nil, errors.New("fxelection: fxelection.Backend is required")
 	}
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -163,13 +169,13 @@ func NewWatcher(cfg WatcherConfig, backend Backend) (*Watcher, error) {
 		cfg: cfg, backend: backend, log: log.With("election", cfg.Name, "watcher", true),
 		wake: make(chan struct{}, 1), subs: map[*watchSub]struct{}{},
 	}
-	w.notifier, _ = backend.(Notifier)
+	w.notifier, _ = backend.(backendkit.Notifier)
 	return w, nil
 }
 
 // Start begins following the leader in a goroutine owned by the Watcher
 // and returns at once; the first read happens immediately. Calling it again
-// while running does nothing; after Stop it returns ErrStopped.
+// while running does nothing; after Stop it returns fxelection.ErrStopped.
 func (w *Watcher) Start(ctx context.Context) error {
 	w.lifeMu.Lock()
 	defer w.lifeMu.Unlock()
@@ -177,7 +183,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	defer w.mu.Unlock()
 	switch {
 	case w.stopped:
-		return ErrStopped
+		return fxelection.ErrStopped
 	case w.started:
 		return nil
 	}
@@ -337,13 +343,13 @@ func (w *Watcher) read(ctx context.Context) (LeaderInfo, error) {
 	switch {
 	case err == nil:
 		if cerr := l.Validate(); cerr != nil {
-			return LeaderInfo{}, &OpError{Election: w.cfg.Name, Op: OpGet, Err: cerr}
+			return LeaderInfo{}, &fxelection.OpError{Election: w.cfg.Name, Op: fxelection.OpGet, Err: cerr}
 		}
 		return LeaderInfo{Leader: l.Clone(), HasLeader: true, ObservedAt: now}, nil
-	case errors.Is(err, ErrNoLease):
+	case errors.Is(err, backendkit.ErrNoLease):
 		return LeaderInfo{ObservedAt: now}, nil
 	default:
-		return LeaderInfo{}, &OpError{Election: w.cfg.Name, Op: OpGet, Err: err}
+		return LeaderInfo{}, &fxelection.OpError{Election: w.cfg.Name, Op: fxelection.OpGet, Err: err}
 	}
 }
 
@@ -373,29 +379,29 @@ func (w *Watcher) callOnChange(info LeaderInfo) {
 	w.cfg.OnChange(info)
 }
 
-// WatcherModule provides a *Watcher for the WatcherConfig and Backend in
+// Module provides a *Watcher for the Config and fxelection.Backend in
 // the fx graph (and an optional *slog.Logger), started on app start and
-// stopped on app stop (NewWatcherFromParams).
-var WatcherModule = fx.Module("fxelection.watcher", fx.Provide(NewWatcherFromParams))
+// stopped on app stop (NewFromParams).
+var Module = fx.Module("fxelection.watcher", fx.Provide(NewFromParams))
 
-// WatcherParams are NewWatcherFromParams's dependencies.
-type WatcherParams struct {
+// Params are NewFromParams's dependencies.
+type Params struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
-	Config    WatcherConfig
-	Backend   Backend
+	Config    Config
+	Backend   fxelection.Backend
 	Logger    *slog.Logger `optional:"true"`
 }
 
-// NewWatcherFromParams builds a Watcher and ties it to the fx lifecycle:
+// NewFromParams builds a Watcher and ties it to the fx lifecycle:
 // Start on start (non-blocking), Stop on stop.
-func NewWatcherFromParams(p WatcherParams) (*Watcher, error) {
+func NewFromParams(p Params) (*Watcher, error) {
 	cfg := p.Config
 	if cfg.Logger == nil {
 		cfg.Logger = p.Logger
 	}
-	w, err := NewWatcher(cfg, p.Backend)
+	w, err := New(cfg, p.Backend)
 	if err != nil {
 		return nil, err
 	}
