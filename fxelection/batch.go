@@ -3,7 +3,6 @@ package fxelection
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -46,7 +45,6 @@ type batcher struct {
 	queue   []*renewReq
 	senders int // sender goroutines running
 	sending int // of which with a batch in flight
-	refs    int // electors using it (guarded by batchers.mu)
 }
 
 // maxSenders bounds the batches one backend has in flight at once.
@@ -73,52 +71,6 @@ type renewReq struct {
 type sentBatch struct {
 	cancel  context.CancelFunc
 	waiting int // guarded by batcher.mu
-}
-
-// batchers maps each batching backend in use to its batcher.
-var batchers struct {
-	mu sync.Mutex
-	m  map[Backend]*batcher
-}
-
-// joinBatcher returns the batcher of b, creating it, or nil when b does not
-// implement backendkit.BatchRenewer (or cannot be a map key). Each call is paired with
-// leaveBatcher.
-func joinBatcher(b Backend) *batcher {
-	br, ok := b.(backendkit.BatchRenewer)
-	if !ok || !reflect.ValueOf(b).Comparable() {
-		return nil
-	}
-	if p, ok := b.(backendkit.BatchProber); ok && !p.CanRenewBatch() {
-		return nil
-	}
-	batchers.mu.Lock()
-	defer batchers.mu.Unlock()
-	if batchers.m == nil {
-		batchers.m = map[Backend]*batcher{}
-	}
-	bt := batchers.m[b]
-	if bt == nil {
-		bt = &batcher{b: br, kind: backendkit.Name(b)}
-		batchers.m[b] = bt
-	}
-	bt.refs++
-	return bt
-}
-
-// leaveBatcher ends one joinBatcher. The last elector to leave removes the
-// batcher from the map; an elector still holding it (a campaign loop Stop
-// left to finish) can go on using it.
-func leaveBatcher(b Backend, bt *batcher) {
-	if bt == nil {
-		return
-	}
-	batchers.mu.Lock()
-	defer batchers.mu.Unlock()
-	bt.refs--
-	if bt.refs == 0 && batchers.m[b] == bt {
-		delete(batchers.m, b)
-	}
 }
 
 // renew queues a copy of *lease for the next batch and waits for its
@@ -284,173 +236,4 @@ func (bt *batcher) call(ctx context.Context, leases []Lease) (res []backendkit.R
 		}
 	}()
 	return bt.b.RenewBatch(ctx, leases)
-}
-
-// Starting campaigns.
-//
-// Start does not start a goroutine per elector: the campaign's first step
-// (begin: the first attempt, then parking as leader or handing a follower's
-// campaign to a goroutine of its own) and the push subscription are tasks
-// queued per backend value and run by a few shared workers. Electors
-// started together (many elections in one process) would otherwise have a
-// goroutine each at once, and the runtime keeps a goroutine's descriptor
-// for good once made.
-//
-// At most maxStarters workers run per backend, each only while tasks wait.
-// A task that blocks (a hung store, a backend ignoring its context) holds
-// its worker: while every worker is busy and tasks wait, a check every
-// starterStall starts one more worker when none finished a task since the
-// previous check, so blocked tasks delay the others by at most two
-// starterStall periods each.
-
-// starter is the start queue of one backend; its fields are guarded by
-// starters.mu.
-type starter struct {
-	queue    []startTask
-	workers  int         // running
-	finished uint64      // tasks done, for the stall check
-	watch    *time.Timer // the stall check, while armed
-	seen     uint64      // finished when it was armed
-}
-
-// startTask is one task: e's first step, or, when n is set, its
-// subscription to n.
-type startTask struct {
-	e *Elector
-	n backendkit.Notifier
-}
-
-// Elector.startState values.
-const (
-	startNone      uint8 = iota // not queued (or not through a starter)
-	startQueued                 // first step waiting in the queue
-	startTaken                  // first step taken by a worker
-	startWithdrawn              // Stop came first: skipped
-)
-
-const (
-	// maxStarters bounds the workers of one backend's start queue.
-	maxStarters = 16
-	// starterStall is the period of the check that starts another worker
-	// when all are busy and none finished a task since the last check.
-	starterStall = 50 * time.Millisecond
-)
-
-// starters maps backends with queued start tasks to their queue.
-var starters struct {
-	mu sync.Mutex
-	m  map[Backend]*starter
-}
-
-// startCampaign queues e's first step, and its subscription to n when n is
-// not nil. A backend that cannot be a map key gets a goroutine per task.
-func startCampaign(e *Elector, n backendkit.Notifier) {
-	b := e.backend
-	if !reflect.ValueOf(b).Comparable() {
-		go e.begin()
-		if n != nil {
-			go e.subscribe(n)
-		}
-		return
-	}
-	starters.mu.Lock()
-	defer starters.mu.Unlock()
-	if starters.m == nil {
-		starters.m = map[Backend]*starter{}
-	}
-	s := starters.m[b]
-	if s == nil {
-		s = &starter{}
-		starters.m[b] = s
-	}
-	e.startState = startQueued
-	s.queue = append(s.queue, startTask{e: e})
-	if n != nil {
-		s.queue = append(s.queue, startTask{e: e, n: n})
-	}
-	for s.workers < maxStarters && s.workers < len(s.queue) {
-		s.workers++
-		go s.run(b)
-	}
-	if s.workers >= maxStarters && s.watch == nil {
-		s.seen = s.finished
-		s.watch = time.AfterFunc(starterStall, func() { s.check(b) })
-	}
-}
-
-// withdrawStart takes e's first step out of the queue if no worker has
-// taken it yet, and reports whether it did: Stop then ends the loop
-// itself.
-func withdrawStart(e *Elector) bool {
-	starters.mu.Lock()
-	defer starters.mu.Unlock()
-	if e.startState != startQueued {
-		return false
-	}
-	e.startState = startWithdrawn
-	return true
-}
-
-// run is one worker: it runs tasks until the queue is empty.
-func (s *starter) run(b Backend) {
-	done := false
-	for {
-		starters.mu.Lock()
-		if done {
-			s.finished++
-		}
-		var task startTask
-		found := false
-		for !found && len(s.queue) > 0 {
-			task = s.queue[0]
-			s.queue[0] = startTask{}
-			s.queue = s.queue[1:]
-			switch {
-			case task.n != nil:
-				found = true
-			case task.e.startState == startQueued:
-				task.e.startState = startTaken
-				found = true
-			}
-		}
-		if !found {
-			s.queue = nil
-			s.workers--
-			if s.workers == 0 {
-				if s.watch != nil {
-					s.watch.Stop()
-					s.watch = nil
-				}
-				if starters.m[b] == s {
-					delete(starters.m, b)
-				}
-			}
-			starters.mu.Unlock()
-			return
-		}
-		starters.mu.Unlock()
-		if task.n != nil {
-			task.e.subscribe(task.n)
-		} else {
-			task.e.begin()
-		}
-		done = true
-	}
-}
-
-// check is the stall check: it starts another worker when tasks wait and
-// none finished since it was armed, and re-arms itself while tasks wait.
-func (s *starter) check(b Backend) {
-	starters.mu.Lock()
-	defer starters.mu.Unlock()
-	s.watch = nil
-	if len(s.queue) == 0 || s.workers == 0 {
-		return
-	}
-	if s.finished == s.seen {
-		s.workers++
-		go s.run(b)
-	}
-	s.seen = s.finished
-	s.watch = time.AfterFunc(starterStall, func() { s.check(b) })
 }

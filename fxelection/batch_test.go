@@ -64,11 +64,12 @@ func TestBatchedRenewalsNeverLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 300
 		be := &batchLog{Backend: memory.New(), times: map[string][]time.Time{}}
+		g := newGroup(t, be)
 		es := make([]*fxelection.Elector, n)
 		for i := range es {
 			c := cfg("a")
 			c.Name = fmt.Sprintf("batch-%d", i)
-			es[i] = start(t, c, be)
+			es[i] = startIn(t, c, g)
 		}
 		time.Sleep(40 * retry)
 		synctest.Wait()
@@ -123,12 +124,12 @@ func TestChaosBatched(t *testing.T) {
 func TestStopManyElectorsNoLeak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 10000
-		be := memory.New()
+		g := newGroup(t, memory.New())
 		es := make([]*fxelection.Elector, n)
 		for i := range es {
 			c := cfg("a")
 			c.Name = fmt.Sprintf("many-%d", i)
-			es[i] = start(t, c, be)
+			es[i] = startIn(t, c, g)
 		}
 		time.Sleep(retry + retry/2) // every one has renewed once
 		synctest.Wait()
@@ -193,9 +194,10 @@ func (b *gatedBackend) counts() (waiting, most int) {
 
 func startGated(t *testing.T, b *gatedBackend, n int) []*fxelection.Elector {
 	t.Helper()
+	g := newGroup(t, b)
 	es := make([]*fxelection.Elector, n)
 	for i := range es {
-		e, err := fxelection.New(fxelection.Config{Name: fmt.Sprintf("gated-%d", i), Identity: "me"}, b)
+		e, err := g.New(fxelection.Config{Name: fmt.Sprintf("gated-%d", i), Identity: "me"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,6 +354,36 @@ func (p *probed) RenewBatch(ctx context.Context, leases []fxelection.Lease) []ba
 	return p.Backend.RenewBatch(ctx, leases)
 }
 
+// TestOnItsOwnRenewsDirectly: electors made with New, not in a Group, renew
+// lease by lease even on a backend that batches, and take their first step
+// on goroutines of their own; in a Group on the same backend they batch.
+func TestOnItsOwnRenewsDirectly(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(fmt.Sprint("grouped=", grouped), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &probed{Backend: memory.New(), batches: true}
+				g := newGroup(t, p)
+				for i := range 10 {
+					c := cfg("a")
+					c.Name = fmt.Sprintf("own-%d", i)
+					if grouped {
+						startIn(t, c, g)
+					} else {
+						start(t, c, p)
+					}
+				}
+				time.Sleep(10 * retry)
+				synctest.Wait()
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if grouped && (p.in < 80 || p.direct != 0) || !grouped && (p.direct < 80 || p.in != 0) {
+					t.Fatalf("grouped %v: %d renewals in batches, %d direct", grouped, p.in, p.direct)
+				}
+			})
+		})
+	}
+}
+
 // TestBatchProber: an elector on a backendkit.BatchRenewer that is also a backendkit.BatchProber
 // batches only when CanRenewBatch says so at Start, and otherwise renews
 // lease by lease (config.Build's wrapper on a store that cannot batch).
@@ -360,7 +392,7 @@ func TestBatchProber(t *testing.T) {
 		t.Run(fmt.Sprint(can), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := &probed{Backend: memory.New(), batches: can}
-				e := start(t, cfg("a"), p)
+				e := startIn(t, cfg("a"), newGroup(t, p))
 				time.Sleep(10 * retry)
 				synctest.Wait()
 				if !e.IsLeader() {

@@ -54,7 +54,13 @@ func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBac
 	store := memory.New()
 	rec := &electiontest.Recorder{}
 	newElector := func(c *chaosCandidate) {
-		e, err := fxelection.New(cfg(c.id), c.f)
+		// A group of its own: with a BatchRenewer (BatchFaulty) every
+		// renewal goes through RenewBatch.
+		g, err := fxelection.NewGroup(c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := g.New(cfg(c.id))
 		if err != nil {
 			t.Fatal(err)
 		}

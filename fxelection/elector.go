@@ -85,8 +85,10 @@ type Elector struct {
 	// (opCancel) and so is the leader context.
 	halted atomic.Bool
 	// startState says where the campaign's first step is (guarded by
-	// starters.mu): see startCampaign.
+	// group.mu): see startCampaign.
 	startState uint8
+	// group is the Group the elector was made in; nil for one on its own.
+	group *Group
 
 	// The loop's mailbox (see leadStep): requests from TryAcquire and
 	// Resign, events signalled by timers and Stop, and whether the loop is
@@ -254,7 +256,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.base = context.WithoutCancel(ctx)
 	e.started = true
 	e.canDispatch.Store(true)
-	e.batch = joinBatcher(e.backend)
+	if e.group != nil {
+		e.batch = e.group.batcher()
+	}
 	n, ok := e.backend.(backendkit.Notifier)
 	e.listening = ok
 	startCampaign(e, n)
@@ -312,7 +316,6 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.halted.Store(true)
 	opCancel, t := e.opCancel, e.term
 	e.mu.Unlock()
-	defer leaveBatcher(e.backend, e.batch)
 
 	b := newStopBound(ctx, e.cfg.StopTimeout, e.cfg.RetryPeriod)
 	defer b.close()

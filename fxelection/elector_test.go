@@ -44,6 +44,30 @@ func start(t *testing.T, c fxelection.Config, b fxelection.Backend) *fxelection.
 	return e
 }
 
+// startIn is start for an elector in group g.
+func startIn(t *testing.T, c fxelection.Config, g *fxelection.Group) *fxelection.Elector {
+	t.Helper()
+	e, err := g.New(c)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	return e
+}
+
+// newGroup returns a Group on b.
+func newGroup(t *testing.T, b fxelection.Backend) *fxelection.Group {
+	t.Helper()
+	g, err := fxelection.NewGroup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // log records timestamped callback events in order.
 type log struct {
 	mu  sync.Mutex

@@ -74,7 +74,7 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 					stopped = append(stopped, time.Now())
 					mu.Unlock()
 				}
-				e := start(t, c, b)
+				e := startIn(t, c, newGroup(t, b)) // a group: batched renewals when b batches
 				// A few successful renewals first.
 				time.Sleep(3 * retry)
 				synctest.Wait()

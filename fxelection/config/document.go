@@ -530,8 +530,9 @@ func validFxName(s string) bool {
 // Build validates doc and returns the fx options that run it. For each
 // election it provides an *fxelection.Elector tagged `name:"<fx name>"` and
 // in the group fxelection.GroupTag (where the metrics and health modules
-// find every elector), built by fxelection.NewFromParams with the graph's
-// optional *slog.Logger, and always constructed. For each backend module
+// find every elector), built in one fxelection.Group per backend module
+// (so that its elections renew in batches where the store can), with the
+// graph's optional *slog.Logger, and always constructed. For each backend module
 // (each backends entry once, each inline module once) it appends a
 // lifecycle hook before those of the electors using it: on start,
 // Provision then Backend; on stop, after the electors have released their
@@ -550,8 +551,9 @@ func Build(doc *Document) (fx.Option, error) {
 	}
 	shared := map[string]*provisioned{}
 	newProvisioned := func(path string, m BackendModule) *provisioned {
-		return &provisioned{path: path, module: m, secrets: secrets,
-			proxy: &lazyBackend{kind: m.ElectionModule().ID.Name()}}
+		proxy := &lazyBackend{kind: m.ElectionModule().ID.Name()}
+		group, _ := fxelection.NewGroup(proxy) // errs only on a nil Backend
+		return &provisioned{path: path, module: m, secrets: secrets, proxy: proxy, group: group}
 	}
 	for name, ref := range doc.Backends {
 		shared[name] = newProvisioned(joinPath("backends", name), ref.Module)
@@ -625,12 +627,17 @@ func electorsOption(elections []Election, provs []*provisioned) fx.Option {
 			if err := p.attach(in.Lifecycle, in.Logger); err != nil {
 				return fail(err)
 			}
-			res, err := fxelection.NewFromParams(fxelection.Params{Lifecycle: in.Lifecycle, Config: cfgs[i], Backend: p.proxy, Logger: in.Logger})
+			c := cfgs[i]
+			if c.Logger == nil {
+				c.Logger = in.Logger
+			}
+			e, err := p.group.New(c)
 			if err != nil {
 				return fail(fmt.Errorf("elections[%d]: %w", i, err))
 			}
-			out.Field(i + 1).Set(reflect.ValueOf(res.Elector))
-			all = append(all, res.Grouped)
+			in.Lifecycle.Append(fx.Hook{OnStart: e.Start, OnStop: e.Stop})
+			out.Field(i + 1).Set(reflect.ValueOf(e))
+			all = append(all, e)
 		}
 		out.Field(n + 1).Set(reflect.ValueOf(all))
 		return []reflect.Value{out, reflect.Zero(errorType)}

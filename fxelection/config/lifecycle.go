@@ -26,6 +26,9 @@ type provisioned struct {
 	module  BackendModule
 	secrets []string     // redacted from the module's errors
 	proxy   *lazyBackend // what electors are built with
+	// group holds every elector on proxy: they renew in batches when the
+	// module's store can, and share start workers.
+	group *fxelection.Group
 
 	mu    sync.Mutex
 	lc    fx.Lifecycle // the app it is attached to

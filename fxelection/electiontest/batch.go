@@ -78,7 +78,8 @@ func (s *suite) renewBatch(t *testing.T) {
 }
 
 // manyElections runs many electors, one election each, on one shared
-// backend (so that a backend implementing BatchRenewer gets batches):
+// backend in one Group (so that a backend implementing BatchRenewer gets
+// batches):
 // every one leads and keeps leading through several retry periods.
 func (s *suite) manyElections(t *testing.T) {
 	const n = 40
@@ -86,12 +87,16 @@ func (s *suite) manyElections(t *testing.T) {
 	tm := s.o.Timing
 	base := Election(t)
 	var lost atomic.Int64
+	group, err := fxelection.NewGroup(be)
+	if err != nil {
+		t.Fatal(err)
+	}
 	es := make([]*fxelection.Elector, n)
 	for i := range es {
-		e, err := fxelection.New(fxelection.Config{
+		e, err := group.New(fxelection.Config{
 			Name: fmt.Sprintf("%s-%d", base, i), Identity: "many",
 			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
-		}, be)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,7 +101,12 @@ func (s *suite) stepDownHang(t *testing.T, batched bool) {
 		st.set(&st.cancelled)
 	}
 	c.Callbacks.OnStoppedLeading = func(fxelection.Lease, fxelection.StopReason) { st.set(&st.stopped) }
-	e, err := fxelection.New(c, b)
+	// In a group of its own: batched renewals when b batches.
+	g, err := fxelection.NewGroup(b)
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	e, err := g.New(c)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

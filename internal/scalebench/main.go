@@ -550,12 +550,16 @@ func runChild(o options) error {
 		debug.FreeOSMemory()
 		base = takeSnapshot(true)
 
+		group, err := fxelection.NewGroup(shared)
+		if err != nil {
+			return err
+		}
 		electors = make([]*fxelection.Elector, n)
 		for i := range electors {
-			e, err := fxelection.New(fxelection.Config{
+			e, err := group.New(fxelection.Config{
 				Name: "e" + strconv.Itoa(i), Identity: "bench",
 				LeaseDuration: o.lease, RenewDeadline: o.deadline, RetryPeriod: o.retry,
-			}, shared)
+			})
 			if err != nil {
 				return err
 			}
