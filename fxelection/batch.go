@@ -73,23 +73,31 @@ type sentBatch struct {
 	waiting int // guarded by batcher.mu
 }
 
+// waitContext is what a renewal waits under: the leader context, whose
+// cancellation gives the renewal up. Only Err and AfterFunc are needed, so
+// that a leader context needs no Done channel for it.
+type waitContext interface {
+	Err() error
+	AfterFunc(f func()) (stop func() bool)
+}
+
 // renew queues a copy of *lease for the next batch and waits for its
-// result (the renewed lease in *out when it returns nil), or until t's
-// leader context is cancelled, which gives the renewal up (see abandon):
-// it is cancelled at the renew deadline at the latest (by t's timer), and
+// result (the renewed lease in *out when it returns nil), or until ctx is
+// cancelled, which gives the renewal up (see abandon): the leader context
+// is cancelled at the renew deadline at the latest (by its timer), and
 // renew then returns context.DeadlineExceeded, or context.Canceled when it
 // was cancelled before the deadline (Stop). The batch carrying it is
 // bounded by the latest deadline of its renewals. Pointers rather than
 // values keep the frames of the many renewals waiting at once small.
-func (bt *batcher) renew(t *leaderTerm, deadline time.Time, lease, out *Lease) error {
-	req := &renewReq{deadline: deadline, lease: *lease, done: make(chan struct{})}
-	t.cmu.Lock()
-	if t.cancelled.Load() {
-		t.cmu.Unlock()
+func (bt *batcher) renew(ctx waitContext, deadline time.Time, lease, out *Lease) error {
+	if ctx.Err() != nil {
 		return gaveUpErr(deadline)
 	}
-	t.renewing = req
-	t.cmu.Unlock()
+	req := &renewReq{deadline: deadline, lease: *lease, done: make(chan struct{})}
+	// Cancelled meanwhile: abandon runs at once and the request is not
+	// queued (finished).
+	stop := ctx.AfterFunc(func() { bt.abandon(req) })
+	defer stop()
 	bt.mu.Lock()
 	var start bool
 	if !req.finished { // not given up already
@@ -104,11 +112,6 @@ func (bt *batcher) renew(t *leaderTerm, deadline time.Time, lease, out *Lease) e
 		go bt.run()
 	}
 	<-req.done
-	t.cmu.Lock()
-	if t.renewing == req {
-		t.renewing = nil
-	}
-	t.cmu.Unlock()
 	if req.gaveUp {
 		return gaveUpErr(deadline)
 	}

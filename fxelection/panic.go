@@ -3,7 +3,6 @@ package fxelection
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 )
 
 // ErrPanic matches every *PanicError: an Observer or a callback panicked.
@@ -43,18 +42,3 @@ func (e *PanicError) Error() string {
 
 // Is makes errors.Is(err, ErrPanic) true.
 func (e *PanicError) Is(target error) bool { return target == ErrPanic }
-
-// recovered reports a panic recovered in where. quiet reports it only in the
-// log: for panics while reporting a panic (an observer panicking on
-// EventPanic, OnError panicking), which would otherwise loop.
-func (e *Elector) recovered(where string, v any, quiet bool) {
-	pe := &PanicError{Election: e.cfg.Name, Where: where, Value: v, Stack: debug.Stack()}
-	e.log.Error("recovered panic", "in", where, "panic", fmt.Sprint(v), "stack", string(pe.Stack))
-	if quiet {
-		return
-	}
-	e.observe(Event{Kind: EventPanic, Err: pe})
-	if cb := e.cfg.Callbacks.OnError; cb != nil && where != panicInErrorCallback && e.canDispatch.Load() {
-		e.callbacks().enqueue(panicInErrorCallback, func() { cb(pe) }, true)
-	}
-}

@@ -1,0 +1,79 @@
+// Package layers checks that the files of a package form layers: a file
+// refers only to what its own file or an earlier one in a given order
+// declares, so the package reads from the bottom up with no cycles
+// between files.
+package layers
+
+import (
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Upward returns, for the package in dir (test files excluded), every
+// reference from a file to an identifier declared in a later file of
+// order, as "from.go:line: name (declared in to.go)". Files of the package
+// missing from order, and names of order that are not files of the package,
+// are reported as errors.
+func Upward(dir string, order []string) ([]string, error) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	if len(pkgs) != 1 {
+		return nil, fmt.Errorf("layers: %d packages in %s", len(pkgs), dir)
+	}
+	var files []*ast.File
+	rank := map[string]int{}
+	for i, f := range order {
+		rank[f] = i
+	}
+	for _, p := range pkgs {
+		for name, f := range p.Files {
+			base := filepath.Base(name)
+			if _, ok := rank[base]; !ok {
+				return nil, fmt.Errorf("layers: %s is not in the order", base)
+			}
+			files = append(files, f)
+		}
+	}
+	if len(files) != len(order) {
+		return nil, fmt.Errorf("layers: the order names %d files, the package has %d", len(order), len(files))
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	tpkg, err := conf.Check(files[0].Name.Name, fset, files, info)
+	if err != nil {
+		return nil, err
+	}
+	fileOf := func(pos token.Pos) string { return filepath.Base(fset.Position(pos).Filename) }
+	var out []string
+	add := func(at token.Pos, obj types.Object) {
+		if obj == nil || obj.Pkg() != tpkg || !obj.Pos().IsValid() {
+			return
+		}
+		from, to := fileOf(at), fileOf(obj.Pos())
+		if rank[to] > rank[from] {
+			out = append(out, fmt.Sprintf("%s:%d: %s (declared in %s)", from, fset.Position(at).Line, obj.Name(), to))
+		}
+	}
+	for id, obj := range info.Uses {
+		add(id.Pos(), obj)
+	}
+	for sel, s := range info.Selections {
+		add(sel.Sel.Pos(), s.Obj())
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
