@@ -38,8 +38,13 @@
 // Callbacks.OnStartedLeading (the work's context is cancelled the moment
 // leadership ends), learns who leads with Leader — on followers too — and
 // guards its writes with the lease's Term, a fencing token that strictly
-// increases on every change of holder. A Watcher follows the leader without
-// campaigning.
+// increases on every change of holder. A watch.Watcher follows the leader
+// without campaigning.
+//
+// A process that runs many elections on one store makes a Group and creates
+// its electors with Group.New: they renew in batches (one round trip for
+// many leases, on backends that can) and share a few goroutines to start.
+// An elector made with New is on its own.
 //
 // # Guarantees
 //
@@ -74,8 +79,10 @@
 // atomic storage operations. Import paths below are relative to
 // github.com/fxelection/fxelection; who uses each:
 //
-//   - fxelection (this package): every application. Elector, Config,
-//     Watcher, the Backend contract, the fx modules and the in-memory backend.
+//   - fxelection (this package): every application. Elector, Config, Group,
+//     events and the fx modules (fx.go).
+//   - fxelection/memory: the in-memory backend (one process; tests, demos).
+//   - fxelection/watch: following the leader without campaigning.
 //   - modules/redis (redislease), modules/postgres (pglease), modules/s3
 //     (s3lease), modules/blob (bloblease), modules/cache (cachelease) with
 //     modules/cache/memcached (memcachedlease) and modules/cache/nats
@@ -95,8 +102,10 @@
 //   - fxelection/schedule: applications running scheduled jobs only on the
 //     leader; fxelection/schedule/fxgocron does it for gocron v2, with or
 //     without fx.
-//   - fxelection/backendkit: backend authors; redaction, record encoding,
-//     observed-time expiry, push wake-up and backoff helpers.
+//   - fxelection/backendkit: backend authors; the Backend contract (Lease,
+//     AcquireRequest, HeldError, Notifier, BatchRenewer, the errors and
+//     limits), redaction, record encoding, observed-time expiry, push wake-up
+//     and backoff helpers.
 //   - fxelection/electiontest: backend authors and tests; the conformance
 //     suite every backend runs, chaos runs, event recorders and fault
 //     injection. fxelection/electiontest/faultinject is the fault-injecting

@@ -121,10 +121,13 @@ func (r AcquireRequest) Continues(cur Lease) bool {
 }
 
 // Backend stores one lease record per election and changes it atomically.
-// It has no timers, goroutines, events, metrics or logging of its own (the
-// Elector owns all of that); an implementation is only storage operations.
-// The conformance suite in package electiontest checks every rule below, and
-// package backendkit has the helpers a backend needs.
+// The Elector owns all timing (when to acquire, renew, retry or give up),
+// events and metrics; a backend is storage operations, plus what its store
+// needs underneath them: a push listener for Notifier (Redis, PostgreSQL,
+// etcd, NATS, the in-memory backend), a wait within one operation (Azure
+// Blob polls while a lease is being broken), a warning logged about its
+// schema (PostgreSQL). The conformance suite in package electiontest checks
+// every rule below.
 //
 // Errors: a refused Acquire returns a *HeldError (matching ErrLeaseHeld) that
 // carries the current holder; a refused Renew returns an error matching
@@ -188,7 +191,8 @@ type Backend interface {
 
 // Notifier is the optional push wake-up capability: a backend that can learn
 // that an election's lease was released or changed (Redis pub/sub, Postgres
-// LISTEN/NOTIFY, the in-memory backend) tells waiting candidates at once, so
+// LISTEN/NOTIFY, etcd and NATS KV watches, the in-memory backend) tells
+// waiting candidates at once, so
 // they acquire within milliseconds instead of at their next retry.
 type Notifier interface {
 	// Subscribe calls wake whenever election's lease may have become free.

@@ -15,7 +15,14 @@
 //   - RedactText and RedactError: the one redaction path every error that
 //     leaves a backend passes.
 //
-// A backend is only atomic storage operations: it has no timers, events,
-// metrics or logging of its own. fxelection/electiontest has the conformance
-// suite and the chaos kit every backend runs.
+// It also holds the contract itself: Backend, Lease, AcquireRequest and
+// HeldError, the optional Notifier, BatchRenewer, BatchProber and
+// NamedBackend, the errors (ErrLeaseHeld, ErrLeaseLost, ErrNoLease,
+// ErrInvalidRecord, ErrTermExhausted) and the limits on what a record may
+// hold (MaxTerm, MaxRecordDuration, MaxNameLen, …).
+//
+// A backend is atomic storage operations; the Elector owns all timing,
+// events and metrics (see Backend for what a backend may still run).
+// fxelection/electiontest has the conformance suite and the chaos kit every
+// backend runs.
 package backendkit
