@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // The leader context (given to OnStartedLeading and, derived, to
@@ -41,7 +43,12 @@ func (t *leaderTerm) Err() error {
 
 // Value implements context.Context: the lease as acquired for
 // LeaseFromContext, otherwise Start's context's values.
-func (t *leaderTerm) Value(key any) any { return t.values.Value(key) }
+func (t *leaderTerm) Value(key any) any {
+	if _, ok := key.(backendkit.LeaseKey); ok {
+		return t.acquired
+	}
+	return t.e.base.Value(key)
+}
 
 // String names the context, as the context package's own types do.
 func (t *leaderTerm) String() string { return "fxelection.leaderContext" }

@@ -501,7 +501,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 
 // becomeLeader records a new leadership and announces it.
 func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
-	t := &leaderTerm{e: e, lease: lease, values: backendkit.ContextWithLease(e.base, lease.Clone()), lastRenew: start}
+	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start}
 	// Until the leadership is announced, a step-down by the timer (whose
 	// deadline may have passed already, after an Acquire that ignored its
 	// context) waits: "stopped" never comes before "started".

@@ -179,9 +179,8 @@ func (e *Elector) Config() Config {
 type leaderTerm struct {
 	e     *Elector
 	lease Lease // the lease as last renewed
-	// values are the leader context's values: the lease as acquired
-	// (LeaseFromContext) over Start's context's.
-	values context.Context
+	// acquired is the lease as acquired: the leader context's value.
+	acquired Lease
 	// timer fires at the next renewal (due) or the renew deadline,
 	// whichever is earlier; see fire.
 	timer     *time.Timer

@@ -309,17 +309,19 @@ type RenewResult struct {
 // MaxRenewBatch is the most leases the core passes to one RenewBatch call.
 const MaxRenewBatch = 1024
 
-type leaseKey struct{}
+// LeaseKey is the context key under which a leader context carries its
+// lease (see ContextWithLease and LeaseFromContext).
+type LeaseKey struct{}
 
 // ContextWithLease returns ctx carrying lease, as leader contexts do.
 func ContextWithLease(ctx context.Context, lease Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, lease)
+	return context.WithValue(ctx, LeaseKey{}, lease)
 }
 
 // LeaseFromContext returns the lease carried by a leader context (given to
 // OnStartedLeading and RunIfLeader functions). Use its Term as the fencing
 // token for writes made under that leadership.
 func LeaseFromContext(ctx context.Context) (Lease, bool) {
-	l, ok := ctx.Value(leaseKey{}).(Lease)
+	l, ok := ctx.Value(LeaseKey{}).(Lease)
 	return l, ok
 }
