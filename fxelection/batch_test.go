@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
 
 // batchLog wraps the in-memory backend, batching, and records when each
@@ -104,12 +104,12 @@ func TestBatchedRenewalsNeverLate(t *testing.T) {
 }
 
 // TestChaosBatched is TestChaos with every candidate renewing through
-// RenewBatch (electiontest.BatchFaulty).
+// RenewBatch (faultinject.BatchBackend).
 func TestChaosBatched(t *testing.T) {
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return electiontest.NewBatchFaulty(b) })
+				chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return faultinject.NewBatch(b) })
 			})
 		})
 	}

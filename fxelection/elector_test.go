@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -87,7 +87,7 @@ func TestLeaderStepsDownBeforeLeaseCanExpireElsewhere(t *testing.T) {
 				store := fxelection.NewMemoryBackend()
 				release := make(chan struct{})
 				sb := &stubborn{Backend: store, release: release}
-				fa := electiontest.NewFaulty(sb)
+				fa := faultinject.New(sb)
 				var cancelledAt time.Time
 				var leaderWork sync.WaitGroup
 				leaderWork.Add(1)
@@ -163,8 +163,8 @@ func (s *stubborn) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Le
 func TestBackoffGrowsAndResets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := fxelection.NewMemoryBackend()
-		fa := electiontest.NewFaulty(store)
-		fa.Fail(fxelection.OpAcquire, electiontest.ErrInjected)
+		fa := faultinject.New(store)
+		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
 		var errs []error
 		var mu sync.Mutex
 		c := cfg("a")
@@ -201,7 +201,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		synctest.Wait()
 		mu.Lock()
 		var oe *fxelection.OpError
-		if len(errs) != len(ts) || !errors.As(errs[0], &oe) || oe.Op != fxelection.OpAcquire || !errors.Is(errs[0], electiontest.ErrInjected) {
+		if len(errs) != len(ts) || !errors.As(errs[0], &oe) || oe.Op != fxelection.OpAcquire || !errors.Is(errs[0], faultinject.ErrInjected) {
 			t.Fatalf("%d error callbacks for %d failures; first %v", len(errs), len(ts), errs[0])
 		}
 		mu.Unlock()
@@ -213,7 +213,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		fa.Fail(fxelection.OpAcquire, nil)
 		time.Sleep(10 * retry) // a sees "held" (no error): backoff reset
 		n := len(acquires())
-		fa.Fail(fxelection.OpAcquire, electiontest.ErrInjected)
+		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
 		time.Sleep(5 * retry)
 		ts = acquires()[n-1:]
 		if g := ts[2].Sub(ts[1]); g >= 2*retry {
@@ -225,7 +225,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 func TestStartedStoppedPaired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := fxelection.NewMemoryBackend()
-		fa := electiontest.NewFaulty(store)
+		fa := faultinject.New(store)
 		var l log
 		c := cfg("a")
 		c.Callbacks.OnStartedLeading = func(ctx context.Context) {
@@ -265,7 +265,7 @@ func TestBlockedCallbacksDoNotDelayRenewals(t *testing.T) {
 		c.Callbacks.OnNewLeader = func(fxelection.Lease) { <-unblock }
 		c.Callbacks.OnError = func(error) { <-unblock }
 		c.Callbacks.OnStoppedLeading = func(fxelection.Lease, fxelection.StopReason) { <-unblock }
-		fa := electiontest.NewFaulty(fxelection.NewMemoryBackend())
+		fa := faultinject.New(fxelection.NewMemoryBackend())
 		e := start(t, c, fa)
 		synctest.Wait()
 		before := fa.Calls(fxelection.OpRenew)
@@ -395,7 +395,7 @@ func TestRecampaign(t *testing.T) {
 		t.Run(fmt.Sprintf("NoRecampaign=%v", no), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := fxelection.NewMemoryBackend()
-				fa := electiontest.NewFaulty(store)
+				fa := faultinject.New(store)
 				c := cfg("a")
 				c.NoRecampaign = no
 				a := start(t, c, fa)
@@ -426,7 +426,7 @@ func TestRecampaign(t *testing.T) {
 func TestRunIfLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := fxelection.NewMemoryBackend()
-		fa := electiontest.NewFaulty(store)
+		fa := faultinject.New(store)
 		a := start(t, cfg("a"), fa)
 		synctest.Wait()
 		b := start(t, cfg("b"), store)
@@ -608,7 +608,7 @@ func TestDefaultIdentityUnique(t *testing.T) {
 // bounded by RenewDeadline, Resign's release too, and Stop always returns.
 func TestHungStoreDoesNotWedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := electiontest.NewFaulty(fxelection.NewMemoryBackend())
+		fa := faultinject.New(fxelection.NewMemoryBackend())
 		a := start(t, cfg("a"), fa)
 		synctest.Wait()
 		fa.Hang(true) // renewals, the resign's release and acquisitions hang

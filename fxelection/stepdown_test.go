@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
 
 // lostLog is a slog.Handler that records when "leadership lost" is logged.
@@ -46,14 +46,14 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var (
-					fa *electiontest.Faulty
+					fa *faultinject.Backend
 					b  fxelection.Backend
 				)
 				if batched {
-					bf := electiontest.NewBatchFaulty(fxelection.NewMemoryBackend())
+					bf := faultinject.NewBatch(fxelection.NewMemoryBackend())
 					fa, b = bf.Backend, bf
 				} else {
-					fa = electiontest.NewFaulty(fxelection.NewMemoryBackend())
+					fa = faultinject.New(fxelection.NewMemoryBackend())
 					b = fa
 				}
 				defer fa.Wedge(fxelection.OpRenew, false)

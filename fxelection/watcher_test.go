@@ -11,7 +11,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Elector {
@@ -36,7 +37,7 @@ func TestWatcherFollowsLeader(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := fxelection.NewMemoryBackend()
-		changes := &electiontest.ChangeLog{}
+		changes := &electiontesting.ChangeLog{}
 		const poll = time.Second
 		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
 		if err != nil {
@@ -126,7 +127,7 @@ func TestWatcherTakeoverAfterCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = w.Stop(ctx) }()
-		fa := electiontest.NewFaulty(mem)
+		fa := faultinject.New(mem)
 		a := startElector(t, fa, "a")
 		defer func() { _ = a.Stop(ctx) }()
 		time.Sleep(10 * time.Millisecond)
@@ -235,7 +236,7 @@ func TestWatcherStoreFailure(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := fxelection.NewMemoryBackend()
-		f := electiontest.NewFaulty(mem)
+		f := faultinject.New(mem)
 		a := startElector(t, mem, "a")
 		defer func() { _ = a.Stop(ctx) }()
 		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}, f)
@@ -250,7 +251,7 @@ func TestWatcherStoreFailure(t *testing.T) {
 		f.Partition(true)
 		time.Sleep(time.Second)
 		info, ok := w.Leader()
-		if !ok || info.Leader.Holder != "a" || !errors.Is(w.LastError(), electiontest.ErrInjected) {
+		if !ok || info.Leader.Holder != "a" || !errors.Is(w.LastError(), faultinject.ErrInjected) {
 			t.Fatalf("during failure: %+v %v %v", info, ok, w.LastError())
 		}
 		var oe *fxelection.OpError

@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/metrics"
 )
 
@@ -39,7 +39,7 @@ func TestScriptedSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
 		mem := fxelection.NewMemoryBackend()
-		faulty := electiontest.NewFaulty(mem)
+		faulty := faultinject.New(mem)
 		a := newElector(t, "jobs", "a", faulty)
 		b := newElector(t, "jobs", "b", mem)
 		detach := m.Attach(a)
@@ -65,7 +65,7 @@ func TestScriptedSequence(t *testing.T) {
 		if got := series(t, reg, metrics.NameIsLeader); got["election=jobs,identity=a"] != 1 {
 			t.Fatalf("is_leader while a leads = %v", got)
 		}
-		faulty.Fail(fxelection.OpRenew, electiontest.ErrInjected)
+		faulty.Fail(fxelection.OpRenew, faultinject.ErrInjected)
 
 		after(origin, 610*time.Millisecond)
 		faulty.Fail(fxelection.OpRenew, nil)
@@ -425,7 +425,7 @@ func TestSharedRegistry(t *testing.T) {
 func TestCanceledIsNotAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		faulty := electiontest.NewFaulty(fxelection.NewMemoryBackend())
+		faulty := faultinject.New(fxelection.NewMemoryBackend())
 		faulty.Hang(true)
 		e := newElector(t, "jobs", "a", faulty)
 		var results []string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // RunBackendBenchmarks measures a backend's four operations as an elector
@@ -24,7 +25,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: d}
 	}
 	b.Run("AcquireHeld", func(b *testing.B) {
-		a, f, e := newBackend(b), newBackend(b), Election(b)
+		a, f, e := newBackend(b), newBackend(b), electiontesting.Election(b)
 		if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
 			b.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("Reacquire", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		for b.Loop() {
 			if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
 				b.Fatal(err)
@@ -43,7 +44,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("Renew", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		l, err := a.Acquire(ctx, req(e, "a"))
 		if err != nil {
 			b.Fatal(err)
@@ -55,7 +56,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("Get", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("AcquireRelease", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		for b.Loop() {
 			l, err := a.Acquire(ctx, req(e, "a"))
 			if err != nil {
@@ -106,7 +107,7 @@ func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o Handov
 	if o.Handovers == 0 {
 		o.Handovers = 250
 	}
-	election := Election(b)
+	election := electiontesting.Election(b)
 	type node struct {
 		e       *fxelection.Elector
 		leading chan time.Time

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -121,7 +121,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 	if err := admin.Set(ctxT(t), lease, "fxe1|5|3|\xff\xfe\xfd|60000|0|", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c := electiontest.StartCandidate(t, b, e, "a", nil)
+	c := electiontesting.StartCandidate(t, b, e, "a", nil)
 	c.Events.WaitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
 		return ev.Err != nil && errors.Is(ev.Err, fxelection.ErrInvalidRecord)
 	})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -77,7 +77,7 @@ func TestConfigModule(t *testing.T) {
 	if b.(fxelection.NamedBackend).BackendName() != "s3" {
 		t.Fatalf("name %q", b.(fxelection.NamedBackend).BackendName())
 	}
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	l, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
 	if err != nil {
 		t.Fatal(err)

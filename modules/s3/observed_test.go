@@ -11,7 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
@@ -44,7 +44,7 @@ func pollAcquire(t *testing.T, b *s3lease.Backend, r fxelection.AcquireRequest, 
 // same ETag for the whole lease duration, counted from its first read.
 func TestTakeoverWaitsFullObservation(t *testing.T) {
 	const d = 2 * time.Second
-	a, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestTakeoverWaitsFullObservation(t *testing.T) {
 // nonce), even though the record's content is the same.
 func TestRenewalsPreventTakeover(t *testing.T) {
 	const d = time.Second
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	l, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestRenewalsPreventTakeover(t *testing.T) {
 // TestReleaseKeepsObject: a release leaves the object (holding the term)
 // and the next holder gets a higher term at once, without waiting.
 func TestReleaseKeepsObject(t *testing.T) {
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestReleaseKeepsObject(t *testing.T) {
 // election until an operator deletes it; the election then goes on with a
 // term above every earlier one (clock-seeded), not at term 1.
 func TestGarbageRecovery(t *testing.T) {
-	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	c := newClient(t)
 	first, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
 	if err != nil {
@@ -159,7 +159,7 @@ func TestGarbageRecovery(t *testing.T) {
 // TestForgedLease: Renew and Release check holder and term, not only the
 // ETag.
 func TestForgedLease(t *testing.T) {
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestNewValidates(t *testing.T) {
 // an Acquire a full duration later takes over at its first call.
 func TestGetStartsObservation(t *testing.T) {
 	const d = time.Second
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)
