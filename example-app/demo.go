@@ -40,7 +40,7 @@ func runDemo(ctx context.Context, o options, log *slog.Logger) error {
 		ctx, cancel = context.WithTimeout(ctx, o.demoDuration)
 		defer cancel()
 	}
-	store := fxelection.NewMemoryBackend()
+	store := memory.New()
 	log.Info("demo: three candidates, one in-memory lease", "lease", demoLease, "renew_deadline", demoDeadline, "retry", demoRetry)
 
 	cands := make([]*demoCandidate, 3)

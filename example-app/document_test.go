@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -280,8 +281,8 @@ func TestLogContract(t *testing.T) {
 	ev(fxelection.EventStoppedLeading, func(e *fxelection.Event) { e.Reason = fxelection.ReasonStopped })
 	ev(fxelection.EventNewLeader, nil)
 	ev(fxelection.EventRenewed, nil)
-	for _, err := range []error{nil, fxelection.ErrLeaseHeld, fxelection.ErrLeaseLost, fxelection.ErrNoLease, context.Canceled,
-		fmt.Errorf("acquire: %w", fxelection.ErrLeaseHeld)} {
+	for _, err := range []error{nil, backendkit.ErrLeaseHeld, backendkit.ErrLeaseLost, backendkit.ErrNoLease, context.Canceled,
+		fmt.Errorf("acquire: %w", backendkit.ErrLeaseHeld)} {
 		ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpAcquire, err })
 	}
 	ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpRenew, errors.New("connection refused") })

@@ -33,7 +33,7 @@ const (
 	// maxDuration bounds every duration flag: a lease longer than a record
 	// may state is rejected by every reader, and with every duration at most
 	// a year no sum or multiple the program or the core computes overflows.
-	maxDuration = fxelection.MaxRecordDuration
+	maxDuration = backendkit.MaxRecordDuration
 	// maxRedisDB is the highest Redis database number accepted: Redis has
 	// 16 databases (0–15) unless its "databases" setting says otherwise.
 	maxRedisDB = 15

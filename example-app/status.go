@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -29,7 +30,7 @@ func runStatus(ctx context.Context, o options, w io.Writer) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	l, err := b.Get(ctx, o.election)
-	if errors.Is(err, fxelection.ErrNoLease) {
+	if errors.Is(err, backendkit.ErrNoLease) {
 		fmt.Fprintf(w, "election %s has no leader\n", strconv.Quote(o.election))
 		return nil
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 )
 
-// runWatch follows the election's leader with an fxelection.Watcher and
+// runWatch follows the election's leader with an watch.Watcher and
 // prints one line per change until ctx is done (Ctrl-C).
 func runWatch(ctx context.Context, o options, b fxelection.Backend, w io.Writer) error {
-	watcher, err := fxelection.NewWatcher(fxelection.WatcherConfig{
+	watcher, err := watch.New(watch.Config{
 		Name:         o.election,
 		PollInterval: o.retry,
-		OnChange:     func(info fxelection.LeaderInfo) { fmt.Fprintln(w, formatLeader(o.election, info)) },
+		OnChange:     func(info watch.LeaderInfo) { fmt.Fprintln(w, formatLeader(o.election, info)) },
 	}, b)
 	if err != nil {
 		return usagef("%v", err)
@@ -32,7 +32,7 @@ func runWatch(ctx context.Context, o options, b fxelection.Backend, w io.Writer)
 }
 
 // formatLeader is one line of status --watch output.
-func formatLeader(election string, info fxelection.LeaderInfo) string {
+func formatLeader(election string, info watch.LeaderInfo) string {
 	at := info.ObservedAt.Format("15:04:05.000")
 	if !info.HasLeader {
 		return fmt.Sprintf("%s election %q has no leader", at, election)

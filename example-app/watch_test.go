@@ -11,7 +11,7 @@ import (
 )
 
 func TestStatusWatch(t *testing.T) {
-	mem := fxelection.NewMemoryBackend()
+	mem := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &electiontesting.LogBuffer{}
 	done := make(chan error, 1)

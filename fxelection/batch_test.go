@@ -19,7 +19,7 @@ import (
 // election was acquired and renewed (the time of the call, which on fake
 // time is when the elector asked) and how many calls the batches took.
 type batchLog struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	mu      sync.Mutex
 	times   map[string][]time.Time // election → acquisition, then renewals
 	batches int
@@ -27,7 +27,7 @@ type batchLog struct {
 	largest int
 }
 
-func (b *batchLog) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *batchLog) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.MemoryBackend.Acquire(ctx, req)
 	if err == nil {
 		b.mu.Lock()
@@ -41,7 +41,7 @@ func (b *batchLog) Renew(context.Context, fxelection.Lease) (fxelection.Lease, e
 	panic("renewals must go through RenewBatch")
 }
 
-func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	now := time.Now()
 	b.mu.Lock()
 	b.batches++
@@ -61,7 +61,7 @@ func (b *batchLog) RenewBatch(ctx context.Context, leases []fxelection.Lease) []
 func TestBatchedRenewalsNeverLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 300
-		be := &batchLog{MemoryBackend: fxelection.NewMemoryBackend(), times: map[string][]time.Time{}}
+		be := &batchLog{MemoryBackend: memory.New(), times: map[string][]time.Time{}}
 		es := make([]*fxelection.Elector, n)
 		for i := range es {
 			c := cfg("a")
@@ -121,7 +121,7 @@ func TestChaosBatched(t *testing.T) {
 func TestStopManyElectorsNoLeak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 10000
-		be := fxelection.NewMemoryBackend()
+		be := memory.New()
 		es := make([]*fxelection.Elector, n)
 		for i := range es {
 			c := cfg("a")
@@ -152,7 +152,7 @@ func TestStopManyElectorsNoLeak(t *testing.T) {
 // closed (or its context is done), counting the calls waiting at once and
 // the elections asked for.
 type gatedBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	open    chan struct{}
 	mu      sync.Mutex
 	waiting int
@@ -161,10 +161,10 @@ type gatedBackend struct {
 }
 
 func newGatedBackend() *gatedBackend {
-	return &gatedBackend{MemoryBackend: fxelection.NewMemoryBackend(), open: make(chan struct{}), asked: map[string]bool{}}
+	return &gatedBackend{MemoryBackend: memory.New(), open: make(chan struct{}), asked: map[string]bool{}}
 }
 
-func (b *gatedBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *gatedBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	b.mu.Lock()
 	b.asked[req.Election] = true
 	b.waiting++
@@ -290,7 +290,7 @@ func TestLeaderContextDerived(t *testing.T) {
 		got := make(chan context.Context, 1)
 		e, err := fxelection.New(fxelection.Config{Name: "derived", Identity: "me", Callbacks: fxelection.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { got <- ctx; <-ctx.Done() },
-		}}, fxelection.NewMemoryBackend())
+		}}, memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestLeaderContextDerived(t *testing.T) {
 // probed is the in-memory backend (a BatchRenewer) behind a BatchProber
 // that says whether it may batch, counting both kinds of renewal.
 type probed struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	batches    bool
 	mu         sync.Mutex
 	direct, in int
@@ -343,7 +343,7 @@ func (p *probed) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Leas
 	return p.MemoryBackend.Renew(ctx, l)
 }
 
-func (p *probed) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+func (p *probed) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	p.mu.Lock()
 	p.in += len(leases)
 	p.mu.Unlock()
@@ -357,7 +357,7 @@ func TestBatchProber(t *testing.T) {
 	for _, can := range []bool{true, false} {
 		t.Run(fmt.Sprint(can), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &probed{MemoryBackend: fxelection.NewMemoryBackend(), batches: can}
+				p := &probed{MemoryBackend: memory.New(), batches: can}
 				e := start(t, cfg("a"), p)
 				time.Sleep(10 * retry)
 				synctest.Wait()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -50,7 +51,7 @@ func chaos(t *testing.T, seed uint64) {
 // made by wrap around one store.
 func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBackend) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	store := fxelection.NewMemoryBackend()
+	store := memory.New()
 	rec := &electiontesting.Recorder{}
 	newElector := func(c *chaosCandidate) {
 		e, err := fxelection.New(cfg(c.id), c.f)
@@ -92,7 +93,7 @@ func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBac
 		case 3:
 			c.f.Fail(fxelection.OpRenew, faultinject.ErrInjected)
 		case 4:
-			c.f.Fail(fxelection.OpRenew, fxelection.ErrLeaseLost)
+			c.f.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
 		case 5:
 			_ = c.e.Resign(context.Background())
 		case 6: // graceful restart with the same identity

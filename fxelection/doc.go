@@ -4,7 +4,7 @@
 // One candidate of each election leads at a time. Give it work to do while it
 // leads, and guard that work's writes with the lease's fencing term:
 //
-//	backend := fxelection.NewMemoryBackend() // or redislease.New(client, …), pglease.New(pool, …), …
+//	backend := memory.New() // or redislease.New(client, …), pglease.New(pool, …), …
 //	e, err := fxelection.New(fxelection.Config{
 //		Name: "nightly-report",
 //		Callbacks: fxelection.Callbacks{

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
 
@@ -84,7 +85,7 @@ func TestLeaderStepsDownBeforeLeaseCanExpireElsewhere(t *testing.T) {
 	for _, fault := range []string{"errors", "hang", "ignores-context"} {
 		t.Run(fault, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := fxelection.NewMemoryBackend()
+				store := memory.New()
 				release := make(chan struct{})
 				sb := &stubborn{Backend: store, release: release}
 				fa := faultinject.New(sb)
@@ -162,7 +163,7 @@ func (s *stubborn) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Le
 
 func TestBackoffGrowsAndResets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		fa := faultinject.New(store)
 		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
 		var errs []error
@@ -224,7 +225,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 
 func TestStartedStoppedPaired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		fa := faultinject.New(store)
 		var l log
 		c := cfg("a")
@@ -236,7 +237,7 @@ func TestStartedStoppedPaired(t *testing.T) {
 		e := start(t, c, fa)
 		for range 3 {
 			synctest.Wait()
-			fa.Fail(fxelection.OpRenew, fxelection.ErrLeaseLost)
+			fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
 			time.Sleep(2 * retry)
 			fa.Fail(fxelection.OpRenew, nil)
 			// It re-campaigns and takes its own lease back (same term: the
@@ -265,7 +266,7 @@ func TestBlockedCallbacksDoNotDelayRenewals(t *testing.T) {
 		c.Callbacks.OnNewLeader = func(fxelection.Lease) { <-unblock }
 		c.Callbacks.OnError = func(error) { <-unblock }
 		c.Callbacks.OnStoppedLeading = func(fxelection.Lease, fxelection.StopReason) { <-unblock }
-		fa := faultinject.New(fxelection.NewMemoryBackend())
+		fa := faultinject.New(memory.New())
 		e := start(t, c, fa)
 		synctest.Wait()
 		before := fa.Calls(fxelection.OpRenew)
@@ -283,7 +284,7 @@ func TestBlockedCallbacksDoNotDelayRenewals(t *testing.T) {
 
 func TestStopDrainsThenReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		var workDone time.Time
 		c := cfg("a")
 		c.Callbacks.OnStartedLeading = func(ctx context.Context) {
@@ -320,7 +321,7 @@ func TestStopDrainsThenReleases(t *testing.T) {
 
 func TestStopWithExpiredContextReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		stuck := make(chan struct{})
 		c := cfg("a")
 		c.StopTimeout = 3 * time.Second
@@ -338,7 +339,7 @@ func TestStopWithExpiredContextReturns(t *testing.T) {
 			t.Fatal("Stop returned nil although leader work never finished")
 		}
 		// The release still happened: another candidate gets the lease now.
-		if _, err := store.Get(context.Background(), "jobs"); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := store.Get(context.Background(), "jobs"); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("lease not released: %v", err)
 		}
 		close(stuck)
@@ -347,7 +348,7 @@ func TestStopWithExpiredContextReturns(t *testing.T) {
 
 func TestKeepLeaseOnStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		c := cfg("a")
 		c.KeepLeaseOnStop = true
 		a := start(t, c, store)
@@ -363,7 +364,7 @@ func TestKeepLeaseOnStop(t *testing.T) {
 
 func TestResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		a := start(t, cfg("a"), store)
 		synctest.Wait()
 		b := start(t, cfg("b"), store)
@@ -394,7 +395,7 @@ func TestRecampaign(t *testing.T) {
 	for _, no := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoRecampaign=%v", no), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := fxelection.NewMemoryBackend()
+				store := memory.New()
 				fa := faultinject.New(store)
 				c := cfg("a")
 				c.NoRecampaign = no
@@ -402,7 +403,7 @@ func TestRecampaign(t *testing.T) {
 				synctest.Wait()
 				la, _ := a.Lease()
 				// Someone else takes over: a's renewals are refused.
-				fa.Fail(fxelection.OpRenew, fxelection.ErrLeaseLost)
+				fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
 				_ = store.Release(context.Background(), la)
 				b := start(t, cfg("b"), store)
 				time.Sleep(2 * retry)
@@ -425,7 +426,7 @@ func TestRecampaign(t *testing.T) {
 
 func TestRunIfLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		fa := faultinject.New(store)
 		a := start(t, cfg("a"), fa)
 		synctest.Wait()
@@ -457,7 +458,7 @@ func TestRunIfLeader(t *testing.T) {
 
 func TestTryAcquireAndPushWakeUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		slow := cfg("b")
 		slow.RetryPeriod, slow.RenewDeadline, slow.LeaseDuration, slow.MaxBackoff = 10*time.Second, 20*time.Second, 30*time.Second, 0
 		a := start(t, cfg("a"), store)
@@ -507,7 +508,7 @@ type noNotify struct{ fxelection.Backend }
 
 func TestLifecycleErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := fxelection.New(cfg("a"), fxelection.NewMemoryBackend())
+		e, err := fxelection.New(cfg("a"), memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +578,7 @@ func TestConfigValidation(t *testing.T) {
 			if err == nil || !contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Validate = %v, want %q", err, tt.wantErr)
 			}
-			if _, err := fxelection.New(c, fxelection.NewMemoryBackend()); err == nil {
+			if _, err := fxelection.New(c, memory.New()); err == nil {
 				t.Fatal("New accepted an invalid config")
 			}
 		})
@@ -598,7 +599,7 @@ func TestDefaultIdentityUnique(t *testing.T) {
 	if a == b || a == "" {
 		t.Fatalf("identities %q %q", a, b)
 	}
-	e, err := fxelection.New(fxelection.Config{Name: "x"}, fxelection.NewMemoryBackend())
+	e, err := fxelection.New(fxelection.Config{Name: "x"}, memory.New())
 	if err != nil || e.Status().Identity == "" || e.Config().LeaseDuration != fxelection.DefaultLeaseDuration {
 		t.Fatalf("defaults not applied: %v %+v", err, e.Config())
 	}
@@ -608,7 +609,7 @@ func TestDefaultIdentityUnique(t *testing.T) {
 // bounded by RenewDeadline, Resign's release too, and Stop always returns.
 func TestHungStoreDoesNotWedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := faultinject.New(fxelection.NewMemoryBackend())
+		fa := faultinject.New(memory.New())
 		a := start(t, cfg("a"), fa)
 		synctest.Wait()
 		fa.Hang(true) // renewals, the resign's release and acquisitions hang
@@ -640,7 +641,7 @@ func TestConfigMetadataCopied(t *testing.T) {
 		md := map[string]string{"zone": "a"}
 		c := cfg("a")
 		c.Metadata = md
-		e, err := fxelection.New(c, fxelection.NewMemoryBackend())
+		e, err := fxelection.New(c, memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}

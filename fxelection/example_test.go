@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	done := make(chan struct{})
-	backend := fxelection.NewMemoryBackend()
+	backend := memory.New()
 	e, err := fxelection.New(fxelection.Config{
 		Name:     "nightly-report",
 		Identity: "worker-1",
@@ -60,7 +60,7 @@ func Example_fx() {
 	led := make(chan fxelection.Lease, 1)
 	app := fx.New(
 		fx.NopLogger,
-		fxelection.MemoryModule, // or redislease.Module, pglease.Module, …
+		memory.Module, // or redislease.Module, pglease.Module, …
 		fx.Supply(fxelection.Config{
 			Name:     "nightly-report",
 			Identity: "worker-1",
@@ -96,7 +96,7 @@ func Example_fx() {
 // Without fx: build an elector, run work only while leading, and guard the
 // work's writes with the fencing term.
 func ExampleElector_RunIfLeader() {
-	backend := fxelection.NewMemoryBackend()
+	backend := memory.New()
 	e, err := fxelection.New(fxelection.Config{Name: "billing", Identity: "node-a"}, backend)
 	if err != nil {
 		fmt.Println(err)
@@ -124,7 +124,7 @@ func ExampleElector_RunIfLeader() {
 
 // Followers know who leads, with the leader's advertised metadata.
 func ExampleElector_Leader() {
-	backend := fxelection.NewMemoryBackend()
+	backend := memory.New()
 	ctx := context.Background()
 	leader, _ := fxelection.New(fxelection.Config{Name: "api", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}}, backend)
 	_ = leader.Start(ctx)

@@ -58,7 +58,7 @@ func NewFromParams(p Params) (Result, error) {
 // in one app, tagged `name:"<name>"` and also in the group. It uses the
 // graph's Backend (and optional *slog.Logger). cfg.Name defaults to name.
 //
-//	fx.New(fxelection.MemoryModule,
+//	fx.New(memory.Module,
 //		fxelection.Named("billing", fxelection.Config{}),
 //		fxelection.Named("reports", fxelection.Config{}),
 //		fx.Invoke(fx.Annotate(func(e *fxelection.Elector) {…}, fx.ParamTags(`name:"billing"`))))

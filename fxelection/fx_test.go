@@ -16,10 +16,10 @@ import (
 func TestModule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var e *fxelection.Elector
-		var store *fxelection.MemoryBackend
+		var store *memory.Backend
 		app := fxtest.New(t,
 			fx.NopLogger,
-			fxelection.MemoryModule,
+			memory.Module,
 			fx.Supply(cfg("a")),
 			fxelection.Module,
 			fx.Populate(&e, &store),
@@ -38,8 +38,8 @@ func TestModule(t *testing.T) {
 
 func TestModuleBuildsElectorWithoutConsumers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var store *fxelection.MemoryBackend
-		app := fxtest.New(t, fx.NopLogger, fxelection.MemoryModule, fx.Supply(cfg("a")), fxelection.Module, fx.Populate(&store))
+		var store *memory.Backend
+		app := fxtest.New(t, fx.NopLogger, memory.Module, fx.Supply(cfg("a")), fxelection.Module, fx.Populate(&store))
 		app.RequireStart()
 		synctest.Wait()
 		if l, err := store.Get(context.Background(), "jobs"); err != nil || l.Holder != "a" {
@@ -52,7 +52,7 @@ func TestModuleBuildsElectorWithoutConsumers(t *testing.T) {
 func TestModuleInvalidConfigFailsStart(t *testing.T) {
 	bad := cfg("a")
 	bad.RenewDeadline = 20 * time.Second
-	app := fx.New(fx.NopLogger, fxelection.MemoryModule, fx.Supply(bad), fxelection.Module)
+	app := fx.New(fx.NopLogger, memory.Module, fx.Supply(bad), fxelection.Module)
 	err := app.Err()
 	if err == nil || !strings.Contains(err.Error(), "fxelection: RenewDeadline: must be shorter than LeaseDuration (is 20s, LeaseDuration 3s)") {
 		t.Fatalf("app error = %v", err)
@@ -69,7 +69,7 @@ func TestNamedElections(t *testing.T) {
 		}
 		var got electors
 		app := fxtest.New(t, fx.NopLogger,
-			fxelection.MemoryModule,
+			memory.Module,
 			fxelection.Named("billing", fxelection.Config{Identity: "a", LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry}),
 			fxelection.Named("reports", fxelection.Config{Identity: "a", LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry}),
 			fx.Populate(&got),

@@ -49,7 +49,7 @@ func panics(errs []error) map[string]int {
 // elector keeps renewing, reports each panic, and stops cleanly.
 func TestObserverPanicIsRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := faultinject.New(fxelection.NewMemoryBackend())
+		fa := faultinject.New(memory.New())
 		var errs errLog
 		c := cfg("a")
 		c.Callbacks.OnError = errs.add
@@ -104,7 +104,7 @@ func TestObserverPanicIsRecovered(t *testing.T) {
 // it are still delivered, in order, and the elector goes on campaigning.
 func TestCallbackPanicsAreRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		fa := faultinject.New(store)
 		var errs errLog
 		var l log
@@ -130,7 +130,7 @@ func TestCallbackPanicsAreRecovered(t *testing.T) {
 		e := start(t, c, fa)
 		synctest.Wait()
 		// Leader work that panicked counts as finished: Stop need not wait.
-		fa.Fail(fxelection.OpRenew, fxelection.ErrLeaseLost) // lose it: stopped, then re-acquire
+		fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost) // lose it: stopped, then re-acquire
 		time.Sleep(3 * retry)
 		fa.Fail(fxelection.OpRenew, nil)
 		fa.Fail(fxelection.OpRenew, faultinject.ErrInjected) // OnError panics
@@ -181,7 +181,7 @@ func secretErr(op string) error {
 	return fmt.Errorf(`%s: Get "https://x/y?sig=SECRET&se=1": dial tcp: host=db password=SECRET user=u: %w`, op, faultinject.ErrInjected)
 }
 
-func (s *secretBackend) Acquire(ctx context.Context, r fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (s *secretBackend) Acquire(ctx context.Context, r backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if s.failAcquire.Load() {
 		return fxelection.Lease{}, secretErr("acquire")
 	}
@@ -206,7 +206,7 @@ func (s *secretBackend) Release(ctx context.Context, l fxelection.Lease) error {
 // OnError, observers, logs, Status and Stop's result.
 func TestStoreErrorsAreRedacted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sb := &secretBackend{Backend: fxelection.NewMemoryBackend()}
+		sb := &secretBackend{Backend: memory.New()}
 		var logs bytes.Buffer
 		var logMu sync.Mutex
 		c := cfg("a")
@@ -303,7 +303,7 @@ func TestStopBoundedWhenBackendIgnoresContext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := fxelection.NewMemoryBackend()
+				store := memory.New()
 				if !tc.leader {
 					start(t, cfg("other"), store)
 					synctest.Wait()
@@ -378,7 +378,7 @@ func (n *blockingNotifier) Subscribe(string, func()) func() {
 func TestPushListenerNeverWedges(t *testing.T) {
 	t.Run("Subscribe blocks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			n := &blockingNotifier{Backend: fxelection.NewMemoryBackend(), blockSubscribe: true, release: make(chan struct{})}
+			n := &blockingNotifier{Backend: memory.New(), blockSubscribe: true, release: make(chan struct{})}
 			e, err := fxelection.New(cfg("a"), n)
 			if err != nil {
 				t.Fatal(err)
@@ -406,7 +406,7 @@ func TestPushListenerNeverWedges(t *testing.T) {
 	})
 	t.Run("cancel blocks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			n := &blockingNotifier{Backend: fxelection.NewMemoryBackend(), release: make(chan struct{})}
+			n := &blockingNotifier{Backend: memory.New(), release: make(chan struct{})}
 			c := cfg("a")
 			c.StopTimeout = time.Second
 			e, err := fxelection.New(c, n)
@@ -425,7 +425,7 @@ func TestPushListenerNeverWedges(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "push listener cancel still running") {
 				t.Fatalf("Stop = %v", err)
 			}
-			if _, err := n.Get(context.Background(), "jobs"); !errors.Is(err, fxelection.ErrNoLease) {
+			if _, err := n.Get(context.Background(), "jobs"); !errors.Is(err, backendkit.ErrNoLease) {
 				t.Fatalf("lease not released: %v", err)
 			}
 			close(n.release)
@@ -436,7 +436,7 @@ func TestPushListenerNeverWedges(t *testing.T) {
 // OnStoppedLeading never comes before its OnStartedLeading, even when the
 // leadership ends right after it began (real time, many times over).
 func TestStoppedNeverBeforeStarted(t *testing.T) {
-	store := fxelection.NewMemoryBackend()
+	store := memory.New()
 	for i := range 300 {
 		var l log
 		acquired := make(chan struct{})
@@ -470,7 +470,7 @@ func TestStoppedNeverBeforeStarted(t *testing.T) {
 // timer has ended belief while the loop is still stuck in a renewal.
 func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := faultinject.New(fxelection.NewMemoryBackend())
+		fa := faultinject.New(memory.New())
 		defer fa.Wedge(fxelection.OpRenew, false)
 		e := start(t, cfg("a"), fa)
 		synctest.Wait()
@@ -511,7 +511,7 @@ func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 // and no renewal comes later than RetryPeriod after the last success.
 func TestFirstRenewalsSpread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := fxelection.NewMemoryBackend()
+		store := memory.New()
 		const n = 40
 		type rec struct {
 			mu        sync.Mutex
@@ -598,10 +598,10 @@ func TestConfigBounds(t *testing.T) {
 		{"retry 1ns", func(c *fxelection.Config) { c.RetryPeriod = 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 1ns)"},
 		{"retry just below the minimum", func(c *fxelection.Config) { c.RetryPeriod = fxelection.MinRetryPeriod - 1 }, "fxelection: RetryPeriod: must be at least 10ms (is 9.999999ms)"},
 		{"lease at the maximum", func(c *fxelection.Config) {
-			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = fxelection.MaxRecordDuration, fxelection.MaxRecordDuration-1, fxelection.MaxRecordDuration/2
-			c.MaxBackoff, c.StopTimeout = fxelection.MaxRecordDuration, fxelection.MaxRecordDuration
+			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = backendkit.MaxRecordDuration, backendkit.MaxRecordDuration-1, backendkit.MaxRecordDuration/2
+			c.MaxBackoff, c.StopTimeout = backendkit.MaxRecordDuration, backendkit.MaxRecordDuration
 		}, ""},
-		{"lease above the maximum", func(c *fxelection.Config) { c.LeaseDuration = fxelection.MaxRecordDuration + 1 }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
+		{"lease above the maximum", func(c *fxelection.Config) { c.LeaseDuration = backendkit.MaxRecordDuration + 1 }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
 		{"lease huge", func(c *fxelection.Config) { c.LeaseDuration = huge }, "fxelection: LeaseDuration: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
 		{"lease max int64", func(c *fxelection.Config) { c.LeaseDuration = math.MaxInt64 }, "LeaseDuration: must be at most 8760h0m0s (is 2562047h47m16.854775807s)"},
 		{"deadline huge", func(c *fxelection.Config) { c.RenewDeadline = huge }, "fxelection: RenewDeadline: must be at most 8760h0m0s (is 1281023h53m38.427387904s)"},
@@ -628,7 +628,7 @@ func TestConfigBounds(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
 				}
-				if _, err := fxelection.New(c, fxelection.NewMemoryBackend()); err != nil {
+				if _, err := fxelection.New(c, memory.New()); err != nil {
 					t.Fatalf("New: %v", err)
 				}
 				return
@@ -667,7 +667,7 @@ func TestStopWithHungStore(t *testing.T) {
 	for _, leader := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leader=%v", leader), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := fxelection.NewMemoryBackend()
+				store := memory.New()
 				if !leader {
 					start(t, cfg("other"), store)
 					synctest.Wait()

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/fxelection/fxelection/fxelection"
 )
 
 // TestLeaderRefreshedOnRenewal: on the leader, Leader() and Status().Leader
@@ -14,7 +12,7 @@ import (
 // acquired: example-app's /leader showed an expiry in the past.
 func TestLeaderRefreshedOnRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := start(t, cfg("a"), fxelection.NewMemoryBackend())
+		e := start(t, cfg("a"), memory.New())
 		synctest.Wait()
 		first, ok := e.Leader()
 		if !ok || first.Holder != "a" {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestMemoryBackendConformance(t *testing.T) {
-	store := fxelection.NewMemoryBackend()
+	store := memory.New()
 	electiontest.RunBackendTests(t, func(*testing.T) fxelection.Backend { return store }, electiontest.Options{
 		PutGarbage: func(_ *testing.T, election string, ttl time.Duration) {
 			store.PutGarbage(election, ttl)

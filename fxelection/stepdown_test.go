@@ -50,10 +50,10 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 					b  fxelection.Backend
 				)
 				if batched {
-					bf := faultinject.NewBatch(fxelection.NewMemoryBackend())
+					bf := faultinject.NewBatch(memory.New())
 					fa, b = bf.Backend, bf
 				} else {
-					fa = faultinject.New(fxelection.NewMemoryBackend())
+					fa = faultinject.New(memory.New())
 					b = fa
 				}
 				defer fa.Wedge(fxelection.OpRenew, false)

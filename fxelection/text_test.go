@@ -39,29 +39,29 @@ func TestTextRulesAgree(t *testing.T) {
 		{"at the limit", long(200), true, ""},
 		{"too long", long(201), false, "must be at most 200 bytes (is 201)"},
 	}
-	base := func() (fxelection.Config, fxelection.AcquireRequest, fxelection.Lease) {
+	base := func() (fxelection.Config, backendkit.AcquireRequest, fxelection.Lease) {
 		return fxelection.Config{Name: "jobs", Identity: "web-1"},
-			fxelection.AcquireRequest{Election: "jobs", Identity: "web-1", Duration: time.Second, Incarnation: fxelection.NewIncarnation()},
+			backendkit.AcquireRequest{Election: "jobs", Identity: "web-1", Duration: time.Second, Incarnation: backendkit.NewIncarnation()},
 			fxelection.Lease{Election: "jobs", Holder: "web-1", Term: 1, Duration: time.Second}
 	}
 	type place struct {
 		name string
-		set  func(v string, c *fxelection.Config, r *fxelection.AcquireRequest, l *fxelection.Lease)
+		set  func(v string, c *fxelection.Config, r *backendkit.AcquireRequest, l *fxelection.Lease)
 		// the field each check names, as its errors spell it
 		config, request, record string
 	}
 	places := []place{
-		{"name", func(v string, c *fxelection.Config, r *fxelection.AcquireRequest, l *fxelection.Lease) {
+		{"name", func(v string, c *fxelection.Config, r *backendkit.AcquireRequest, l *fxelection.Lease) {
 			c.Name, r.Election, l.Election = v, v, v
 		}, "Name: ", "Election: ", "election: "},
-		{"identity", func(v string, c *fxelection.Config, r *fxelection.AcquireRequest, l *fxelection.Lease) {
+		{"identity", func(v string, c *fxelection.Config, r *backendkit.AcquireRequest, l *fxelection.Lease) {
 			c.Identity, r.Identity, l.Holder = v, v, v
 		}, "Identity: ", "Identity: ", "holder: "},
-		{"metadata value", func(v string, c *fxelection.Config, r *fxelection.AcquireRequest, l *fxelection.Lease) {
+		{"metadata value", func(v string, c *fxelection.Config, r *backendkit.AcquireRequest, l *fxelection.Lease) {
 			m := map[string]string{"addr": v, "zone": "a"}
 			c.Metadata, r.Metadata, l.Metadata = m, m, m
 		}, `Metadata: the value of key "addr" `, `Metadata: the value of key "addr" `, `metadata: the value of key "addr" `},
-		{"metadata key", func(v string, c *fxelection.Config, r *fxelection.AcquireRequest, l *fxelection.Lease) {
+		{"metadata key", func(v string, c *fxelection.Config, r *backendkit.AcquireRequest, l *fxelection.Lease) {
 			m := map[string]string{v: "x"}
 			c.Metadata, r.Metadata, l.Metadata = m, m, m
 		}, "Metadata: a key ", "Metadata: a key ", "metadata: a key "},
@@ -93,12 +93,12 @@ func TestTextRulesAgree(t *testing.T) {
 					}
 				}
 				check("Config.Validate", c.Validate(), "fxelection: "+p.config)
-				_, err := fxelection.New(c, fxelection.NewMemoryBackend())
+				_, err := fxelection.New(c, memory.New())
 				check("New", err, "fxelection: "+p.config)
 				check("AcquireRequest.Validate", r.Validate(), "fxelection: "+p.request)
 				lerr := l.Validate()
 				check("Lease.Validate", lerr, "fxelection: invalid lease record: "+p.record)
-				if lerr != nil && !errors.Is(lerr, fxelection.ErrInvalidRecord) {
+				if lerr != nil && !errors.Is(lerr, backendkit.ErrInvalidRecord) {
 					t.Fatalf("Lease.Validate = %v, not ErrInvalidRecord", lerr)
 				}
 			})
@@ -109,7 +109,7 @@ func TestTextRulesAgree(t *testing.T) {
 // The whole-field rules (required, empty key, total metadata size) agree
 // too.
 func TestTextLimitsAgree(t *testing.T) {
-	big := strings.Repeat("v", fxelection.MaxMetadataBytes-1)
+	big := strings.Repeat("v", backendkit.MaxMetadataBytes-1)
 	tests := []struct {
 		name                    string
 		election, identity      string
@@ -129,7 +129,7 @@ func TestTextLimitsAgree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fxelection.Config{Name: tt.election, Identity: tt.identity, Metadata: tt.md}
-			r := fxelection.AcquireRequest{Election: tt.election, Identity: tt.identity, Metadata: tt.md, Duration: time.Second}
+			r := backendkit.AcquireRequest{Election: tt.election, Identity: tt.identity, Metadata: tt.md, Duration: time.Second}
 			l := fxelection.Lease{Election: tt.election, Holder: tt.identity, Metadata: tt.md, Term: 1, Duration: time.Second}
 			check := func(who string, err error, want string) {
 				t.Helper()
@@ -153,21 +153,21 @@ func TestTextLimitsAgree(t *testing.T) {
 // AcquireRequest.Validate checks the whole request: a duration Lease.Validate
 // would refuse, and the incarnation token.
 func TestAcquireRequestValidate(t *testing.T) {
-	ok := fxelection.AcquireRequest{Election: "jobs", Identity: "web-1", Duration: time.Second}
+	ok := backendkit.AcquireRequest{Election: "jobs", Identity: "web-1", Duration: time.Second}
 	for _, tt := range []struct {
 		name string
-		mod  func(*fxelection.AcquireRequest)
+		mod  func(*backendkit.AcquireRequest)
 		want string
 	}{
-		{"ok", func(*fxelection.AcquireRequest) {}, ""},
-		{"no incarnation", func(r *fxelection.AcquireRequest) { r.Incarnation = "" }, ""},
-		{"zero duration", func(r *fxelection.AcquireRequest) { r.Duration = 0 }, "fxelection: Duration: must be positive (is 0s)"},
-		{"huge duration", func(r *fxelection.AcquireRequest) { r.Duration = fxelection.MaxRecordDuration + 1 }, "fxelection: Duration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
-		{"bad incarnation", func(r *fxelection.AcquireRequest) { r.Incarnation = "s3cr3t\n" }, "fxelection: Incarnation: must be at most 64 ASCII letters, digits, '-', '_' or '.'"},
+		{"ok", func(*backendkit.AcquireRequest) {}, ""},
+		{"no incarnation", func(r *backendkit.AcquireRequest) { r.Incarnation = "" }, ""},
+		{"zero duration", func(r *backendkit.AcquireRequest) { r.Duration = 0 }, "fxelection: Duration: must be positive (is 0s)"},
+		{"huge duration", func(r *backendkit.AcquireRequest) { r.Duration = backendkit.MaxRecordDuration + 1 }, "fxelection: Duration: must be at most 8760h0m0s (is 8760h0m0.000000001s)"},
+		{"bad incarnation", func(r *backendkit.AcquireRequest) { r.Incarnation = "s3cr3t\n" }, "fxelection: Incarnation: must be at most 64 ASCII letters, digits, '-', '_' or '.'"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := ok
-			r.Incarnation = fxelection.NewIncarnation()
+			r.Incarnation = backendkit.NewIncarnation()
 			tt.mod(&r)
 			err := r.Validate()
 			if tt.want == "" {

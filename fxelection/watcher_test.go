@@ -36,10 +36,10 @@ func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Ele
 func TestWatcherFollowsLeader(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		changes := &electiontesting.ChangeLog{}
 		const poll = time.Second
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,9 +117,9 @@ func TestWatcherFollowsLeader(t *testing.T) {
 func TestWatcherTakeoverAfterCut(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		const poll = 700 * time.Millisecond
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: poll}, mem)
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: poll}, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,21 +156,21 @@ func TestWatcherTakeoverAfterCut(t *testing.T) {
 }
 
 func TestWatcherConfig(t *testing.T) {
-	mem := fxelection.NewMemoryBackend()
-	for name, cfg := range map[string]fxelection.WatcherConfig{
+	mem := memory.New()
+	for name, cfg := range map[string]watch.Config{
 		"Name":         {},
 		"PollInterval": {Name: "x", PollInterval: -1},
 		"MaxBackoff":   {Name: "x", MaxBackoff: -1},
 		"Timeout":      {Name: "x", Timeout: -time.Second},
 	} {
-		if _, err := fxelection.NewWatcher(cfg, mem); err == nil || !strings.Contains(err.Error(), name) {
+		if _, err := watch.New(cfg, mem); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "bad\x1b"}, mem); err == nil {
+	if _, err := watch.New(watch.Config{Name: "bad\x1b"}, mem); err == nil {
 		t.Error("unprintable name accepted")
 	}
-	if _, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "x"}, nil); err == nil {
+	if _, err := watch.New(watch.Config{Name: "x"}, nil); err == nil {
 		t.Error("nil backend accepted")
 	}
 }
@@ -178,9 +178,9 @@ func TestWatcherConfig(t *testing.T) {
 func TestWatcherSubscribeAndStop(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond,
-			OnChange: func(fxelection.LeaderInfo) { panic("boom") }}, mem) // recovered
+		mem := memory.New()
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond,
+			OnChange: func(watch.LeaderInfo) { panic("boom") }}, mem) // recovered
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,11 +235,11 @@ func TestWatcherSubscribeAndStop(t *testing.T) {
 func TestWatcherStoreFailure(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		ctx := context.Background()
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		f := faultinject.New(mem)
 		a := startElector(t, mem, "a")
 		defer func() { _ = a.Stop(ctx) }()
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}, f)
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,11 +270,11 @@ func TestWatcherStoreFailure(t *testing.T) {
 }
 
 func TestWatcherModule(t *testing.T) {
-	var w *fxelection.Watcher
+	var w *watch.Watcher
 	app := fx.New(fx.NopLogger,
-		fxelection.MemoryModule,
-		fx.Supply(fxelection.WatcherConfig{Name: "watched", PollInterval: 50 * time.Millisecond}),
-		fxelection.WatcherModule,
+		memory.Module,
+		fx.Supply(watch.Config{Name: "watched", PollInterval: 50 * time.Millisecond}),
+		watch.Module,
 		fx.Populate(&w),
 	)
 	if err := app.Start(context.Background()); err != nil {
@@ -301,11 +301,11 @@ func TestWatcherStopBounded(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		release := make(chan struct{})
 		entered := make(chan struct{}, 1)
-		w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: "watched", PollInterval: 100 * time.Millisecond,
-			OnChange: func(fxelection.LeaderInfo) {
+		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond,
+			OnChange: func(watch.LeaderInfo) {
 				entered <- struct{}{}
 				<-release
-			}}, fxelection.NewMemoryBackend())
+			}}, memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 
 func benchAttachment(b *testing.B) *attachment {
 	b.Helper()
-	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, fxelection.NewMemoryBackend())
+	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, memory.New())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func BenchmarkObserveRenewed(b *testing.B) {
 
 // BenchmarkReadiness serves one readiness probe over one elector.
 func BenchmarkReadiness(b *testing.B) {
-	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, fxelection.NewMemoryBackend())
+	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, memory.New())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // optional HealthOptions in the graph). Its stop hook never blocks.
 //
 //	fx.New(
-//		fxelection.MemoryModule,
+//		memory.Module,
 //		fx.Supply(fxelection.Config{Name: "jobs"}),
 //		fxelection.Module,
 //		metrics.Module,

@@ -24,7 +24,7 @@ func TestModule(t *testing.T) {
 		var m *metrics.Metrics
 		app := fx.New(
 			fx.NopLogger,
-			fxelection.MemoryModule,
+			memory.Module,
 			fx.Supply(testConfig("jobs", "a")),
 			fxelection.Module,
 			metrics.Module,
@@ -73,7 +73,7 @@ func TestModuleNamedElections(t *testing.T) {
 		cfg := testConfig("", "a")
 		app := fx.New(
 			fx.NopLogger,
-			fxelection.MemoryModule,
+			memory.Module,
 			fxelection.Named("billing", cfg),
 			fxelection.Named("reports", cfg),
 			metrics.Module,
@@ -115,7 +115,7 @@ func TestTwoAppsDefaultRegistry(t *testing.T) {
 		newApp := func(identity string) *fx.App {
 			return fx.New(
 				fx.NopLogger,
-				fxelection.MemoryModule,
+				memory.Module,
 				fx.Supply(testConfig("default-registry", identity)),
 				fxelection.Module,
 				metrics.Module,

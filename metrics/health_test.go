@@ -46,7 +46,7 @@ func probe(t *testing.T, what string, h http.Handler, wantCode int) metrics.Heal
 // after stop.
 func TestHealthHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		fb := faultinject.New(mem)
 		a := newElector(t, "jobs", "a", mem)
 		b := newElector(t, "jobs", "b", fb)
@@ -170,7 +170,7 @@ func TestHealthHandlers(t *testing.T) {
 // TestHandlersNewHandlers checks the Handlers bundle and HEAD requests.
 func TestHandlersNewHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newElector(t, "jobs", "a", fxelection.NewMemoryBackend())
+		e := newElector(t, "jobs", "a", memory.New())
 		start(t, e)
 		defer stop(t, e)
 		synctest.Wait()

@@ -29,8 +29,8 @@ type hostileBackend struct {
 
 func (h hostileBackend) BackendName() string { return "cu\xffstom\x1b[31m" }
 
-func (h hostileBackend) Acquire(context.Context, fxelection.AcquireRequest) (fxelection.Lease, error) {
-	return fxelection.Lease{}, &fxelection.HeldError{Holder: fxelection.Lease{Election: "jobs", Holder: h.holder, Term: 5, Duration: time.Minute}}
+func (h hostileBackend) Acquire(context.Context, backendkit.AcquireRequest) (fxelection.Lease, error) {
+	return fxelection.Lease{}, &backendkit.HeldError{Holder: fxelection.Lease{Election: "jobs", Holder: h.holder, Term: 5, Duration: time.Minute}}
 }
 
 // checkLabels gathers reg (which must not panic or fail) and checks that
@@ -67,7 +67,7 @@ func TestHostileHolderDoesNotPanic(t *testing.T) {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				reg, m := newMetrics(t)
-				e := newElector(t, "jobs", "a", hostileBackend{Backend: fxelection.NewMemoryBackend(), holder: holder})
+				e := newElector(t, "jobs", "a", hostileBackend{Backend: memory.New(), holder: holder})
 				defer m.Attach(e)()
 				start(t, e)
 				time.Sleep(3 * retryPeriod)
@@ -97,10 +97,10 @@ func (r rawRecordBackend) decode() error {
 	if err != nil {
 		return err
 	}
-	return &fxelection.HeldError{Holder: l}
+	return &backendkit.HeldError{Holder: l}
 }
 
-func (r rawRecordBackend) Acquire(context.Context, fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (r rawRecordBackend) Acquire(context.Context, backendkit.AcquireRequest) (fxelection.Lease, error) {
 	return fxelection.Lease{}, r.decode()
 }
 
@@ -120,7 +120,7 @@ func TestRawHostileRecord(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				reg, m := newMetrics(t)
-				store := rawRecordBackend{Backend: fxelection.NewMemoryBackend(), raw: raw}
+				store := rawRecordBackend{Backend: memory.New(), raw: raw}
 				var errs []error
 				c := testConfig("jobs", "a")
 				c.Callbacks.OnError = func(err error) { errs = append(errs, err) }
@@ -140,7 +140,7 @@ func TestRawHostileRecord(t *testing.T) {
 					t.Fatalf("elector reports holder %q", l.Holder)
 				}
 				for _, err := range errs {
-					if !errors.Is(err, fxelection.ErrInvalidRecord) {
+					if !errors.Is(err, backendkit.ErrInvalidRecord) {
 						t.Fatalf("error %v, want ErrInvalidRecord", err)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 func TestLabelValue(t *testing.T) {
@@ -65,7 +66,7 @@ func TestObserverHostileEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, fxelection.NewMemoryBackend())
+	e, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "a"}, memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestObserverHostileEvent(t *testing.T) {
 	for _, ev := range []fxelection.Event{
 		{Kind: fxelection.EventNewLeader, Lease: bad, Election: "\xfe", Identity: "\xfd", Backend: "\xfc"},
 		{Kind: fxelection.EventStartedLeading, Lease: bad, Time: time.Now()},
-		{Kind: fxelection.EventOperation, Op: "\xffop", Err: fxelection.ErrInvalidRecord, Duration: -1},
+		{Kind: fxelection.EventOperation, Op: "\xffop", Err: backendkit.ErrInvalidRecord, Duration: -1},
 		{Kind: fxelection.EventRenewed, Lease: bad, Margin: -time.Hour},
 		{Kind: fxelection.EventStoppedLeading, Lease: bad, Reason: "\xff"},
 		{Kind: fxelection.EventPanic, Err: &fxelection.PanicError{Where: "\xff"}},

@@ -38,7 +38,7 @@ import (
 func TestScriptedSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		faulty := faultinject.New(mem)
 		a := newElector(t, "jobs", "a", faulty)
 		b := newElector(t, "jobs", "b", mem)
@@ -176,9 +176,9 @@ func (r *eventLog) Observe(ev fxelection.Event) {
 			if ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew {
 				r.lastOK = ev.Time.Add(-ev.Duration)
 			}
-		case errors.Is(ev.Err, fxelection.ErrLeaseHeld):
+		case errors.Is(ev.Err, backendkit.ErrLeaseHeld):
 			res = "held"
-		case errors.Is(ev.Err, fxelection.ErrLeaseLost):
+		case errors.Is(ev.Err, backendkit.ErrLeaseLost):
 			res = "lost"
 		}
 		if r.ops == nil {
@@ -211,7 +211,7 @@ func lintClean(t *testing.T, g prometheus.Gatherer) {
 func TestLeaderInfoFollowsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		x := newElector(t, "jobs", "x", mem)
 		y := newElector(t, "jobs", "y", mem)
 		defer m.Attach(y)()
@@ -255,7 +255,7 @@ func TestLeaderInfoFollowsLeader(t *testing.T) {
 func TestSeparateSeriesPerElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 		alpha := newElector(t, "alpha", "p1", mem)
 		beta := newElector(t, "beta", "p1", mem)
 		defer m.Attach(alpha)()
@@ -299,7 +299,7 @@ func TestSeparateSeriesPerElection(t *testing.T) {
 func TestStopLeavesNoStaleLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		mem := fxelection.NewMemoryBackend()
+		mem := memory.New()
 
 		// Stop while leading.
 		e := newElector(t, "jobs", "a", mem)
@@ -339,7 +339,7 @@ func TestStopLeavesNoStaleLeader(t *testing.T) {
 func TestAttachRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		e := newElector(t, "jobs", "a", fxelection.NewMemoryBackend())
+		e := newElector(t, "jobs", "a", memory.New())
 		start(t, e)
 		defer stop(t, e)
 		synctest.Wait()
@@ -376,7 +376,7 @@ func TestSharedRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("second New on one registry: %v", err)
 		}
-		e := newElector(t, "jobs", "a", fxelection.NewMemoryBackend())
+		e := newElector(t, "jobs", "a", memory.New())
 		d1 := m1.Attach(e)
 		d2 := m2.Attach(e)
 		start(t, e)
@@ -425,7 +425,7 @@ func TestSharedRegistry(t *testing.T) {
 func TestCanceledIsNotAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		faulty := faultinject.New(fxelection.NewMemoryBackend())
+		faulty := faultinject.New(memory.New())
 		faulty.Hang(true)
 		e := newElector(t, "jobs", "a", faulty)
 		var results []string
@@ -478,7 +478,7 @@ func equal(a, b map[string]float64) bool {
 func TestConcurrentAttachDetach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		e := newElector(t, "jobs", "a", fxelection.NewMemoryBackend())
+		e := newElector(t, "jobs", "a", memory.New())
 		start(t, e)
 		done := make(chan struct{})
 		for range 4 {

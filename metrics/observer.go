@@ -203,11 +203,11 @@ func resultLabel(err error) string {
 	switch {
 	case err == nil:
 		return ResultOK
-	case errors.Is(err, fxelection.ErrLeaseHeld):
+	case errors.Is(err, backendkit.ErrLeaseHeld):
 		return ResultHeld
-	case errors.Is(err, fxelection.ErrLeaseLost):
+	case errors.Is(err, backendkit.ErrLeaseLost):
 		return ResultLost
-	case errors.Is(err, fxelection.ErrNoLease):
+	case errors.Is(err, backendkit.ErrNoLease):
 		return ResultNone
 	case errors.Is(err, context.Canceled):
 		return ResultCanceled

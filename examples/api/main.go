@@ -22,7 +22,7 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	backend := fxelection.NewMemoryBackend() // or redislease.New(client, …), pglease.New(…)
+	backend := memory.New() // or redislease.New(client, …), pglease.New(…)
 	cfg := fxelection.Config{Name: "api-tour", Identity: "a",
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
 	o := fxelection.ObserverFunc(func(ev fxelection.Event) { // fast, never blocks: it runs on the elector's goroutines

@@ -39,7 +39,7 @@ func node(id string, backend fxelection.Backend) *fx.App {
 
 func main() {
 	ctx := context.Background()
-	backend := fxelection.NewMemoryBackend() // shared, as a Redis would be
+	backend := memory.New() // shared, as a Redis would be
 	a, b := node("a", backend), node("b", backend)
 	if err := a.Start(ctx); err != nil {
 		panic(err)

@@ -12,7 +12,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	backend := fxelection.NewMemoryBackend() // or redislease.New(client, …), pglease.New(…)
+	backend := memory.New() // or redislease.New(client, …), pglease.New(…)
 
 	var electors []*fxelection.Elector
 	for _, id := range []string{"a", "b", "c"} {

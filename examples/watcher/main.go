@@ -23,15 +23,15 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	backend := fxelection.NewMemoryBackend() // or the backend the candidates use
-	route := func(addr string) {             // "" while nobody leads
+	backend := memory.New()      // or the backend the candidates use
+	route := func(addr string) { // "" while nobody leads
 		fmt.Fprintf(out, "routing requests to %q\n", addr)
 	}
 
-	w, err := fxelection.NewWatcher(fxelection.WatcherConfig{
+	w, err := watch.New(watch.Config{
 		Name:         "billing",
-		PollInterval: time.Second,                                                        // default 2s
-		OnChange:     func(i fxelection.LeaderInfo) { route(i.Leader.Metadata["addr"]) }, // in order, one goroutine
+		PollInterval: time.Second,                                                   // default 2s
+		OnChange:     func(i watch.LeaderInfo) { route(i.Leader.Metadata["addr"]) }, // in order, one goroutine
 	}, backend)
 	if err != nil {
 		return err
@@ -80,11 +80,11 @@ func candidate(ctx context.Context, backend fxelection.Backend, id, addr string)
 }
 
 // leaderIs reads ch until it reports holder as the leader.
-func leaderIs(ch <-chan fxelection.LeaderInfo, holder string) fxelection.LeaderInfo {
+func leaderIs(ch <-chan watch.LeaderInfo, holder string) watch.LeaderInfo {
 	for info := range ch {
 		if info.HasLeader && info.Leader.Holder == holder {
 			return info
 		}
 	}
-	return fxelection.LeaderInfo{}
+	return watch.LeaderInfo{}
 }

@@ -30,7 +30,7 @@ func main() {
 func run(ctx context.Context, out io.Writer) error {
 	app := fx.New(
 		fx.NopLogger,
-		fxelection.MemoryModule, // the Backend: or redislease.Module, pglease.Module (below)
+		memory.Module, // the Backend: or redislease.Module, pglease.Module (below)
 		fx.Supply(fxelection.Config{Name: "nightly-report"}),
 		fxelection.Module, // provides *fxelection.Elector, starts/stops it with the app
 		fx.Invoke(func(lc fx.Lifecycle, e *fxelection.Elector) { // inject it anywhere

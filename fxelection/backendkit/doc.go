@@ -2,7 +2,7 @@
 // backend needs and none should write again. Application authors do not need
 // it; they import package fxelection and a backend module.
 //
-//   - WakeHub: the bookkeeping behind push wake-up (fxelection.Notifier).
+//   - WakeHub: the bookkeeping behind push wake-up (backendkit.Notifier).
 //   - Backoff and SleepContext: reconnect loops' waits, the same the elector
 //     uses.
 //   - ExpiryTracker: observed-time expiry for stores with compare-and-swap but

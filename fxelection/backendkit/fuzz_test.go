@@ -55,7 +55,7 @@ func FuzzUnmarshalRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l, err := backendkit.UnmarshalRecord(b)
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("error %v does not match ErrInvalidRecord", err)
 			}
 			if !utf8.ValidString(err.Error()) {
@@ -93,8 +93,8 @@ func FuzzLeaseValidate(f *testing.F) {
 	f.Add("jobs", "a", uint64(1), int64(time.Second), "k", "v")
 	f.Add("", badHolder, uint64(3), int64(time.Minute), "", "")
 	f.Add("jobs", escHolder, uint64(0), int64(-1), "k", "\x1b[31m")
-	f.Add("jobs", "a", uint64(math.MaxInt64), int64(fxelection.MaxRecordDuration), "k", "v")
-	f.Add("jobs", "a", uint64(math.MaxInt64)+1, int64(fxelection.MaxRecordDuration)+1, "k", "v")
+	f.Add("jobs", "a", uint64(math.MaxInt64), int64(backendkit.MaxRecordDuration), "k", "v")
+	f.Add("jobs", "a", uint64(math.MaxInt64)+1, int64(backendkit.MaxRecordDuration)+1, "k", "v")
 	f.Add("jobs", "a", uint64(math.MaxUint64), int64(math.MaxInt64), "k", "v")
 	f.Add("jobs\n", "a\u202e", uint64(5), int64(500*time.Microsecond), "\xff", "v")
 	f.Add(strings.Repeat("n", 201), strings.Repeat("h", 201), uint64(5), int64(time.Second), "k", strings.Repeat("v", 5000))
@@ -105,7 +105,7 @@ func FuzzLeaseValidate(f *testing.F) {
 		}
 		err := l.Validate()
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
 				t.Fatalf("bad error %q", err)
 			}
 			return
@@ -115,7 +115,7 @@ func FuzzLeaseValidate(f *testing.F) {
 				t.Fatalf("accepted unprintable or long text %q", s)
 			}
 		}
-		if holder == "" || term == 0 || term > fxelection.MaxTerm || durNs <= 0 || time.Duration(durNs) > fxelection.MaxRecordDuration {
+		if holder == "" || term == 0 || term > backendkit.MaxTerm || durNs <= 0 || time.Duration(durNs) > backendkit.MaxRecordDuration {
 			t.Fatalf("accepted %+v", l)
 		}
 		if strings.ContainsFunc(mk+mv, unicode.IsControl) || !utf8.ValidString(mk+mv) || mk == "" && mv != "" {
@@ -137,18 +137,18 @@ func FuzzLeaseValidate(f *testing.F) {
 }
 
 func FuzzDurationFromMillis(f *testing.F) {
-	for _, ms := range []int64{0, 1, -1, math.MinInt64, math.MaxInt64, math.MaxInt64 / 1000, fxelection.MaxRecordDuration.Milliseconds(), fxelection.MaxRecordDuration.Milliseconds() + 1, 9223372036854} {
+	for _, ms := range []int64{0, 1, -1, math.MinInt64, math.MaxInt64, math.MaxInt64 / 1000, backendkit.MaxRecordDuration.Milliseconds(), backendkit.MaxRecordDuration.Milliseconds() + 1, 9223372036854} {
 		f.Add(ms)
 	}
 	f.Fuzz(func(t *testing.T, ms int64) {
 		d, err := backendkit.DurationFromMillis(ms)
-		if ms <= 0 || ms > fxelection.MaxRecordDuration.Milliseconds() {
-			if err == nil || !errors.Is(err, fxelection.ErrInvalidRecord) || d != 0 {
+		if ms <= 0 || ms > backendkit.MaxRecordDuration.Milliseconds() {
+			if err == nil || !errors.Is(err, backendkit.ErrInvalidRecord) || d != 0 {
 				t.Fatalf("DurationFromMillis(%d) = %v, %v; want ErrInvalidRecord", ms, d, err)
 			}
 			return
 		}
-		if err != nil || d <= 0 || d > fxelection.MaxRecordDuration || d.Milliseconds() != ms || d%time.Millisecond != 0 {
+		if err != nil || d <= 0 || d > backendkit.MaxRecordDuration || d.Milliseconds() != ms || d%time.Millisecond != 0 {
 			t.Fatalf("DurationFromMillis(%d) = %v, %v", ms, d, err)
 		}
 	})
@@ -162,8 +162,8 @@ func FuzzNextTerm(f *testing.F) {
 	}{
 		{0, now.Unix(), 0}, {0, 0, 0}, {0, -1, 0}, {1, now.Unix(), 0},
 		{uint64(now.UnixMicro()) + 5, now.Unix(), 0},
-		{fxelection.MaxTerm - 1, now.Unix(), 0}, {fxelection.MaxTerm, now.Unix(), 0},
-		{fxelection.MaxTerm + 1, 0, 0}, {math.MaxUint64, 0, 0},
+		{backendkit.MaxTerm - 1, now.Unix(), 0}, {backendkit.MaxTerm, now.Unix(), 0},
+		{backendkit.MaxTerm + 1, 0, 0}, {math.MaxUint64, 0, 0},
 		{5, math.MaxInt64, 999999999}, {5, math.MinInt64, 0}, {5, 9223372036854, 775807000},
 	} {
 		f.Add(seed.prev, seed.sec, seed.nse)
@@ -171,13 +171,13 @@ func FuzzNextTerm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prev uint64, sec, nsec int64) {
 		at := time.Unix(sec, nsec)
 		next, err := backendkit.NextTerm(prev, at)
-		if prev >= fxelection.MaxTerm {
-			if !errors.Is(err, fxelection.ErrTermExhausted) || next != 0 {
+		if prev >= backendkit.MaxTerm {
+			if !errors.Is(err, backendkit.ErrTermExhausted) || next != 0 {
 				t.Fatalf("NextTerm(%d) = %d, %v; want ErrTermExhausted", prev, next, err)
 			}
 			return
 		}
-		if err != nil || next <= prev || next > fxelection.MaxTerm {
+		if err != nil || next <= prev || next > backendkit.MaxTerm {
 			t.Fatalf("NextTerm(%d, %v) = %d, %v", prev, at, next, err)
 		}
 		if us := at.UnixMicro(); us > 0 && uint64(us) > prev && next < uint64(us) {
@@ -225,10 +225,10 @@ func TestNextTermEdges(t *testing.T) {
 		{0, time.Unix(-5, 0), 1, nil}, // clock before the epoch
 		{us + 10, now, us + 11, nil},  // the clock lags: prev+1
 		{us, now, us + 1, nil},        // same microsecond
-		{fxelection.MaxTerm - 1, now, fxelection.MaxTerm, nil},
-		{fxelection.MaxTerm, now, 0, fxelection.ErrTermExhausted},
-		{fxelection.MaxTerm + 1, now, 0, fxelection.ErrTermExhausted},
-		{math.MaxUint64, now, 0, fxelection.ErrTermExhausted}, // never wraps to 0
+		{backendkit.MaxTerm - 1, now, backendkit.MaxTerm, nil},
+		{backendkit.MaxTerm, now, 0, backendkit.ErrTermExhausted},
+		{backendkit.MaxTerm + 1, now, 0, backendkit.ErrTermExhausted},
+		{math.MaxUint64, now, 0, backendkit.ErrTermExhausted}, // never wraps to 0
 	} {
 		got, err := backendkit.NextTerm(tc.prev, tc.at)
 		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
@@ -238,13 +238,13 @@ func TestNextTermEdges(t *testing.T) {
 }
 
 func TestDurationFromMillisEdges(t *testing.T) {
-	maxMS := fxelection.MaxRecordDuration.Milliseconds()
+	maxMS := backendkit.MaxRecordDuration.Milliseconds()
 	for ms, ok := range map[int64]bool{
 		0: false, -1: false, math.MinInt64: false, math.MaxInt64: false, 9223372036854: false,
 		1: true, maxMS: true, maxMS + 1: false, 15000: true,
 	} {
 		d, err := backendkit.DurationFromMillis(ms)
-		if ok != (err == nil) || ok && d != time.Duration(ms)*time.Millisecond || !ok && !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if ok != (err == nil) || ok && d != time.Duration(ms)*time.Millisecond || !ok && !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("DurationFromMillis(%d) = %v, %v", ms, d, err)
 		}
 	}
@@ -260,8 +260,8 @@ func TestLeaseValidateEdges(t *testing.T) {
 		"good":                 {good, true},
 		"empty election":       {with(func(l *fxelection.Lease) { l.Election = "" }), true},
 		"unicode holder":       {with(func(l *fxelection.Lease) { l.Holder = "pod-é-世界" }), true},
-		"max term":             {with(func(l *fxelection.Lease) { l.Term = fxelection.MaxTerm }), true},
-		"max duration":         {with(func(l *fxelection.Lease) { l.Duration = fxelection.MaxRecordDuration }), true},
+		"max term":             {with(func(l *fxelection.Lease) { l.Term = backendkit.MaxTerm }), true},
+		"max duration":         {with(func(l *fxelection.Lease) { l.Duration = backendkit.MaxRecordDuration }), true},
 		"empty holder":         {with(func(l *fxelection.Lease) { l.Holder = "" }), false},
 		"invalid utf8 holder":  {with(func(l *fxelection.Lease) { l.Holder = badHolder }), false},
 		"escape holder":        {with(func(l *fxelection.Lease) { l.Holder = escHolder }), false},
@@ -269,11 +269,11 @@ func TestLeaseValidateEdges(t *testing.T) {
 		"newline election":     {with(func(l *fxelection.Lease) { l.Election = "jobs\nforged 1" }), false},
 		"long holder":          {with(func(l *fxelection.Lease) { l.Holder = strings.Repeat("h", 201) }), false},
 		"term 0":               {with(func(l *fxelection.Lease) { l.Term = 0 }), false},
-		"term > MaxInt64":      {with(func(l *fxelection.Lease) { l.Term = fxelection.MaxTerm + 1 }), false},
+		"term > MaxInt64":      {with(func(l *fxelection.Lease) { l.Term = backendkit.MaxTerm + 1 }), false},
 		"term max uint64":      {with(func(l *fxelection.Lease) { l.Term = math.MaxUint64 }), false},
 		"zero duration":        {with(func(l *fxelection.Lease) { l.Duration = 0 }), false},
 		"negative duration":    {with(func(l *fxelection.Lease) { l.Duration = math.MinInt64 }), false},
-		"duration too long":    {with(func(l *fxelection.Lease) { l.Duration = fxelection.MaxRecordDuration + 1 }), false},
+		"duration too long":    {with(func(l *fxelection.Lease) { l.Duration = backendkit.MaxRecordDuration + 1 }), false},
 		"metadata escape":      {with(func(l *fxelection.Lease) { l.Metadata = map[string]string{"k": "\x1b[31m"} }), false},
 		"metadata bad utf8":    {with(func(l *fxelection.Lease) { l.Metadata = map[string]string{"k\xff": "v"} }), false},
 		"metadata empty key":   {with(func(l *fxelection.Lease) { l.Metadata = map[string]string{"": "v"} }), false},
@@ -281,7 +281,7 @@ func TestLeaseValidateEdges(t *testing.T) {
 		"metadata at limit":    {with(func(l *fxelection.Lease) { l.Metadata = map[string]string{"k": strings.Repeat("v", 4095)} }), true},
 	} {
 		err := tc.l.Validate()
-		if tc.ok != (err == nil) || err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("%s: Validate = %v", name, err)
 		}
 		if err != nil && (!utf8.ValidString(err.Error()) || strings.ContainsAny(err.Error(), "\x1b\n")) {
@@ -345,7 +345,7 @@ func FuzzUnmarshalValue(f *testing.F) {
 		v, err := backendkit.UnmarshalValue(b, election)
 		l, released := v.Lease, v.Released
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) || !utf8.ValidString(err.Error()) {
 				t.Fatalf("bad error %q", err)
 			}
 			return

@@ -53,18 +53,18 @@ func MarshalRecord(l fxelection.Lease) ([]byte, error) {
 // UnmarshalRecord decodes a record written by MarshalRecord and validates it
 // with Lease.Validate. Anything else — garbage, another program's value, an
 // unknown format, a holder that is not printable UTF-8, a duration that is
-// out of range — gives an error matching fxelection.ErrInvalidRecord, never a panic.
+// out of range — gives an error matching backendkit.ErrInvalidRecord, never a panic.
 func UnmarshalRecord(b []byte) (fxelection.Lease, error) {
 	if !utf8.Valid(b) {
 		// encoding/json would silently turn invalid bytes into U+FFFD.
-		return fxelection.Lease{}, fmt.Errorf("%w: record is not valid UTF-8", fxelection.ErrInvalidRecord)
+		return fxelection.Lease{}, fmt.Errorf("%w: record is not valid UTF-8", backendkit.ErrInvalidRecord)
 	}
 	var w wireRecord
 	if err := json.Unmarshal(b, &w); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("%w: not a JSON lease record", fxelection.ErrInvalidRecord)
+		return fxelection.Lease{}, fmt.Errorf("%w: not a JSON lease record", backendkit.ErrInvalidRecord)
 	}
 	if w.Format != recordFormat {
-		return fxelection.Lease{}, fmt.Errorf("%w: unknown format %d", fxelection.ErrInvalidRecord, w.Format)
+		return fxelection.Lease{}, fmt.Errorf("%w: unknown format %d", backendkit.ErrInvalidRecord, w.Format)
 	}
 	d, err := DurationFromMillis(w.DurationMS)
 	if err != nil {
@@ -86,12 +86,12 @@ func UnmarshalRecord(b []byte) (fxelection.Lease, error) {
 }
 
 // DurationFromMillis converts a stored duration in milliseconds, rejecting
-// values that are not positive or exceed fxelection.MaxRecordDuration (so that a huge
+// values that are not positive or exceed backendkit.MaxRecordDuration (so that a huge
 // value cannot wrap to a negative time.Duration and make a live lease look
-// expired). The error matches fxelection.ErrInvalidRecord.
+// expired). The error matches backendkit.ErrInvalidRecord.
 func DurationFromMillis(ms int64) (time.Duration, error) {
-	if ms <= 0 || ms > fxelection.MaxRecordDuration.Milliseconds() {
-		return 0, fmt.Errorf("%w: duration %d ms out of range", fxelection.ErrInvalidRecord, ms)
+	if ms <= 0 || ms > backendkit.MaxRecordDuration.Milliseconds() {
+		return 0, fmt.Errorf("%w: duration %d ms out of range", backendkit.ErrInvalidRecord, ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -102,13 +102,13 @@ func DurationFromMillis(ms int64) (time.Duration, error) {
 // out of band, evicted, or on a store restarted empty, where prev reads as
 // 0): a later holder's clock is past the microsecond at which the lost term
 // was handed out, unless that clock lags by more than the time since. It
-// returns fxelection.ErrTermExhausted instead of passing fxelection.MaxTerm.
+// returns backendkit.ErrTermExhausted instead of passing backendkit.MaxTerm.
 func NextTerm(prev uint64, now time.Time) (uint64, error) {
-	if prev >= fxelection.MaxTerm {
-		return 0, fxelection.ErrTermExhausted
+	if prev >= backendkit.MaxTerm {
+		return 0, backendkit.ErrTermExhausted
 	}
 	next := prev + 1
-	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= fxelection.MaxTerm {
+	if us := now.UnixMicro(); us > 0 && uint64(us) > next && uint64(us) <= backendkit.MaxTerm {
 		next = uint64(us)
 	}
 	return next, nil
@@ -122,9 +122,9 @@ func NextTerm(prev uint64, now time.Time) (uint64, error) {
 // with the version read: the caller's continued term when req.Continues a
 // live value, else backendkit.NextTerm of the value's term (a released or
 // expired value, a new incarnation of its holder, or none at all), or a
-// *fxelection.HeldError when someone else holds it. It is the one place
+// *backendkit.HeldError when someone else holds it. It is the one place
 // these backends apply the contract's rule for terms.
-func Claim(req fxelection.AcquireRequest, cur Value, found bool, expired func() bool, now time.Time) (fxelection.Lease, error) {
+func Claim(req backendkit.AcquireRequest, cur Value, found bool, expired func() bool, now time.Time) (fxelection.Lease, error) {
 	if err := req.Validate(); err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -146,7 +146,7 @@ func Claim(req fxelection.AcquireRequest, cur Value, found bool, expired func() 
 	case cur.Lease.Holder == req.Identity, expired != nil && expired():
 		prev = cur.Lease.Term
 	default:
-		return fxelection.Lease{}, &fxelection.HeldError{Holder: cur.Lease}
+		return fxelection.Lease{}, &backendkit.HeldError{Holder: cur.Lease}
 	}
 	if next.Term == 0 {
 		t, err := NextTerm(prev, now)

@@ -23,7 +23,7 @@ func TestRecordCodec(t *testing.T) {
 	}
 	for _, bad := range []string{"", "garbage", `{"fxelection":2,"holder":"h","term":1,"duration_ms":1}`, `{"fxelection":1,"term":1,"duration_ms":1}`,
 		`{"fxelection":1,"holder":"h","duration_ms":1}`, `{"fxelection":1,"holder":"h","term":1}`, `{"fxelection":1,"holder":"h","term":1,"duration_ms":1,"metadata":{"a":1}}`, `[1,2]`} {
-		if _, err := backendkit.UnmarshalRecord([]byte(bad)); err == nil || !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if _, err := backendkit.UnmarshalRecord([]byte(bad)); err == nil || !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("UnmarshalRecord(%q) = %v, want ErrInvalidRecord", bad, err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestValueCodec(t *testing.T) {
 	if err != nil || !released || back.Holder != "a" || back.Term != 7 || back.Metadata["k"] != "v" || v.Write == "" {
 		t.Fatalf("round trip: %+v %v %v", back, released, err)
 	}
-	if _, err := backendkit.UnmarshalValue(b1, "other"); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := backendkit.UnmarshalValue(b1, "other"); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("record of another election: %v", err)
 	}
 	if _, err := backendkit.UnmarshalValue(b1, ""); err != nil {
@@ -113,7 +113,7 @@ func TestValueCodec(t *testing.T) {
 		"record without election":             {`{"fxelection_value":1,"record":{"fxelection":1,"holder":"a","term":3,"duration_ms":1000}}`, false},
 	} {
 		l, err := backendkit.UnmarshalValue([]byte(tc.v), "")
-		if tc.ok != (err == nil) || err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("%s: %+v, %v", name, l, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package backendkit
 
 import (
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/internal/redact"
 )
 
@@ -20,8 +19,8 @@ func RedactText(s string, secrets ...string) string { return redact.Text(s, secr
 // AccountKey, SharedAccessSignature and the like, JSON "key": "value" pairs,
 // Authorization headers and the given secrets are replaced by "xxxxx". The
 // result still matches, with errors.Is, every sentinel err matched
-// (fxelection.ErrInvalidRecord, context.DeadlineExceeded, …), and errors.As
-// still finds a *fxelection.HeldError; it does not unwrap to err, so the
+// (backendkit.ErrInvalidRecord, context.DeadlineExceeded, …), and errors.As
+// still finds a *backendkit.HeldError; it does not unwrap to err, so the
 // unredacted text cannot be reached through it. nil stays nil; an error
 // whose message needs no change is returned as is.
 //
@@ -30,7 +29,7 @@ func RedactText(s string, secrets ...string) string { return redact.Text(s, secr
 // secrets) to every store failure before callbacks, observers, logs or
 // Status see it.
 func RedactError(err error, secrets ...string) error {
-	return redact.Error[*fxelection.HeldError](err, secrets...)
+	return redact.Error[*backendkit.HeldError](err, secrets...)
 }
 
 // Credentials lists what a backend passes to RedactError for a client

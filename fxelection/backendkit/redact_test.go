@@ -57,18 +57,18 @@ func TestRedactErrorKeepsSentinels(t *testing.T) {
 		t.Fatal("an error without secrets should pass unchanged")
 	}
 	inner := fmt.Errorf("get https://a/b?sig=topsecret: %w", context.DeadlineExceeded)
-	err := backendkit.RedactError(fmt.Errorf("%w: %w", fxelection.ErrInvalidRecord, inner))
+	err := backendkit.RedactError(fmt.Errorf("%w: %w", backendkit.ErrInvalidRecord, inner))
 	if strings.Contains(err.Error(), "topsecret") {
 		t.Fatalf("leaked: %v", err)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("sentinels lost: %v", err)
 	}
 	if errors.Unwrap(err) != nil {
 		t.Fatal("a redacted error must not unwrap to the original")
 	}
-	held := &fxelection.HeldError{Holder: fxelection.Lease{Holder: "x"}}
-	var h *fxelection.HeldError
+	held := &backendkit.HeldError{Holder: fxelection.Lease{Holder: "x"}}
+	var h *backendkit.HeldError
 	if !errors.As(backendkit.RedactError(fmt.Errorf("password=abcdef: %w", held)), &h) || h.Holder.Holder != "x" {
 		t.Fatal("HeldError not reachable through RedactError")
 	}

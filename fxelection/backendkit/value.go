@@ -68,34 +68,34 @@ type Value struct {
 // name election, or, with election "", any non-empty election. Anything
 // else — larger than MaxValueBytes, not a JSON value of a known format, no
 // record, a record UnmarshalRecord rejects — gives an error matching
-// fxelection.ErrInvalidRecord that quotes no stored bytes unescaped.
+// backendkit.ErrInvalidRecord that quotes no stored bytes unescaped.
 func UnmarshalValue(b []byte, election string) (Value, error) {
 	if len(b) > MaxValueBytes {
-		return Value{}, fmt.Errorf("%w: value larger than %d bytes", fxelection.ErrInvalidRecord, MaxValueBytes)
+		return Value{}, fmt.Errorf("%w: value larger than %d bytes", backendkit.ErrInvalidRecord, MaxValueBytes)
 	}
 	var v value
 	if err := json.Unmarshal(b, &v); err != nil {
-		return Value{}, fmt.Errorf("%w: not a JSON lease value", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: not a JSON lease value", backendkit.ErrInvalidRecord)
 	}
 	switch [3]int{v.Format, v.OldS3, v.OldCache} {
 	case [3]int{valueFormat, 0, 0}, [3]int{0, valueFormat, 0}, [3]int{0, 0, valueFormat}:
 	default:
-		return Value{}, fmt.Errorf("%w: unknown value format", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: unknown value format", backendkit.ErrInvalidRecord)
 	}
 	if len(v.Record) == 0 {
-		return Value{}, fmt.Errorf("%w: no record", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: no record", backendkit.ErrInvalidRecord)
 	}
 	if len(v.Write) > 64 {
-		return Value{}, fmt.Errorf("%w: write nonce longer than 64 bytes", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: write nonce longer than 64 bytes", backendkit.ErrInvalidRecord)
 	}
 	l, err := UnmarshalRecord(v.Record)
 	switch {
 	case err != nil:
 		return Value{}, err
 	case l.Election == "":
-		return Value{}, fmt.Errorf("%w: record without election", fxelection.ErrInvalidRecord)
+		return Value{}, fmt.Errorf("%w: record without election", backendkit.ErrInvalidRecord)
 	case election != "" && l.Election != election:
-		return Value{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
+		return Value{}, fmt.Errorf("%w: record of election %q", backendkit.ErrInvalidRecord, l.Election)
 	}
 	return Value{Lease: l, Released: v.Released, Write: v.Write}, nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // WakeHub is the bookkeeping behind a backend's push wake-up
-// (fxelection.Notifier), written once for all backends: subscriptions per
+// (backendkit.Notifier), written once for all backends: subscriptions per
 // election, one listener goroutine that runs only while any subscription
 // exists, and dispatch that never calls a wake function after its cancel
 // returned.
@@ -32,7 +32,7 @@ func NewWakeHub(listen func(ctx context.Context, h *WakeHub)) *WakeHub {
 	return w
 }
 
-// Subscribe implements fxelection.Notifier's Subscribe for the backend. The
+// Subscribe implements backendkit.Notifier's Subscribe for the backend. The
 // first subscription starts the listener; cancelling the last one stops it
 // and waits for it to end. wake is called with the hub's lock held, so it
 // must not block or call back into the hub.

@@ -515,7 +515,7 @@ func validateModule(m Module) (err error) {
 }
 
 func validFxName(s string) bool {
-	if s == "" || len(s) > fxelection.MaxNameLen {
+	if s == "" || len(s) > backendkit.MaxNameLen {
 		return false
 	}
 	for _, c := range s {

@@ -114,7 +114,7 @@ func (m *masker) redactOne(err error) error {
 
 // maskedError carries a masked message; like backendkit.RedactError's
 // errors it answers errors.Is for the original chain and errors.As only for
-// *fxelection.HeldError (other types' fields may hold the secret).
+// *backendkit.HeldError (other types' fields may hold the secret).
 type maskedError struct {
 	msg string
 	err error
@@ -125,7 +125,7 @@ func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Is(target error) bool { return errors.Is(e.err, target) }
 
 func (e *maskedError) As(target any) bool {
-	if _, ok := target.(**fxelection.HeldError); ok {
+	if _, ok := target.(**backendkit.HeldError); ok {
 		return errors.As(e.err, target)
 	}
 	return false

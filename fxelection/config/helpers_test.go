@@ -44,14 +44,14 @@ func (j *journal) events() []string {
 // stores are named memory backends probes can share with a test.
 var stores = struct {
 	sync.Mutex
-	m map[string]*fxelection.MemoryBackend
-}{m: map[string]*fxelection.MemoryBackend{}}
+	m map[string]*memory.Backend
+}{m: map[string]*memory.Backend{}}
 
-func store(name string) *fxelection.MemoryBackend {
+func store(name string) *memory.Backend {
 	stores.Lock()
 	defer stores.Unlock()
 	if stores.m[name] == nil {
-		stores.m[name] = fxelection.NewMemoryBackend()
+		stores.m[name] = memory.New()
 	}
 	return stores.m[name]
 }
@@ -156,7 +156,7 @@ func (p *Probe) Backend() (fxelection.Backend, error) {
 	if p.Store != "" {
 		return store(p.Store), nil
 	}
-	return fxelection.NewMemoryBackend(), nil
+	return memory.New(), nil
 }
 
 // CleanupContext records ctx's deadline (see cleanupDeadline), then

@@ -13,7 +13,7 @@ import (
 // blocks until release is closed, ignoring its context, and whose Renew of
 // "boom" panics.
 type slowBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	release    chan struct{}
 	RenewBatch struct{} // hides MemoryBackend.RenewBatch: this backend does not batch
 }
@@ -34,12 +34,12 @@ func (b slowBackend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.
 // gets the batch context's error without holding up the others; a panic is
 // that lease's error and quotes nothing.
 func TestLazyRenewBatchFallback(t *testing.T) {
-	mem := fxelection.NewMemoryBackend()
+	mem := memory.New()
 	sb := slowBackend{MemoryBackend: mem, release: make(chan struct{})}
 	ctx := context.Background()
 	var held []fxelection.Lease
 	for _, name := range []string{"a", "hung", "boom", "b"} {
-		l, err := mem.Acquire(ctx, fxelection.AcquireRequest{Election: name, Identity: "me", Duration: time.Minute})
+		l, err := mem.Acquire(ctx, backendkit.AcquireRequest{Election: name, Identity: "me", Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestLazyRenewBatchFallback(t *testing.T) {
 			t.Errorf("lease %d before provisioning: %v, want ErrNotProvisioned", i, r.Err)
 		}
 	}
-	if _, ok := fxelection.Backend(sb).(fxelection.BatchRenewer); ok {
+	if _, ok := fxelection.Backend(sb).(backendkit.BatchRenewer); ok {
 		t.Fatal("slowBackend batches")
 	}
 	l.set(sb)
@@ -77,14 +77,14 @@ func TestLazyRenewBatchFallback(t *testing.T) {
 	if !errors.Is(res[2].Err, errRenewPanicked) || errors.Is(res[2].Err, context.DeadlineExceeded) {
 		t.Errorf("panicking lease: %v, want errRenewPanicked", res[2].Err)
 	}
-	if !errors.Is(res[4].Err, fxelection.ErrLeaseLost) {
+	if !errors.Is(res[4].Err, backendkit.ErrLeaseLost) {
 		t.Errorf("lease of another identity: %v, want ErrLeaseLost", res[4].Err)
 	}
 
 	// A batching backend gets the batch whole.
 	l.set(mem)
 	res = l.RenewBatch(ctx, []fxelection.Lease{held[0], lost})
-	if res[0].Err != nil || !errors.Is(res[1].Err, fxelection.ErrLeaseLost) {
+	if res[0].Err != nil || !errors.Is(res[1].Err, backendkit.ErrLeaseLost) {
 		t.Errorf("forwarded batch: %+v", res)
 	}
 }

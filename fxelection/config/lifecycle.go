@@ -126,9 +126,9 @@ func (p *provisioned) call(op string, fn func() error) error {
 //
 // It implements every optional capability the core looks for, because an
 // elector looks for them on the value it was built with, before the module
-// has a Backend: fxelection.NamedBackend (the module's name),
-// fxelection.Notifier (forwarded when the provisioned backend is one) and
-// fxelection.BatchRenewer (see RenewBatch). One lazyBackend per provisioned
+// has a Backend: backendkit.NamedBackend (the module's name),
+// backendkit.Notifier (forwarded when the provisioned backend is one) and
+// backendkit.BatchRenewer (see RenewBatch). One lazyBackend per provisioned
 // module, shared by every election using the module, so those elections
 // share one renewal batcher as coded elections sharing a backend value do.
 type lazyBackend struct {
@@ -138,10 +138,10 @@ type lazyBackend struct {
 
 var (
 	_ fxelection.Backend      = (*lazyBackend)(nil)
-	_ fxelection.Notifier     = (*lazyBackend)(nil)
-	_ fxelection.NamedBackend = (*lazyBackend)(nil)
-	_ fxelection.BatchRenewer = (*lazyBackend)(nil)
-	_ fxelection.BatchProber  = (*lazyBackend)(nil)
+	_ backendkit.Notifier     = (*lazyBackend)(nil)
+	_ backendkit.NamedBackend = (*lazyBackend)(nil)
+	_ backendkit.BatchRenewer = (*lazyBackend)(nil)
+	_ backendkit.BatchProber  = (*lazyBackend)(nil)
 )
 
 func (l *lazyBackend) set(b fxelection.Backend) {
@@ -164,7 +164,7 @@ func (l *lazyBackend) get() (fxelection.Backend, error) {
 func (l *lazyBackend) BackendName() string { return l.kind }
 
 // Acquire implements fxelection.Backend.
-func (l *lazyBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (l *lazyBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	b, err := l.get()
 	if err != nil {
 		return fxelection.Lease{}, err
@@ -181,7 +181,7 @@ func (l *lazyBackend) Renew(ctx context.Context, lease fxelection.Lease) (fxelec
 	return b.Renew(ctx, lease)
 }
 
-// CanRenewBatch implements fxelection.BatchProber: an elector started
+// CanRenewBatch implements backendkit.BatchProber: an elector started
 // after its module was provisioned (fx starts modules first) batches
 // exactly when the provisioned backend implements BatchRenewer, and
 // otherwise renews with Renew as a coded elector on that backend would.
@@ -190,11 +190,11 @@ func (l *lazyBackend) CanRenewBatch() bool {
 	if err != nil {
 		return false
 	}
-	_, ok := b.(fxelection.BatchRenewer)
+	_, ok := b.(backendkit.BatchRenewer)
 	return ok
 }
 
-// RenewBatch implements fxelection.BatchRenewer. When the provisioned
+// RenewBatch implements backendkit.BatchRenewer. When the provisioned
 // backend implements BatchRenewer, the whole batch goes to its RenewBatch
 // (one round trip where the store allows). Otherwise each lease is renewed
 // with the backend's Renew, all at once, each on a goroutine of its own, so
@@ -212,8 +212,8 @@ func (l *lazyBackend) CanRenewBatch() bool {
 // RetryPeriod/64 early, never late) and share a sender with the other
 // elections of the module; its renew deadline bounds every renewal as
 // before, since the elector stops waiting at its own deadline.
-func (l *lazyBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
-	out := make([]fxelection.RenewResult, len(leases))
+func (l *lazyBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
+	out := make([]backendkit.RenewResult, len(leases))
 	b, err := l.get()
 	if err != nil {
 		for i := range out {
@@ -221,7 +221,7 @@ func (l *lazyBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease)
 		}
 		return out
 	}
-	if br, ok := b.(fxelection.BatchRenewer); ok {
+	if br, ok := b.(backendkit.BatchRenewer); ok {
 		return br.RenewBatch(ctx, leases)
 	}
 	return renewEach(ctx, b, leases)
@@ -230,10 +230,10 @@ func (l *lazyBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease)
 // renewEach renews each lease with b.Renew concurrently and returns their
 // results in order, or, once ctx ends, ctx's error for those still running.
 // A panic in Renew becomes that lease's error.
-func renewEach(ctx context.Context, b fxelection.Backend, leases []fxelection.Lease) []fxelection.RenewResult {
+func renewEach(ctx context.Context, b fxelection.Backend, leases []fxelection.Lease) []backendkit.RenewResult {
 	type result struct {
 		i int
-		r fxelection.RenewResult
+		r backendkit.RenewResult
 	}
 	ch := make(chan result, len(leases)) // buffered: a late renewal never blocks
 	for i, lease := range leases {
@@ -242,13 +242,13 @@ func renewEach(ctx context.Context, b fxelection.Backend, leases []fxelection.Le
 			defer func() { ch <- r }()
 			defer func() {
 				if v := recover(); v != nil {
-					r.r = fxelection.RenewResult{Err: errRenewPanicked}
+					r.r = backendkit.RenewResult{Err: errRenewPanicked}
 				}
 			}()
 			r.r.Lease, r.r.Err = b.Renew(ctx, lease)
 		}()
 	}
-	out := make([]fxelection.RenewResult, len(leases))
+	out := make([]backendkit.RenewResult, len(leases))
 	got := make([]bool, len(leases))
 	for range leases {
 		select {
@@ -289,7 +289,7 @@ func (l *lazyBackend) Get(ctx context.Context, election string) (fxelection.Leas
 	return b.Get(ctx, election)
 }
 
-// Subscribe implements fxelection.Notifier by forwarding to the provisioned
+// Subscribe implements backendkit.Notifier by forwarding to the provisioned
 // backend when it is a Notifier; otherwise wake is never called (the
 // elector keeps polling, as with any backend without push wake-up).
 func (l *lazyBackend) Subscribe(election string, wake func()) (cancel func()) {
@@ -297,7 +297,7 @@ func (l *lazyBackend) Subscribe(election string, wake func()) (cancel func()) {
 	if err != nil {
 		return func() {}
 	}
-	if n, ok := b.(fxelection.Notifier); ok {
+	if n, ok := b.(backendkit.Notifier); ok {
 		return n.Subscribe(election, wake)
 	}
 	return func() {}

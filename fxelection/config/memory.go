@@ -5,7 +5,7 @@ import "github.com/fxelection/fxelection/fxelection"
 func init() { RegisterModule(Memory{}) }
 
 // Memory is the module fxelection.backends.memory: in-process leases
-// (fxelection.MemoryBackend) for one process. It has no settings. Each use
+// (memory.Backend) for one process. It has no settings. Each use
 // in a document gets its own store, so candidates meant to compete in one
 // process must share it through a Document.Backends entry.
 type Memory struct{}
@@ -21,5 +21,5 @@ func (Memory) ElectionModule() ModuleInfo {
 	}
 }
 
-// Backend returns a new, empty fxelection.MemoryBackend.
-func (*Memory) Backend() (fxelection.Backend, error) { return fxelection.NewMemoryBackend(), nil }
+// Backend returns a new, empty memory.Backend.
+func (*Memory) Backend() (fxelection.Backend, error) { return memory.New(), nil }

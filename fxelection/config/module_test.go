@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -147,7 +146,7 @@ func TestMemoryModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := m.Backend()
-	if a == b || a.(fxelection.NamedBackend).BackendName() != "memory" {
+	if a == b || a.(backendkit.NamedBackend).BackendName() != "memory" {
 		t.Fatal("Backend must return a new memory backend")
 	}
 }

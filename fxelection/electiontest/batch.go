@@ -19,9 +19,9 @@ import (
 // the new holder's lease alone.
 func (s *suite) renewBatch(t *testing.T) {
 	a, other := s.newBackend(t), s.newBackend(t)
-	br, ok := a.(fxelection.BatchRenewer)
+	br, ok := a.(backendkit.BatchRenewer)
 	if !ok {
-		t.Fatal("the backend does not implement fxelection.BatchRenewer")
+		t.Fatal("the backend does not implement backendkit.BatchRenewer")
 	}
 	if got := br.RenewBatch(electiontesting.Context(t), nil); len(got) != 0 {
 		t.Fatalf("RenewBatch(nil) returned %d results", len(got))
@@ -54,14 +54,14 @@ func (s *suite) renewBatch(t *testing.T) {
 		}
 	}
 	for _, i := range []int{1, 3, 4} {
-		if !errors.Is(res[i].Err, fxelection.ErrLeaseLost) {
+		if !errors.Is(res[i].Err, backendkit.ErrLeaseLost) {
 			t.Fatalf("lease %d (%s): %v, want ErrLeaseLost", i, leases[i].Election, res[i].Err)
 		}
 	}
 	if got, err := other.Get(electiontesting.Context(t), e[1]); err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("after the batch, %s = %+v, %v; want b's lease (term %d)", e[1], got, err, lb.Term)
 	}
-	if _, err := a.Get(electiontesting.Context(t), e[3]); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := a.Get(electiontesting.Context(t), e[3]); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("the batch created a lease nobody acquired: %v", err)
 	}
 	// The renewed leases are good for the next renewal.

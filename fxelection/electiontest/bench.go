@@ -21,8 +21,8 @@ import (
 // newBackend returns a separate client on the store under test per call.
 func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelection.Backend, d time.Duration) {
 	ctx := context.Background()
-	req := func(e, id string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: d}
+	req := func(e, id string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: d}
 	}
 	b.Run("AcquireHeld", func(b *testing.B) {
 		a, f, e := newBackend(b), newBackend(b), electiontesting.Election(b)

@@ -124,7 +124,7 @@ type instance struct {
 	evs      []record
 	panics   int
 	// acquireErrs are the starts of Acquire calls that failed other than
-	// with a *fxelection.HeldError (the call may have undone a write).
+	// with a *backendkit.HeldError (the call may have undone a write).
 	acquireErrs []time.Duration
 }
 
@@ -234,7 +234,7 @@ func (c *chaos) start(s *slot) error {
 		case fxelection.EventDetached:
 			c.note(inst, &inst.evs, "detached", 0)
 		case fxelection.EventOperation:
-			var held *fxelection.HeldError
+			var held *backendkit.HeldError
 			if ev.Op == fxelection.OpAcquire && ev.Err != nil && !errors.As(ev.Err, &held) {
 				at := ev.Time.Add(-ev.Duration).Sub(c.t0)
 				c.mu.Lock()

@@ -104,7 +104,7 @@ func (s *suite) handOverOnStop(t *testing.T) {
 			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Status().Identity, l, ok, leader.e.Status().Identity, first.Term)
 		}
 	}
-	_, push := cs[0].inner.(fxelection.Notifier)
+	_, push := cs[0].inner.(backendkit.Notifier)
 
 	stopped := time.Now()
 	if err := leader.e.Stop(context.Background()); err != nil {

@@ -180,7 +180,7 @@ func (h FaultHooks) foreign(t *testing.T) {
 	electiontesting.WaitFor(t, 10*time.Second, "an invalid-record error event", func() bool {
 		for _, c := range cs {
 			if _, ok := c.Events.Find(func(ev fxelection.Event) bool {
-				return errors.Is(ev.Err, fxelection.ErrInvalidRecord)
+				return errors.Is(ev.Err, backendkit.ErrInvalidRecord)
 			}); ok {
 				return true
 			}

@@ -11,12 +11,12 @@ import (
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
-// The contract's rule for incarnations (fxelection.AcquireRequest): a term
+// The contract's rule for incarnations (backendkit.AcquireRequest): a term
 // names one leadership of one incarnation. These cases hold every backend
 // to it.
 
 // reqInc is s.req for incarnation inc.
-func (s *suite) reqInc(election, id, inc string, d time.Duration) fxelection.AcquireRequest {
+func (s *suite) reqInc(election, id, inc string, d time.Duration) backendkit.AcquireRequest {
 	r := s.req(election, id, d)
 	r.Incarnation = inc
 	return r
@@ -25,7 +25,7 @@ func (s *suite) reqInc(election, id, inc string, d time.Duration) fxelection.Acq
 // reacquireSameIncarnation: a retry by the same incarnation (its response
 // was lost) keeps the term and the lease; another identity is refused.
 func (s *suite) reacquireSameIncarnation(t *testing.T) {
-	e, inc := electiontesting.Election(t), fxelection.NewIncarnation()
+	e, inc := electiontesting.Election(t), backendkit.NewIncarnation()
 	la := mustAcquire(t, s.newBackend(t), s.reqInc(e, "a", inc, 0))
 	if la.Incarnation != "" && la.Incarnation != inc {
 		t.Fatalf("lease carries incarnation %q, want %q or none", la.Incarnation, inc)
@@ -34,7 +34,7 @@ func (s *suite) reacquireSameIncarnation(t *testing.T) {
 	if la2.Term != la.Term || la2.Holder != "a" {
 		t.Fatalf("re-acquire by the same incarnation: term %d holder %q, want term %d", la2.Term, la2.Holder, la.Term)
 	}
-	_, err := s.newBackend(t).Acquire(electiontesting.Context(t), s.reqInc(e, "b", fxelection.NewIncarnation(), 0))
+	_, err := s.newBackend(t).Acquire(electiontesting.Context(t), s.reqInc(e, "b", backendkit.NewIncarnation(), 0))
 	wantHeld(t, err, "a")
 }
 
@@ -44,16 +44,16 @@ func (s *suite) reacquireSameIncarnation(t *testing.T) {
 func (s *suite) newIncarnationHigherTerm(t *testing.T) {
 	e := electiontesting.Election(t)
 	old, restarted := s.newBackend(t), s.newBackend(t)
-	l1 := mustAcquire(t, old, s.reqInc(e, "a", fxelection.NewIncarnation(), 0))
+	l1 := mustAcquire(t, old, s.reqInc(e, "a", backendkit.NewIncarnation(), 0))
 	l1, err := old.Renew(electiontesting.Context(t), l1)
 	if err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
-	l2 := mustAcquire(t, restarted, s.reqInc(e, "a", fxelection.NewIncarnation(), 0))
+	l2 := mustAcquire(t, restarted, s.reqInc(e, "a", backendkit.NewIncarnation(), 0))
 	if l2.Term <= l1.Term {
 		t.Fatalf("new incarnation of the same identity got term %d, want > %d: both would pass every fencing guard", l2.Term, l1.Term)
 	}
-	if _, err := old.Renew(electiontesting.Context(t), l1); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := old.Renew(electiontesting.Context(t), l1); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("predecessor's Renew after the new incarnation took over: %v, want ErrLeaseLost", err)
 	}
 	if err := old.Release(electiontesting.Context(t), l1); err != nil {
@@ -68,7 +68,7 @@ func (s *suite) newIncarnationHigherTerm(t *testing.T) {
 	}
 	// And back: the first incarnation again (a third run reusing nothing
 	// but the identity) is a new leadership too.
-	l3 := mustAcquire(t, old, s.reqInc(e, "a", fxelection.NewIncarnation(), 0))
+	l3 := mustAcquire(t, old, s.reqInc(e, "a", backendkit.NewIncarnation(), 0))
 	if l3.Term <= l2.Term {
 		t.Fatalf("third incarnation got term %d, want > %d", l3.Term, l2.Term)
 	}
@@ -78,7 +78,7 @@ func (s *suite) newIncarnationHigherTerm(t *testing.T) {
 // identity and incarnation is a new leadership: a strictly higher term,
 // with a Get in between seeing no lease.
 func (s *suite) termGrowsAfterOwnRelease(t *testing.T) {
-	b, e, inc := s.newBackend(t), electiontesting.Election(t), fxelection.NewIncarnation()
+	b, e, inc := s.newBackend(t), electiontesting.Election(t), backendkit.NewIncarnation()
 	var last uint64
 	for i := range 3 {
 		l := mustAcquire(t, b, s.reqInc(e, "a", inc, 0))
@@ -89,7 +89,7 @@ func (s *suite) termGrowsAfterOwnRelease(t *testing.T) {
 		if err := b.Release(electiontesting.Context(t), l); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
-		if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("Get after Release: %v, want ErrNoLease", err)
 		}
 	}
@@ -125,14 +125,14 @@ func (s *suite) recreatedStore(t *testing.T) {
 		if s.o.Recreate != nil {
 			recreate(t, e)
 		}
-		mustAcquire(t, old, s.reqInc(e, "old", fxelection.NewIncarnation(), s.o.TTL))
-		_, err := follower.Acquire(electiontesting.Context(t), s.reqInc(e, "f", fxelection.NewIncarnation(), 0))
+		mustAcquire(t, old, s.reqInc(e, "old", backendkit.NewIncarnation(), s.o.TTL))
+		_, err := follower.Acquire(electiontesting.Context(t), s.reqInc(e, "f", backendkit.NewIncarnation(), 0))
 		wantHeld(t, err, "old")
 		time.Sleep(watch)
 		recreate(t, e)
-		ln := mustAcquire(t, leader, s.reqInc(e, "new", fxelection.NewIncarnation(), short))
+		ln := mustAcquire(t, leader, s.reqInc(e, "new", backendkit.NewIncarnation(), short))
 		won := time.Now()
-		_, err = follower.Acquire(electiontesting.Context(t), s.reqInc(e, "f", fxelection.NewIncarnation(), 0))
+		_, err = follower.Acquire(electiontesting.Context(t), s.reqInc(e, "f", backendkit.NewIncarnation(), 0))
 		if time.Since(won) >= short/2 {
 			t.Logf("follower's attempt came %v after the new leader's write: too late to tell, setting up again", time.Since(won))
 			continue

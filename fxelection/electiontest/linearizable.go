@@ -220,14 +220,14 @@ func linCleanup(t *testing.T, b fxelection.Backend, elections []string) {
 	for _, e := range elections {
 		for range 5 {
 			cur, err := b.Get(ctx, e)
-			if errors.Is(err, fxelection.ErrNoLease) {
+			if errors.Is(err, backendkit.ErrNoLease) {
 				break
 			}
 			if err != nil {
 				t.Logf("cleanup: get %s: %v", e, err)
 				continue
 			}
-			l, err := b.Acquire(ctx, fxelection.AcquireRequest{Election: e, Identity: cur.Holder, Duration: time.Minute, Incarnation: fxelection.NewIncarnation()})
+			l, err := b.Acquire(ctx, backendkit.AcquireRequest{Election: e, Identity: cur.Holder, Duration: time.Minute, Incarnation: backendkit.NewIncarnation()})
 			if err != nil {
 				t.Logf("cleanup: acquire %s: %v", e, err)
 				continue
@@ -333,7 +333,7 @@ func (c *linClient) classify(in linInput, l fxelection.Lease, err error) linOutp
 	lease := func(l fxelection.Lease) linLease {
 		return linLease{Holder: l.Holder, Incarnation: l.Incarnation, Version: l.Version, Term: l.Term}
 	}
-	var he *fxelection.HeldError
+	var he *backendkit.HeldError
 	switch {
 	case err == nil:
 		if in.Op != opRelease && l.Election != in.Election {
@@ -342,11 +342,11 @@ func (c *linClient) classify(in linInput, l fxelection.Lease, err error) linOutp
 		return linOutput{Kind: outOK, Lease: lease(l)}
 	case errors.As(err, &he) && in.Op == opAcquire:
 		return linOutput{Kind: outHeld, Lease: lease(he.Holder)}
-	case errors.Is(err, fxelection.ErrLeaseLost) && in.Op == opRenew:
+	case errors.Is(err, backendkit.ErrLeaseLost) && in.Op == opRenew:
 		return linOutput{Kind: outLost}
-	case errors.Is(err, fxelection.ErrNoLease) && in.Op == opGet:
+	case errors.Is(err, backendkit.ErrNoLease) && in.Op == opGet:
 		return linOutput{Kind: outNoLease}
-	case errors.Is(err, fxelection.ErrLeaseHeld), errors.Is(err, fxelection.ErrLeaseLost), errors.Is(err, fxelection.ErrNoLease):
+	case errors.Is(err, backendkit.ErrLeaseHeld), errors.Is(err, backendkit.ErrLeaseLost), errors.Is(err, backendkit.ErrNoLease):
 		c.run.problem("%s returned %v, which the contract does not allow for it", in.Op, err)
 	}
 	return linOutput{Kind: outUnknown, Err: errText(err)}
@@ -379,7 +379,7 @@ func (c *linClient) acquire(ctx context.Context, e string) {
 		c.inc[e] = inc
 	}
 	in := linInput{Op: opAcquire, Client: c.id, Election: e, Identity: id, Inc: inc}
-	req := fxelection.AcquireRequest{Election: e, Identity: id, Incarnation: inc, Duration: time.Minute,
+	req := backendkit.AcquireRequest{Election: e, Identity: id, Incarnation: inc, Duration: time.Minute,
 		Metadata: map[string]string{"addr": id + ":8080"}}
 	var got fxelection.Lease
 	out := c.call(ctx, in, func(ctx context.Context) (fxelection.Lease, error) {

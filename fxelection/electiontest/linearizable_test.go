@@ -16,7 +16,7 @@ import (
 // backend, fail it; the in-memory backend itself passes.
 
 func TestLinearizableMemoryPasses(t *testing.T) {
-	m := fxelection.NewMemoryBackend()
+	m := memory.New()
 	v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{})
 	if v.result != porcupine.Ok || len(v.problems) > 0 {
 		t.Fatalf("in-memory backend: %s %v\n%s", v.result, v.problems, v.report)
@@ -26,25 +26,25 @@ func TestLinearizableMemoryPasses(t *testing.T) {
 func TestLinearizableCatchesBrokenBackends(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		wrap func(*fxelection.MemoryBackend) fxelection.Backend
+		wrap func(*memory.Backend) fxelection.Backend
 	}{
 		// etcd's bug: the same identity gets its old term back after its
 		// own release.
-		{"TermKeptAcrossRelease", func(m *fxelection.MemoryBackend) fxelection.Backend {
+		{"TermKeptAcrossRelease", func(m *memory.Backend) fxelection.Backend {
 			return &keepTermBackend{MemoryBackend: m, released: map[string]fxelection.Lease{}, fake: map[string]termMap{}}
 		}},
 		// memcached's bug: Get reports a version no call's result accounts for.
-		{"StaleVersion", func(m *fxelection.MemoryBackend) fxelection.Backend {
+		{"StaleVersion", func(m *memory.Backend) fxelection.Backend {
 			return &staleVersionBackend{MemoryBackend: m, prev: map[string]string{}}
 		}},
 		// A backend that ignores incarnations: the same identity keeps its
 		// term whatever incarnation asks.
-		{"IgnoresIncarnation", func(m *fxelection.MemoryBackend) fxelection.Backend {
+		{"IgnoresIncarnation", func(m *memory.Backend) fxelection.Backend {
 			return ignoreIncarnation{m}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := tc.wrap(fxelection.NewMemoryBackend())
+			b := tc.wrap(memory.New())
 			v := runLinearizable(t, func(*testing.T) fxelection.Backend { return b }, LinearizableOptions{noVisual: true})
 			if v.result != porcupine.Illegal && len(v.problems) == 0 {
 				t.Fatalf("broken backend passed: %s (%d calls: %s)", v.result, v.ops, v.outcomes)
@@ -58,9 +58,9 @@ func TestLinearizableCatchesBrokenBackends(t *testing.T) {
 }
 
 // ignoreIncarnation drops the request's incarnation.
-type ignoreIncarnation struct{ *fxelection.MemoryBackend }
+type ignoreIncarnation struct{ *memory.Backend }
 
-func (b ignoreIncarnation) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b ignoreIncarnation) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	inc := req.Incarnation
 	req.Incarnation = ""
 	l, err := b.MemoryBackend.Acquire(ctx, req)
@@ -73,7 +73,7 @@ func (b ignoreIncarnation) Acquire(ctx context.Context, req fxelection.AcquireRe
 // staleVersionBackend reports, from Get, the version the record had before
 // its last write by Acquire or Renew.
 type staleVersionBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	mu   sync.Mutex
 	prev map[string]string // election → the version before the current one
 	cur  map[string]string
@@ -88,7 +88,7 @@ func (b *staleVersionBackend) note(l fxelection.Lease) {
 	b.prev[l.Election], b.cur[l.Election] = b.cur[l.Election], l.Version
 }
 
-func (b *staleVersionBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *staleVersionBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.MemoryBackend.Acquire(ctx, req)
 	if err == nil {
 		b.note(l)
@@ -119,7 +119,7 @@ func (b *staleVersionBackend) Get(ctx context.Context, election string) (fxelect
 // term to the reused one in everything it returns, and back in what it
 // is given.
 type keepTermBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	mu       sync.Mutex
 	released map[string]fxelection.Lease // election → the last lease its holder released
 	fake     map[string]termMap
@@ -143,12 +143,12 @@ func (b *keepTermBackend) unshow(l fxelection.Lease) fxelection.Lease {
 	return l
 }
 
-func (b *keepTermBackend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *keepTermBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l, err := b.MemoryBackend.Acquire(ctx, req)
-	if he, ok := err.(*fxelection.HeldError); ok {
-		return fxelection.Lease{}, &fxelection.HeldError{Holder: b.show(he.Holder)}
+	if he, ok := err.(*backendkit.HeldError); ok {
+		return fxelection.Lease{}, &backendkit.HeldError{Holder: b.show(he.Holder)}
 	}
 	if err != nil {
 		return l, err
@@ -199,14 +199,14 @@ func (b *keepTermBackend) Get(ctx context.Context, election string) (fxelection.
 // partialVersions reports, from Get and in HeldError, only a part of the
 // version, the same for every write by one holder, as the Azure Blob
 // backend reports its lease id alone.
-type partialVersions struct{ *fxelection.MemoryBackend }
+type partialVersions struct{ *memory.Backend }
 
-func (b partialVersions) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b partialVersions) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.MemoryBackend.Acquire(ctx, req)
-	if he, ok := err.(*fxelection.HeldError); ok {
+	if he, ok := err.(*backendkit.HeldError); ok {
 		h := he.Holder
 		h.Version = "id-" + h.Holder
-		return l, &fxelection.HeldError{Holder: h}
+		return l, &backendkit.HeldError{Holder: h}
 	}
 	return l, err
 }
@@ -222,7 +222,7 @@ func (b partialVersions) Get(ctx context.Context, election string) (fxelection.L
 // A backend whose reads report partial versions passes with
 // PartialReadVersions and fails without it.
 func TestLinearizablePartialReadVersions(t *testing.T) {
-	b := partialVersions{fxelection.NewMemoryBackend()}
+	b := partialVersions{memory.New()}
 	nb := func(*testing.T) fxelection.Backend { return b }
 	if v := runLinearizable(t, nb, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok || len(v.problems) > 0 {
 		t.Fatalf("partial read versions with PartialReadVersions: %s %v\n%s", v.result, v.problems, v.report)
@@ -231,7 +231,7 @@ func TestLinearizablePartialReadVersions(t *testing.T) {
 		t.Fatalf("partial read versions without PartialReadVersions: %s", v.result)
 	}
 	// The in-memory backend passes in that mode too.
-	m := fxelection.NewMemoryBackend()
+	m := memory.New()
 	if v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok {
 		t.Fatalf("in-memory backend with PartialReadVersions: %s\n%s", v.result, v.report)
 	}

@@ -32,9 +32,9 @@ type linKind uint8
 
 const (
 	outOK      linKind = iota // nil error (a lease for Acquire, Renew, Get)
-	outHeld                   // *fxelection.HeldError
-	outLost                   // fxelection.ErrLeaseLost
-	outNoLease                // fxelection.ErrNoLease
+	outHeld                   // *backendkit.HeldError
+	outLost                   // backendkit.ErrLeaseLost
+	outNoLease                // backendkit.ErrNoLease
 	outUnknown                // the call may or may not have taken effect
 )
 

@@ -17,7 +17,7 @@ func CheckElectionNames(t testing.TB, a, b fxelection.Backend, names []string) {
 	t.Helper()
 	terms := map[string]uint64{}
 	for _, n := range names {
-		l, err := a.Acquire(electiontesting.Context(t), fxelection.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
+		l, err := a.Acquire(electiontesting.Context(t), backendkit.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
 		if err != nil {
 			t.Fatalf("Acquire(%q): %v", n, err)
 		}

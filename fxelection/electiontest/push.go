@@ -27,7 +27,7 @@ type PushOptions struct {
 }
 
 // CheckPushHandover checks that a backend implementing
-// fxelection.Notifier wakes a follower when its leader lets go: an elector
+// backendkit.Notifier wakes a follower when its leader lets go: an elector
 // on leader leads, an elector on follower sees it, then (after BeforeStop)
 // the leader stops, and the follower must lead within Handover, long
 // before its next retry: only a wake-up from the store makes that

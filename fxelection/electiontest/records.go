@@ -67,7 +67,7 @@ func HostileRecords(election string) []string {
 
 // CheckDecoded checks what a backend's decoder made of a record for
 // election that anyone may have written: a rejection (err != nil) must
-// match fxelection.ErrInvalidRecord, in printable UTF-8 text; an accepted
+// match backendkit.ErrInvalidRecord, in printable UTF-8 text; an accepted
 // lease must pass Lease.Validate and name election, with a term in
 // 1..MaxTerm, a positive duration and printable UTF-8 in its holder and
 // metadata. It reports whether the lease was accepted, so that the caller
@@ -76,7 +76,7 @@ func HostileRecords(election string) []string {
 func CheckDecoded(t testing.TB, election string, l fxelection.Lease, err error) (accepted bool) {
 	t.Helper()
 	if err != nil {
-		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Fatalf("rejected with %v, want ErrInvalidRecord", err)
 		}
 		if !printable(err.Error()) {
@@ -87,7 +87,7 @@ func CheckDecoded(t testing.TB, election string, l fxelection.Lease, err error) 
 	if err := l.Validate(); err != nil {
 		t.Fatalf("accepted a lease Validate rejects: %v", err)
 	}
-	if l.Election != election || l.Term == 0 || l.Term > fxelection.MaxTerm || l.Duration <= 0 {
+	if l.Election != election || l.Term == 0 || l.Term > backendkit.MaxTerm || l.Duration <= 0 {
 		t.Fatalf("accepted %+v", l)
 	}
 	texts := []string{l.Holder}
@@ -119,16 +119,16 @@ func printable(s string) bool {
 // r.Election: Acquire (with r) and Get fail with ErrInvalidRecord, and the
 // error text holds none of the stored control or invalid bytes (ESC, BEL,
 // 0xff) unescaped.
-func CheckRecordRefused(t testing.TB, b fxelection.Backend, r fxelection.AcquireRequest) {
+func CheckRecordRefused(t testing.TB, b fxelection.Backend, r backendkit.AcquireRequest) {
 	t.Helper()
 	_, err := b.Acquire(electiontesting.Context(t), r)
-	if !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
 	}
 	if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
 		t.Fatalf("error carries stored bytes unescaped: %q", err)
 	}
-	if l, err := b.Get(electiontesting.Context(t), r.Election); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if l, err := b.Get(electiontesting.Context(t), r.Election); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Get: %+v, %v, want ErrInvalidRecord", l, err)
 	}
 }

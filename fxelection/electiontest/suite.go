@@ -132,7 +132,7 @@ type NewBackend func(t *testing.T) fxelection.Backend
 // Tests that mostly wait for leases to expire run in parallel with each
 // other (t.Parallel), after the ones that change the store as a whole
 // (Options.Recreate, Options.StoreDown) have ended. A case that does not
-// apply to the backend (RenewBatch without fxelection.BatchRenewer,
+// apply to the backend (RenewBatch without backendkit.BatchRenewer,
 // TermAboveRepeatedDeletes with Options.DeleteResetsTerms) is not run, and
 // the parent test logs why, rather than being reported as skipped.
 func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
@@ -171,10 +171,10 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("IndependentElections", s.independent)
 		t.Run("CancelledContext", s.cancelled)
 		waits(t, "GarbageRecord", s.garbage)
-		if _, ok := s.newBackend(t).(fxelection.BatchRenewer); ok {
+		if _, ok := s.newBackend(t).(backendkit.BatchRenewer); ok {
 			t.Run("RenewBatch", s.renewBatch)
 		} else {
-			t.Log("RenewBatch not run: the backend does not implement fxelection.BatchRenewer (optional)")
+			t.Log("RenewBatch not run: the backend does not implement backendkit.BatchRenewer (optional)")
 		}
 		if opts.StoreDown != nil {
 			t.Run("StoreDown", s.storeDown) // stops the whole store
@@ -197,14 +197,14 @@ type suite struct {
 	o          Options
 }
 
-func (s *suite) req(election, id string, d time.Duration) fxelection.AcquireRequest {
+func (s *suite) req(election, id string, d time.Duration) backendkit.AcquireRequest {
 	if d == 0 {
 		d = time.Minute
 	}
-	return fxelection.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}
+	return backendkit.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}
 }
 
-func mustAcquire(t *testing.T, b fxelection.Backend, r fxelection.AcquireRequest) fxelection.Lease {
+func mustAcquire(t *testing.T, b fxelection.Backend, r backendkit.AcquireRequest) fxelection.Lease {
 	t.Helper()
 	l, err := b.Acquire(electiontesting.Context(t), r)
 	if err != nil {
@@ -213,10 +213,10 @@ func mustAcquire(t *testing.T, b fxelection.Backend, r fxelection.AcquireRequest
 	return l
 }
 
-func wantHeld(t *testing.T, err error, holder string) *fxelection.HeldError {
+func wantHeld(t *testing.T, err error, holder string) *backendkit.HeldError {
 	t.Helper()
-	var he *fxelection.HeldError
-	if !errors.As(err, &he) || !errors.Is(err, fxelection.ErrLeaseHeld) {
+	var he *backendkit.HeldError
+	if !errors.As(err, &he) || !errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("want *HeldError matching ErrLeaseHeld, got %v", err)
 	}
 	if he.Holder.Holder != holder {
@@ -275,7 +275,7 @@ func (s *suite) renewByHolder(t *testing.T) {
 
 // waitAcquire retries Acquire until it succeeds or limit passes; it fails
 // the test on store failures.
-func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r fxelection.AcquireRequest, limit time.Duration) fxelection.Lease {
+func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r backendkit.AcquireRequest, limit time.Duration) fxelection.Lease {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -283,7 +283,7 @@ func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r fxelection.Acq
 		if err == nil {
 			return l
 		}
-		if !errors.Is(err, fxelection.ErrLeaseHeld) {
+		if !errors.Is(err, backendkit.ErrLeaseHeld) {
 			t.Fatalf("Acquire: %v", err)
 		}
 		if time.Now().After(deadline) {
@@ -304,7 +304,7 @@ func (s *suite) renewRefusedAfterTakeover(t *testing.T) {
 	if lb.Term <= la.Term {
 		t.Fatalf("takeover term %d not above %d", lb.Term, la.Term)
 	}
-	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew after takeover: %v, want ErrLeaseLost", err)
 	}
 	got, err := b.Get(electiontesting.Context(t), e)
@@ -335,7 +335,7 @@ func (s *suite) releaseOnlyOwn(t *testing.T) {
 	if err := a.Release(electiontesting.Context(t), la); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if _, err := a.Get(electiontesting.Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := a.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after release: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
@@ -364,7 +364,7 @@ func (s *suite) releaseLost(t *testing.T) {
 
 func (s *suite) getShowsHolder(t *testing.T) {
 	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
-	if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get of an unused election: %v, want ErrNoLease", err)
 	}
 	la := mustAcquire(t, a, s.req(e, "a", 0))
@@ -437,20 +437,20 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 
 	s.o.DeleteRecord(t, e)
 
-	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew after the record was deleted: %v, want ErrLeaseLost", err)
 	}
-	if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after the record was deleted: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
 	if !s.o.DeleteResetsTerms && lb.Term <= highest {
 		t.Fatalf("term after delete = %d, want > %d (every earlier term)", lb.Term, highest)
 	}
-	if _, err := a.Acquire(electiontesting.Context(t), s.req(e, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
+	if _, err := a.Acquire(electiontesting.Context(t), s.req(e, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("old leader's Acquire after the new holder took over: %v, want ErrLeaseHeld", err)
 	}
-	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("old leader's Renew after the new holder took over: %v, want ErrLeaseLost", err)
 	}
 }
@@ -523,7 +523,7 @@ func (s *suite) racing(t *testing.T) {
 			switch {
 			case o.err == nil:
 				winners = append(winners, o)
-			case !errors.Is(o.err, fxelection.ErrLeaseHeld):
+			case !errors.Is(o.err, backendkit.ErrLeaseHeld):
 				t.Fatalf("round %d: %s: %v", round, o.id, o.err)
 			}
 		}
@@ -532,7 +532,7 @@ func (s *suite) racing(t *testing.T) {
 		}
 		w := winners[0]
 		for _, o := range outs {
-			var he *fxelection.HeldError
+			var he *backendkit.HeldError
 			if errors.As(o.err, &he) && (he.Holder.Holder != w.id || he.Holder.Term != w.l.Term) {
 				// A loser may have read the record before the winner wrote
 				// it only if it then lost the write: it must name the winner.
@@ -563,7 +563,7 @@ func (s *suite) independent(t *testing.T) {
 	if err != nil || got.Holder != "b" || got.Term != l2.Term {
 		t.Fatalf("releasing %s disturbed %s: %+v, %v", e1, e2, got, err)
 	}
-	if _, err := a.Acquire(electiontesting.Context(t), s.req(e2, "a", 0)); !errors.Is(err, fxelection.ErrLeaseHeld) {
+	if _, err := a.Acquire(electiontesting.Context(t), s.req(e2, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("a took b's election: %v", err)
 	}
 }
@@ -604,11 +604,11 @@ func (s *suite) garbage(t *testing.T) {
 		if err == nil {
 			t.Fatal("Acquire took over a foreign record before it expired")
 		}
-		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Fatalf("Acquire over a foreign record: %v, want ErrInvalidRecord", err)
 		}
 	}
-	if _, err := b.Get(electiontesting.Context(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := b.Get(electiontesting.Context(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Get of a foreign record: %v, want ErrInvalidRecord", err)
 	}
 	forged := fxelection.Lease{Election: e, Holder: "a", Term: 1, Duration: time.Minute}
@@ -626,7 +626,7 @@ func (s *suite) garbage(t *testing.T) {
 				t.Fatal("foreign record taken over before it expired")
 			}
 			return
-		} else if !errors.Is(err, fxelection.ErrInvalidRecord) && !errors.Is(err, fxelection.ErrLeaseHeld) {
+		} else if !errors.Is(err, backendkit.ErrInvalidRecord) && !errors.Is(err, backendkit.ErrLeaseHeld) {
 			t.Fatalf("Acquire: %v", err)
 		}
 		if time.Now().After(deadline) {
@@ -647,7 +647,7 @@ func (s *suite) storeDown(t *testing.T) {
 	}
 	storeFailure := func(op string, err error) {
 		t.Helper()
-		if err == nil || errors.Is(err, fxelection.ErrLeaseLost) || errors.Is(err, fxelection.ErrNoLease) || errors.Is(err, fxelection.ErrLeaseHeld) {
+		if err == nil || errors.Is(err, backendkit.ErrLeaseLost) || errors.Is(err, backendkit.ErrNoLease) || errors.Is(err, backendkit.ErrLeaseHeld) {
 			t.Fatalf("%s with the store down: %v, want a store failure", op, err)
 		}
 	}

@@ -22,7 +22,7 @@ const (
 	watchBound = time.Duration(fxelection.JitterFactor*float64(watchPoll)) + time.Second
 )
 
-// RunWatcherTest checks a fxelection.Watcher on a real store: with three
+// RunWatcherTest checks a watch.Watcher on a real store: with three
 // electors on backends from newBackend (one per elector, and one for the
 // watcher), the watcher reports every change of leader — graceful hand-over
 // (Resign), a stopped leader, a leader cut off from the store — within
@@ -33,7 +33,7 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 	ctx := context.Background()
 	election := fmt.Sprintf("watch-%d", time.Now().UnixNano())
 	changes := &electiontesting.ChangeLog{}
-	w, err := fxelection.NewWatcher(fxelection.WatcherConfig{Name: election, PollInterval: watchPoll, OnChange: changes.Add}, newBackend(t))
+	w, err := watch.New(watch.Config{Name: election, PollInterval: watchPoll, OnChange: changes.Add}, newBackend(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ var (
 	// WithToken.
 	ErrNoToken = errors.New("fence: no fencing token in context")
 	// ErrInvalidToken means a token's election name or term is out of range
-	// (term 0, a term above fxelection.MaxTerm, an empty or unprintable
+	// (term 0, a term above backendkit.MaxTerm, an empty or unprintable
 	// election name).
 	ErrInvalidToken = errors.New("fence: invalid fencing token")
 )
@@ -87,21 +87,21 @@ func TokenOf(lease fxelection.Lease) Token {
 }
 
 // Validate checks that the election name is non-empty printable UTF-8 of
-// at most fxelection.MaxNameLen bytes and that the term is in
-// [1, fxelection.MaxTerm]. The error matches ErrInvalidToken and names the
+// at most backendkit.MaxNameLen bytes and that the term is in
+// [1, backendkit.MaxTerm]. The error matches ErrInvalidToken and names the
 // bad field.
 func (t Token) Validate() error {
 	switch {
 	case t.Election == "":
 		return fmt.Errorf("%w: Election is empty", ErrInvalidToken)
-	case len(t.Election) > fxelection.MaxNameLen:
-		return fmt.Errorf("%w: Election (%d bytes) exceeds %d bytes", ErrInvalidToken, len(t.Election), fxelection.MaxNameLen)
+	case len(t.Election) > backendkit.MaxNameLen:
+		return fmt.Errorf("%w: Election (%d bytes) exceeds %d bytes", ErrInvalidToken, len(t.Election), backendkit.MaxNameLen)
 	case !utf8.ValidString(t.Election):
 		return fmt.Errorf("%w: Election is not valid UTF-8", ErrInvalidToken)
 	case t.Term == 0:
 		return fmt.Errorf("%w: Term is 0", ErrInvalidToken)
-	case t.Term > fxelection.MaxTerm:
-		return fmt.Errorf("%w: Term %d exceeds %d", ErrInvalidToken, t.Term, uint64(fxelection.MaxTerm))
+	case t.Term > backendkit.MaxTerm:
+		return fmt.Errorf("%w: Term %d exceeds %d", ErrInvalidToken, t.Term, uint64(backendkit.MaxTerm))
 	}
 	for _, r := range t.Election {
 		if !unicode.IsPrint(r) {

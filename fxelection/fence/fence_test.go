@@ -16,7 +16,7 @@ func TestFromContext(t *testing.T) {
 	if _, err := fence.FromContext(ctx); !errors.Is(err, fence.ErrNoToken) {
 		t.Fatalf("bare context: %v, want ErrNoToken", err)
 	}
-	lctx := fxelection.ContextWithLease(ctx, fxelection.Lease{Election: "billing", Holder: "a", Term: 7})
+	lctx := backendkit.ContextWithLease(ctx, fxelection.Lease{Election: "billing", Holder: "a", Term: 7})
 	tok, err := fence.FromContext(lctx)
 	if err != nil || tok != (fence.Token{Election: "billing", Term: 7}) {
 		t.Fatalf("leader context: %v %v", tok, err)
@@ -30,12 +30,12 @@ func TestFromContext(t *testing.T) {
 func TestValidate(t *testing.T) {
 	for name, tok := range map[string]fence.Token{
 		"zero term":     {Election: "e", Term: 0},
-		"term too big":  {Election: "e", Term: fxelection.MaxTerm + 1},
+		"term too big":  {Election: "e", Term: backendkit.MaxTerm + 1},
 		"max uint":      {Election: "e", Term: ^uint64(0)},
 		"empty":         {Election: "", Term: 1},
 		"control":       {Election: "a\x1b[31m", Term: 1},
 		"invalid utf-8": {Election: "a\xff", Term: 1},
-		"too long":      {Election: strings.Repeat("x", fxelection.MaxNameLen+1), Term: 1},
+		"too long":      {Election: strings.Repeat("x", backendkit.MaxNameLen+1), Term: 1},
 	} {
 		err := tok.Validate()
 		if !errors.Is(err, fence.ErrInvalidToken) {
@@ -45,7 +45,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s via context: %v", name, err)
 		}
 	}
-	if err := (fence.Token{Election: "e", Term: fxelection.MaxTerm}).Validate(); err != nil {
+	if err := (fence.Token{Election: "e", Term: backendkit.MaxTerm}).Validate(); err != nil {
 		t.Errorf("MaxTerm: %v", err)
 	}
 }
@@ -69,7 +69,7 @@ func TestStaleTermError(t *testing.T) {
 func FuzzTokenValidate(f *testing.F) {
 	f.Add("billing", uint64(1))
 	f.Add("", uint64(0))
-	f.Add("a\x00b", uint64(fxelection.MaxTerm))
+	f.Add("a\x00b", uint64(backendkit.MaxTerm))
 	f.Add("\xff", ^uint64(0))
 	f.Fuzz(func(t *testing.T, election string, term uint64) {
 		tok := fence.Token{Election: election, Term: term}
@@ -79,7 +79,7 @@ func FuzzTokenValidate(f *testing.F) {
 			}
 			return
 		}
-		if term == 0 || term > fxelection.MaxTerm || election == "" || len(election) > fxelection.MaxNameLen {
+		if term == 0 || term > backendkit.MaxTerm || election == "" || len(election) > backendkit.MaxNameLen {
 			t.Fatalf("accepted %q %d", election, term)
 		}
 		if err := (fxelection.Lease{Election: election, Holder: "h", Term: term, Duration: 1}).Validate(); err != nil {

@@ -46,7 +46,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestElectorAdapter(t *testing.T) {
 	ctx := context.Background()
-	b := fxelection.NewMemoryBackend()
+	b := memory.New()
 	stopped, err := fxelection.New(fxelection.Config{Name: "jobs", Identity: "idle"}, b)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestElectorAdapter(t *testing.T) {
 
 func TestTask(t *testing.T) {
 	ctx := context.Background()
-	b := fxelection.NewMemoryBackend()
+	b := memory.New()
 	a := start(t, b, "a")
 	waitFor(t, "a leads", a.IsLeader)
 	f := start(t, b, "f")

@@ -10,11 +10,11 @@ import (
 // WatcherConfig.OnChange. It is safe for concurrent use; the zero value is
 // ready.
 type ChangeLog struct {
-	syncList[fxelection.LeaderInfo]
+	syncList[watch.LeaderInfo]
 }
 
 // Add records one OnChange call.
-func (c *ChangeLog) Add(i fxelection.LeaderInfo) { c.add(i) }
+func (c *ChangeLog) Add(i watch.LeaderInfo) { c.add(i) }
 
 // Leaders returns the leases of the recorded calls that reported a leader,
 // in order.

@@ -120,8 +120,8 @@ func Kind(k fxelection.EventKind) func(fxelection.Event) bool {
 // answered with something the backend could not use.
 func IsStoreFailure(ev fxelection.Event) bool {
 	return ev.Kind == fxelection.EventOperation && ev.Err != nil &&
-		!errors.Is(ev.Err, fxelection.ErrLeaseHeld) && !errors.Is(ev.Err, fxelection.ErrLeaseLost) &&
-		!errors.Is(ev.Err, fxelection.ErrNoLease)
+		!errors.Is(ev.Err, backendkit.ErrLeaseHeld) && !errors.Is(ev.Err, backendkit.ErrLeaseLost) &&
+		!errors.Is(ev.Err, backendkit.ErrNoLease)
 }
 
 // The short elector timing StartCandidate uses, with the core's margins:

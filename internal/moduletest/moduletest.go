@@ -142,7 +142,7 @@ func At(key string) []string { return []string{BackendPath + "." + key} }
 func Validated(setting string) []string { return []string{BackendPath + ": ", setting} }
 
 // MustProvision decodes settings (see Decode; no placeholders), requires a
-// module of type M whose backend is named name (fxelection.NamedBackend),
+// module of type M whose backend is named name (backendkit.NamedBackend),
 // and provisions it (see Provision) with ctx, failing t on any error.
 func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, settings, name string) (M, fxelection.Backend, func() error) {
 	t.Helper()
@@ -158,7 +158,7 @@ func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, se
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := b.(fxelection.NamedBackend); !ok || n.BackendName() != name {
+	if n, ok := b.(backendkit.NamedBackend); !ok || n.BackendName() != name {
 		t.Fatalf("backend %T is not named %q", b, name)
 	}
 	return m, b, cleanup

@@ -41,7 +41,7 @@ func (c *counted) Provision(ctx config.Context) error {
 	}
 	be := &counting{b: inner}
 	c.b = be
-	if _, ok := inner.(fxelection.BatchRenewer); ok {
+	if _, ok := inner.(backendkit.BatchRenewer); ok {
 		c.b = countingBatch{be}
 	}
 	lastCounted.Store(be)

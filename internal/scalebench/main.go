@@ -206,7 +206,7 @@ type counting struct {
 	batchTime  histogram    // RenewBatch call durations
 }
 
-func (c *counting) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (c *counting) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	c.roundTrips.Add(1)
 	return c.b.Acquire(ctx, req)
 }
@@ -231,16 +231,16 @@ func (c *counting) Get(ctx context.Context, election string) (fxelection.Lease, 
 type countingBatch struct{ *counting }
 
 // RenewBatch forwards the batch capability, as one round trip.
-func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	c.roundTrips.Add(1)
 	c.batches.Add(1)
 	c.batched.Add(int64(len(leases)))
 	start := time.Now()
 	defer func() { c.batchTime.add(time.Since(start)) }()
-	if br, ok := c.b.(fxelection.BatchRenewer); ok {
+	if br, ok := c.b.(backendkit.BatchRenewer); ok {
 		return br.RenewBatch(ctx, leases)
 	}
-	out := make([]fxelection.RenewResult, len(leases))
+	out := make([]backendkit.RenewResult, len(leases))
 	for i, l := range leases {
 		out[i].Lease, out[i].Err = c.b.Renew(ctx, l)
 	}
@@ -248,14 +248,14 @@ func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease
 }
 
 func (c *counting) BackendName() string {
-	if n, ok := c.b.(fxelection.NamedBackend); ok {
+	if n, ok := c.b.(backendkit.NamedBackend); ok {
 		return n.BackendName()
 	}
 	return "custom"
 }
 
 func (c *counting) Subscribe(election string, wake func()) (cancel func()) {
-	if n, ok := c.b.(fxelection.Notifier); ok {
+	if n, ok := c.b.(backendkit.Notifier); ok {
 		return n.Subscribe(election, wake)
 	}
 	return func() {}
@@ -431,7 +431,7 @@ func loadAvg() string {
 func setup(ctx context.Context, kind string, pgConns int) (fxelection.Backend, func(), error) {
 	switch kind {
 	case "memory":
-		return fxelection.NewMemoryBackend(), func() {}, nil
+		return memory.New(), func() {}, nil
 	case "redis":
 		srv, err := testserver.StartRedis(testserver.RedisOptions{})
 		if err != nil {
@@ -535,12 +535,12 @@ func runChild(o options) error {
 		defer teardown()
 		be = &counting{b: inner}
 		var shared fxelection.Backend = be
-		if _, ok := inner.(fxelection.BatchRenewer); ok {
+		if _, ok := inner.(backendkit.BatchRenewer); ok {
 			shared = countingBatch{be}
 		}
 
 		// Warm the client up (connections, scripts) before the baseline.
-		warm, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: "warm-up", Identity: "bench", Duration: o.lease})
+		warm, err := be.Acquire(ctx, backendkit.AcquireRequest{Election: "warm-up", Identity: "bench", Duration: o.lease})
 		if err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}

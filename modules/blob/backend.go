@@ -71,7 +71,7 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases as blobs in opts.Container through
@@ -194,7 +194,7 @@ func metaValue(md map[string]*string, name string) (string, bool) {
 // that backendkit.UnmarshalRecord accepts (holder and metadata printable
 // UTF-8, term in [1, MaxTerm], duration in (0, MaxRecordDuration]) and that
 // names election gives recordInvalid and an error matching
-// fxelection.ErrInvalidRecord that quotes no stored value unescaped.
+// backendkit.ErrInvalidRecord that quotes no stored value unescaped.
 func decodeMeta(md map[string]*string, election string) (recordState, fxelection.Lease, error) {
 	v, ok := metaValue(md, MetadataKey)
 	if !ok {
@@ -202,14 +202,14 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 	}
 	raw, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
-		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", fxelection.ErrInvalidRecord, MetadataKey)
+		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", backendkit.ErrInvalidRecord, MetadataKey)
 	}
 	l, err := backendkit.UnmarshalRecord(raw)
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, err
 	}
 	if l.Election != election {
-		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record of election %q", fxelection.ErrInvalidRecord, l.Election)
+		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: record of election %q", backendkit.ErrInvalidRecord, l.Election)
 	}
 	return recordValid, l, nil
 }
@@ -305,7 +305,7 @@ func (p *poller) wait(ctx context.Context) (bool, error) {
 // record before it takes the lease, with If-Match on the ETag it read, so
 // this is something other than fxelection leasing the blob (or a record
 // replaced out of band while leased).
-var errUnknownHolder = fmt.Errorf("%w: blob leased by a holder that wrote no record", fxelection.ErrInvalidRecord)
+var errUnknownHolder = fmt.Errorf("%w: blob leased by a holder that wrote no record", backendkit.ErrInvalidRecord)
 
 // resolveHeld returns the verified holder of a leased blob whose record
 // names someone other than self, or retry=true when the blob changed
@@ -350,12 +350,12 @@ func (b *Backend) ensureBlob(ctx context.Context, election string) error {
 // documentation for the exact steps and guarantees. req.Duration, rounded
 // up to whole seconds, must be 15s–60s (else an error matching
 // ErrDuration).
-func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquire(ctx, req)
 	return l, b.redact(err)
 }
 
-func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
@@ -394,7 +394,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 
 // tryAcquire makes one read-decide-lease round; retry means the state
 // changed under it and the round should be repeated.
-func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.BlobClient, req fxelection.AcquireRequest, secs int32, p *poller) (fxelection.Lease, bool, error) {
+func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.BlobClient, req backendkit.AcquireRequest, secs int32, p *poller) (fxelection.Lease, bool, error) {
 	s, err := b.props(ctx, bc, req.Election, "")
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
 		if err := b.ensureBlob(ctx, req.Election); err != nil {
@@ -413,7 +413,7 @@ func (b *Backend) tryAcquire(ctx context.Context, bc *blob.Client, lc *lease.Blo
 		if retry || err != nil {
 			return fxelection.Lease{}, retry, err
 		}
-		return fxelection.Lease{}, false, &fxelection.HeldError{Holder: holder}
+		return fxelection.Lease{}, false, &backendkit.HeldError{Holder: holder}
 	}
 	now := time.Now()
 	id := *lc.LeaseID()
@@ -553,7 +553,7 @@ func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection
 
 // Renew renews the Azure lease named by lease.Version and then checks,
 // under that lease, that the blob's record still has lease's holder and
-// term; otherwise it returns an error matching fxelection.ErrLeaseLost.
+// term; otherwise it returns an error matching backendkit.ErrLeaseLost.
 // The ETag in lease.Version is not compared; the returned lease carries the
 // one that read returned, so that after a delayed Acquire of the holder's
 // own incarnation (a retry whose reply was lost) rewrote the record, the
@@ -568,7 +568,7 @@ func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	id, _ := splitVersion(l.Version)
 	if l.Election == "" || l.Holder == "" || id == "" {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
 	bc := b.blobClient(l.Election)
 	lc, err := leaseClient(bc, id)
@@ -578,18 +578,18 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 	resp, err := lc.RenewLease(ctx, nil)
 	switch {
 	case err != nil && ctx.Err() == nil && isLost(err):
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, err)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	s, err := b.props(ctx, bc, l.Election, id)
 	switch {
 	case err != nil && isLost(err):
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, err)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	case s.state != recordValid || s.rec.Holder != l.Holder || s.rec.Term != l.Term:
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
 	next := l.Clone()
 	next.Version = leaseVersion(id, s.etag)
@@ -654,7 +654,7 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 }
 
 // Get returns the holder of election's active Azure lease, as named by the
-// record written under it, or fxelection.ErrNoLease when the blob does not
+// record written under it, or backendkit.ErrNoLease when the blob does not
 // exist or its lease is not active (available, expired, broken). Version
 // is the holder's lease id; ExpiresAt is zero (Azure does not report a
 // lease's remaining time).
@@ -670,11 +670,11 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 		s, err := b.props(ctx, bc, election, "")
 		switch {
 		case bloberror.HasCode(err, bloberror.BlobNotFound):
-			return fxelection.Lease{}, fxelection.ErrNoLease
+			return fxelection.Lease{}, backendkit.ErrNoLease
 		case err != nil:
 			return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 		case !s.leased:
-			return fxelection.Lease{}, fxelection.ErrNoLease
+			return fxelection.Lease{}, backendkit.ErrNoLease
 		}
 		p.seen(s.etag)
 		holder, retry, err := b.resolveHeld(ctx, bc, election, s)

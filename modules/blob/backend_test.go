@@ -9,7 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
@@ -101,7 +101,7 @@ func TestSameIdentity(t *testing.T) {
 	}
 	// The lease value from before the release is a different term: it
 	// neither renews nor releases the new one.
-	if _, err := b2.Renew(ctxT(t), l1); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b2.Renew(ctxT(t), l1); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("renew of an older term: %v, want ErrLeaseLost", err)
 	}
 	if err := b2.Release(ctxT(t), l1); err != nil {
@@ -134,10 +134,10 @@ func TestUnnamedHolder(t *testing.T) {
 	if _, err := lc.AcquireLease(ctxT(t), 60, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Acquire(ctxT(t), req(e, "b", 15*time.Second)); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := b.Acquire(ctxT(t), req(e, "b", 15*time.Second)); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Acquire over an unnamed lease: %v, want ErrInvalidRecord", err)
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Get of an unnamed lease: %v, want ErrInvalidRecord", err)
 	}
 	// Once it is released the election goes on with a higher term.

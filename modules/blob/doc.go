@@ -32,7 +32,7 @@
 //     If-None-Match: * when it does not exist). If the blob's lease is
 //     active and the record names someone else, that holder is verified
 //     with a read conditioned on the holder's lease id, and a
-//     *fxelection.HeldError carrying its record is returned. Otherwise
+//     *backendkit.HeldError carrying its record is returned. Otherwise
 //     (lease available, expired or broken) it first writes the new record
 //     into the unleased blob with If-Match on the ETag just read, then
 //     acquires the Azure lease with the caller's lease id, conditioned with
@@ -55,13 +55,13 @@
 //     restarted process with a fixed identity): it takes the lease at once,
 //     without waiting for expiry, and its record write gives the record the
 //     higher term, so from that write on the predecessor's Renew fails
-//     with fxelection.ErrLeaseLost and its Release frees nothing. It also
+//     with backendkit.ErrLeaseLost and its Release frees nothing. It also
 //     includes the caller's own lease after it expired or was released;
 //     for a new, deleted or foreign blob (no valid record) NextTerm(0), the
 //     clock alone. A request naming no incarnation keeps the term of a
 //     record that names one (and the record then names none).
 //   - Renew renews the Azure lease and then reads the record under it: it
-//     fails with fxelection.ErrLeaseLost when Azure refuses the renewal
+//     fails with backendkit.ErrLeaseLost when Azure refuses the renewal
 //     (another lease id holds it, or it was released or broken) or the
 //     record no longer has the caller's holder and term. Like Azure, it
 //     renews a lease that expired if nobody leased or changed the blob
@@ -80,7 +80,7 @@
 //     The record stays, so the next holder's term is higher. A lease that
 //     is no longer the caller's gives nil.
 //   - Get reports the holder of the active lease (verified as in Acquire),
-//     or fxelection.ErrNoLease when the blob is missing or its lease is not
+//     or backendkit.ErrNoLease when the blob is missing or its lease is not
 //     active. Azure does not report a lease's remaining time, so
 //     Lease.ExpiresAt is zero from Get and in HeldError; from Acquire and
 //     Renew it is the response's Date (1 s resolution) plus the duration,
@@ -104,8 +104,8 @@
 //     (the default 15s fits).
 //   - Terms strictly increase on every change of holder, on every new
 //     incarnation of the holder, and after every release or expiry, and
-//     never wrap: after a record at fxelection.MaxTerm Acquire fails with
-//     an error matching fxelection.ErrTermExhausted and writes nothing.
+//     never wrap: after a record at backendkit.MaxTerm Acquire fails with
+//     an error matching backendkit.ErrTermExhausted and writes nothing.
 //     Every record write is a compare-and-swap on the ETag its term was
 //     computed from, so two incarnations of one identity acquiring at once
 //     never write the same term and the record never goes back to a lower
@@ -144,10 +144,10 @@
 //   - Acquire and Get verify the named holder against the active lease and,
 //     if it does not match, poll for up to 5 s. If no record names the
 //     active lease by then (a program other than fxelection leased the
-//     blob) they return an error matching fxelection.ErrInvalidRecord until
+//     blob) they return an error matching backendkit.ErrInvalidRecord until
 //     that lease expires.
 //   - There is no push wake-up: followers learn of a release at their next
-//     retry (the Backend does not implement fxelection.Notifier).
+//     retry (the Backend does not implement backendkit.Notifier).
 //
 // # Foreign blobs and hostile records
 //
@@ -155,9 +155,9 @@
 // it. A blob whose "fxelection" metadata is not standard base64 of valid
 // UTF-8, or holds a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
-// duration not in (0, fxelection.MaxRecordDuration]), names another
+// duration not in (0, backendkit.MaxRecordDuration]), names another
 // election, or has an acquired_at that cannot be written back, gives an
-// error matching fxelection.ErrInvalidRecord from Acquire and Get while its
+// error matching backendkit.ErrInvalidRecord from Acquire and Get while its
 // lease is active (quoting no stored value unescaped), and is never taken
 // over before Azure expires or breaks that lease: expiry is Azure's, so a
 // record's duration never decides a takeover. Once it is not leased,

@@ -170,17 +170,17 @@ func breakLease(t *testing.T, b *bloblease.Backend, election string) error {
 // blob alone instead of wrapping.
 func TestTermExhausted(t *testing.T) {
 	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
-	v := b64(electiontest.RawRecord(e, "x", fmt.Sprint(uint64(fxelection.MaxTerm)), "15000"))
+	v := b64(electiontest.RawRecord(e, "x", fmt.Sprint(uint64(backendkit.MaxTerm)), "15000"))
 	plantMeta(t, b, e, v, "")
 	for _, id := range []string{"a", "x"} {
-		if _, err := b.Acquire(ctxT(t), req(e, id, 15*time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {
+		if _, err := b.Acquire(ctxT(t), req(e, id, 15*time.Second)); !errors.Is(err, backendkit.ErrTermExhausted) {
 			t.Fatalf("Acquire by %s after term MaxTerm: %v, want ErrTermExhausted", id, err)
 		}
 	}
 	if got := metaOf(t, b, e); got != v {
 		t.Fatal("the record was rewritten")
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get: %v, want ErrNoLease", err)
 	}
 }

@@ -47,7 +47,7 @@ func TestNewIncarnationRacingRelease(t *testing.T) {
 
 func racingRelease(t *testing.T, incarnation string) {
 	srv := server(t)
-	e := "interleave-" + fxelection.NewIncarnation()
+	e := "interleave-" + backendkit.NewIncarnation()
 	old := newBackend(t, bloblease.Options{})
 	observer := newBackend(t, bloblease.Options{})
 	first, err := old.Acquire(ctxT(t), reqInc(e, "a", "i0", 15*time.Second))

@@ -11,7 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
@@ -102,6 +102,6 @@ func newBackend(t testing.TB, opts bloblease.Options) *bloblease.Backend {
 
 var ctxT = electiontesting.Context // shared by every backend's tests
 
-func req(election, id string, d time.Duration) fxelection.AcquireRequest {
-	return fxelection.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}
+func req(election, id string, d time.Duration) backendkit.AcquireRequest {
+	return backendkit.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}
 }

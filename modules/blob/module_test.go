@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
@@ -87,8 +88,8 @@ func TestConfigModule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.(fxelection.NamedBackend).BackendName() != "blob" {
-				t.Fatalf("name %q", b.(fxelection.NamedBackend).BackendName())
+			if b.(backendkit.NamedBackend).BackendName() != "blob" {
+				t.Fatalf("name %q", b.(backendkit.NamedBackend).BackendName())
 			}
 			e := electiontesting.Election(t)
 			l, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
@@ -112,7 +113,7 @@ func TestConfigModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = bad.Get(ctxT(t), electiontesting.Election(t))
-	if err == nil || errors.Is(err, fxelection.ErrNoLease) || strings.Contains(err.Error(), secret) {
+	if err == nil || errors.Is(err, backendkit.ErrNoLease) || strings.Contains(err.Error(), secret) {
 		t.Fatalf("Get with a wrong key: %v", err)
 	}
 }

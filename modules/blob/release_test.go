@@ -21,7 +21,7 @@ import (
 )
 
 // reqInc is req for incarnation inc.
-func reqInc(election, id, inc string, d time.Duration) fxelection.AcquireRequest {
+func reqInc(election, id, inc string, d time.Duration) backendkit.AcquireRequest {
 	r := req(election, id, d)
 	r.Incarnation = inc
 	return r
@@ -36,7 +36,7 @@ func reqInc(election, id, inc string, d time.Duration) fxelection.AcquireRequest
 // frees nothing.
 func TestStaleReleaseAfterReacquire(t *testing.T) {
 	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t)
-	incA, incB := fxelection.NewIncarnation(), fxelection.NewIncarnation()
+	incA, incB := backendkit.NewIncarnation(), backendkit.NewIncarnation()
 	la, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	if lb.Term <= la.Term || lb.Incarnation != incB {
 		t.Fatalf("new incarnation's Acquire = term %d incarnation %q, want a term above %d and %q", lb.Term, lb.Incarnation, la.Term, incB)
 	}
-	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("stale Renew: %v, want ErrLeaseLost", err)
 	}
 	if err := a.Release(ctxT(t), la); err != nil {
@@ -58,8 +58,8 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	if err != nil || got.Holder != "node" || got.Term != lb.Term || got.Incarnation != incB {
 		t.Fatalf("Get after stale Release = %+v, %v; want B's lease (term %d)", got, err, lb.Term)
 	}
-	var held *fxelection.HeldError
-	if _, err := a.Acquire(ctxT(t), reqInc(e, "other", fxelection.NewIncarnation(), 15*time.Second)); !errors.As(err, &held) || held.Holder.Term != lb.Term {
+	var held *backendkit.HeldError
+	if _, err := a.Acquire(ctxT(t), reqInc(e, "other", backendkit.NewIncarnation(), 15*time.Second)); !errors.As(err, &held) || held.Holder.Term != lb.Term {
 		t.Fatalf("other identity's Acquire after stale Release: %v, want a HeldError naming term %d", err, lb.Term)
 	}
 	if lb, err = b.Renew(ctxT(t), lb); err != nil {
@@ -68,10 +68,10 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	if err := b.Release(ctxT(t), lb); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := a.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := a.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after B's Release = %+v, %v; want ErrNoLease", got, err)
 	}
-	lo, err := a.Acquire(ctxT(t), reqInc(e, "other", fxelection.NewIncarnation(), 15*time.Second))
+	lo, err := a.Acquire(ctxT(t), reqInc(e, "other", backendkit.NewIncarnation(), 15*time.Second))
 	if err != nil || lo.Term <= lb.Term {
 		t.Fatalf("Acquire after B's Release = %+v, %v; want a term above %d", lo, err, lb.Term)
 	}
@@ -90,7 +90,7 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 // Renew returns the blob's current ETag, so its own Release frees the lease
 // again.
 func TestStaleAcquireThenRenew(t *testing.T) {
-	a, b, e, inc := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t), fxelection.NewIncarnation()
+	a, b, e, inc := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t), backendkit.NewIncarnation()
 	lb, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 	if err := b.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 // its Release frees nothing. No two leaderships ever share a term.
 func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
 	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t)
-	incA, incB := fxelection.NewIncarnation(), fxelection.NewIncarnation()
+	incA, incB := backendkit.NewIncarnation(), backendkit.NewIncarnation()
 	la, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
 	if !(la.Term < lb.Term && lb.Term < late.Term) {
 		t.Fatalf("terms %d, %d, %d: want strictly rising (A, B, A's delayed Acquire)", la.Term, lb.Term, late.Term)
 	}
-	if _, err := b.Renew(ctxT(t), lb); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), lb); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("B's Renew after A's delayed Acquire: %v, want ErrLeaseLost", err)
 	}
 	if err := b.Release(ctxT(t), lb); err != nil {
@@ -155,7 +155,7 @@ func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
 		t.Fatalf("Get after B's stale Release = %+v, %v; want term %d of incarnation A", got, err, late.Term)
 	}
 	// la (A's first term) is fenced off too: A's new term is not la's.
-	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew of A's superseded term: %v, want ErrLeaseLost", err)
 	}
 }
@@ -170,7 +170,7 @@ func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
 func TestRacingIncarnations(t *testing.T) {
 	for range 10 {
 		e := electiontesting.Election(t)
-		if _, err := newBackend(t, bloblease.Options{}).Acquire(ctxT(t), reqInc(e, "node", fxelection.NewIncarnation(), 15*time.Second)); err != nil {
+		if _, err := newBackend(t, bloblease.Options{}).Acquire(ctxT(t), reqInc(e, "node", backendkit.NewIncarnation(), 15*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		var (
@@ -181,7 +181,7 @@ func TestRacingIncarnations(t *testing.T) {
 		for i := range leases {
 			b := newBackend(t, bloblease.Options{})
 			wg.Go(func() {
-				leases[i], errs[i] = b.Acquire(ctxT(t), reqInc(e, "node", fxelection.NewIncarnation(), 15*time.Second))
+				leases[i], errs[i] = b.Acquire(ctxT(t), reqInc(e, "node", backendkit.NewIncarnation(), 15*time.Second))
 			})
 		}
 		wg.Wait()
@@ -202,7 +202,7 @@ func TestRacingIncarnations(t *testing.T) {
 		if err != nil || got.Term != hi.Term || got.Incarnation != hi.Incarnation {
 			t.Fatalf("Get after the race = %+v, %v; want the higher term %d", got, err, hi.Term)
 		}
-		if _, err := b.Renew(ctxT(t), lo); !errors.Is(err, fxelection.ErrLeaseLost) {
+		if _, err := b.Renew(ctxT(t), lo); !errors.Is(err, backendkit.ErrLeaseLost) {
 			t.Fatalf("Renew by the lower term %d: %v, want ErrLeaseLost", lo.Term, err)
 		}
 		if _, err := b.Renew(ctxT(t), hi); err != nil {
@@ -229,7 +229,7 @@ func TestRecordWithoutIncarnation(t *testing.T) {
 	if err != nil || got.Term != l0.Term || got.Incarnation != "" {
 		t.Fatalf("Get = %+v, %v; want term %d without incarnation", got, err, l0.Term)
 	}
-	inc := fxelection.NewIncarnation()
+	inc := backendkit.NewIncarnation()
 	l1, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second))
 	if err != nil || l1.Term <= l0.Term {
 		t.Fatalf("Acquire naming an incarnation = %+v, %v; want a term above %d", l1, err, l0.Term)
@@ -247,7 +247,7 @@ func TestRecordWithoutIncarnation(t *testing.T) {
 // incarnation fails before any write.
 func TestInvalidIncarnationWritesNothing(t *testing.T) {
 	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
-	for _, inc := range []string{"has space", "a/b", strings.Repeat("x", fxelection.MaxIncarnationLen+1), "\x00"} {
+	for _, inc := range []string{"has space", "a/b", strings.Repeat("x", backendkit.MaxIncarnationLen+1), "\x00"} {
 		if _, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second)); err == nil || strings.Contains(err.Error(), inc) {
 			t.Fatalf("Acquire with incarnation %q: %v, want an error not quoting it", inc, err)
 		}
@@ -328,7 +328,7 @@ func TestReleaseMatchesReturnedVersion(t *testing.T) {
 			if err := b.Release(ctxT(t), l); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+			if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 				t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 			}
 		})
@@ -421,7 +421,7 @@ func TestReleaseOtherVersions(t *testing.T) {
 	if err := b.Release(ctxT(t), renewed); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 	}
 }

@@ -23,7 +23,7 @@ const (
 	watchMaxBackoff = 2 * time.Second
 )
 
-// Backend implements fxelection.Backend (and fxelection.Notifier) on any
+// Backend implements fxelection.Backend (and backendkit.Notifier) on any
 // Store; see the package documentation. It is safe for concurrent use.
 // Each Backend has its own expiry tracker: on a store without server TTL,
 // the observations that allow a takeover belong to the candidate (process)
@@ -41,8 +41,8 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.Notifier     = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
 )
 
 // New returns a Backend on store, which the caller owns. It does no I/O.
@@ -145,7 +145,7 @@ func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 // makes at most one write that succeeds: a write whose version the store
 // cannot return (ErrVersionUnknown) ends the call with a store error, since
 // the lease it wrote may already be another's.
-func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	const op = "acquire lease"
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
@@ -166,7 +166,7 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			}
 		}
 		next, err := backendkit.Claim(req, cur, found, expired, time.Now().UTC().Round(0))
-		var held *fxelection.HeldError
+		var held *backendkit.HeldError
 		if errors.As(err, &held) {
 			return fxelection.Lease{}, err
 		}
@@ -202,7 +202,7 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 
 // own reads lease's value and returns it if it still holds lease: same
 // holder, incarnation and term, not released. Otherwise it returns an error
-// matching fxelection.ErrLeaseLost (or a store failure).
+// matching backendkit.ErrLeaseLost (or a store failure).
 //
 // The version is deliberately not compared: only the holder writes its own
 // term, so a value with the caller's holder, incarnation and term is the
@@ -218,17 +218,17 @@ func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 // an old incarnation renew, or release, its successor's lease.
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Election == "" || lease.Holder == "" || lease.Term == 0 {
-		return backendkit.Value{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, backendkit.ErrLeaseLost
 	}
 	cur, found, err := b.read(ctx, lease.Election)
 	switch {
-	case errors.Is(err, fxelection.ErrInvalidRecord):
-		return backendkit.Value{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
+	case errors.Is(err, backendkit.ErrInvalidRecord):
+		return backendkit.Value{}, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return backendkit.Value{}, err
 	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term ||
 		cur.Lease.Incarnation != lease.Incarnation:
-		return backendkit.Value{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, backendkit.ErrLeaseLost
 	}
 	return cur, nil
 }
@@ -237,7 +237,7 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.V
 // expires keys) if the store still holds the caller's holder and term, with
 // a compare-and-swap on the version just read; if the lease was taken over,
 // released, expired, was evicted or deleted, it returns an error matching
-// fxelection.ErrLeaseLost. The returned lease
+// backendkit.ErrLeaseLost. The returned lease
 // carries the new version; a renewal stored whose version the store cannot
 // return (ErrVersionUnknown) gives a store error, not ErrLeaseLost.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
@@ -262,7 +262,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	}
 	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
 	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
-		return fxelection.Lease{}, b.fail(op, fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, b.fail(op, backendkit.ErrLeaseLost)
 	}
 	if err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
@@ -278,7 +278,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 	const op = "release lease"
 	cur, err := b.own(ctx, lease)
-	if errors.Is(err, fxelection.ErrLeaseLost) {
+	if errors.Is(err, backendkit.ErrLeaseLost) {
 		return nil
 	}
 	if err != nil {
@@ -297,7 +297,7 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 }
 
 // Get returns election's current holder with Version set to the store's
-// version and a zero ExpiresAt, or fxelection.ErrNoLease if the key is
+// version and a zero ExpiresAt, or backendkit.ErrNoLease if the key is
 // absent or released. It changes nothing in the store; on a store without
 // server TTL it starts this Backend's observation of the version it saw,
 // as an Acquire would.
@@ -307,7 +307,7 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 		return fxelection.Lease{}, b.fail("get lease", err)
 	}
 	if !found || cur.Released {
-		return fxelection.Lease{}, fxelection.ErrNoLease
+		return fxelection.Lease{}, backendkit.ErrNoLease
 	}
 	if !b.caps.ServerTTL {
 		b.tracker.Expired(election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
@@ -315,7 +315,7 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 	return cur.Lease, nil
 }
 
-// Subscribe implements fxelection.Notifier. On a Store that implements
+// Subscribe implements backendkit.Notifier. On a Store that implements
 // Watcher, wake is called when a lease of election is released or its key
 // deleted, and (spuriously) for every election each time the watch is
 // (re)established, since a release may have been missed while it was down.

@@ -57,7 +57,7 @@
 // Every value read is validated (backendkit.UnmarshalValue, which calls
 // Lease.Validate) and must
 // name the election it was read for; anything else is
-// fxelection.ErrInvalidRecord and is never taken over before it expires.
+// backendkit.ErrInvalidRecord and is never taken over before it expires.
 // Keys are Options.KeyPrefix (default "fxelection.") plus the election name
 // with every byte outside [A-Za-z0-9_-] escaped as =XX, so any election
 // name gives a valid memcached key and a valid NATS KV key; a name whose
@@ -101,7 +101,7 @@
 // value was lost AND the next holder's clock reads earlier than the
 // acquisition of the lost term (a clock stepped back, or clocks between
 // hosts differing by more than the time between the two acquisitions). At
-// fxelection.MaxTerm, Acquire fails with fxelection.ErrTermExhausted.
+// backendkit.MaxTerm, Acquire fails with backendkit.ErrTermExhausted.
 //
 // A lost value also frees the election at once: the leader learns it at its
 // next renewal and steps down (within RetryPeriod, and always before its

@@ -18,7 +18,7 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 
 // decode parses a stored value with backendkit.UnmarshalValue. Anything but
 // a valid value around a valid record of election (of any election, with
-// election "") gives an error matching fxelection.ErrInvalidRecord. The
+// election "") gives an error matching backendkit.ErrInvalidRecord. The
 // error quotes no stored bytes.
 func decode(value []byte, election string) (backendkit.Value, error) {
 	return backendkit.UnmarshalValue(value, election)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 func validLease() fxelection.Lease {
@@ -46,7 +47,7 @@ var decodeSeeds = []string{
 
 func TestDecodeRejectsHostileValues(t *testing.T) {
 	for _, s := range decodeSeeds {
-		if _, err := decode([]byte(s), "billing"); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if _, err := decode([]byte(s), "billing"); !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("decode(%.60q) = %v, want ErrInvalidRecord", s, err)
 		}
 	}
@@ -89,7 +90,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte) {
 		s, err := decode(value, "")
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("decode error %v does not match ErrInvalidRecord", err)
 			}
 			return

@@ -126,7 +126,7 @@ func TestThreeElectionsTwoBackends(t *testing.T) {
 		b        fxelection.Backend
 		election string
 	}{{rb, "alpha"}, {rb, "beta"}, {pb, "gamma"}} {
-		if l, err := c.b.Get(ctxT(t), c.election); !errors.Is(err, fxelection.ErrNoLease) {
+		if l, err := c.b.Get(ctxT(t), c.election); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Errorf("%s after stop: %+v, %v; want released (ErrNoLease)", c.election, l, err)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 const maxAcquireAttempts = 3
 
 // Backend is the etcd implementation of fxelection.Backend and
-// fxelection.Notifier. It is safe for concurrent use and does not own its
+// backendkit.Notifier. It is safe for concurrent use and does not own its
 // client: closing the client is the caller's business (after the electors
 // using the Backend have stopped).
 type Backend struct {
@@ -35,8 +35,8 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.Notifier     = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases through client. It validates opts
@@ -89,8 +89,8 @@ func ttlSeconds(d time.Duration) int64 {
 }
 
 func checkDuration(d time.Duration) error {
-	if d < time.Millisecond || d > fxelection.MaxRecordDuration {
-		return fmt.Errorf("duration %v is not between 1ms and %v", d, fxelection.MaxRecordDuration)
+	if d < time.Millisecond || d > backendkit.MaxRecordDuration {
+		return fmt.Errorf("duration %v is not between 1ms and %v", d, backendkit.MaxRecordDuration)
 	}
 	return nil
 }
@@ -115,18 +115,18 @@ func checkDuration(d time.Duration) error {
 // old one, holding nothing now, expires with its TTL: the predecessor's
 // Renew then fails and its Release does nothing.
 //
-// A key held by someone else gives a *fxelection.HeldError; a key that is
-// not a valid record, an error matching fxelection.ErrInvalidRecord, and the
+// A key held by someone else gives a *backendkit.HeldError; a key that is
+// not a valid record, an error matching backendkit.ErrInvalidRecord, and the
 // key is left alone until its etcd lease expires. An etcd lease granted for
 // an attempt that then fails is revoked (or, if that fails too, expires
 // with its TTL). ExpiresAt is the call's start on the local clock plus the
 // TTL etcd granted; the returned lease carries req.Incarnation.
-func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquireLease(ctx, req)
 	return l, b.redact(err)
 }
 
-func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
@@ -153,7 +153,7 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 			}
 			if holder.Holder != req.Identity {
-				return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
+				return fxelection.Lease{}, &backendkit.HeldError{Holder: holder}
 			}
 			if attempt > maxAcquireAttempts {
 				// The caller's own identity keeps rewriting the key (another
@@ -182,7 +182,7 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 // returns the acquired lease, or on a lost compare the key as the
 // transaction's else branch read it (nil and a zero Lease if it is gone
 // now).
-func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest, key string, cur *mvccpb.KeyValue, keep uint64) (fxelection.Lease, *mvccpb.KeyValue, error) {
+func (b *Backend) tryAcquire(ctx context.Context, req backendkit.AcquireRequest, key string, cur *mvccpb.KeyValue, keep uint64) (fxelection.Lease, *mvccpb.KeyValue, error) {
 	value, err := encodeRecord(fxelection.Lease{
 		Holder:      req.Identity,
 		Incarnation: req.Incarnation,
@@ -228,7 +228,7 @@ func (b *Backend) tryAcquire(ctx context.Context, req fxelection.AcquireRequest,
 	if term == 0 {
 		rev := tr.Header.Revision
 		if rev <= 0 || cur != nil && rev <= cur.ModRevision {
-			return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w: revision %d", fxelection.ErrInvalidRecord, rev)
+			return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: %w: revision %d", backendkit.ErrInvalidRecord, rev)
 		}
 		term = uint64(rev)
 	}
@@ -257,7 +257,7 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 // back to check the holder and the term. Anything else — the etcd lease
 // expired or was revoked, the key deleted or taken over, by another
 // identity or a new incarnation — gives an error matching
-// fxelection.ErrLeaseLost (the etcd lease, if still alive, is left to
+// backendkit.ErrLeaseLost (the etcd lease, if still alive, is left to
 // expire: nothing is revoked on a failed compare). When lease.Duration
 // asks for a longer TTL than the etcd lease has, the record moves to a new
 // etcd lease of that TTL in one more transaction with the same compare and
@@ -277,15 +277,15 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	id, ok := parseLeaseID(l.Version)
-	if !ok || l.Term == 0 || l.Term > fxelection.MaxTerm {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: not a lease this backend issued", fxelection.ErrLeaseLost)
+	if !ok || l.Term == 0 || l.Term > backendkit.MaxTerm {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: not a lease this backend issued", backendkit.ErrLeaseLost)
 	}
 	lid := clientv3.LeaseID(id)
 	key := b.Key(l.Election)
 	start := time.Now()
 	ka, err := b.client.KeepAliveOnce(ctx, lid)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: etcd lease expired or revoked", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: etcd lease expired or revoked", backendkit.ErrLeaseLost)
 	}
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: keep-alive: %w", err)
@@ -298,19 +298,19 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	if !tr.Succeeded {
 		// The etcd lease is left to expire: a Lease not made by this
 		// backend may name someone else's.
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
 	var kv *mvccpb.KeyValue
 	if rs := tr.Responses; len(rs) == 1 && rs[0].GetResponseRange() != nil {
 		kv = firstKV(rs[0].GetResponseRange().Kvs)
 	}
 	if kv == nil {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
 	got, err := decodeKV(l.Election, kv)
 	if err != nil || got.Holder != l.Holder || got.Term != l.Term {
 		// Not the record we wrote; leave it and its lease alone.
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
 	ttl := ka.TTL
 	if want := ttlSeconds(l.Duration); want > ttl {
@@ -333,7 +333,7 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 		}
 		if !tr.Succeeded {
 			b.revoke(ctx, g.ID)
-			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 		}
 		b.revoke(ctx, lid)
 		l.Version, ttl = formatLeaseID(int64(g.ID)), g.TTL
@@ -381,7 +381,7 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 }
 
 // Get implements fxelection.Backend: the key's record and its etcd lease's
-// remaining TTL (TimeToLive), or fxelection.ErrNoLease when the key is
+// remaining TTL (TimeToLive), or backendkit.ErrNoLease when the key is
 // absent or its etcd lease was revoked (and the key deleted with it) since
 // the read. A key is a lease for as long as etcd keeps it, which is what
 // Acquire and Renew go by too: an etcd lease in its last second, or past
@@ -409,7 +409,7 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 		}
 		kv := firstKV(resp.Kvs)
 		if kv == nil || prev != nil && kv.ModRevision == prev.ModRevision && kv.Lease == prev.Lease {
-			return fxelection.Lease{}, fxelection.ErrNoLease
+			return fxelection.Lease{}, backendkit.ErrNoLease
 		}
 		l, err := decodeKV(election, kv)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -34,7 +35,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	b.Run("fxelection", func(b *testing.B) {
 		be := newBackend(b, Options{}, c.Endpoints()...)
-		req := fxelection.AcquireRequest{Election: electiontesting.Election(b), Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
+		req := backendkit.AcquireRequest{Election: electiontesting.Election(b), Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
 		for b.Loop() {
 			l, err := be.Acquire(ctx, req)
 			if err != nil {

@@ -65,7 +65,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestWatcher: a fxelection.Watcher on etcd sees every change of leader
+// TestWatcher: a watch.Watcher on etcd sees every change of leader
 // (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	eps := sharedCluster(t).Endpoints()

@@ -53,7 +53,7 @@
 //     and Renew see it: an etcd lease in its last second (etcd reports TTL
 //     0) or past its TTL but not yet revoked by the etcd leader is still
 //     reported; ErrNoLease means the key is gone.
-//   - Push wake-up (fxelection.Notifier): one watch on the prefix for
+//   - Push wake-up (backendkit.Notifier): one watch on the prefix for
 //     deletions.
 //
 // etcd's concurrency.Election offers the same fencing (its leader key's
@@ -71,7 +71,7 @@
 // with that term stated), one naming an incarnation starts a new
 // leadership with a higher term, and other identities see it held. Those
 // older versions refuse format 2 (fields and a format they do not know):
-// their Acquire and Get report fxelection.ErrInvalidRecord while a newer
+// their Acquire and Get report backendkit.ErrInvalidRecord while a newer
 // version holds the election, so they never take it over early, and they
 // acquire again once the key is gone (released or expired). During a
 // rolling upgrade the old candidates therefore only follow a new holder;
@@ -93,7 +93,7 @@
 // back only if etcd's data is replaced by an older copy: restoring a
 // snapshot restores its revision, so restore with etcdutl's revision bump
 // (by more than the writes since the snapshot) when terms fence writes.
-// Revisions are int64, so terms never pass fxelection.MaxTerm.
+// Revisions are int64, so terms never pass backendkit.MaxTerm.
 //
 // Every etcd lease TTL is kept by the etcd leader. When leadership of the
 // etcd cluster moves, the new etcd leader gives every lease its full TTL
@@ -120,14 +120,14 @@
 // # Foreign values
 //
 // A key under the prefix holding anything but a valid record gives an error
-// matching fxelection.ErrInvalidRecord from Acquire and Get, and is never
+// matching backendkit.ErrInvalidRecord from Acquire and Get, and is never
 // taken over; it goes away when its etcd lease expires (a key without an
 // etcd lease never would, and is invalid too). Valid means: at most 64 KiB
 // of UTF-8 JSON in the format above, nothing unknown or trailing, the
-// duration in (0, fxelection.MaxRecordDuration], the holder and metadata
+// duration in (0, backendkit.MaxRecordDuration], the holder and metadata
 // accepted by Lease.Validate (printable UTF-8, within the size
 // limits), a positive create revision and a mod revision not below it.
-// Renew reports fxelection.ErrLeaseLost and Release does nothing for such a
+// Renew reports backendkit.ErrLeaseLost and Release does nothing for such a
 // key. So nothing a foreign writer puts in etcd reaches an elector, its
 // metrics or a terminal unchecked.
 //

@@ -146,7 +146,7 @@ func TestCompaction(t *testing.T) {
 	electiontesting.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return woken.Load() > 0 })
 
 	held := newBackend(t, Options{}, c.Endpoints()...)
-	hl, err := held.Acquire(ctxT(t), fxelection.AcquireRequest{Election: electionName(t) + "-held", Identity: "h", Duration: time.Minute})
+	hl, err := held.Acquire(ctxT(t), backendkit.AcquireRequest{Election: electionName(t) + "-held", Identity: "h", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestCompaction(t *testing.T) {
 	// While the watch is cut off: a release it must hear of, then enough
 	// writes and a compaction past its revision.
 	ob := newBackend(t, Options{}, c.Endpoints()...)
-	ol, err := ob.Acquire(ctxT(t), fxelection.AcquireRequest{Election: other, Identity: "x", Duration: time.Minute})
+	ol, err := ob.Acquire(ctxT(t), backendkit.AcquireRequest{Election: other, Identity: "x", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +259,11 @@ func TestEtcdDownAtAcquire(t *testing.T) {
 	c.Members[0].Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err := b.Acquire(ctx, fxelection.AcquireRequest{Election: "down", Identity: "a", Duration: time.Second})
-	if err == nil || errors.Is(err, fxelection.ErrLeaseHeld) || errors.Is(err, fxelection.ErrNoLease) {
+	_, err := b.Acquire(ctx, backendkit.AcquireRequest{Election: "down", Identity: "a", Duration: time.Second})
+	if err == nil || errors.Is(err, backendkit.ErrLeaseHeld) || errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Acquire with etcd down: %v, want a store failure", err)
 	}
-	if _, err := b.Get(ctx, "down"); err == nil || errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctx, "down"); err == nil || errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get with etcd down: %v, want a store failure", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
@@ -19,14 +18,14 @@ func TestGetLiveInLastSecond(t *testing.T) {
 	c := sharedCluster(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
 	e := electiontesting.Election(t)
-	req := fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Second, Incarnation: fxelection.NewIncarnation()}
+	req := backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Second, Incarnation: backendkit.NewIncarnation()}
 	l, err := b.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A 1 s etcd lease has under a second left at once.
 	got, err := b.Get(ctxT(t), e)
-	if errors.Is(err, fxelection.ErrNoLease) {
+	if errors.Is(err, backendkit.ErrNoLease) {
 		again, aerr := b.Acquire(ctxT(t), req)
 		t.Fatalf("Get of a live 1s lease right after Acquire: ErrNoLease; a re-acquire then got term %d (was %d), %v", again.Term, l.Term, aerr)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
@@ -155,7 +156,7 @@ func TestConfigModuleAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), "x"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get with the right password: %v", err)
 	}
 	cand := electiontesting.StartCandidate(t, b, electionName(t), "auth", nil)
@@ -190,10 +191,10 @@ func TestModule(t *testing.T) {
 		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
-	if _, err := newBackend(t, Options{KeyPrefix: "fx/"}, c.Endpoints()...).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := newBackend(t, Options{KeyPrefix: "fx/"}, c.Endpoints()...).Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
-	if _, err := eb.Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := eb.Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("the app's client was closed by the module: %v", err)
 	}
 }
@@ -257,7 +258,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range doc.Elections {
-		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("%s after stop: %v, want released", e.Name, err)
 		}
 	}

@@ -18,7 +18,7 @@ const (
 	pushMaxBackoff = 2 * time.Second
 )
 
-// Subscribe implements fxelection.Notifier: wake is called when election's
+// Subscribe implements backendkit.Notifier: wake is called when election's
 // key is deleted (released, expired with its etcd lease, or deleted from
 // outside) through any client, and (spuriously) for every election each
 // time the watch is (re)established, since a deletion may have been missed

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -32,7 +32,7 @@ func TestPushWakesOnExpiry(t *testing.T) {
 	defer cancelOther()
 	electiontesting.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return mine.Load() > 0 && others.Load() > 0 })
 	m0, o0 := mine.Load(), others.Load()
-	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Second}); err != nil {
+	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	electiontesting.WaitFor(t, leaderLimit, "a wake-up when the lease expires", func() bool { return mine.Load() > m0 })
@@ -41,7 +41,7 @@ func TestPushWakesOnExpiry(t *testing.T) {
 	}
 	cancel()
 	after := mine.Load()
-	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Second}); err != nil {
+	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // the lease expires meanwhile

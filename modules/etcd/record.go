@@ -82,17 +82,17 @@ type storedKey struct {
 // decodeRecord turns election's stored key into a Lease and validates every
 // field: the value must be this package's JSON record (valid UTF-8, format
 // 1 or 2, no unknown or duplicate trailing data, no incarnation or term in
-// format 1), the create revision in [1, fxelection.MaxTerm], the mod
+// format 1), the create revision in [1, backendkit.MaxTerm], the mod
 // revision not below it, a stated term in [create revision, mod revision)
 // (it names an earlier write to the same key), the key attached to an etcd
 // lease (a key without one would never expire), and the lease as a whole
 // accepted by Lease.Validate. The term is the stated one, else the mod
 // revision (format 2) or the create revision (format 1). Anything else
-// gives an error matching fxelection.ErrInvalidRecord that quotes no stored
+// gives an error matching backendkit.ErrInvalidRecord that quotes no stored
 // value; it never panics.
 func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 	bad := func(format string, args ...any) (fxelection.Lease, error) {
-		return fxelection.Lease{}, fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, fmt.Sprintf(format, args...))
+		return fxelection.Lease{}, fmt.Errorf("%w: %s", backendkit.ErrInvalidRecord, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case k.CreateRevision <= 0:

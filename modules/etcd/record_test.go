@@ -95,7 +95,7 @@ func TestDecodeRecordHostile(t *testing.T) {
 		"fractional term":       val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":45.5}`),
 		"term as string":        val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":"45"}`),
 		"bad incarnation":       val(`{"fxelection":2,"holder":"a","incarnation":"a b","duration_ms":1000}`),
-		"incarnation too long":  val(`{"fxelection":2,"holder":"a","incarnation":"` + strings.Repeat("i", fxelection.MaxIncarnationLen+1) + `","duration_ms":1000}`),
+		"incarnation too long":  val(`{"fxelection":2,"holder":"a","incarnation":"` + strings.Repeat("i", backendkit.MaxIncarnationLen+1) + `","duration_ms":1000}`),
 		"trailing data":         val(`{"fxelection":1,"holder":"a","duration_ms":1000} {}`),
 		"zero duration":         val(`{"fxelection":1,"holder":"a","duration_ms":0}`),
 		"negative duration":     val(`{"fxelection":1,"holder":"a","duration_ms":-1}`),
@@ -103,16 +103,16 @@ func TestDecodeRecordHostile(t *testing.T) {
 		"fractional duration":   val(`{"fxelection":1,"holder":"a","duration_ms":1.5}`),
 		"empty holder":          val(`{"fxelection":1,"holder":"","duration_ms":1000}`),
 		"holder with escape":    val(`{"fxelection":1,"holder":"a\u001b[31m","duration_ms":1000}`),
-		"holder too long":       val(`{"fxelection":1,"holder":"` + strings.Repeat("h", fxelection.MaxIdentityLen+1) + `","duration_ms":1000}`),
+		"holder too long":       val(`{"fxelection":1,"holder":"` + strings.Repeat("h", backendkit.MaxIdentityLen+1) + `","duration_ms":1000}`),
 		"metadata control char": val(`{"fxelection":1,"holder":"a","metadata":{"k":"v\n"},"duration_ms":1000}`),
 		"metadata empty key":    val(`{"fxelection":1,"holder":"a","metadata":{"":"v"},"duration_ms":1000}`),
-		"metadata too large":    val(`{"fxelection":1,"holder":"a","metadata":{"k":"` + strings.Repeat("v", fxelection.MaxMetadataBytes) + `"},"duration_ms":1000}`),
+		"metadata too large":    val(`{"fxelection":1,"holder":"a","metadata":{"k":"` + strings.Repeat("v", backendkit.MaxMetadataBytes) + `"},"duration_ms":1000}`),
 		"metadata not strings":  val(`{"fxelection":1,"holder":"a","metadata":{"k":1},"duration_ms":1000}`),
 		"array":                 val(`[1,2,3]`),
 		"huge value":            val(`{"fxelection":1,"holder":"a","duration_ms":1000,"x":"` + strings.Repeat("x", maxValueBytes) + `"}`),
 	}
 	for name, k := range cases {
-		if l, err := decodeRecord("e", k); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if l, err := decodeRecord("e", k); !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("%s: decoded %+v, %v; want ErrInvalidRecord", name, l, err)
 		}
 	}
@@ -155,15 +155,15 @@ func TestHostileKeysInEtcd(t *testing.T) {
 			if _, err := admin.Put(ctxT(t), b.Key(e), value, clientv3.WithLease(g.ID)); err != nil {
 				t.Fatal(err)
 			}
-			req := fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute}
-			if _, err := b.Acquire(ctxT(t), req); !errors.Is(err, fxelection.ErrInvalidRecord) {
+			req := backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute}
+			if _, err := b.Acquire(ctxT(t), req); !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
 			}
-			if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("Get: %v, want ErrInvalidRecord", err)
 			}
 			forged := fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: formatLeaseID(int64(g.ID)), Duration: time.Minute}
-			if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, fxelection.ErrLeaseLost) {
+			if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, backendkit.ErrLeaseLost) {
 				t.Fatalf("Renew: %v, want ErrLeaseLost", err)
 			}
 			if err := b.Release(ctxT(t), forged); err != nil {
@@ -192,7 +192,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte, create, mod, lease int64) {
 		l, err := decodeRecord("e", storedKey{Value: value, CreateRevision: create, ModRevision: mod, Lease: lease})
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("error %v does not match ErrInvalidRecord", err)
 			}
 			return

@@ -7,7 +7,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
@@ -21,7 +20,7 @@ func TestTermIsAcquiringRevision(t *testing.T) {
 	admin := c.Client(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
 	e := electiontesting.Election(t)
-	req := fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 30 * time.Second, Incarnation: fxelection.NewIncarnation()}
+	req := backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 30 * time.Second, Incarnation: backendkit.NewIncarnation()}
 	l, err := b.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -49,14 +48,14 @@ func TestTermIsAcquiringRevision(t *testing.T) {
 		t.Fatalf("re-acquire: term %d (was %d), create %d mod %d lease %x (was %x)", again.Term, l.Term, create2, mod2, lease2, lease)
 	}
 	// The first etcd lease no longer holds the key: renewing it loses.
-	if _, err := b.Renew(ctxT(t), l); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), l); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew on the replaced etcd lease: %v, want ErrLeaseLost", err)
 	}
 	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != l.Term || got.Incarnation != req.Incarnation {
 		t.Fatalf("Get after the re-acquire: %+v, %v; want term %d", got, err, l.Term)
 	}
 	// A new incarnation: the same key, the revision of its write.
-	req.Incarnation = fxelection.NewIncarnation()
+	req.Incarnation = backendkit.NewIncarnation()
 	next, err := b.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +64,7 @@ func TestTermIsAcquiringRevision(t *testing.T) {
 	if next.Term != uint64(mod3) || create3 != create || mod3 <= mod2 {
 		t.Fatalf("new incarnation: term %d, key create %d mod %d (was %d)", next.Term, create3, mod3, mod2)
 	}
-	if _, err := b.Renew(ctxT(t), again); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), again); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("predecessor's Renew: %v, want ErrLeaseLost", err)
 	}
 	if l, err := b.Renew(ctxT(t), next); err != nil || l.Term != next.Term {
@@ -101,19 +100,19 @@ func TestReadsFormatOne(t *testing.T) {
 	if err != nil || got.Term != created || got.Holder != "a" || got.Incarnation != "" {
 		t.Fatalf("Get of a format 1 record: %+v, %v; want term %d", got, err, created)
 	}
-	_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: fxelection.NewIncarnation()})
-	var he *fxelection.HeldError
+	_, err = b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()})
+	var he *backendkit.HeldError
 	if !errors.As(err, &he) || he.Holder.Term != created {
 		t.Fatalf("another identity's Acquire: %v, want held by a with term %d", err, created)
 	}
-	cont, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	cont, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
 	if err != nil || cont.Term != created {
 		t.Fatalf("holder's Acquire without an incarnation: %+v, %v; want term %d kept", cont, err, created)
 	}
 	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != created {
 		t.Fatalf("Get after the continuation: %+v, %v; want term %d", got, err, created)
 	}
-	fresh, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: fxelection.NewIncarnation()})
+	fresh, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()})
 	if err != nil || fresh.Term <= created {
 		t.Fatalf("holder's Acquire with an incarnation: %+v, %v; want a term above %d", fresh, err, created)
 	}
@@ -127,7 +126,7 @@ func TestRenewLongerDuration(t *testing.T) {
 	admin := c.Client(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
 	e := electiontesting.Election(t)
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 5 * time.Second})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 )
 
 // Backend is the PostgreSQL lease backend. It implements fxelection.Backend,
-// fxelection.Notifier (push wake-up via LISTEN/NOTIFY) and
-// fxelection.NamedBackend. It is safe for concurrent use; create one per
+// backendkit.Notifier (push wake-up via LISTEN/NOTIFY) and
+// backendkit.NamedBackend. It is safe for concurrent use; create one per
 // pool and share it between the process's elections.
 type Backend struct {
 	db    DB
@@ -42,9 +42,9 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.Notifier     = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
-	_ fxelection.BatchRenewer = (*Backend)(nil)
+	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.BatchRenewer = (*Backend)(nil)
 )
 
 // querier is what RenewBatch needs beyond DB to renew many rows in one
@@ -207,29 +207,29 @@ const maxAcquireAttempts = 3
 // req.Incarnation is set, the incarnation recorded with the row's term);
 // otherwise it becomes the larger of one more than the row's and the
 // server's clock in microseconds (see the package documentation), or, at
-// fxelection.MaxTerm, Acquire fails with an error matching
-// fxelection.ErrTermExhausted. The returned lease carries req.Incarnation
+// backendkit.MaxTerm, Acquire fails with an error matching
+// backendkit.ErrTermExhausted. The returned lease carries req.Incarnation
 // (none on a table without the incarnation columns, where the term is kept
 // for any re-acquisition by the same identity). Concurrent candidates are
 // serialised by the row lock, so exactly one of them wins. Held by someone
-// else: a *fxelection.HeldError with the holder; a row it cannot decode: an
-// error matching fxelection.ErrInvalidRecord (the row is never taken over
+// else: a *backendkit.HeldError with the holder; a row it cannot decode: an
+// error matching backendkit.ErrInvalidRecord (the row is never taken over
 // before it expires, except by the identity it names, and then only if its
 // term is positive: that row is the caller's own, and Acquire rewrites it).
-func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquire(ctx, req)
 	return l, b.redact(err)
 }
 
-func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	if req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
 	}
-	if req.Duration <= 0 || req.Duration > fxelection.MaxRecordDuration {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, fxelection.MaxRecordDuration)
+	if req.Duration <= 0 || req.Duration > backendkit.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, backendkit.MaxRecordDuration)
 	}
 	if err := req.Validate(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -279,8 +279,8 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 				return fxelection.Lease{}, b.storeErr("acquire lease", err)
 			}
 		}
-		if found && !r.held() && r.term != nil && *r.term >= fxelection.MaxTerm {
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, fxelection.ErrTermExhausted)
+		if found && !r.held() && r.term != nil && *r.term >= backendkit.MaxTerm {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted)
 		}
 		if !found || !r.held() {
 			continue // freed meanwhile: try again
@@ -290,12 +290,12 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		if cur.Holder != req.Identity {
-			return fxelection.Lease{}, &fxelection.HeldError{Holder: cur}
+			return fxelection.Lease{}, &backendkit.HeldError{Holder: cur}
 		}
-		if sql.incarnations && !req.Continues(cur) && cur.Term >= fxelection.MaxTerm {
+		if sql.incarnations && !req.Continues(cur) && cur.Term >= backendkit.MaxTerm {
 			// Ours, but a new leadership (another incarnation) would need a
 			// term above the largest.
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, fxelection.ErrTermExhausted)
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted)
 		}
 		// Ours and valid now, though the statement refused: changed
 		// meanwhile; try again.
@@ -319,7 +319,7 @@ func (b *Backend) read(ctx context.Context, election string) (row, bool, error) 
 // Renew implements fxelection.Backend with one UPDATE that matches the
 // election, holder and term and an unexpired lease (by the server's now()),
 // and sets the expiry to now() + lease.Duration. No matching row: an error
-// matching fxelection.ErrLeaseLost. A row whose holder and term match is the
+// matching backendkit.ErrLeaseLost. A row whose holder and term match is the
 // caller's, so it is extended even if a foreign writer damaged its other
 // columns. The returned lease is lease with the new expiry, Incarnation
 // included as given (not compared with the row: a new incarnation would
@@ -334,10 +334,10 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
-	if lease.Duration <= 0 || lease.Duration > fxelection.MaxRecordDuration {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not in (0, %v]", lease.Duration, fxelection.MaxRecordDuration)
+	if lease.Duration <= 0 || lease.Duration > backendkit.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not in (0, %v]", lease.Duration, backendkit.MaxRecordDuration)
 	}
 	if err := b.ensureTable(ctx); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -346,7 +346,7 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	err := b.db.QueryRow(ctx, b.stmts().renew, lease.Election, lease.Holder, int64(lease.Term), durationMS(lease.Duration)).Scan(&exp)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	case err != nil:
 		return fxelection.Lease{}, b.storeErr("renew lease", err)
 	}
@@ -355,17 +355,17 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	return out, nil
 }
 
-// RenewBatch implements fxelection.BatchRenewer with one UPDATE over all
+// RenewBatch implements backendkit.BatchRenewer with one UPDATE over all
 // the leases' rows (unnest of arrays of names, holders, terms and
 // durations), one round trip, under the same conditions as Renew for each
 // row: election, holder and term match and the lease has not expired by
 // the server's now(). Each lease gets what Renew would have returned for
 // it: a lease whose row did not match gets an error matching
-// fxelection.ErrLeaseLost while the others are renewed; a failure of the
+// backendkit.ErrLeaseLost while the others are renewed; a failure of the
 // statement fails them all. With a DB that has no Query method (see DB),
 // the leases are renewed one statement each.
-func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
-	out := make([]fxelection.RenewResult, len(leases))
+func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
+	out := make([]backendkit.RenewResult, len(leases))
 	q, ok := b.db.(querier)
 	if !ok {
 		for i, l := range leases {
@@ -386,7 +386,7 @@ type renewKey struct {
 	term         int64
 }
 
-func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection.Lease, out []fxelection.RenewResult) {
+func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection.Lease, out []backendkit.RenewResult) {
 	failAll := func(err error) {
 		for i := range out {
 			if out[i].Err == nil {
@@ -404,9 +404,9 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 	for i, l := range leases {
 		switch {
 		case l.Term == 0 || l.Term > math.MaxInt64 || l.Holder == "":
-			out[i].Err = fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
-		case l.Duration <= 0 || l.Duration > fxelection.MaxRecordDuration:
-			out[i].Err = fmt.Errorf("renew lease: duration %v is not in (0, %v]", l.Duration, fxelection.MaxRecordDuration)
+			out[i].Err = fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
+		case l.Duration <= 0 || l.Duration > backendkit.MaxRecordDuration:
+			out[i].Err = fmt.Errorf("renew lease: duration %v is not in (0, %v]", l.Duration, backendkit.MaxRecordDuration)
 		default:
 			names, holders = append(names, l.Election), append(holders, l.Holder)
 			terms, durs = append(terms, int64(l.Term)), append(durs, durationMS(l.Duration))
@@ -447,7 +447,7 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 		}
 		exp, ok := renewed[renewKey{l.Election, l.Holder, int64(l.Term)}]
 		if !ok {
-			out[i].Err = fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+			out[i].Err = fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 			continue
 		}
 		l = l.Clone()
@@ -502,8 +502,8 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 
 // Get implements fxelection.Backend with one SELECT. A missing row, a
 // released one (holder NULL) or one expired by the server's now() gives
-// fxelection.ErrNoLease; an undecodable live row gives an error matching
-// fxelection.ErrInvalidRecord.
+// backendkit.ErrNoLease; an undecodable live row gives an error matching
+// backendkit.ErrInvalidRecord.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	l, err := b.get(ctx, election)
 	return l, b.redact(err)
@@ -521,7 +521,7 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 		return fxelection.Lease{}, b.storeErr("get lease", err)
 	}
 	if !found || !r.held() {
-		return fxelection.Lease{}, fxelection.ErrNoLease
+		return fxelection.Lease{}, backendkit.ErrNoLease
 	}
 	l, err := r.lease(election)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -21,8 +22,8 @@ func TestAcquireBlockedByConcurrentWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	adm := admin(t, d)
-	req := func(e string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute}
+	req := func(e string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute}
 	}
 	cases := []struct {
 		name    string
@@ -79,7 +80,7 @@ func TestAcquireBlockedByConcurrentWriter(t *testing.T) {
 				}
 				return
 			}
-			var he *fxelection.HeldError
+			var he *backendkit.HeldError
 			if !errors.As(o.err, &he) || he.Holder.Holder != "w" {
 				t.Fatalf("Acquire = %+v, %v; want HeldError naming w", o.l, o.err)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -67,7 +67,7 @@ func TestCreateTableOncePerBackend(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = b.Acquire(ctxT(t), fxelection.AcquireRequest{
+				_, errs[i] = b.Acquire(ctxT(t), backendkit.AcquireRequest{
 					Election: fmt.Sprintf("%s-%d", election(t), i), Identity: "a", Duration: time.Minute,
 				})
 			})

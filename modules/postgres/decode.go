@@ -48,7 +48,7 @@ func (r *row) held() bool { return r.holder != nil && r.live }
 // stored text.
 func (r *row) lease(election string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
-		return fxelection.Lease{}, fmt.Errorf("%w: election %q: %s", fxelection.ErrInvalidRecord, election, what)
+		return fxelection.Lease{}, fmt.Errorf("%w: election %q: %s", backendkit.ErrInvalidRecord, election, what)
 	}
 	switch {
 	case r.holder == nil || *r.holder == "":

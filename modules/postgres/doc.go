@@ -33,7 +33,7 @@
 // committed row.
 //
 // Incarnations: the row records the incarnation token of the Acquire that
-// started its term (fxelection.AcquireRequest.Incarnation; columns
+// started its term (backendkit.AcquireRequest.Incarnation; columns
 // incarnation and incarnation_term, the term it was recorded with), and
 // Acquire, Renew and Get return it in Lease.Incarnation. An Acquire keeps
 // the term only when it continues the live row's leadership: the same
@@ -88,9 +88,9 @@
 // than the last term handed out (a clock stepped back, or a fail-over to a
 // server whose clock lags, by more than the time since); or a DELETE
 // commits in the microseconds between a racing Acquire's reading of the
-// clock and its insert of the new row. Terms stop at fxelection.MaxTerm
+// clock and its insert of the new row. Terms stop at backendkit.MaxTerm
 // (the largest bigint): Acquire then refuses a new lease with an error
-// matching fxelection.ErrTermExhausted instead of overflowing, while the
+// matching backendkit.ErrTermExhausted instead of overflowing, while the
 // holder at MaxTerm keeps renewing.
 //
 // Rows are hostile input: every row read is validated with
@@ -98,7 +98,7 @@
 // holder without control characters, metadata that is a JSON object of
 // printable UTF-8 strings within the size limit, a term in [1, MaxTerm], a
 // duration in (0, MaxRecordDuration], a finite expiry). A row that fails
-// gives an error matching fxelection.ErrInvalidRecord that quotes no stored
+// gives an error matching backendkit.ErrInvalidRecord that quotes no stored
 // text, and a live one is never taken over before it expires by the
 // server's clock, except by the identity it names (the caller's own row,
 // which Acquire rewrites) when its term is positive.

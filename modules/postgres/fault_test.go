@@ -186,7 +186,7 @@ func TestFaultServerDownAtStart(t *testing.T) {
 	electiontesting.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
 	evs := failed()
 	for _, ev := range evs {
-		if errors.Is(ev.Err, fxelection.ErrLeaseHeld) || errors.Is(ev.Err, fxelection.ErrInvalidRecord) {
+		if errors.Is(ev.Err, backendkit.ErrLeaseHeld) || errors.Is(ev.Err, backendkit.ErrInvalidRecord) {
 			t.Fatalf("failure while the server is down: %v, want a store error", ev.Err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -44,12 +44,12 @@ func checkHostile(t *testing.T, adm *pgxpool.Pool, b *pglease.Backend, e string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Get: %v, want ErrInvalidRecord", err)
 	}
 	for _, id := range []string{"a", "b"} {
-		l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
-		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+		l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
+		if !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Fatalf("Acquire as %s: %+v, %v; want ErrInvalidRecord", id, l, err)
 		}
 		for _, raw := range []string{"\x1b", "\n", "\xff", "\u0085"} {
@@ -106,7 +106,7 @@ func TestHostileRowsNotUTF8(t *testing.T) {
 	}
 	// A valid lease still works there.
 	e := election(t)
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "ok", Duration: time.Minute, Metadata: map[string]string{"k": "v"}})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "ok", Duration: time.Minute, Metadata: map[string]string{"k": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func FuzzDecodeRow(f *testing.F) {
 		fields.ExpiresNegInfinite = mask&64 != 0
 		l, err := pglease.DecodeRow("e", fields)
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("error %v does not match ErrInvalidRecord", err)
 			}
 			return

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -74,7 +75,7 @@ func TestCreateTableStatement(t *testing.T) {
 	}
 	b, _ := newBackend(t, d, "ops", pglease.Options{Schema: "ops", Table: "Leases", SkipCreateTable: true})
 	e := election(t)
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
 	if err != nil || l.Term == 0 {
 		t.Fatalf("Acquire = %+v, %v", l, err)
 	}
@@ -83,11 +84,11 @@ func TestCreateTableStatement(t *testing.T) {
 func TestSkipCreateTableMissingTable(t *testing.T) {
 	d := dsn(t)
 	b, _ := newBackend(t, d, "skip", pglease.Options{Table: "pgl_never_created", SkipCreateTable: true})
-	_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "x", Identity: "a", Duration: time.Minute})
+	_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "x", Identity: "a", Duration: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "SkipCreateTable") {
 		t.Fatalf("Acquire on a missing table: %v, want an error saying so", err)
 	}
-	if _, err := b.Get(ctxT(t), "x"); err == nil || errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), "x"); err == nil || errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get on a missing table: %v, want a store error", err)
 	}
 }
@@ -113,7 +114,7 @@ func TestCreateTableConcurrently(t *testing.T) {
 		for i, b := range bs {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
+				_, errs[i] = b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
 			})
 		}
 		close(start)
@@ -132,10 +133,10 @@ func TestCreateTableConcurrently(t *testing.T) {
 	if _, err := adm.Exec(ctxT(t), `DROP TABLE pgl_concurrent_create`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Get(ctxT(t), "e"); err == nil || errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), "e"); err == nil || errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get right after the drop: %v, want the store error", err)
 	}
-	if _, err := b.Get(ctxT(t), "e"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), "e"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after the table was re-created: %v, want ErrNoLease", err)
 	}
 }
@@ -179,19 +180,19 @@ func TestGarbageRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Errorf("Get: %v, want ErrInvalidRecord", err)
 			}
-			_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			_, err = b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Errorf("Acquire: %v, want ErrInvalidRecord", err)
 			}
 			// A lease that is not the row's (another holder or term) is lost.
 			forged := fxelection.Lease{Election: e, Holder: "a", Term: 3, Duration: time.Minute}
-			if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, fxelection.ErrLeaseLost) {
+			if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, backendkit.ErrLeaseLost) {
 				t.Errorf("Renew of a lease that is not the row's: %v, want ErrLeaseLost", err)
 			}
-			if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Errorf("Get after the refused renew: %v, want ErrInvalidRecord still", err)
 			}
 			if err := b.Release(ctxT(t), forged); err != nil {
@@ -209,8 +210,8 @@ func TestTermRules(t *testing.T) {
 	d := dsn(t)
 	b, _ := newBackend(t, d, "terms", pglease.Options{})
 	e := election(t)
-	req := func(id string, dur time.Duration) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: dur, Metadata: map[string]string{"v": id}}
+	req := func(id string, dur time.Duration) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: dur, Metadata: map[string]string{"v": id}}
 	}
 	ctx := ctxT(t)
 	before := time.Now()
@@ -239,9 +240,9 @@ func TestTermRules(t *testing.T) {
 	}
 	electiontesting.WaitFor(t, 10*time.Second, "the lease to expire", func() bool {
 		_, err := b.Get(ctx, e)
-		return errors.Is(err, fxelection.ErrNoLease)
+		return errors.Is(err, backendkit.ErrNoLease)
 	})
-	if _, err := b.Renew(ctx, l4); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctx, l4); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("renew of an expired lease: %v, want ErrLeaseLost", err)
 	}
 	l5, err := b.Acquire(ctx, req("a", time.Minute)) // same holder after expiry: new term
@@ -265,7 +266,7 @@ func TestContextCancelledBeforeTableExists(t *testing.T) {
 	if _, err := b.Get(ctx, "e"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Get with a cancelled context: %v", err)
 	}
-	if _, err := b.Get(ctxT(t), "e"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), "e"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get: %v", err)
 	}
 }

@@ -26,11 +26,11 @@ func TestConfigModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name := b.(fxelection.NamedBackend).BackendName(); name != "postgres" {
+	if name := b.(backendkit.NamedBackend).BackendName(); name != "postgres" {
 		t.Fatalf("BackendName = %q", name)
 	}
 	e := election(t)
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestConfigModuleRedactsPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
-	if err == nil || errors.Is(err, fxelection.ErrLeaseHeld) {
+	_, err = b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
+	if err == nil || errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("Acquire against a closed port: %v", err)
 	}
 	if strings.Contains(err.Error(), pw) {
@@ -167,7 +167,7 @@ func TestFxModule(t *testing.T) {
 	}
 	// The lease was released on stop.
 	b, _ := newBackend(t, d, "fx-check", pglease.Options{Table: "pgl_fx"})
-	if _, err := b.Get(ctxT(t), elector.Status().Election); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), elector.Status().Election); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("after app stop Get = %v, want ErrNoLease", err)
 	}
 }

@@ -46,7 +46,7 @@ func newPusher(db DB, opts Options, redact func(error) error) *pusher {
 	return p
 }
 
-// Subscribe implements fxelection.Notifier: wake is called when a Release
+// Subscribe implements backendkit.Notifier: wake is called when a Release
 // of election's lease is notified on the channel (by any process using the
 // same table and channel), and once after the listener reconnects, since a
 // release may have been missed meanwhile. The first subscription starts

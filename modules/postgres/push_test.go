@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -36,7 +36,7 @@ func TestPushWakeUp(t *testing.T) {
 	cancelOther := follower.Subscribe(other, func() { wokenOther.Add(1) })
 	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
 
-	req := fxelection.AcquireRequest{Election: e, Identity: "l", Duration: time.Minute}
+	req := backendkit.AcquireRequest{Election: e, Identity: "l", Duration: time.Minute}
 	l, err := leader.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPushDisabled(t *testing.T) {
 	b, app := newBackend(t, d, "nopush", pglease.Options{DisablePush: true})
 	cancel := b.Subscribe("x", func() { t.Error("woken with push disabled") })
 	defer cancel()
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "x", Identity: "a", Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "x", Identity: "a", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestListenerReconnects(t *testing.T) {
 		electiontesting.WaitFor(t, 15*time.Second, "the catch-up wake-up after reconnecting", func() bool { return woken.Load() > before })
 		electiontesting.WaitFor(t, 10*time.Second, "the listener back", func() bool { return listeners(t, adm, app) == 1 })
 		before = woken.Load()
-		l, err := leader.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "l", Duration: time.Minute})
+		l, err := leader.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "l", Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

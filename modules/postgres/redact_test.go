@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -70,8 +69,8 @@ func TestConfigModuleRedactsEverySpelling(t *testing.T) {
 			if err != nil {
 				t.Fatalf("valid DSN refused: %v", err)
 			}
-			_, err = b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
-			if err == nil || errors.Is(err, fxelection.ErrLeaseHeld) {
+			_, err = b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
+			if err == nil || errors.Is(err, backendkit.ErrLeaseHeld) {
 				t.Fatalf("Acquire against a closed port: %v", err)
 			}
 			if leaks(err.Error(), pw, pwSpaced) {
@@ -105,7 +104,7 @@ func TestRedactsPGPASSWORD(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"Acquire": func() error {
-			_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
+			_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "e", Identity: "a", Duration: time.Minute})
 			return err
 		}(),
 		"Get": func() error { _, err := b.Get(ctxT(t), "e"); return err }(),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -20,8 +21,8 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	a, _ := newBackend(t, d, "rel-a", pglease.Options{})
 	b, _ := newBackend(t, d, "rel-b", pglease.Options{})
 	e := election(t)
-	req := func(id string, dur time.Duration) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: dur}
+	req := func(id string, dur time.Duration) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: dur}
 	}
 	la, err := a.Acquire(ctxT(t), req("node", time.Minute))
 	if err != nil {
@@ -41,14 +42,14 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	if err != nil || got.Holder != "node" || got.Term != lb.Term || !got.ExpiresAt.Equal(lb.ExpiresAt) {
 		t.Fatalf("Get after stale Release = %+v, %v; want B's lease (term %d, expiry %v)", got, err, lb.Term, lb.ExpiresAt)
 	}
-	var held *fxelection.HeldError
+	var held *backendkit.HeldError
 	if _, err := a.Acquire(ctxT(t), req("other", time.Minute)); !errors.As(err, &held) || held.Holder.Term != lb.Term {
 		t.Fatalf("other identity's Acquire after stale Release: %v, want a HeldError naming term %d", err, lb.Term)
 	}
 	if err := b.Release(ctxT(t), lb); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := a.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := a.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after B's Release = %+v, %v; want ErrNoLease", got, err)
 	}
 	if l, err := a.Acquire(ctxT(t), req("other", time.Minute)); err != nil || l.Term <= lb.Term {
@@ -64,7 +65,7 @@ func TestReleaseAfterUnseenRenewal(t *testing.T) {
 	d := dsn(t)
 	b, _ := newBackend(t, d, "rel-renew", pglease.Options{})
 	e := election(t)
-	l0, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute})
+	l0, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestReleaseAfterUnseenRenewal(t *testing.T) {
 	if err := b.Release(ctxT(t), l1); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 	}
 }
@@ -135,7 +136,7 @@ func TestReleaseMatchesReturnedExpiry(t *testing.T) {
 			if err := b.Release(ctxT(t), l); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+			if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 				t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 			}
 		})
@@ -144,7 +145,7 @@ func TestReleaseMatchesReturnedExpiry(t *testing.T) {
 
 func acquireT(t *testing.T, b *pglease.Backend, e string) fxelection.Lease {
 	t.Helper()
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

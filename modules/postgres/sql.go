@@ -1,7 +1,7 @@
 package pglease
 
 // createTableSQL is the lease table's DDL (see CreateTableStatement).
-// incarnation is the incarnation token (fxelection.AcquireRequest) that
+// incarnation is the incarnation token (backendkit.AcquireRequest) that
 // acquired the term named in incarnation_term; it describes the row's
 // leadership only while incarnation_term equals term (see
 // upgradeTableSQL for why).
@@ -52,7 +52,7 @@ type statements struct {
 
 // clockTermSQL is the server's clock in microseconds since the Unix epoch,
 // taken when the statement computes the new row; maxTermSQL is
-// fxelection.MaxTerm, the largest bigint.
+// backendkit.MaxTerm, the largest bigint.
 const (
 	clockTermSQL = `floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
 	maxTermSQL   = `9223372036854775807`
@@ -108,7 +108,7 @@ $fxelection$`
 	// by the server's clock, or ours; otherwise return the row as the
 	// statement's snapshot saw it (won = false). The lease continues (keeps
 	// its term and acquired_at) only when the row is ours, live, and $5 is
-	// empty or the row's incarnation (fxelection.AcquireRequest.Continues;
+	// empty or the row's incarnation (backendkit.AcquireRequest.Continues;
 	// an incarnation whose incarnation_term is not the row's term was
 	// voided by an older version's write). Any other lease starts anew: it
 	// gets the larger of the row's term plus one and the server's clock in

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -17,7 +16,7 @@ import (
 // come and gone.
 func setTerm(t *testing.T, b *pglease.Backend, adm *pgxpool.Pool, election string, term int64) {
 	t.Helper()
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: election, Identity: "a", Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: election, Identity: "a", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +38,8 @@ func TestTermAfterDelete(t *testing.T) {
 	adm := admin(t, d)
 	b, _ := newBackend(t, d, "del", pglease.Options{})
 	e := election(t)
-	req := func(id string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute}
+	req := func(id string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute}
 	}
 	setTerm(t, b, adm, e, 5000)
 	highest := uint64(5000)
@@ -62,7 +61,7 @@ func TestTermAfterDelete(t *testing.T) {
 	if _, err := adm.Exec(ctxT(t), `DELETE FROM `+b.Table()+` WHERE name = $1`, e); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Renew(ctxT(t), lead); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), lead); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew after DELETE: %v, want ErrLeaseLost", err)
 	}
 	next, err := b.Acquire(ctxT(t), req("b"))
@@ -89,8 +88,8 @@ func TestTermExhausted(t *testing.T) {
 	adm := admin(t, d)
 	b, _ := newBackend(t, d, "max", pglease.Options{})
 	e := election(t)
-	req := func(id string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute}
+	req := func(id string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute}
 	}
 	setTerm(t, b, adm, e, math.MaxInt64-1)
 	top, err := b.Acquire(ctxT(t), req("a"))
@@ -101,8 +100,8 @@ func TestTermExhausted(t *testing.T) {
 		t.Fatalf("re-acquire at MaxTerm = %+v, %v", again, err)
 	}
 	inc := req("a")
-	inc.Incarnation = fxelection.NewIncarnation()
-	if _, err := b.Acquire(ctxT(t), inc); !errors.Is(err, fxelection.ErrTermExhausted) {
+	inc.Incarnation = backendkit.NewIncarnation()
+	if _, err := b.Acquire(ctxT(t), inc); !errors.Is(err, backendkit.ErrTermExhausted) {
 		// The row's incarnation is none (the requests above named none).
 		t.Fatalf("new incarnation of the holder at MaxTerm: %v, want ErrTermExhausted", err)
 	}
@@ -116,7 +115,7 @@ func TestTermExhausted(t *testing.T) {
 	if top, err = b.Renew(ctxT(t), top); err != nil {
 		t.Fatalf("Renew at MaxTerm: %v", err)
 	}
-	var held *fxelection.HeldError
+	var held *backendkit.HeldError
 	if _, err := b.Acquire(ctxT(t), req("b")); !errors.As(err, &held) || held.Holder.Term != math.MaxInt64 {
 		t.Fatalf("Acquire of the held lease at MaxTerm: %v, want a HeldError", err)
 	}
@@ -124,7 +123,7 @@ func TestTermExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {
-		if _, err := b.Acquire(ctxT(t), req(id)); !errors.Is(err, fxelection.ErrTermExhausted) {
+		if _, err := b.Acquire(ctxT(t), req(id)); !errors.Is(err, backendkit.ErrTermExhausted) {
 			t.Fatalf("Acquire after MaxTerm as %s: %v, want ErrTermExhausted", id, err)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -70,8 +69,8 @@ func oldAcquireAs(t *testing.T, adm *pgxpool.Pool, table, election, id string, d
 	return uint64(term)
 }
 
-func incReq(election, id, inc string, d time.Duration) fxelection.AcquireRequest {
-	return fxelection.AcquireRequest{Election: election, Identity: id, Incarnation: inc, Duration: d}
+func incReq(election, id, inc string, d time.Duration) backendkit.AcquireRequest {
+	return backendkit.AcquireRequest{Election: election, Identity: id, Incarnation: inc, Duration: d}
 }
 
 // TestUpgradeEarlierTable: backends of this version start at once on a
@@ -112,7 +111,7 @@ func TestUpgradeEarlierTable(t *testing.T) {
 			WHERE table_name = $1 AND column_name IN ('incarnation', 'incarnation_term')`, table).Scan(&cols); err != nil || cols != 2 {
 			t.Fatalf("round %d: incarnation columns after the upgrade: %d, %v", round, cols, err)
 		}
-		inc := fxelection.NewIncarnation()
+		inc := backendkit.NewIncarnation()
 		l, err := backends[0].Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -142,7 +141,7 @@ func TestOlderVersionBeside(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := election(t)
-	inc := fxelection.NewIncarnation()
+	inc := backendkit.NewIncarnation()
 	l1, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -193,11 +192,11 @@ func TestTableWithoutColumns(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	b, _ := newBackend(t, d, "skip-old", pglease.Options{Table: table, DisablePush: true, SkipCreateTable: true, Logger: logger})
 	e := election(t)
-	l1, err := b.Acquire(ctxT(t), incReq(e, "a", fxelection.NewIncarnation(), time.Minute))
+	l1, err := b.Acquire(ctxT(t), incReq(e, "a", backendkit.NewIncarnation(), time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l2, err := b.Acquire(ctxT(t), incReq(e, "a", fxelection.NewIncarnation(), time.Minute))
+	l2, err := b.Acquire(ctxT(t), incReq(e, "a", backendkit.NewIncarnation(), time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +221,7 @@ func TestTableWithoutColumns(t *testing.T) {
 	if err := b.CreateTable(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	inc := fxelection.NewIncarnation()
+	inc := backendkit.NewIncarnation()
 	l3, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 	if err != nil || l3.Term <= l2.Term || l3.Incarnation != inc {
 		t.Fatalf("after the upgrade: %+v, %v; want a term above %d", l3, err, l2.Term)
@@ -253,7 +252,7 @@ func TestUpgradeWithoutOwnership(t *testing.T) {
 	}
 	b, _ := newBackend(t, strings.Replace(d, "postgres://postgres@", "postgres://"+role+"@", 1), "not-owner", pglease.Options{Table: table, DisablePush: true})
 	e := election(t)
-	l, err := b.Acquire(ctxT(t), incReq(e, "a", fxelection.NewIncarnation(), time.Minute))
+	l, err := b.Acquire(ctxT(t), incReq(e, "a", backendkit.NewIncarnation(), time.Minute))
 	if err != nil || l.Incarnation != "" {
 		t.Fatalf("Acquire as a role that cannot alter the table: %+v, %v", l, err)
 	}
@@ -277,12 +276,12 @@ func TestTableRecreatedByOlderVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := election(t)
-	if _, err := b.Acquire(ctxT(t), incReq(e, "a", fxelection.NewIncarnation(), time.Minute)); err != nil {
+	if _, err := b.Acquire(ctxT(t), incReq(e, "a", backendkit.NewIncarnation(), time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	oldTable(t, adm, table)
-	_, _ = b.Acquire(ctxT(t), incReq(e, "a", fxelection.NewIncarnation(), time.Minute)) // may fail once: a column is missing
-	inc := fxelection.NewIncarnation()
+	_, _ = b.Acquire(ctxT(t), incReq(e, "a", backendkit.NewIncarnation(), time.Minute)) // may fail once: a column is missing
+	inc := backendkit.NewIncarnation()
 	l, err := b.Acquire(ctxT(t), incReq(e, "a", inc, time.Minute))
 	if err != nil || l.Incarnation != inc {
 		t.Fatalf("Acquire after the table was re-created by an older version: %+v, %v", l, err)
@@ -304,8 +303,8 @@ func TestDecodeIncarnation(t *testing.T) {
 	if l, err := pglease.DecodeRow("e", fields("abc-1", 6)); err != nil || l.Incarnation != "" {
 		t.Fatalf("incarnation of an earlier term: %+v, %v; want none", l, err)
 	}
-	for _, bad := range []string{"has space", "\x1b[31m", strings.Repeat("x", fxelection.MaxIncarnationLen+1), "ünï"} {
-		if _, err := pglease.DecodeRow("e", fields(bad, 7)); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	for _, bad := range []string{"has space", "\x1b[31m", strings.Repeat("x", backendkit.MaxIncarnationLen+1), "ünï"} {
+		if _, err := pglease.DecodeRow("e", fields(bad, 7)); !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("incarnation %q: %v, want ErrInvalidRecord", bad, err)
 		} else if strings.Contains(err.Error(), bad) {
 			t.Errorf("error quotes the stored incarnation: %v", err)

@@ -8,7 +8,7 @@ import (
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
-// TestWatcher: a fxelection.Watcher on PostgreSQL sees every change of
+// TestWatcher: a watch.Watcher on PostgreSQL sees every change of
 // leader (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	d := dsn(t)

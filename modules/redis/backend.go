@@ -22,7 +22,7 @@ import (
 )
 
 // Backend is the Redis implementation of fxelection.Backend and
-// fxelection.Notifier. It is safe for concurrent use and does not own its
+// backendkit.Notifier. It is safe for concurrent use and does not own its
 // client: closing the client is the caller's business (after the electors
 // using the Backend have stopped).
 type Backend struct {
@@ -42,9 +42,9 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.Notifier     = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
-	_ fxelection.BatchRenewer = (*Backend)(nil)
+	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.BatchRenewer = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases through client, which may be a
@@ -128,33 +128,33 @@ func (b *Backend) WakeChannel() string { return b.channel }
 // run (another incarnation; a record written without one or by an earlier
 // version of this package counts as another) it takes the lease at once
 // with a new term, as a new holder would. Held by another identity it
-// returns a *fxelection.HeldError with the holder. A new term is above
+// returns a *backendkit.HeldError with the holder. A new term is above
 // every term the counter has given and above the live record's (see the
 // package documentation for when the counter can be lost); when the
-// counter has reached fxelection.MaxTerm it refuses with an error matching
-// fxelection.ErrTermExhausted. A record that fails validation gives an
-// error matching fxelection.ErrInvalidRecord and is not taken over.
+// counter has reached backendkit.MaxTerm it refuses with an error matching
+// backendkit.ErrTermExhausted. A record that fails validation gives an
+// error matching backendkit.ErrInvalidRecord and is not taken over.
 // AcquiredAt and ExpiresAt are by the Redis server's clock.
 //
 // The record stores the nonce, not the incarnation: req.Incarnation
-// itself when it is 16 lowercase hex digits (fxelection.NewIncarnation's
+// itself when it is 16 lowercase hex digits (backendkit.NewIncarnation's
 // form), else 64 bits of a SHA-256 of it, or a new random nonce when req
 // names no incarnation. The returned lease carries it as Version, which
 // Release then requires (see Release), and req.Incarnation as Incarnation.
-func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquireLease(ctx, req)
 	return l, b.redact(err)
 }
 
-func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	if req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
 	}
-	if req.Duration < time.Millisecond || req.Duration > fxelection.MaxRecordDuration {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, fxelection.MaxRecordDuration)
+	if req.Duration < time.Millisecond || req.Duration > backendkit.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, backendkit.MaxRecordDuration)
 	}
 	if err := req.Validate(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -205,9 +205,9 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
-		return fxelection.Lease{}, &fxelection.HeldError{Holder: holder}
+		return fxelection.Lease{}, &backendkit.HeldError{Holder: holder}
 	case -2:
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", fxelection.ErrTermExhausted)
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", backendkit.ErrTermExhausted)
 	default:
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", foreign(res))
 	}
@@ -215,8 +215,8 @@ func (b *Backend) acquireLease(ctx context.Context, req fxelection.AcquireReques
 
 // Renew implements fxelection.Backend: one script that extends the lease by
 // lease.Duration (PEXPIRE) only while lease.Holder holds lease.Term, and
-// otherwise returns an error matching fxelection.ErrLeaseLost (which also
-// matches fxelection.ErrInvalidRecord when a foreign value replaced the
+// otherwise returns an error matching backendkit.ErrLeaseLost (which also
+// matches backendkit.ErrInvalidRecord when a foreign value replaced the
 // lease). A new incarnation of the holder always takes a new term, so its
 // predecessor's Renew fails. The nonce (lease.Version) is not compared; the
 // returned lease carries the record's current one, so that after a
@@ -236,8 +236,8 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
-	if l.Duration < time.Millisecond || l.Duration > fxelection.MaxRecordDuration {
-		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not between 1ms and %v", l.Duration, fxelection.MaxRecordDuration)
+	if l.Duration < time.Millisecond || l.Duration > backendkit.MaxRecordDuration {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: duration %v is not between 1ms and %v", l.Duration, backendkit.MaxRecordDuration)
 	}
 	start := time.Now()
 	lease := b.leaseKey(l.Election)
@@ -252,7 +252,7 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 	durMS := l.Duration.Milliseconds()
 	if err != nil {
 		if isWrongType(err) {
-			return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", fxelection.ErrLeaseLost, storeError(err))
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w", backendkit.ErrLeaseLost, storeError(err))
 		}
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
@@ -280,23 +280,23 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 		l.ExpiresAt = start.Add(l.Duration)
 		return l, nil
 	case 0:
-		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	default:
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w: %w: our record is damaged",
-			fxelection.ErrLeaseLost, fxelection.ErrInvalidRecord)
+			backendkit.ErrLeaseLost, backendkit.ErrInvalidRecord)
 	}
 }
 
-// RenewBatch implements fxelection.BatchRenewer: the renew script for
+// RenewBatch implements backendkit.BatchRenewer: the renew script for
 // every lease in one pipeline (one round trip; on Redis Cluster, one per
 // node holding some of the keys). Each lease gets what Renew would have
 // returned for it: a lease no longer held gets an error matching
-// fxelection.ErrLeaseLost while the others are renewed, and a failure of
+// backendkit.ErrLeaseLost while the others are renewed, and a failure of
 // the connection fails every lease it carried. Scripts not yet cached by
 // the server (NOSCRIPT, as after a restart) are sent again in full, in a
 // second pipeline.
-func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
-	out := make([]fxelection.RenewResult, len(leases))
+func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
+	out := make([]backendkit.RenewResult, len(leases))
 	if err := ctx.Err(); err != nil {
 		for i := range out {
 			out[i].Err = b.redact(fmt.Errorf("renew lease: %w", err))
@@ -320,8 +320,8 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []f
 	}
 	var idx []int
 	for i, l := range leases {
-		if l.Duration < time.Millisecond || l.Duration > fxelection.MaxRecordDuration {
-			out[i].Err = fmt.Errorf("renew lease: duration %v is not between 1ms and %v", l.Duration, fxelection.MaxRecordDuration)
+		if l.Duration < time.Millisecond || l.Duration > backendkit.MaxRecordDuration {
+			out[i].Err = fmt.Errorf("renew lease: duration %v is not between 1ms and %v", l.Duration, backendkit.MaxRecordDuration)
 			continue
 		}
 		idx = append(idx, i)
@@ -386,11 +386,11 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 }
 
 // Get implements fxelection.Backend: the current holder, read in one
-// script, or fxelection.ErrNoLease. ExpiresAt is the server's clock plus
+// script, or backendkit.ErrNoLease. ExpiresAt is the server's clock plus
 // the key's remaining PTTL, to the millisecond; it is for display. The
 // lease's Incarnation is always empty, since the record keeps only a nonce
 // derived from it; its Version is that nonce, which for an incarnation made
-// by fxelection.NewIncarnation is the incarnation itself.
+// by backendkit.NewIncarnation is the incarnation itself.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	l, err := b.getLease(ctx, election)
 	return l, b.redact(err)
@@ -417,7 +417,7 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 		}
 		return l, nil
 	case 0:
-		return fxelection.Lease{}, fxelection.ErrNoLease
+		return fxelection.Lease{}, backendkit.ErrNoLease
 	default:
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", foreign(res))
 	}
@@ -441,7 +441,7 @@ func newNonce() string {
 
 // incarnationNonce is the nonce a record gets for an acquisition by
 // incarnation inc (non-empty): inc itself when it is already a nonce (16
-// lowercase hex digits, as fxelection.NewIncarnation makes them), else the
+// lowercase hex digits, as backendkit.NewIncarnation makes them), else the
 // first 64 bits of a SHA-256 of it, in hex. Two incarnations share a nonce
 // only by a 64-bit collision.
 func incarnationNonce(inc string) string {
@@ -485,7 +485,7 @@ func termPart(l fxelection.Lease) string {
 // gives an error matching ErrInvalidRecord that quotes no stored text.
 func parseRecord(election, v string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
-		return fxelection.Lease{}, fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, what)
+		return fxelection.Lease{}, fmt.Errorf("%w: %s", backendkit.ErrInvalidRecord, what)
 	}
 	field := func() (string, bool) {
 		i := strings.IndexByte(v, '|')
@@ -592,11 +592,11 @@ func decodeReply(election string, res []any) (fxelection.Lease, error) {
 var errReply = errors.New("redislease: unexpected script reply")
 
 // storeError maps a Redis error to the contract: WRONGTYPE (a foreign value
-// under a key) matches fxelection.ErrInvalidRecord; anything else is
+// under a key) matches backendkit.ErrInvalidRecord; anything else is
 // returned as is (a store failure).
 func storeError(err error) error {
 	if isWrongType(err) {
-		return fmt.Errorf("%w: a key holds another type: %w", fxelection.ErrInvalidRecord, err)
+		return fmt.Errorf("%w: a key holds another type: %w", backendkit.ErrInvalidRecord, err)
 	}
 	return err
 }
@@ -615,7 +615,7 @@ func foreign(res []any) error {
 			reason = s
 		}
 	}
-	return fmt.Errorf("%w: %s", fxelection.ErrInvalidRecord, reason)
+	return fmt.Errorf("%w: %s", backendkit.ErrInvalidRecord, reason)
 }
 
 func replyStatus(res []any) (int64, error) {
@@ -636,7 +636,7 @@ func replyInt(v any) (int64, error) {
 	case string:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%w: %q is not an integer", fxelection.ErrInvalidRecord, v)
+			return 0, fmt.Errorf("%w: %q is not an integer", backendkit.ErrInvalidRecord, v)
 		}
 		return n, nil
 	}
@@ -644,14 +644,14 @@ func replyInt(v any) (int64, error) {
 }
 
 // replyUint reads a term from a script reply: a string of digits (the
-// scripts never turn a term into a Lua number) in [1, fxelection.MaxTerm].
+// scripts never turn a term into a Lua number) in [1, backendkit.MaxTerm].
 func replyUint(v any) (uint64, error) {
 	if s, ok := v.(string); ok {
-		if n, ok := parseDecimal(s); ok && n > 0 && n <= fxelection.MaxTerm {
+		if n, ok := parseDecimal(s); ok && n > 0 && n <= backendkit.MaxTerm {
 			return uint64(n), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: term is not an integer in [1, %d]", fxelection.ErrInvalidRecord, int64(fxelection.MaxTerm))
+	return 0, fmt.Errorf("%w: term is not an integer in [1, %d]", backendkit.ErrInvalidRecord, int64(backendkit.MaxTerm))
 }
 
 // parseDecimal parses a non-negative int64 in canonical decimal form: digits
@@ -687,11 +687,11 @@ func decodeMetadata(s string) (map[string]string, error) {
 		return nil, nil
 	}
 	if !utf8.ValidString(s) { // encoding/json would turn bad bytes into U+FFFD
-		return nil, fmt.Errorf("%w: metadata is not UTF-8", fxelection.ErrInvalidRecord)
+		return nil, fmt.Errorf("%w: metadata is not UTF-8", backendkit.ErrInvalidRecord)
 	}
 	var m map[string]string
 	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
-		return nil, fmt.Errorf("%w: metadata is not a JSON object of strings", fxelection.ErrInvalidRecord)
+		return nil, fmt.Errorf("%w: metadata is not a JSON object of strings", backendkit.ErrInvalidRecord)
 	}
 	return m, nil
 }

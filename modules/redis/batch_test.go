@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -17,8 +18,8 @@ func TestRenewBatchScriptsFlushed(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
 	b := newBackend(t, srv.Addr(), Options{})
-	req := func(e string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute}
+	req := func(e string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute}
 	}
 	var leases []fxelection.Lease
 	for _, e := range []string{"flush-0", "flush-1", "flush-2"} {
@@ -47,7 +48,7 @@ func TestRenewBatchScriptsFlushed(t *testing.T) {
 			t.Fatalf("lease %d: %+v, %v", i, res[i].Lease, res[i].Err)
 		}
 	}
-	if err := res[1].Err; !errors.Is(err, fxelection.ErrLeaseLost) || !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if err := res[1].Err; !errors.Is(err, backendkit.ErrLeaseLost) || !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("lease on a foreign key: %v, want ErrLeaseLost and ErrInvalidRecord", err)
 	}
 }

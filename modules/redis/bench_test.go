@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -30,7 +31,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	b.Run("fxelection", func(b *testing.B) {
 		be := mustNew(b, client, Options{})
-		req := fxelection.AcquireRequest{Election: "bench-ar", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
+		req := backendkit.AcquireRequest{Election: "bench-ar", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
 		b.ReportAllocs()
 		done := serverTime(b, client)
 		for b.Loop() {
@@ -62,7 +63,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	})
 	b.Run("paired", func(b *testing.B) {
 		be := mustNew(b, client, Options{})
-		req := fxelection.AcquireRequest{Election: "bench-ar-paired", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
+		req := backendkit.AcquireRequest{Election: "bench-ar-paired", Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
 		locker := redislock.New(client)
 		opt := &redislock.Options{Metadata: "10.0.0.1:8080"}
 		paired(b, func() error {
@@ -166,7 +167,7 @@ func BenchmarkRenew(b *testing.B) {
 	ctx := context.Background()
 	b.Run("fxelection", func(b *testing.B) {
 		be := mustNew(b, client, Options{})
-		l, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: fmt.Sprintf("bench-renew-%d", time.Now().UnixNano()), Identity: "a", Duration: 10 * time.Second})
+		l, err := be.Acquire(ctx, backendkit.AcquireRequest{Election: fmt.Sprintf("bench-renew-%d", time.Now().UnixNano()), Identity: "a", Duration: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func BenchmarkRenew(b *testing.B) {
 	})
 	b.Run("paired", func(b *testing.B) {
 		be := mustNew(b, client, Options{})
-		l, err := be.Acquire(ctx, fxelection.AcquireRequest{Election: fmt.Sprintf("bench-renew-paired-%d", time.Now().UnixNano()), Identity: "a", Duration: 10 * time.Second})
+		l, err := be.Acquire(ctx, backendkit.AcquireRequest{Election: fmt.Sprintf("bench-renew-paired-%d", time.Now().UnixNano()), Identity: "a", Duration: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -46,10 +46,10 @@
 // # Incarnations and fixed identities
 //
 // An elector sends an incarnation token with every Acquire
-// (fxelection.AcquireRequest.Incarnation), new for every Elector and after
+// (backendkit.AcquireRequest.Incarnation), new for every Elector and after
 // every leadership it announced has ended. The record keeps a nonce
 // derived from it: the token itself when it is 16 lowercase hex digits
-// (fxelection.NewIncarnation's form, so an elector's record shows its
+// (backendkit.NewIncarnation's form, so an elector's record shows its
 // incarnation), else the first 64 bits of a SHA-256 of it; a request that
 // names no incarnation gets a random nonce, new on every Acquire. The
 // acquire script compares the live record's nonce with the request's, in
@@ -132,10 +132,10 @@
 // (appendfsync always if a lost second of writes matters) and never evict
 // the counter (maxmemory-policy noeviction or volatile-*).
 //
-// Terms are exact up to fxelection.MaxTerm (2^63−1): the scripts keep them
+// Terms are exact up to backendkit.MaxTerm (2^63−1): the scripts keep them
 // as strings of digits and never as Lua numbers (doubles, exact only below
 // 2^53), and count with INCR. When the counter reaches MaxTerm, Acquire
-// refuses with an error matching fxelection.ErrTermExhausted rather than
+// refuses with an error matching backendkit.ErrTermExhausted rather than
 // wrap; the election then needs an operator (delete the term key with
 // clock-based terms, whose next term is the clock again).
 //
@@ -146,7 +146,7 @@
 //
 // # Push wake-up
 //
-// A Backend implements fxelection.Notifier with one pub/sub connection
+// A Backend implements backendkit.Notifier with one pub/sub connection
 // shared by all its elections, started by the first Subscribe and closed
 // when the last subscription is cancelled. It reconnects by itself (pinging
 // an idle connection so a silently dead one is replaced) and wakes every
@@ -166,11 +166,11 @@
 // # Foreign values
 //
 // A lease key holding anything but a valid lease record gives an error
-// matching fxelection.ErrInvalidRecord from Acquire and Get, and the key is
+// matching backendkit.ErrInvalidRecord from Acquire and Get, and the key is
 // never taken over before it expires. Valid means: a string (another type
 // is not) in the format above with every number in canonical decimal form,
-// the term in [1, fxelection.MaxTerm], the duration in
-// (0, fxelection.MaxRecordDuration], and the holder and metadata accepted by
+// the term in [1, backendkit.MaxTerm], the duration in
+// (0, backendkit.MaxRecordDuration], and the holder and metadata accepted by
 // Lease.Validate (printable UTF-8, no control characters or terminal
 // escapes, within the size limits). So nothing a foreign writer puts in
 // Redis reaches an elector, its metrics or a terminal unchecked. The one
@@ -178,7 +178,7 @@
 // caller's own identity, a valid term and acquisition time and a duration
 // of digits: Acquire treats it as the caller's identity's lease and
 // rewrites it (keeping its term only for the same incarnation, as above).
-// Renew reports fxelection.ErrLeaseLost (and
+// Renew reports backendkit.ErrLeaseLost (and
 // ErrInvalidRecord for a value of another type): the lease is no longer
 // ours. Release leaves such a key alone. A term counter that is not a
 // canonical integer in [0, MaxTerm] makes Acquire fail with

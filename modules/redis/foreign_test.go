@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -67,8 +68,8 @@ func TestForeignValues(t *testing.T) {
 			e := electionName(t)
 			lease, term := b.Keys(e)
 			tc.plant(t, lease, term)
-			_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute})
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute})
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
 			}
 			t.Logf("Acquire: %v", err)
@@ -78,12 +79,12 @@ func TestForeignValues(t *testing.T) {
 				}
 				return
 			}
-			if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("Get: %v, want ErrInvalidRecord", err)
 			}
 			forged := fxelection.Lease{Election: e, Holder: "a", Term: 3, Duration: time.Minute}
 			_, err = b.Renew(ctxT(t), forged)
-			if !errors.Is(err, fxelection.ErrLeaseLost) || errors.Is(err, fxelection.ErrInvalidRecord) != (tc.renew == lostInvalid) {
+			if !errors.Is(err, backendkit.ErrLeaseLost) || errors.Is(err, backendkit.ErrInvalidRecord) != (tc.renew == lostInvalid) {
 				t.Fatalf("Renew: %v, want %s", err, tc.renew)
 			}
 			if err := b.Release(ctxT(t), fxelection.Lease{Election: e, Holder: "b", Term: 3}); err != nil {
@@ -127,14 +128,14 @@ func TestParseRecord(t *testing.T) {
 			}
 			if _, err := parseRecord("e", good[:i]); err == nil {
 				t.Errorf("prefix %q parsed", good[:i])
-			} else if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			} else if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Errorf("prefix %q: %v", good[:i], err)
 			}
 		}
 	}
 	for _, v := range []string{"", "|", "fxe1", "fxe2", "fxe1|||||", "fxe2||||||", "fxe1|1|-1|a|1|1|", "fxe1|1|99999999999999999999|a|1|1|", "fxe1|18446744073709551616|1|a|1|1|",
 		"fxe2|1|1|a|1|1|", "fxe2|1|1|a|0123456789abcdef0|1|1|", "fxe2|1|1|a|0123456789abcdeg|1|1|", "fxe2|1|1|a||1|1|"} {
-		if _, err := parseRecord("e", v); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if _, err := parseRecord("e", v); !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
@@ -148,7 +149,7 @@ func TestRecordLayout(t *testing.T) {
 	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
 	before := time.Now()
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:80"}, Duration: 90 * time.Second})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:80"}, Duration: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestRecordLayout(t *testing.T) {
 		t.Fatalf("record after renewal with a new duration = %q", v)
 	}
 	// Re-acquiring updates the metadata and the nonce and keeps the term.
-	l2, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Metadata: map[string]string{"addr": "new"}, Duration: time.Minute})
+	l2, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Metadata: map[string]string{"addr": "new"}, Duration: time.Minute})
 	if err != nil || l2.Term != l.Term || !l2.AcquiredAt.Equal(l.AcquiredAt) || !validNonce(l2.Version) || l2.Version == l.Version {
 		t.Fatalf("re-acquire = %+v, %v", l2, err)
 	}
@@ -213,7 +214,7 @@ func TestRecordLayout(t *testing.T) {
 	if got, _ := b.Get(ctxT(t), e); got.Metadata["addr"] != "new" {
 		t.Fatalf("metadata after re-acquire = %v", got.Metadata)
 	}
-	if _, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 0}); err == nil {
+	if _, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 0}); err == nil {
 		t.Fatal("Acquire with zero duration succeeded")
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 func acquireInc(t *testing.T, b *Backend, e, id, inc string) fxelection.Lease {
 	t.Helper()
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute, Incarnation: inc})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute, Incarnation: inc})
 	if err != nil {
 		t.Fatalf("Acquire(%s as %s/%s): %v", e, id, inc, err)
 	}
@@ -27,7 +27,7 @@ func acquireInc(t *testing.T, b *Backend, e, id, inc string) fxelection.Lease {
 func TestIncarnationNonce(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	b := newBackend(t, srv.Addr(), Options{})
-	for _, inc := range []string{fxelection.NewIncarnation(), "pod-7.run_2", "0123456789ABCDEF", strings.Repeat("z", fxelection.MaxIncarnationLen)} {
+	for _, inc := range []string{backendkit.NewIncarnation(), "pod-7.run_2", "0123456789ABCDEF", strings.Repeat("z", backendkit.MaxIncarnationLen)} {
 		t.Run(inc, func(t *testing.T) {
 			e := electionName(t)
 			l := acquireInc(t, b, e, "a", inc)
@@ -98,11 +98,11 @@ func TestNewIncarnationOverOlderRecords(t *testing.T) {
 				t.Fatalf("re-acquire naming no incarnation: term %d, want 7 kept", l.Term)
 			}
 			set()
-			l := acquireInc(t, b, e, "a", fxelection.NewIncarnation())
+			l := acquireInc(t, b, e, "a", backendkit.NewIncarnation())
 			if l.Term <= 7 {
 				t.Fatalf("new incarnation over %q: term %d, want > 7", v, l.Term)
 			}
-			if _, err := b.Renew(ctxT(t), fxelection.Lease{Election: e, Holder: "a", Term: 7, Duration: time.Minute}); !errors.Is(err, fxelection.ErrLeaseLost) {
+			if _, err := b.Renew(ctxT(t), fxelection.Lease{Election: e, Holder: "a", Term: 7, Duration: time.Minute}); !errors.Is(err, backendkit.ErrLeaseLost) {
 				t.Fatalf("the older run's Renew: %v, want ErrLeaseLost", err)
 			}
 		})
@@ -119,7 +119,7 @@ func TestNewIncarnationAboveLostCounter(t *testing.T) {
 	for range 5 {
 		release(t, b, acquire(t, b, e, "a"))
 	}
-	l := acquireInc(t, b, e, "a", fxelection.NewIncarnation())
+	l := acquireInc(t, b, e, "a", backendkit.NewIncarnation())
 	if l.Term != 6 {
 		t.Fatalf("sixth sequential term = %d", l.Term)
 	}
@@ -127,7 +127,7 @@ func TestNewIncarnationAboveLostCounter(t *testing.T) {
 	if err := b.client.Del(ctxT(t), term).Err(); err != nil {
 		t.Fatal(err)
 	}
-	l2 := acquireInc(t, b, e, "a", fxelection.NewIncarnation())
+	l2 := acquireInc(t, b, e, "a", backendkit.NewIncarnation())
 	if l2.Term != 7 {
 		t.Fatalf("new incarnation after the counter was lost: term %d, want 7 (above the live record's 6)", l2.Term)
 	}
@@ -135,13 +135,13 @@ func TestNewIncarnationAboveLostCounter(t *testing.T) {
 		t.Fatalf("counter = %q, want 7", c)
 	}
 	// Another identity still waits for the live record.
-	var held *fxelection.HeldError
-	if _, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: fxelection.NewIncarnation()}); !errors.As(err, &held) || held.Holder.Term != 7 {
+	var held *backendkit.HeldError
+	if _, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()}); !errors.As(err, &held) || held.Holder.Term != 7 {
 		t.Fatalf("other identity: %v, want a HeldError naming term 7", err)
 	}
 }
 
-// TestNewIncarnationTermExhausted: a live record at fxelection.MaxTerm
+// TestNewIncarnationTermExhausted: a live record at backendkit.MaxTerm
 // cannot pass to a new incarnation; the record is left as it is, and its
 // own incarnation still keeps it.
 func TestNewIncarnationTermExhausted(t *testing.T) {
@@ -149,8 +149,8 @@ func TestNewIncarnationTermExhausted(t *testing.T) {
 	b := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
 	e := electionName(t)
 	lease, term := b.Keys(e)
-	inc := fxelection.NewIncarnation()
-	max := strconv.FormatUint(fxelection.MaxTerm, 10)
+	inc := backendkit.NewIncarnation()
+	max := strconv.FormatUint(backendkit.MaxTerm, 10)
 	v := "fxe2|" + max + "|1|a|" + inc + "|60000|0|"
 	if err := b.client.Set(ctxT(t), lease, v, time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -158,8 +158,8 @@ func TestNewIncarnationTermExhausted(t *testing.T) {
 	if err := b.client.Set(ctxT(t), term, "3", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: fxelection.NewIncarnation()})
-	if !errors.Is(err, fxelection.ErrTermExhausted) {
+	_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()})
+	if !errors.Is(err, backendkit.ErrTermExhausted) {
 		t.Fatalf("new incarnation over MaxTerm: %v, want ErrTermExhausted", err)
 	}
 	if got := b.client.Get(ctxT(t), lease).Val(); got != v {
@@ -168,7 +168,7 @@ func TestNewIncarnationTermExhausted(t *testing.T) {
 	if got := b.client.Get(ctxT(t), term).Val(); got != "3" {
 		t.Fatalf("counter rewritten to %q by a refused Acquire", got)
 	}
-	if l := acquireInc(t, b, e, "a", inc); l.Term != fxelection.MaxTerm {
+	if l := acquireInc(t, b, e, "a", inc); l.Term != backendkit.MaxTerm {
 		t.Fatalf("own incarnation over MaxTerm: term %d", l.Term)
 	}
 }
@@ -181,7 +181,7 @@ func TestRenewDropsSupersededIncarnation(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
-	l := acquireInc(t, b, e, "a", fxelection.NewIncarnation())
+	l := acquireInc(t, b, e, "a", backendkit.NewIncarnation())
 	old := acquire(t, b, e, "a")
 	if old.Term != l.Term {
 		t.Fatalf("re-acquire naming no incarnation: term %d, want %d", old.Term, l.Term)
@@ -198,13 +198,13 @@ func TestInvalidIncarnation(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
-	for _, inc := range []string{"has space", "\x1b[31m", strings.Repeat("a", fxelection.MaxIncarnationLen+1), "ünï"} {
-		_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: inc})
+	for _, inc := range []string{"has space", "\x1b[31m", strings.Repeat("a", backendkit.MaxIncarnationLen+1), "ünï"} {
+		_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: inc})
 		if err == nil || strings.Contains(err.Error(), inc) {
 			t.Fatalf("Acquire with incarnation %q: %v", inc, err)
 		}
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after refused Acquires: %v, want ErrNoLease", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
@@ -150,7 +151,7 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 	if st := c.Elector.Status(); st.LastError == nil || strings.Contains(st.LastError.Error(), secret) {
 		t.Fatalf("Status.LastError = %v", st.LastError)
 	}
-	if _, err := start("the-right-one").Get(ctxT(t), "x"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := start("the-right-one").Get(ctxT(t), "x"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get with the right password: %v", err)
 	}
 }
@@ -182,7 +183,7 @@ func TestModule(t *testing.T) {
 		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
-	if _, err := mustNew(t, newClient(t, srv.Addr()), Options{KeyPrefix: "fx:"}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := mustNew(t, newClient(t, srv.Addr()), Options{KeyPrefix: "fx:"}).Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
 }

@@ -21,7 +21,7 @@ const (
 	pushMaxBackoff = 2 * time.Second
 )
 
-// Subscribe implements fxelection.Notifier: wake is called when a lease of
+// Subscribe implements backendkit.Notifier: wake is called when a lease of
 // election is released through any Backend with the same key prefix, and
 // (spuriously) for every election after the shared pub/sub connection
 // (re)subscribes, since a release may have been missed while it was down.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -212,7 +212,7 @@ func TestDisablePush(t *testing.T) {
 	if wq.count() != 0 {
 		t.Fatal("a push-disabled backend called wake")
 	}
-	var _ fxelection.Notifier = quiet
+	var _ backendkit.Notifier = quiet
 }
 
 // TestCloseStopsPush: Close ends the listener and later subscriptions, and

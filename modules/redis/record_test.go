@@ -24,7 +24,7 @@ var hostileRecords = []struct{ name, v string }{
 	{"HolderTooLong", "fxe1|5|5000|" + strings.Repeat("h", 5000) + "|60000|0|"},
 	{"DurationOverflow", "fxe1|5|1|a|9223372036854775807|0|"},
 	{"DurationOverflowMillis", "fxe1|5|1|a|9223372036855|0|"},
-	{"DurationTooLong", "fxe1|5|1|a|" + strconv.FormatInt((fxelection.MaxRecordDuration+time.Millisecond).Milliseconds(), 10) + "|0|"},
+	{"DurationTooLong", "fxe1|5|1|a|" + strconv.FormatInt((backendkit.MaxRecordDuration+time.Millisecond).Milliseconds(), 10) + "|0|"},
 	{"DurationZero", "fxe1|5|1|a|0|0|"},
 	{"DurationNegative", "fxe1|5|1|a|-1|0|"},
 	{"DurationLeadingZero", "fxe1|5|1|a|060000|0|"},
@@ -51,7 +51,7 @@ var hostileRecords = []struct{ name, v string }{
 	{"NonceControl", "fxe2|5|1|a|0123456789abcde\x1b|60000|0|"},
 	{"HolderNotUTF8V2", "fxe2|5|3|\xff\xfe\xfd|0123456789abcdef|60000|0|"},
 	{"DurationZeroV2", "fxe2|5|1|a|0123456789abcdef|0|0|"},
-	{"MetadataTooLarge", "fxe1|5|1|a|60000|0|{\"k\":\"" + strings.Repeat("v", fxelection.MaxMetadataBytes) + "\"}"},
+	{"MetadataTooLarge", "fxe1|5|1|a|60000|0|{\"k\":\"" + strings.Repeat("v", backendkit.MaxMetadataBytes) + "\"}"},
 }
 
 // TestParseRecordHostile: every hostile value gives ErrInvalidRecord from
@@ -60,7 +60,7 @@ func TestParseRecordHostile(t *testing.T) {
 	for _, tc := range hostileRecords {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := parseRecord("e", tc.v)
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("parseRecord(%q) = %+v, %v; want ErrInvalidRecord", tc.v, l, err)
 			}
 			for _, bad := range []string{"\xff", "\x1b", "\n", "\x00", "\u0085"} {
@@ -91,7 +91,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 			// nonce) is a's own.
 			own := strings.HasPrefix(tc.v, "fxe1|5|1|a|") || strings.HasPrefix(tc.v, "fxe2|5|1|a|0123456789abcdef|")
 			for _, id := range []string{"b", "a"} {
-				l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
+				l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
 				if id == "a" && err == nil && own {
 					// The record names a with a valid term: it is a's own
 					// lease (a damaged one), which a may refresh. Only the
@@ -102,11 +102,11 @@ func TestHostileRecordsInRedis(t *testing.T) {
 					}
 					continue
 				}
-				if !errors.Is(err, fxelection.ErrInvalidRecord) {
+				if !errors.Is(err, backendkit.ErrInvalidRecord) {
 					t.Fatalf("Acquire as %s: %+v, %v; want ErrInvalidRecord", id, l, err)
 				}
 			}
-			if _, err := b.Get(ctxT(t), e); err != nil && !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if _, err := b.Get(ctxT(t), e); err != nil && !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("Get: %v", err)
 			}
 			if got := admin.Get(ctxT(t), lease).Val(); !own && got != tc.v {
@@ -123,7 +123,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 	}
 	c := electiontesting.StartCandidate(t, b, e, "a", nil)
 	c.Events.WaitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
-		return ev.Err != nil && errors.Is(ev.Err, fxelection.ErrInvalidRecord)
+		return ev.Err != nil && errors.Is(ev.Err, backendkit.ErrInvalidRecord)
 	})
 	if c.Elector.IsLeader() {
 		t.Fatal("took over a live lease with an invalid holder")
@@ -162,8 +162,8 @@ func TestOwnDamagedRecord(t *testing.T) {
 		if err := admin.Set(ctxT(t), lease, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
-		_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
-		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+		_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
+		if !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Fatalf("Acquire over %q: %v, want ErrInvalidRecord", v, err)
 		}
 		if got := admin.Get(ctxT(t), lease).Val(); got != v {
@@ -179,7 +179,7 @@ func TestOwnDamagedRecord(t *testing.T) {
 		if err := admin.Set(ctxT(t), lease, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
-		l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
+		l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: 2 * time.Minute})
 		if err != nil || l.Term != 3 || !validNonce(l.Version) || l.Version == "0123456789abcdef" {
 			t.Fatalf("Acquire over its own damaged record %q = %+v, %v; want term 3 and a new nonce", v, l, err)
 		}
@@ -234,7 +234,7 @@ func FuzzParseRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		l, err := parseRecord("e", v)
 		if err != nil {
-			if !errors.Is(err, fxelection.ErrInvalidRecord) {
+			if !errors.Is(err, backendkit.ErrInvalidRecord) {
 				t.Fatalf("parseRecord(%q): %v does not match ErrInvalidRecord", v, err)
 			}
 			return

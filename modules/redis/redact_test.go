@@ -73,7 +73,7 @@ func TestErrorsRedacted(t *testing.T) {
 	b := mustNew(t, client, Options{DisablePush: true})
 	e := electionName(t)
 	l := fxelection.Lease{Election: e, Holder: "a", Term: 1, Duration: time.Minute}
-	_, errA := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	_, errA := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
 	_, errR := b.Renew(ctxT(t), l)
 	errL := b.Release(ctxT(t), l)
 	_, errG := b.Get(ctxT(t), e)
@@ -107,17 +107,17 @@ func TestErrorsRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = wrong.Get(ctxT(t), e)
-	if err == nil || errors.Is(err, fxelection.ErrNoLease) || strings.Contains(err.Error(), pw) {
+	if err == nil || errors.Is(err, backendkit.ErrNoLease) || strings.Contains(err.Error(), pw) {
 		t.Fatalf("Get with a wrong password: %v", err)
 	}
 	// Held errors keep their holder through the redaction.
 	right := mustNew(t, admin2, Options{})
-	if _, err := right.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "x-" + "the-right-one", Duration: time.Minute}); err != nil {
+	if _, err := right.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "x-" + "the-right-one", Duration: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = right.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "y", Duration: time.Minute})
-	var held *fxelection.HeldError
-	if !errors.As(err, &held) || !errors.Is(err, fxelection.ErrLeaseHeld) {
+	_, err = right.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "y", Duration: time.Minute})
+	var held *backendkit.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("Acquire of a held lease: %v, want a HeldError", err)
 	}
 	if strings.Contains(err.Error(), "the-right-one") {

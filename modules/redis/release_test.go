@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -22,8 +23,8 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	a := newBackend(t, srv.Addr(), Options{})
 	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
-	req := func(id string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute, Metadata: map[string]string{"k": "v"}}
+	req := func(id string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute, Metadata: map[string]string{"k": "v"}}
 	}
 	la, err := a.Acquire(ctxT(t), req("node"))
 	if err != nil {
@@ -43,14 +44,14 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 	if err != nil || got.Holder != "node" || got.Term != lb.Term {
 		t.Fatalf("Get after stale Release = %+v, %v; want B's lease (term %d)", got, err, lb.Term)
 	}
-	var held *fxelection.HeldError
+	var held *backendkit.HeldError
 	if _, err := a.Acquire(ctxT(t), req("other")); !errors.As(err, &held) || held.Holder.Term != lb.Term {
 		t.Fatalf("other identity's Acquire after stale Release: %v, want a HeldError naming term %d", err, lb.Term)
 	}
 	if err := b.Release(ctxT(t), lb); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := a.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := a.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after B's Release = %+v, %v; want ErrNoLease", got, err)
 	}
 	if l, err := a.Acquire(ctxT(t), req("other")); err != nil || l.Term <= lb.Term {
@@ -76,7 +77,7 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 	a := newBackend(t, srv.Addr(), Options{})
 	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
-	req := fxelection.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute}
+	req := backendkit.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute}
 	lb, err := b.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 	if err := b.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 	}
 }
@@ -134,7 +135,7 @@ func TestReleaseMatchesReturnedNonce(t *testing.T) {
 	b := newBackend(t, srv.Addr(), Options{})
 	acquire := func(t *testing.T, e string) fxelection.Lease {
 		t.Helper()
-		l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute})
+		l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "node", Duration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +202,7 @@ func TestReleaseMatchesReturnedNonce(t *testing.T) {
 			if err := b.Release(ctxT(t), l); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+			if got, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 				t.Fatalf("Get after Release = %+v, %v; want ErrNoLease", got, err)
 			}
 		})

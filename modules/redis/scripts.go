@@ -11,7 +11,7 @@ package redislease
 // prefix "fxe2|<term>|<len>|<holder>|" identifies one holder's term
 // unambiguously; Renew compares only that prefix. The nonce (16 lowercase
 // hex digits) names the acquiring run: the request's incarnation itself
-// when that is 16 lowercase hex digits (as fxelection.NewIncarnation
+// when that is 16 lowercase hex digits (as backendkit.NewIncarnation
 // makes them), else the first 64 bits of a SHA-256 of it, or random when
 // the request names no incarnation (then new on every Acquire). Acquire
 // compares it to decide whether a re-acquisition by the holder continues
@@ -30,18 +30,18 @@ package redislease
 // (no nonce; written by versions before it) are still read, renewed in
 // their format and released on holder and term; an Acquire by their holder
 // rewrites them as fxe2. Versions that know only fxe1 see an fxe2 record as
-// a foreign value (fxelection.ErrInvalidRecord, never taken over before it
+// a foreign value (backendkit.ErrInvalidRecord, never taken over before it
 // expires). A key of another type makes GET raise WRONGTYPE, which the Go
-// side maps to fxelection.ErrInvalidRecord (or, for Release, to "not
+// side maps to backendkit.ErrInvalidRecord (or, for Release, to "not
 // ours"). Terms are handled as strings of digits (see termLib), so every
-// term up to fxelection.MaxTerm is exact. Writes after TIME need script
+// term up to backendkit.MaxTerm is exact. Writes after TIME need script
 // effects replication, the default since Redis 5.
 
 // termLib is shared by the scripts that read terms. Terms are kept as
 // decimal strings in canonical form (no sign, no leading zero) and compared
 // as strings of digits, never converted to Lua numbers, which are doubles
 // and would round terms above 2^53. A term is in [1, 9223372036854775807]
-// (fxelection.MaxTerm); the counter may also read "0".
+// (backendkit.MaxTerm); the counter may also read "0".
 const termLib = `
 local MAXTERM = '9223372036854775807'
 local function canon(s, zero)
@@ -67,7 +67,7 @@ local NONCE = string.rep('[0-9a-f]', 16)
 // Replies {1, term, acquired ms, now ms} when the caller holds the lease
 // afterwards (the record then carries the given nonce), {0, record, pttl,
 // now ms} when another holds it, {-1, reason} for a foreign value, or {-2}
-// when the term counter reached fxelection.MaxTerm.
+// when the term counter reached backendkit.MaxTerm.
 //
 // A live record of the caller's identity keeps its term when the request
 // names no incarnation (ARGV[6] ~= "1", the contract before incarnations)

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
 func acquire(t *testing.T, b *Backend, e, id string) fxelection.Lease {
 	t.Helper()
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
 	if err != nil {
 		t.Fatalf("Acquire(%s as %s): %v", e, id, err)
 	}
@@ -125,7 +126,7 @@ func TestTermsAfterDataLoss(t *testing.T) {
 }
 
 // TestTermsExact: terms above 2^53 (where Lua's numbers, doubles, stop
-// being exact) and up to fxelection.MaxTerm are handed out exactly, in both
+// being exact) and up to backendkit.MaxTerm are handed out exactly, in both
 // term modes; at MaxTerm Acquire refuses with ErrTermExhausted and leaves
 // the counter as it was, rather than wrap or round.
 func TestTermsExact(t *testing.T) {
@@ -160,7 +161,7 @@ func TestTermsExact(t *testing.T) {
 					}
 					wrong := l
 					wrong.Term--
-					if _, err := b.Renew(ctxT(t), wrong); !errors.Is(err, fxelection.ErrLeaseLost) {
+					if _, err := b.Renew(ctxT(t), wrong); !errors.Is(err, backendkit.ErrLeaseLost) {
 						t.Fatalf("Renew with term %d under %d: %v", wrong.Term, l.Term, err)
 					}
 					release(t, b, l)
@@ -182,8 +183,8 @@ func TestTermsExact(t *testing.T) {
 			}
 			release(t, b, l2) // the re-acquisition's lease: l's release is stale now
 			for _, id := range []string{"a", "b"} {
-				_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
-				if !errors.Is(err, fxelection.ErrTermExhausted) {
+				_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
+				if !errors.Is(err, backendkit.ErrTermExhausted) {
 					t.Fatalf("Acquire after MaxTerm: %v, want ErrTermExhausted", err)
 				}
 			}
@@ -223,7 +224,7 @@ func TestTermAfterDelete(t *testing.T) {
 			if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Renew(ctxT(t), l); !errors.Is(err, fxelection.ErrLeaseLost) {
+			if _, err := b.Renew(ctxT(t), l); !errors.Is(err, backendkit.ErrLeaseLost) {
 				t.Fatalf("Renew after DEL: %v", err)
 			}
 			next := acquire(t, b, e, "b")

@@ -8,7 +8,7 @@ import (
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-// TestWatcher: a fxelection.Watcher on Redis sees every change of leader
+// TestWatcher: a watch.Watcher on Redis sees every change of leader
 // (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	addr := newServer(t, testserver.RedisOptions{}).Addr()

@@ -37,7 +37,7 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases in opts.Bucket through client, which
@@ -76,7 +76,7 @@ func encode(l fxelection.Lease, released bool) ([]byte, error) {
 
 // decode parses an object body with backendkit.UnmarshalValue. Anything but
 // a valid value around a valid record of election gives an error matching
-// fxelection.ErrInvalidRecord: a body that is not valid UTF-8 JSON, an
+// backendkit.ErrInvalidRecord: a body that is not valid UTF-8 JSON, an
 // unknown format, a record that backendkit.UnmarshalRecord rejects (holder
 // or metadata not printable UTF-8, term outside [1, MaxTerm], duration not
 // in (0, MaxRecordDuration], acquired_at that cannot be encoded again), or
@@ -138,7 +138,7 @@ func (b *Backend) readObject(ctx context.Context, election string) (s backendkit
 		return backendkit.Value{}, false, err
 	}
 	if len(data) > maxBody {
-		return backendkit.Value{}, true, fmt.Errorf("%w: object larger than %d bytes", fxelection.ErrInvalidRecord, maxBody)
+		return backendkit.Value{}, true, fmt.Errorf("%w: object larger than %d bytes", backendkit.ErrInvalidRecord, maxBody)
 	}
 	s, err = decode(data, election)
 	if err != nil {
@@ -179,14 +179,14 @@ func (b *Backend) write(ctx context.Context, l fxelection.Lease, released bool, 
 // absent, released, held by req.Identity, or observed unchanged by this
 // Backend for the record's full Duration; see the package documentation.
 // A new holder's term comes from backendkit.NextTerm (clock-seeded); at
-// fxelection.MaxTerm Acquire fails with an error matching
-// fxelection.ErrTermExhausted and writes nothing.
-func (b *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+// backendkit.MaxTerm Acquire fails with an error matching
+// backendkit.ErrTermExhausted and writes nothing.
+func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	l, err := b.acquire(ctx, req)
 	return l, b.redact(err)
 }
 
-func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
 	}
@@ -203,7 +203,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 			return b.tracker.Expired(req.Election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
 		}, time.Now())
 		if err != nil {
-			var held *fxelection.HeldError
+			var held *backendkit.HeldError
 			if errors.As(err, &held) {
 				return fxelection.Lease{}, err
 			}
@@ -226,7 +226,7 @@ func (b *Backend) acquire(ctx context.Context, req fxelection.AcquireRequest) (f
 
 // Renew rewrites lease's record (same term) if the object still holds it
 // unchanged since the caller's last write; otherwise it returns an error
-// matching fxelection.ErrLeaseLost. The new Version is the new ETag.
+// matching backendkit.ErrLeaseLost. The new Version is the new ETag.
 func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	l, err := b.renew(ctx, lease)
 	return l, b.redact(err)
@@ -243,7 +243,7 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	version, err := b.write(ctx, next, false, cur.Lease.Version)
 	if err != nil {
 		if isConflict(err) {
-			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", fxelection.ErrLeaseLost)
+			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 		}
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
@@ -253,20 +253,20 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 
 // own reads lease's object and returns it if it still holds lease: same
 // ETag, holder and term, not released. Otherwise it returns an error
-// matching fxelection.ErrLeaseLost (or a store failure).
+// matching backendkit.ErrLeaseLost (or a store failure).
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Version == "" || lease.Election == "" {
-		return backendkit.Value{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, backendkit.ErrLeaseLost
 	}
 	cur, found, err := b.read(ctx, lease.Election)
 	switch {
-	case errors.Is(err, fxelection.ErrInvalidRecord):
-		return backendkit.Value{}, fmt.Errorf("%w: %w", fxelection.ErrLeaseLost, err)
+	case errors.Is(err, backendkit.ErrInvalidRecord):
+		return backendkit.Value{}, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return backendkit.Value{}, err
 	case !found || cur.Released || cur.Lease.Version != lease.Version ||
 		cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
-		return backendkit.Value{}, fxelection.ErrLeaseLost
+		return backendkit.Value{}, backendkit.ErrLeaseLost
 	}
 	return cur, nil
 }
@@ -279,7 +279,7 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 
 func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	cur, err := b.own(ctx, lease)
-	if errors.Is(err, fxelection.ErrLeaseLost) {
+	if errors.Is(err, backendkit.ErrLeaseLost) {
 		return nil
 	}
 	if err != nil {
@@ -295,7 +295,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 }
 
 // Get returns election's current holder with Version set to the object's
-// ETag and a zero ExpiresAt, or fxelection.ErrNoLease if the object is
+// ETag and a zero ExpiresAt, or backendkit.ErrNoLease if the object is
 // absent or released. It changes nothing in the store; like Acquire, it
 // starts this Backend's observation of the version it saw.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
@@ -309,7 +309,7 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
 	if !found || cur.Released {
-		return fxelection.Lease{}, fxelection.ErrNoLease
+		return fxelection.Lease{}, backendkit.ErrNoLease
 	}
 	// A sighting is a sighting: it starts this candidate's observation of
 	// the version as an Acquire would (the result does not matter here).

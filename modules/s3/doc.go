@@ -35,7 +35,7 @@
 //     candidate's backendkit.ExpiryTracker decides; once it has seen the
 //     same write unchanged for the record's full Duration on its own
 //     monotonic clock, it replaces the object with If-Match, otherwise it
-//     returns a *fxelection.HeldError. backendkit.Claim makes this decision
+//     returns a *backendkit.HeldError. backendkit.Claim makes this decision
 //     (one rule for S3 and the cache backends). Every new term is
 //     backendkit.NextTerm(stored term, or 0 when there is no object): the
 //     larger of the stored term + 1 and the candidate's clock in
@@ -47,8 +47,8 @@
 //   - Renew and Release read the object, check that it still holds the
 //     caller's lease (same ETag, holder and term, not released) and replace
 //     it with If-Match on that ETag: two requests each. Renew fails with
-//     fxelection.ErrLeaseLost otherwise; Release returns nil.
-//   - Get reads the object: absent or released gives fxelection.ErrNoLease.
+//     backendkit.ErrLeaseLost otherwise; Release returns nil.
+//   - Get reads the object: absent or released gives backendkit.ErrNoLease.
 //     Lease.ExpiresAt is always zero (the store has no expiry time to
 //     report); AcquiredAt is the acquiring node's clock, for display only.
 //
@@ -73,7 +73,7 @@
 //   - A new incarnation of the holder's identity takes the lease at once
 //     with a higher term, and the object then names the new incarnation:
 //     the predecessor's next Renew finds another ETag and fails with
-//     fxelection.ErrLeaseLost. Without a fixed identity (the default
+//     backendkit.ErrLeaseLost. Without a fixed identity (the default
 //     identity is unique per process) this never happens.
 //   - The store must give strong read-after-write consistency (AWS S3 has
 //     since December 2020, MinIO always has) and honour conditional writes:
@@ -81,8 +81,8 @@
 //     (AWS since November 2024; MinIO supports both). A store that ignores
 //     these headers silently breaks mutual exclusion; do not use one.
 //   - Terms strictly increase on every change of holder or incarnation and
-//     after every release, and never wrap: at fxelection.MaxTerm Acquire fails with an
-//     error matching fxelection.ErrTermExhausted and writes nothing.
+//     after every release, and never wrap: at backendkit.MaxTerm Acquire fails with an
+//     error matching backendkit.ErrTermExhausted and writes nothing.
 //   - Terms also rise across a deleted object (an operator cleaning the
 //     bucket, or recovering from a foreign object): with no object to read,
 //     the next term is the candidate's clock in microseconds, above every
@@ -95,7 +95,7 @@
 //     milliseconds; an object that survives keeps terms rising whatever the
 //     clocks say.
 //   - There is no push wake-up: followers learn of a release at their next
-//     retry (the Backend does not implement fxelection.Notifier).
+//     retry (the Backend does not implement backendkit.Notifier).
 //
 // # Foreign objects and hostile records
 //
@@ -104,10 +104,10 @@
 // not this envelope, or
 // holding a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
-// duration not in (0, fxelection.MaxRecordDuration], so no duration can
+// duration not in (0, backendkit.MaxRecordDuration], so no duration can
 // overflow into a negative one), that names another election, or whose
 // acquired_at cannot be written back, gives an error matching
-// fxelection.ErrInvalidRecord from Acquire and Get, quoting no stored value
+// backendkit.ErrInvalidRecord from Acquire and Get, quoting no stored value
 // unescaped. Such an object is never taken over (S3 cannot expire it, and
 // its duration cannot be trusted). An operator recovers by deleting the
 // object; the election then goes on at a clock-seeded term (see above).

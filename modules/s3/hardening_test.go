@@ -57,10 +57,10 @@ func TestHugeDurationNeverTakenOver(t *testing.T) {
 			etag := plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", "5", ms)))
 			deadline := time.Now().Add(3 * time.Second)
 			for n := 0; time.Now().Before(deadline) || n < 3; n++ {
-				if l, err := b.Acquire(ctxT(t), req(e, "a", 100*time.Millisecond)); !errors.Is(err, fxelection.ErrInvalidRecord) {
+				if l, err := b.Acquire(ctxT(t), req(e, "a", 100*time.Millisecond)); !errors.Is(err, backendkit.ErrInvalidRecord) {
 					t.Fatalf("Acquire over a duration of %s ms (after %d tries): %+v, %v; want ErrInvalidRecord", ms, n, l, err)
 				}
-				if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrInvalidRecord) {
+				if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrInvalidRecord) {
 					t.Fatalf("Get: %v, want ErrInvalidRecord", err)
 				}
 				time.Sleep(100 * time.Millisecond)
@@ -113,7 +113,7 @@ func TestHostileRecords(t *testing.T) {
 	// either (a released record is decoded like any other).
 	e := electiontesting.Election(t)
 	plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "\xff", "3", "60000")))
-	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, fxelection.ErrInvalidRecord) {
+	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Acquire over a released hostile record: %v", err)
 	}
 }
@@ -124,9 +124,9 @@ func TestHostileRecords(t *testing.T) {
 // at MaxTerm itself keeps its term.
 func TestTermExhausted(t *testing.T) {
 	b, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
-	maxTerm := fmt.Sprint(uint64(fxelection.MaxTerm))
+	maxTerm := fmt.Sprint(uint64(backendkit.MaxTerm))
 	etag := plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "x", maxTerm, "60000")))
-	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, fxelection.ErrTermExhausted) {
+	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, backendkit.ErrTermExhausted) {
 		t.Fatalf("Acquire after term MaxTerm was released: %v, want ErrTermExhausted", err)
 	}
 	if got := objectETag(t, b, e); got != etag {
@@ -136,17 +136,17 @@ func TestTermExhausted(t *testing.T) {
 	// after expiry is refused like the release.
 	plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", maxTerm, "200")))
 	lx, err := b.Acquire(ctxT(t), req(e, "x", 200*time.Millisecond))
-	if err != nil || lx.Term != fxelection.MaxTerm {
+	if err != nil || lx.Term != backendkit.MaxTerm {
 		t.Fatalf("holder's re-acquire at MaxTerm: %+v, %v", lx, err)
 	}
 	c := newBackend(t, s3lease.Options{})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := c.Acquire(ctxT(t), req(e, "c", time.Second))
-		if errors.Is(err, fxelection.ErrTermExhausted) {
+		if errors.Is(err, backendkit.ErrTermExhausted) {
 			break
 		}
-		if !errors.Is(err, fxelection.ErrLeaseHeld) || time.Now().After(deadline) {
+		if !errors.Is(err, backendkit.ErrLeaseHeld) || time.Now().After(deadline) {
 			t.Fatalf("takeover at MaxTerm: %v, want ErrLeaseHeld then ErrTermExhausted", err)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
@@ -74,8 +75,8 @@ func TestConfigModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.(fxelection.NamedBackend).BackendName() != "s3" {
-		t.Fatalf("name %q", b.(fxelection.NamedBackend).BackendName())
+	if b.(backendkit.NamedBackend).BackendName() != "s3" {
+		t.Fatalf("name %q", b.(backendkit.NamedBackend).BackendName())
 	}
 	e := electiontesting.Election(t)
 	l, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
@@ -98,7 +99,7 @@ func TestConfigModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = bad.Get(ctxT(t), e)
-	if err == nil || errors.Is(err, fxelection.ErrNoLease) || strings.Contains(err.Error(), secret) {
+	if err == nil || errors.Is(err, backendkit.ErrNoLease) || strings.Contains(err.Error(), secret) {
 		t.Fatalf("Get with a wrong secret: %v", err)
 	}
 }

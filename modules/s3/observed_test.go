@@ -15,13 +15,13 @@ import (
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
-func req(e, id string, d time.Duration) fxelection.AcquireRequest {
-	return fxelection.AcquireRequest{Election: e, Identity: id, Metadata: map[string]string{"addr": id}, Duration: d}
+func req(e, id string, d time.Duration) backendkit.AcquireRequest {
+	return backendkit.AcquireRequest{Election: e, Identity: id, Metadata: map[string]string{"addr": id}, Duration: d}
 }
 
 // pollAcquire calls Acquire every step until it succeeds or limit passes;
 // it fails the test on anything but ErrLeaseHeld.
-func pollAcquire(t *testing.T, b *s3lease.Backend, r fxelection.AcquireRequest, step, limit time.Duration) (fxelection.Lease, time.Time) {
+func pollAcquire(t *testing.T, b *s3lease.Backend, r backendkit.AcquireRequest, step, limit time.Duration) (fxelection.Lease, time.Time) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -29,7 +29,7 @@ func pollAcquire(t *testing.T, b *s3lease.Backend, r fxelection.AcquireRequest, 
 		if err == nil {
 			return l, time.Now()
 		}
-		if !errors.Is(err, fxelection.ErrLeaseHeld) {
+		if !errors.Is(err, backendkit.ErrLeaseHeld) {
 			t.Fatalf("Acquire: %v", err)
 		}
 		if time.Now().After(deadline) {
@@ -85,7 +85,7 @@ func TestRenewalsPreventTakeover(t *testing.T) {
 			t.Fatalf("renewal reused ETag %q", l.Version)
 		}
 		versions[l.Version] = true
-		var he *fxelection.HeldError
+		var he *backendkit.HeldError
 		if _, err := b.Acquire(ctxT(t), req(e, "b", d)); !errors.As(err, &he) || he.Holder.Holder != "a" {
 			t.Fatalf("Acquire while a renews: %v, want held by a", err)
 		}
@@ -115,14 +115,14 @@ func TestReleaseKeepsObject(t *testing.T) {
 	if !strings.Contains(string(body), `"released":true`) {
 		t.Fatalf("released object = %s", body)
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after release: %v", err)
 	}
 	lb, err := b.Acquire(ctxT(t), req(e, "b", time.Hour))
 	if err != nil || lb.Term <= la.Term {
 		t.Fatalf("Acquire after release = %+v, %v; want term > %d", lb, err, la.Term)
 	}
-	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(ctxT(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew of a released lease: %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestGarbageRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := b.Acquire(ctxT(t), req(e, "a", 100*time.Millisecond)); !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if _, err := b.Acquire(ctxT(t), req(e, "a", 100*time.Millisecond)); !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Fatalf("Acquire over garbage: %v", err)
 		}
 		time.Sleep(150 * time.Millisecond)
@@ -166,12 +166,12 @@ func TestForgedLease(t *testing.T) {
 	}
 	forged := la
 	forged.Holder = "b"
-	if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("forged Renew: %v", err)
 	}
 	forged = la
 	forged.Term++
-	if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := b.Renew(ctxT(t), forged); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("forged-term Renew: %v", err)
 	}
 	got, err := b.Get(ctxT(t), e)
@@ -198,7 +198,7 @@ func TestNewValidates(t *testing.T) {
 	if b.BackendName() != "s3" {
 		t.Fatalf("name %q", b.BackendName())
 	}
-	if _, ok := fxelection.Backend(b).(fxelection.Notifier); ok {
+	if _, ok := fxelection.Backend(b).(backendkit.Notifier); ok {
 		t.Fatal("s3 backend claims push wake-up")
 	}
 }

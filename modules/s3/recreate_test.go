@@ -9,7 +9,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -47,10 +46,10 @@ func putBody(t *testing.T, b *s3lease.Backend, election string, body []byte) str
 	return info.ETag
 }
 
-// wantHeldBy fails unless err is a *fxelection.HeldError naming holder.
-func wantHeldBy(t *testing.T, err error, holder string) *fxelection.HeldError {
+// wantHeldBy fails unless err is a *backendkit.HeldError naming holder.
+func wantHeldBy(t *testing.T, err error, holder string) *backendkit.HeldError {
 	t.Helper()
-	var he *fxelection.HeldError
+	var he *backendkit.HeldError
 	if !errors.As(err, &he) || he.Holder.Holder != holder {
 		t.Fatalf("Acquire: %v, want held by %q", err, holder)
 	}
@@ -103,7 +102,7 @@ func restoredAfterGap(t *testing.T, opts s3lease.Options, gap func(t *testing.T,
 func TestMissingObjectRestartsObservation(t *testing.T) {
 	restoredAfterGap(t, s3lease.Options{}, func(t *testing.T, follower *s3lease.Backend, e string) {
 		deleteObject(t, follower, e)
-		if _, err := follower.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := follower.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("Get of a missing object: %v, want ErrNoLease", err)
 		}
 	})
@@ -120,7 +119,7 @@ func TestFailedReadRestartsObservation(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := follower.Get(ctxT(t), e)
-		if err == nil || errors.Is(err, fxelection.ErrNoLease) || errors.Is(err, fxelection.ErrLeaseHeld) {
+		if err == nil || errors.Is(err, backendkit.ErrNoLease) || errors.Is(err, backendkit.ErrLeaseHeld) {
 			t.Fatalf("Get with the bucket gone: %v, want a store failure", err)
 		}
 		if err := newClient(t).MakeBucket(ctxT(t), name, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {

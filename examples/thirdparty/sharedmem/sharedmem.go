@@ -101,7 +101,7 @@ func (m *Module) Cleanup() error {
 }
 
 type store struct {
-	backend *fxelection.MemoryBackend
+	backend *memory.Backend
 	token   string
 	users   int
 }
@@ -116,7 +116,7 @@ func join(name, token string) (*store, error) {
 	defer stores.Unlock()
 	st := stores.m[name]
 	if st == nil {
-		st = &store{backend: fxelection.NewMemoryBackend(), token: token}
+		st = &store{backend: memory.New(), token: token}
 		stores.m[name] = st
 	} else if subtle.ConstantTimeCompare([]byte(st.token), []byte(token)) != 1 {
 		return nil, fmt.Errorf("%w for store %q", ErrTokenRejected, name)

@@ -36,7 +36,7 @@ func countsFor(name string) *counts {
 
 // Counter is a test backend module over an in-memory store that counts the
 // calls electors make: with "batch" its backend implements
-// fxelection.BatchRenewer, without it only Backend and Notifier.
+// backendkit.BatchRenewer, without it only Backend and Notifier.
 type Counter struct {
 	Name  string `json:"name" config:"required"`
 	Batch bool   `json:"batch,omitempty"`
@@ -47,7 +47,7 @@ func (Counter) ElectionModule() config.ModuleInfo {
 }
 
 func (c *Counter) Backend() (fxelection.Backend, error) {
-	b := &countingBackend{MemoryBackend: fxelection.NewMemoryBackend(), c: countsFor(c.Name)}
+	b := &countingBackend{MemoryBackend: memory.New(), c: countsFor(c.Name)}
 	if c.Batch {
 		return &batchingBackend{b}, nil
 	}
@@ -57,7 +57,7 @@ func (c *Counter) Backend() (fxelection.Backend, error) {
 // countingBackend counts Renew and Subscribe calls; it does not batch (the
 // embedded MemoryBackend's RenewBatch is shadowed by an unexported field).
 type countingBackend struct {
-	*fxelection.MemoryBackend
+	*memory.Backend
 	c          *counts
 	RenewBatch struct{} // hides MemoryBackend.RenewBatch from the method set
 }
@@ -75,7 +75,7 @@ func (b *countingBackend) Subscribe(election string, wake func()) func() {
 // batchingBackend is a countingBackend that batches.
 type batchingBackend struct{ *countingBackend }
 
-func (b *batchingBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
+func (b *batchingBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	b.c.batches.Add(1)
 	b.c.batched.Add(int64(len(leases)))
 	for {
@@ -88,19 +88,19 @@ func (b *batchingBackend) RenewBatch(ctx context.Context, leases []fxelection.Le
 }
 
 var (
-	_ fxelection.BatchRenewer = (*batchingBackend)(nil)
-	_ fxelection.Notifier     = (*countingBackend)(nil)
+	_ backendkit.BatchRenewer = (*batchingBackend)(nil)
+	_ backendkit.Notifier     = (*countingBackend)(nil)
 )
 
 // TestCountingBackendCapabilities checks the test module itself: the
 // verdicts below mean nothing if the non-batching backend batched.
 func TestCountingBackendCapabilities(t *testing.T) {
 	plain, _ := (&Counter{Name: t.Name()}).Backend()
-	if _, ok := plain.(fxelection.BatchRenewer); ok {
+	if _, ok := plain.(backendkit.BatchRenewer); ok {
 		t.Fatal("the non-batching counter backend implements BatchRenewer")
 	}
 	batching, _ := (&Counter{Name: t.Name(), Batch: true}).Backend()
-	if _, ok := batching.(fxelection.BatchRenewer); !ok {
+	if _, ok := batching.(backendkit.BatchRenewer); !ok {
 		t.Fatal("the batching counter backend does not implement BatchRenewer")
 	}
 }

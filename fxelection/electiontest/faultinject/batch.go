@@ -6,7 +6,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 )
 
-// BatchBackend is a Backend that also implements fxelection.BatchRenewer,
+// BatchBackend is a Backend that also implements backendkit.BatchRenewer,
 // so that electors on it renew in batches. A fault set for
 // fxelection.OpRenew (or for all operations) hits a whole batch as it
 // would hit one Renew call; each lease in a batch counts as one call in
@@ -16,16 +16,16 @@ type BatchBackend struct {
 	*Backend
 }
 
-var _ fxelection.BatchRenewer = (*BatchBackend)(nil)
+var _ backendkit.BatchRenewer = (*BatchBackend)(nil)
 
 // NewBatch wraps inner like New, with batched renewals.
 func NewBatch(inner fxelection.Backend) *BatchBackend {
 	return &BatchBackend{New(inner)}
 }
 
-// RenewBatch implements fxelection.BatchRenewer.
-func (f *BatchBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []fxelection.RenewResult {
-	out := make([]fxelection.RenewResult, len(leases))
+// RenewBatch implements backendkit.BatchRenewer.
+func (f *BatchBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
+	out := make([]backendkit.RenewResult, len(leases))
 	if len(leases) == 0 {
 		return out
 	}
@@ -39,7 +39,7 @@ func (f *BatchBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease
 		}
 		return out
 	}
-	if br, ok := f.inner.(fxelection.BatchRenewer); ok {
+	if br, ok := f.inner.(backendkit.BatchRenewer); ok {
 		return br.RenewBatch(ctx, leases)
 	}
 	for i, l := range leases {

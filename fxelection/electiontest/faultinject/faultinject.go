@@ -5,7 +5,7 @@
 // through it), and so can programs: it does not import package testing, so
 // a demo or a chaos drill can cut an elector off its store at run time.
 //
-//	b := faultinject.New(fxelection.NewMemoryBackend())
+//	b := faultinject.New(memory.New())
 //	e, _ := fxelection.New(cfg, b)
 //	…
 //	b.Partition(true)  // the elector loses its store; its leadership ends
@@ -42,8 +42,8 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
-	_ fxelection.Notifier     = (*Backend)(nil)
-	_ fxelection.NamedBackend = (*Backend)(nil)
+	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.NamedBackend = (*Backend)(nil)
 )
 
 // New wraps inner; it passes every call through until told otherwise.
@@ -116,7 +116,7 @@ func (f *Backend) Calls(op string) int {
 // BackendName returns the wrapped backend's name ("custom" if it has none,
 // as the elector would call it).
 func (f *Backend) BackendName() string {
-	if n, ok := f.inner.(fxelection.NamedBackend); ok {
+	if n, ok := f.inner.(backendkit.NamedBackend); ok {
 		return n.BackendName()
 	}
 	return "custom"
@@ -159,7 +159,7 @@ func (f *Backend) before(ctx context.Context, op string) error {
 }
 
 // Acquire implements fxelection.Backend.
-func (f *Backend) Acquire(ctx context.Context, req fxelection.AcquireRequest) (fxelection.Lease, error) {
+func (f *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := f.before(ctx, fxelection.OpAcquire); err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -190,11 +190,11 @@ func (f *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 	return f.inner.Get(ctx, election)
 }
 
-// Subscribe implements fxelection.Notifier by forwarding to the wrapped
+// Subscribe implements backendkit.Notifier by forwarding to the wrapped
 // backend, if it is one; wake-ups are dropped while every operation fails,
 // hangs or is wedged.
 func (f *Backend) Subscribe(election string, wake func()) func() {
-	n, ok := f.inner.(fxelection.Notifier)
+	n, ok := f.inner.(backendkit.Notifier)
 	if !ok {
 		return func() {}
 	}

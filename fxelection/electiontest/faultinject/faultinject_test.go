@@ -21,13 +21,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func req(election, id string) fxelection.AcquireRequest {
-	return fxelection.AcquireRequest{Election: election, Identity: id, Duration: time.Minute}
+func req(election, id string) backendkit.AcquireRequest {
+	return backendkit.AcquireRequest{Election: election, Identity: id, Duration: time.Minute}
 }
 
 func TestFailAndPartition(t *testing.T) {
 	ctx := context.Background()
-	f := faultinject.New(fxelection.NewMemoryBackend())
+	f := faultinject.New(memory.New())
 	l, err := f.Acquire(ctx, req("e", "a"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestFailAndPartition(t *testing.T) {
 }
 
 func TestHangEndsWithContext(t *testing.T) {
-	f := faultinject.New(fxelection.NewMemoryBackend())
+	f := faultinject.New(memory.New())
 	f.Hang(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -79,7 +79,7 @@ func TestHangEndsWithContext(t *testing.T) {
 
 func TestWedgeIgnoresContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := faultinject.New(fxelection.NewMemoryBackend())
+		f := faultinject.New(memory.New())
 		f.Wedge(fxelection.OpGet, true)
 		ctx, cancel := context.WithCancel(context.Background())
 		var done atomic.Bool
@@ -103,10 +103,10 @@ func TestWedgeIgnoresContext(t *testing.T) {
 
 func TestDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := faultinject.New(fxelection.NewMemoryBackend())
+		f := faultinject.New(memory.New())
 		f.Delay(time.Second)
 		start := time.Now()
-		if _, err := f.Get(context.Background(), "e"); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := f.Get(context.Background(), "e"); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("Get = %v, want ErrNoLease", err)
 		}
 		if took := time.Since(start); took != time.Second {
@@ -117,7 +117,7 @@ func TestDelay(t *testing.T) {
 
 func TestPartitionDropsWakeUps(t *testing.T) {
 	ctx := context.Background()
-	mem := fxelection.NewMemoryBackend()
+	mem := memory.New()
 	f := faultinject.New(mem)
 	var woken atomic.Int32
 	cancel := f.Subscribe("e", func() { woken.Add(1) })
@@ -145,7 +145,7 @@ func TestPartitionDropsWakeUps(t *testing.T) {
 
 func TestBatchBackend(t *testing.T) {
 	ctx := context.Background()
-	f := faultinject.NewBatch(fxelection.NewMemoryBackend())
+	f := faultinject.NewBatch(memory.New())
 	a, err := f.Acquire(ctx, req("e1", "a"))
 	if err != nil {
 		t.Fatal(err)

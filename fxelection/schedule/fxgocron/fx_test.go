@@ -21,7 +21,7 @@ func TestModuleStopsSchedulerFirst(t *testing.T) {
 	var elector *fxelection.Elector
 	app := fx.New(
 		fx.NopLogger,
-		fxelection.MemoryModule,
+		memory.Module,
 		fx.Supply(fxelection.Config{Name: "jobs", Identity: "only",
 			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}),
 		fxelection.Module,

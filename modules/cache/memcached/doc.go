@@ -20,7 +20,7 @@
 //
 // memcached evicts items under memory pressure (least recently used first,
 // per slab class). If it evicts a live lease, the election is free at once:
-// the leader's next renewal (a cas) fails with fxelection.ErrLeaseLost and
+// the leader's next renewal (a cas) fails with backendkit.ErrLeaseLost and
 // it steps down, while another candidate may already have acquired it with a
 // higher term; for up to one RetryPeriod two candidates may believe they
 // lead, so guard writes with the term. A renewed lease is written every

@@ -57,8 +57,8 @@ func TestEviction(t *testing.T) {
 	a := newBackend(t, srv.Addr(), cachelease.Options{})
 	b := newBackend(t, srv.Addr(), cachelease.Options{})
 	e, released := electionName(t), electionName(t)+"-released"
-	req := func(election, id string) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: election, Identity: id, Duration: time.Hour}
+	req := func(election, id string) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: election, Identity: id, Duration: time.Hour}
 	}
 	held, err := a.Acquire(ctxT(t), req(e, "a"))
 	if err != nil {
@@ -95,10 +95,10 @@ func TestEviction(t *testing.T) {
 		}
 	}
 	t.Logf("evicted after %d fills", n)
-	if _, err := a.Renew(ctxT(t), held); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := a.Renew(ctxT(t), held); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew of an evicted lease: %v, want ErrLeaseLost", err)
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get of an evicted lease: %v, want ErrNoLease", err)
 	}
 	for _, c := range []struct {
@@ -136,11 +136,11 @@ func TestDurationsMemcachedCannotExpress(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	b := newBackend(t, srv.Addr(), cachelease.Options{})
 	e := electionName(t)
-	_, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 31 * 24 * time.Hour})
+	_, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 31 * 24 * time.Hour})
 	if !errors.Is(err, cachelease.ErrTTLRange) {
 		t.Fatalf("Acquire with a 31-day lease: %v, want ErrTTLRange", err)
 	}
-	if _, err := b.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := b.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("a refused Acquire wrote something: %v", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestHostileElectionNames(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	a := newBackend(t, srv.Addr(), cachelease.Options{})
 	b := newBackend(t, srv.Addr(), cachelease.Options{})
-	if _, err := a.Acquire(ctxT(t), fxelection.AcquireRequest{Election: "a\r\nflush_all", Identity: "a", Duration: time.Minute}); err == nil {
+	if _, err := a.Acquire(ctxT(t), backendkit.AcquireRequest{Election: "a\r\nflush_all", Identity: "a", Duration: time.Minute}); err == nil {
 		t.Fatalf("Acquire with CR LF in the name: %v, want refused", err)
 	}
 	names := []string{"a b", "a=41", "aA", "a.b", strings.Repeat("é", 100), strings.Repeat("é", 99) + "e"}

@@ -99,7 +99,7 @@ func TestModuleLifecycle(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	e := electionName(t)
 	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "cfg."})
-	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("probe Get: %v", err) // also opens the probe's connection
 	}
 	before := connAddrs(t, srv.Addr())
@@ -143,7 +143,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if m.client != nil || m.backend != nil {
 		t.Fatal("Cleanup did not drop the client")
 	}
-	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after app stop: %v, want released", err)
 	}
 	electiontesting.WaitFor(t, 20*time.Second, "the module's connections to close", func() bool {
@@ -205,7 +205,7 @@ func TestFxModule(t *testing.T) {
 		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
-	if _, err := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
 }
@@ -252,7 +252,7 @@ func TestExampleConfig(t *testing.T) {
 	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/memcached.json", electiontesting.LeaderLimit)
 	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})
 	for _, e := range doc.Elections {
-		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("%s after stop: %v, want released", e.Name, err)
 		}
 	}

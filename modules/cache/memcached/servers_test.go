@@ -99,13 +99,13 @@ func TestServerOrderOneLeader(t *testing.T) {
 	b := provision(s2.Addr() + ", " + s1.Addr() + "," + s2.Addr())
 	for i := range 16 {
 		e := fmt.Sprintf("%s-%d", electionName(t), i)
-		req := func(id string) fxelection.AcquireRequest {
-			return fxelection.AcquireRequest{Election: e, Identity: id, Incarnation: fxelection.NewIncarnation(), Duration: time.Minute}
+		req := func(id string) backendkit.AcquireRequest {
+			return backendkit.AcquireRequest{Election: e, Identity: id, Incarnation: backendkit.NewIncarnation(), Duration: time.Minute}
 		}
 		if _, err := a.Acquire(ctxT(t), req("a")); err != nil {
 			t.Fatalf("%s: a: %v", e, err)
 		}
-		var held *fxelection.HeldError
+		var held *backendkit.HeldError
 		if l, err := b.Acquire(ctxT(t), req("b")); !errors.As(err, &held) || held.Holder.Holder != "a" {
 			t.Fatalf("%s: b, with the servers in another order: %+v, %v; want HeldError by a (two leaders)", e, l, err)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
@@ -99,15 +98,15 @@ func TestWriteAccountedFor(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	b, writes, arm := hookedBackend(t, srv.Addr())
 	e := electionName(t)
-	req := fxelection.AcquireRequest{Election: e, Identity: "a", Incarnation: fxelection.NewIncarnation(), Duration: time.Minute}
+	req := backendkit.AcquireRequest{Election: e, Identity: "a", Incarnation: backendkit.NewIncarnation(), Duration: time.Minute}
 
 	arm(func() { _ = admin.Delete(b.Key(e)) })
 	l, err := b.Acquire(ctxT(t), req)
 	if n := writes.Load(); n != 1 {
 		t.Fatalf("Acquire made %d writes (result %+v, %v), want 1", n, l, err)
 	}
-	var held *fxelection.HeldError
-	if !errors.Is(err, cachelease.ErrVersionUnknown) || errors.As(err, &held) || errors.Is(err, fxelection.ErrLeaseLost) {
+	var held *backendkit.HeldError
+	if !errors.Is(err, cachelease.ErrVersionUnknown) || errors.As(err, &held) || errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Acquire whose add was deleted before its read-back: %+v, %v; want a store error matching ErrVersionUnknown", l, err)
 	}
 
@@ -121,7 +120,7 @@ func TestWriteAccountedFor(t *testing.T) {
 	other := newBackend(t, srv.Addr(), cachelease.Options{})
 	arm(func() {
 		_ = admin.Delete(b.Key(e))
-		if _, err := other.Acquire(context.Background(), fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute}); err != nil {
+		if _, err := other.Acquire(context.Background(), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -129,7 +128,7 @@ func TestWriteAccountedFor(t *testing.T) {
 	if n := writes.Load(); n != 2 {
 		t.Fatalf("Acquire and Renew made %d writes, want 2", n)
 	}
-	if !errors.Is(err, cachelease.ErrVersionUnknown) || errors.Is(err, fxelection.ErrLeaseLost) {
+	if !errors.Is(err, cachelease.ErrVersionUnknown) || errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew whose cas was replaced before its read-back: %v; want a store error matching ErrVersionUnknown, not ErrLeaseLost", err)
 	}
 	// Without interference every returned version is the stored one.
@@ -168,7 +167,7 @@ func TestCallsReturnAtContextDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := electionName(t)
-	l, err := b.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func TestCallsReturnAtContextDone(t *testing.T) {
 		"Renew": func(ctx context.Context) error { _, err := b.Renew(ctx, l); return err },
 		"Get":   func(ctx context.Context) error { _, err := b.Get(ctx, e); return err },
 		"Acquire": func(ctx context.Context) error {
-			_, err := b.Acquire(ctx, fxelection.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute})
+			_, err := b.Acquire(ctx, backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute})
 			return err
 		},
 		"Release": func(ctx context.Context) error { return b.Release(ctx, l) },

@@ -20,7 +20,7 @@
 // would delete live leases.
 //
 // A foreign value under a lease key never expires (there is no TTL): it
-// blocks the election with fxelection.ErrInvalidRecord errors until an
+// blocks the election with backendkit.ErrInvalidRecord errors until an
 // operator deletes it.
 //
 // # Replicas

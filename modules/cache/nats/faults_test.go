@@ -89,10 +89,10 @@ func TestBadInput(t *testing.T) {
 	}
 	// A duration no record may state is refused before anything is written.
 	e := electionName(t)
-	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Duration: 400 * 24 * time.Hour}); err == nil || !strings.Contains(err.Error(), "Duration") {
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 400 * 24 * time.Hour}); err == nil || !strings.Contains(err.Error(), "Duration") {
 		t.Fatalf("Acquire with a 400-day lease: %v, want refused", err)
 	}
-	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{}).Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("a refused Acquire wrote something: %v", err)
 	}
 	// Names NATS would read as wildcards or subject separators each get

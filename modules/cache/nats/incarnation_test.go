@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -21,13 +20,13 @@ func TestRenewChecksIncarnation(t *testing.T) {
 	srv, admin := newServer(t)
 	old := newBackend(t, srv.URL(), cachelease.Options{})
 	e := electionName(t)
-	l1, err := old.Acquire(ctxT(t), fxelection.AcquireRequest{Election: e, Identity: "a", Incarnation: fxelection.NewIncarnation(), Duration: time.Minute})
+	l1, err := old.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Incarnation: backendkit.NewIncarnation(), Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The successor's record: same identity and term, another incarnation.
 	succ := l1.Clone()
-	succ.Incarnation = fxelection.NewIncarnation()
+	succ.Incarnation = backendkit.NewIncarnation()
 	succ.Version = ""
 	v, err := backendkit.MarshalValue(succ, false)
 	if err != nil {
@@ -36,7 +35,7 @@ func TestRenewChecksIncarnation(t *testing.T) {
 	if _, err := admin.Put(ctxT(t), old.Key(e), v); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Renew(ctxT(t), l1); !errors.Is(err, fxelection.ErrLeaseLost) {
+	if _, err := old.Renew(ctxT(t), l1); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("old incarnation's Renew of its successor's record: %v, want ErrLeaseLost", err)
 	}
 	if err := old.Release(ctxT(t), l1); err != nil {

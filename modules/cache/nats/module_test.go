@@ -146,7 +146,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := b.(fxelection.Notifier); !ok {
+	if _, ok := b.(backendkit.Notifier); !ok {
 		t.Fatal("the module's Backend does not implement Notifier")
 	}
 	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the elector to lead", el.IsLeader)
@@ -176,7 +176,7 @@ func TestModuleLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after app stop: %v, want released", err)
 	}
 }
@@ -290,7 +290,7 @@ func TestFxModule(t *testing.T) {
 		t.Fatalf("backend name %q", e.Status().Backend)
 	}
 	app.RequireStop()
-	if _, err := newBackend(t, srv.URL(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, fxelection.ErrNoLease) {
+	if _, err := newBackend(t, srv.URL(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
 }
@@ -318,7 +318,7 @@ func TestExampleConfig(t *testing.T) {
 	}
 	defer probe.Close()
 	for _, e := range doc.Elections {
-		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, fxelection.ErrNoLease) {
+		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("%s after stop: %v, want released", e.Name, err)
 		}
 	}

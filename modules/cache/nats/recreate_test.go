@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -28,8 +27,8 @@ func TestRecreatedBucketRevisionOne(t *testing.T) {
 	follower := newBucketBackend(t, srv.URL(), cachelease.Options{DisablePush: true})
 	leader := newBucketBackend(t, srv.URL(), cachelease.Options{DisablePush: true})
 	e := electionName(t)
-	req := func(id string, d time.Duration) fxelection.AcquireRequest {
-		return fxelection.AcquireRequest{Election: e, Identity: id, Incarnation: fxelection.NewIncarnation(), Duration: d}
+	req := func(id string, d time.Duration) backendkit.AcquireRequest {
+		return backendkit.AcquireRequest{Election: e, Identity: id, Incarnation: backendkit.NewIncarnation(), Duration: d}
 	}
 
 	lo, err := old.Acquire(ctxT(t), req("old", ttl))
@@ -39,7 +38,7 @@ func TestRecreatedBucketRevisionOne(t *testing.T) {
 	if lo.Version != "1" {
 		t.Fatalf("old record at revision %s, want 1 of a fresh bucket", lo.Version)
 	}
-	var held *fxelection.HeldError
+	var held *backendkit.HeldError
 	if _, err := follower.Acquire(ctxT(t), req("follower", ttl)); !errors.As(err, &held) {
 		t.Fatalf("follower's first attempt: %v, want HeldError", err)
 	}

@@ -135,12 +135,12 @@ func TestCheck(t *testing.T) {
 	if _, err := d.write(ctx, "none"); !errors.Is(err, fence.ErrNoToken) {
 		t.Fatalf("no token: %v", err)
 	}
-	for _, term := range []uint64{0, fxelection.MaxTerm + 1} {
+	for _, term := range []uint64{0, backendkit.MaxTerm + 1} {
 		if _, err := d.write(tokenCtx(ctx, el, term), "bad"); !errors.Is(err, fence.ErrInvalidToken) {
 			t.Fatalf("term %d: %v", term, err)
 		}
 	}
-	if _, err := d.write(tokenCtx(ctx, el, fxelection.MaxTerm), "max"); err != nil {
+	if _, err := d.write(tokenCtx(ctx, el, backendkit.MaxTerm), "max"); err != nil {
 		t.Fatalf("MaxTerm: %v", err)
 	}
 }

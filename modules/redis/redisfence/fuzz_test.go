@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/fence"
 )
 
@@ -29,7 +28,7 @@ func FuzzMapErr(f *testing.F) {
 		}
 		var ste *fence.StaleTermError
 		if errors.As(err, &ste) {
-			if ste.Highest > fxelection.MaxTerm || ste.Term != 5 || ste.Election != "e" {
+			if ste.Highest > backendkit.MaxTerm || ste.Term != 5 || ste.Election != "e" {
 				t.Fatalf("%q → %+v", msg, ste)
 			}
 			if len(msg) < len("FXFENCESTALE ") || msg[:len("FXFENCESTALE ")] != "FXFENCESTALE " {

@@ -39,7 +39,7 @@
 // any term again until the next guarded write. Redis does not roll back a
 // script that fails half-way (an error raised by the caller's script after
 // it wrote): the fence is raised before the caller's part runs. Terms are
-// compared as decimal strings, so every term up to fxelection.MaxTerm works
+// compared as decimal strings, so every term up to backendkit.MaxTerm works
 // whatever backend issued it.
 package redisfence
 
@@ -53,7 +53,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/modules/redis/internal/rediskey"
@@ -144,7 +143,7 @@ var (
 // and s does not run; a ctx without a token gives fence.ErrNoToken; an
 // out-of-range token an error matching fence.ErrInvalidToken; a fence key
 // holding something other than a term an error matching
-// fxelection.ErrInvalidRecord. Other errors are Redis's or the script's
+// backendkit.ErrInvalidRecord. Other errors are Redis's or the script's
 // (redacted).
 func (g *Guard) Run(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
 	tok, err := fence.FromContext(ctx)
@@ -224,7 +223,7 @@ func (g *Guard) mapErr(tok fence.Token, err error) error {
 		return stale
 	}
 	if strings.HasPrefix(msg, "FXFENCEINVALID") {
-		return fmt.Errorf("redisfence: fence key %q: %w", g.FenceKey(tok.Election), fxelection.ErrInvalidRecord)
+		return fmt.Errorf("redisfence: fence key %q: %w", g.FenceKey(tok.Election), backendkit.ErrInvalidRecord)
 	}
 	return fmt.Errorf("redisfence: guarded write: %w", backendkit.RedactError(err))
 }

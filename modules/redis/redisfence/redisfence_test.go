@@ -77,10 +77,10 @@ func TestGuardedWrites(t *testing.T) {
 	if err := g.Advance(tokenCtx(ctx, el, big)); !errors.Is(err, fence.ErrStaleTerm) {
 		t.Fatalf("2^60 after 2^60+1: %v", err)
 	}
-	if err := g.Advance(tokenCtx(ctx, el, fxelection.MaxTerm)); err != nil {
+	if err := g.Advance(tokenCtx(ctx, el, backendkit.MaxTerm)); err != nil {
 		t.Fatal(err)
 	}
-	if v := c.Get(ctx, g.FenceKey(el)).Val(); v != strconv.FormatUint(fxelection.MaxTerm, 10) {
+	if v := c.Get(ctx, g.FenceKey(el)).Val(); v != strconv.FormatUint(backendkit.MaxTerm, 10) {
 		t.Fatalf("fence key %q", v)
 	}
 
@@ -88,7 +88,7 @@ func TestGuardedWrites(t *testing.T) {
 	if err := g.Set(ctx, key, "x", 0); !errors.Is(err, fence.ErrNoToken) {
 		t.Fatalf("no token: %v", err)
 	}
-	for _, term := range []uint64{0, fxelection.MaxTerm + 1} {
+	for _, term := range []uint64{0, backendkit.MaxTerm + 1} {
 		if err := g.Set(tokenCtx(ctx, el, term), key, "x", 0); !errors.Is(err, fence.ErrInvalidToken) {
 			t.Fatalf("term %d: %v", term, err)
 		}
@@ -139,7 +139,7 @@ func TestHostileFenceKey(t *testing.T) {
 		el := fmt.Sprintf("%s-%d", election(t), i)
 		c.Set(ctx, g.FenceKey(el), v, 0)
 		err := g.Set(tokenCtx(ctx, el, 1), "k"+redisfence.HashTag(el), "x", 0)
-		if !errors.Is(err, fxelection.ErrInvalidRecord) {
+		if !errors.Is(err, backendkit.ErrInvalidRecord) {
 			t.Errorf("fence key %q: %v, want ErrInvalidRecord", v, err)
 		}
 		if got := c.Get(ctx, g.FenceKey(el)).Val(); got != v {
