@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 func TestStatusWatch(t *testing.T) {
 	mem := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &electiontest.LogBuffer{}
+	out := &electiontesting.LogBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- runWatch(ctx, options{election: "w", retry: 50 * time.Millisecond}, mem, out) }()
 

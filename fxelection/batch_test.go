@@ -13,7 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -107,12 +107,12 @@ func TestBatchedRenewalsNeverLate(t *testing.T) {
 }
 
 // TestChaosBatched is TestChaos with every candidate renewing through
-// RenewBatch (electiontest.BatchFaulty).
+// RenewBatch (faultinject.BatchBackend).
 func TestChaosBatched(t *testing.T) {
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return electiontest.NewBatchFaulty(b) })
+				chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return faultinject.NewBatch(b) })
 			})
 		})
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // TestChaos runs five candidates on one store for an hour of fake time while
@@ -44,7 +45,7 @@ type chaosBackend interface {
 }
 
 func chaos(t *testing.T, seed uint64) {
-	chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return electiontest.NewFaulty(b) })
+	chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return faultinject.New(b) })
 }
 
 // chaosWith runs the chaos schedule of seed with candidates on backends
@@ -52,7 +53,7 @@ func chaos(t *testing.T, seed uint64) {
 func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBackend) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	store := memory.New()
-	rec := &electiontest.Recorder{}
+	rec := &electiontesting.Recorder{}
 	newElector := func(c *chaosCandidate) {
 		// A group of its own: with a BatchRenewer (BatchFaulty) every
 		// renewal goes through RenewBatch.
@@ -97,7 +98,7 @@ func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBac
 		case 2:
 			c.f.Delay(time.Duration(rng.Int64N(int64(2 * time.Second))))
 		case 3:
-			c.f.Fail(fxelection.OpRenew, electiontest.ErrInjected)
+			c.f.Fail(fxelection.OpRenew, faultinject.ErrInjected)
 		case 4:
 			c.f.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
 		case 5:

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -113,7 +113,7 @@ func TestLeaderStepsDownBeforeLeaseCanExpireElsewhere(t *testing.T) {
 				store := memory.New()
 				release := make(chan struct{})
 				sb := &stubborn{Backend: store, release: release}
-				fa := electiontest.NewFaulty(sb)
+				fa := faultinject.New(sb)
 				var cancelledAt time.Time
 				var leaderWork sync.WaitGroup
 				leaderWork.Add(1)
@@ -189,8 +189,8 @@ func (s *stubborn) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Le
 func TestBackoffGrowsAndResets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		fa := electiontest.NewFaulty(store)
-		fa.Fail(fxelection.OpAcquire, electiontest.ErrInjected)
+		fa := faultinject.New(store)
+		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
 		var errs []error
 		var mu sync.Mutex
 		c := cfg("a")
@@ -227,7 +227,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		synctest.Wait()
 		mu.Lock()
 		var oe *fxelection.OpError
-		if len(errs) != len(ts) || !errors.As(errs[0], &oe) || oe.Op != fxelection.OpAcquire || !errors.Is(errs[0], electiontest.ErrInjected) {
+		if len(errs) != len(ts) || !errors.As(errs[0], &oe) || oe.Op != fxelection.OpAcquire || !errors.Is(errs[0], faultinject.ErrInjected) {
 			t.Fatalf("%d error callbacks for %d failures; first %v", len(errs), len(ts), errs[0])
 		}
 		mu.Unlock()
@@ -239,7 +239,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		fa.Fail(fxelection.OpAcquire, nil)
 		time.Sleep(10 * retry) // a sees "held" (no error): backoff reset
 		n := len(acquires())
-		fa.Fail(fxelection.OpAcquire, electiontest.ErrInjected)
+		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
 		time.Sleep(5 * retry)
 		ts = acquires()[n-1:]
 		if g := ts[2].Sub(ts[1]); g >= 2*retry {
@@ -251,7 +251,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 func TestStartedStoppedPaired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		fa := electiontest.NewFaulty(store)
+		fa := faultinject.New(store)
 		var l log
 		c := cfg("a")
 		c.Callbacks.OnStartedLeading = func(ctx context.Context) {
@@ -291,7 +291,7 @@ func TestBlockedCallbacksDoNotDelayRenewals(t *testing.T) {
 		c.Callbacks.OnNewLeader = func(fxelection.Lease) { <-unblock }
 		c.Callbacks.OnError = func(error) { <-unblock }
 		c.Callbacks.OnStoppedLeading = func(fxelection.Lease, fxelection.StopReason) { <-unblock }
-		fa := electiontest.NewFaulty(memory.New())
+		fa := faultinject.New(memory.New())
 		e := start(t, c, fa)
 		synctest.Wait()
 		before := fa.Calls(fxelection.OpRenew)
@@ -421,7 +421,7 @@ func TestRecampaign(t *testing.T) {
 		t.Run(fmt.Sprintf("NoRecampaign=%v", no), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := memory.New()
-				fa := electiontest.NewFaulty(store)
+				fa := faultinject.New(store)
 				c := cfg("a")
 				c.NoRecampaign = no
 				a := start(t, c, fa)
@@ -452,7 +452,7 @@ func TestRecampaign(t *testing.T) {
 func TestRunIfLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		fa := electiontest.NewFaulty(store)
+		fa := faultinject.New(store)
 		a := start(t, cfg("a"), fa)
 		synctest.Wait()
 		b := start(t, cfg("b"), store)
@@ -634,7 +634,7 @@ func TestDefaultIdentityUnique(t *testing.T) {
 // bounded by RenewDeadline, Resign's release too, and Stop always returns.
 func TestHungStoreDoesNotWedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := electiontest.NewFaulty(memory.New())
+		fa := faultinject.New(memory.New())
 		a := start(t, cfg("a"), fa)
 		synctest.Wait()
 		fa.Hang(true) // renewals, the resign's release and acquisitions hang

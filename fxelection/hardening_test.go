@@ -16,7 +16,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -50,7 +50,7 @@ func panics(errs []error) map[string]int {
 // elector keeps renewing, reports each panic, and stops cleanly.
 func TestObserverPanicIsRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := electiontest.NewFaulty(memory.New())
+		fa := faultinject.New(memory.New())
 		var errs errLog
 		c := cfg("a")
 		c.Callbacks.OnError = errs.add
@@ -106,7 +106,7 @@ func TestObserverPanicIsRecovered(t *testing.T) {
 func TestCallbackPanicsAreRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		fa := electiontest.NewFaulty(store)
+		fa := faultinject.New(store)
 		var errs errLog
 		var l log
 		c := cfg("a")
@@ -123,7 +123,7 @@ func TestCallbackPanicsAreRecovered(t *testing.T) {
 		var onErrorPanics atomic.Int32
 		c.Callbacks.OnError = func(err error) {
 			errs.add(err)
-			if errors.Is(err, electiontest.ErrInjected) {
+			if errors.Is(err, faultinject.ErrInjected) {
 				onErrorPanics.Add(1)
 				panic("error callback bug")
 			}
@@ -134,7 +134,7 @@ func TestCallbackPanicsAreRecovered(t *testing.T) {
 		fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost) // lose it: stopped, then re-acquire
 		time.Sleep(3 * retry)
 		fa.Fail(fxelection.OpRenew, nil)
-		fa.Fail(fxelection.OpRenew, electiontest.ErrInjected) // OnError panics
+		fa.Fail(fxelection.OpRenew, faultinject.ErrInjected) // OnError panics
 		time.Sleep(retry)
 		fa.Fail(fxelection.OpRenew, nil)
 		time.Sleep(3 * retry)
@@ -179,7 +179,7 @@ type secretBackend struct {
 }
 
 func secretErr(op string) error {
-	return fmt.Errorf(`%s: Get "https://x/y?sig=SECRET&se=1": dial tcp: host=db password=SECRET user=u: %w`, op, electiontest.ErrInjected)
+	return fmt.Errorf(`%s: Get "https://x/y?sig=SECRET&se=1": dial tcp: host=db password=SECRET user=u: %w`, op, faultinject.ErrInjected)
 }
 
 func (s *secretBackend) Acquire(ctx context.Context, r backendkit.AcquireRequest) (fxelection.Lease, error) {
@@ -253,7 +253,7 @@ func TestStoreErrorsAreRedacted(t *testing.T) {
 			if strings.Contains(err.Error(), "SECRET") {
 				t.Fatalf("secret leaked: %v", err)
 			}
-			if !errors.Is(err, electiontest.ErrInjected) {
+			if !errors.Is(err, faultinject.ErrInjected) {
 				t.Fatalf("sentinel lost: %v", err)
 			}
 			for _, op := range []string{"acquire", "renew", "release"} {
@@ -309,7 +309,7 @@ func TestStopBoundedWhenBackendIgnoresContext(t *testing.T) {
 					start(t, cfg("other"), store)
 					synctest.Wait()
 				}
-				fa := electiontest.NewFaulty(store)
+				fa := faultinject.New(store)
 				defer fa.Wedge(tc.wedge, false) // let the abandoned call end
 				var l log
 				c := cfg("a")
@@ -471,7 +471,7 @@ func TestStoppedNeverBeforeStarted(t *testing.T) {
 // timer has ended belief while the loop is still stuck in a renewal.
 func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fa := electiontest.NewFaulty(memory.New())
+		fa := faultinject.New(memory.New())
 		defer fa.Wedge(fxelection.OpRenew, false)
 		e := start(t, cfg("a"), fa)
 		synctest.Wait()
@@ -661,9 +661,9 @@ func TestBackoffNeverOverflows(t *testing.T) {
 	}
 }
 
-// With a store that hangs but honours contexts (Faulty.Hang), Stop returns
-// at once, without an error, for a follower and for a leader alike (the
-// leader's release fails within the bound and says so).
+// With a store that hangs but honours contexts (faultinject.Backend.Hang),
+// Stop returns at once, without an error, for a follower and for a leader
+// alike (the leader's release fails within the bound and says so).
 func TestStopWithHungStore(t *testing.T) {
 	for _, leader := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leader=%v", leader), func(t *testing.T) {
@@ -673,7 +673,7 @@ func TestStopWithHungStore(t *testing.T) {
 					start(t, cfg("other"), store)
 					synctest.Wait()
 				}
-				fa := electiontest.NewFaulty(store)
+				fa := faultinject.New(store)
 				e, err := fxelection.New(cfg("a"), fa)
 				if err != nil {
 					t.Fatal(err)

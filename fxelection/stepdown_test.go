@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -47,14 +47,14 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var (
-					fa *electiontest.Faulty
+					fa *faultinject.Backend
 					b  fxelection.Backend
 				)
 				if batched {
-					bf := electiontest.NewBatchFaulty(memory.New())
+					bf := faultinject.NewBatch(memory.New())
 					fa, b = bf.Backend, bf
 				} else {
-					fa = electiontest.NewFaulty(memory.New())
+					fa = faultinject.New(memory.New())
 					b = fa
 				}
 				defer fa.Wedge(fxelection.OpRenew, false)

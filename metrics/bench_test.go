@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -41,7 +41,7 @@ func BenchmarkObserveOperation(b *testing.B) {
 // errors.Is, plus the error counter).
 func BenchmarkObserveStoreError(b *testing.B) {
 	a := benchAttachment(b)
-	ev := fxelection.Event{Kind: fxelection.EventOperation, Op: fxelection.OpAcquire, Err: electiontest.ErrInjected, Time: time.Now()}
+	ev := fxelection.Event{Kind: fxelection.EventOperation, Op: fxelection.OpAcquire, Err: faultinject.ErrInjected, Time: time.Now()}
 	b.ReportAllocs()
 	for b.Loop() {
 		a.Observe(ev)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/metrics"
 )
@@ -48,7 +48,7 @@ func probe(t *testing.T, what string, h http.Handler, wantCode int) metrics.Heal
 func TestHealthHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		fb := electiontest.NewFaulty(mem)
+		fb := faultinject.New(mem)
 		a := newElector(t, "jobs", "a", mem)
 		b := newElector(t, "jobs", "b", fb)
 
@@ -111,7 +111,7 @@ func TestHealthHandlers(t *testing.T) {
 		synctest.Wait()
 		probe(t, "live b in outage", metrics.Liveness(b), http.StatusOK)
 		rep = probe(t, "ready b in outage", metrics.Readiness(b), http.StatusServiceUnavailable)
-		if e := rep.Electors[0]; !strings.Contains(e.LastError, electiontest.ErrInjected.Error()) || e.LastErrorAt.IsZero() ||
+		if e := rep.Electors[0]; !strings.Contains(e.LastError, faultinject.ErrInjected.Error()) || e.LastErrorAt.IsZero() ||
 			!strings.Contains(e.Reason, "store has not answered") {
 			t.Errorf("b's report in outage: %+v", e)
 		}

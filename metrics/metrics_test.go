@@ -17,7 +17,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/metrics"
 )
@@ -41,7 +41,7 @@ func TestScriptedSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
 		mem := memory.New()
-		faulty := electiontest.NewFaulty(mem)
+		faulty := faultinject.New(mem)
 		a := newElector(t, "jobs", "a", faulty)
 		b := newElector(t, "jobs", "b", mem)
 		detach := m.Attach(a)
@@ -67,7 +67,7 @@ func TestScriptedSequence(t *testing.T) {
 		if got := series(t, reg, metrics.NameIsLeader); got["election=jobs,identity=a"] != 1 {
 			t.Fatalf("is_leader while a leads = %v", got)
 		}
-		faulty.Fail(fxelection.OpRenew, electiontest.ErrInjected)
+		faulty.Fail(fxelection.OpRenew, faultinject.ErrInjected)
 
 		after(origin, 610*time.Millisecond)
 		faulty.Fail(fxelection.OpRenew, nil)
@@ -427,7 +427,7 @@ func TestSharedRegistry(t *testing.T) {
 func TestCanceledIsNotAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		faulty := electiontest.NewFaulty(memory.New())
+		faulty := faultinject.New(memory.New())
 		faulty.Hang(true)
 		e := newElector(t, "jobs", "a", faulty)
 		var results []string

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestAPIRuns runs the tour: a leads and works, b sees it, a resigns and b
 // leads.
 func TestAPIRuns(t *testing.T) {
-	var out electiontest.LogBuffer
+	var out electiontesting.LogBuffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatal(err)
 	}

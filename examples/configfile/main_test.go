@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -33,7 +33,7 @@ func TestConfigFileRuns(t *testing.T) {
 	for _, name := range []string{"billing", "reports", "ledger"} {
 		want = append(want, `msg="election started" election=`+name, `msg="leadership acquired" election=`+name)
 	}
-	p.WaitFor(t, electiontest.LeaderLimit, want...)
+	p.WaitFor(t, electiontesting.LeaderLimit, want...)
 	out := p.Stop(t)
 	if n := strings.Count(out, `msg="leadership lost"`); n != 3 {
 		t.Errorf("%d leaderships lost on stop, want 3:\n%s", n, out)

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // leader's write passes, the late one is refused and changes nothing.
 func TestPgfencingRuns(t *testing.T) {
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
-	var out electiontest.LogBuffer
+	var out electiontesting.LogBuffer
 	if err := run(context.Background(), srv.DSN(), &out); err != nil {
 		t.Fatal(err)
 	}

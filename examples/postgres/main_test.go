@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -36,7 +36,7 @@ func TestPostgresRuns(t *testing.T) {
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
 		return run(ctx, srv.DSN(), "ops", out)
 	})
-	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=billing`)
+	p.WaitFor(t, electiontesting.LeaderLimit, `msg="leadership acquired" election=billing`)
 	var holder *string
 	if err := conn.QueryRow(ctx, `SELECT holder FROM ops.fxelection_leases WHERE name = 'billing'`).Scan(&holder); err != nil || holder == nil {
 		t.Fatalf("lease row in ops: %v, %v", holder, err)
@@ -53,7 +53,7 @@ func TestMissingSchemaFailsStart(t *testing.T) {
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var out electiontest.LogBuffer
+	var out electiontesting.LogBuffer
 	err := run(ctx, srv.DSN(), "nosuchschema", &out)
 	if err == nil || !strings.Contains(err.Error(), `schema "nosuchschema" does not exist`) {
 		t.Fatalf("run = %v, want the missing schema named", err)

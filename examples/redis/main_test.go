@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -28,7 +28,7 @@ func TestRedisRuns(t *testing.T) {
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
 		return run(ctx, srv.Addr(), "127.0.0.1:0", out)
 	})
-	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=jobs`)
+	p.WaitFor(t, electiontesting.LeaderLimit, `msg="leadership acquired" election=jobs`)
 	m := servingAt.FindStringSubmatch(p.Output())
 	if m == nil {
 		t.Fatalf("no address in the log:\n%s", p.Output())

@@ -7,14 +7,14 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestWatcherRuns: the watcher routes to a, then to b after a stopped.
 func TestWatcherRuns(t *testing.T) {
-	var out electiontest.LogBuffer
+	var out electiontesting.LogBuffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatal(err)
 	}

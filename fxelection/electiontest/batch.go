@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // renewBatch checks BatchRenewer, for backends that implement it: one
@@ -23,16 +24,16 @@ func (s *suite) renewBatch(t *testing.T) {
 	if !ok {
 		t.Fatal("the backend does not implement backendkit.BatchRenewer")
 	}
-	if got := br.RenewBatch(Context(t), nil); len(got) != 0 {
+	if got := br.RenewBatch(electiontesting.Context(t), nil); len(got) != 0 {
 		t.Fatalf("RenewBatch(nil) returned %d results", len(got))
 	}
-	base := Election(t)
+	base := electiontesting.Election(t)
 	e := [4]string{base + "-0", base + "-1", base + "-2", base + "-3"}
 	l0 := mustAcquire(t, a, s.req(e[0], "a", 0))
 	l1 := mustAcquire(t, a, s.req(e[1], "a", 0))
 	l2 := mustAcquire(t, a, s.req(e[2], "a", 0))
 	// e[1] changes hands: released, then taken by b.
-	if err := a.Release(Context(t), l1); err != nil {
+	if err := a.Release(electiontesting.Context(t), l1); err != nil {
 		t.Fatal(err)
 	}
 	lb := mustAcquire(t, other, s.req(e[1], "b", 0))
@@ -41,7 +42,7 @@ func (s *suite) renewBatch(t *testing.T) {
 	wrongTerm.Term = l2.Term + 1000
 
 	leases := []fxelection.Lease{l0, l1, l2, never, wrongTerm}
-	res := br.RenewBatch(Context(t), leases)
+	res := br.RenewBatch(electiontesting.Context(t), leases)
 	if len(res) != len(leases) {
 		t.Fatalf("RenewBatch returned %d results for %d leases", len(res), len(leases))
 	}
@@ -58,14 +59,14 @@ func (s *suite) renewBatch(t *testing.T) {
 			t.Fatalf("lease %d (%s): %v, want ErrLeaseLost", i, leases[i].Election, res[i].Err)
 		}
 	}
-	if got, err := other.Get(Context(t), e[1]); err != nil || got.Holder != "b" || got.Term != lb.Term {
+	if got, err := other.Get(electiontesting.Context(t), e[1]); err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("after the batch, %s = %+v, %v; want b's lease (term %d)", e[1], got, err, lb.Term)
 	}
-	if _, err := a.Get(Context(t), e[3]); !errors.Is(err, backendkit.ErrNoLease) {
+	if _, err := a.Get(electiontesting.Context(t), e[3]); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("the batch created a lease nobody acquired: %v", err)
 	}
 	// The renewed leases are good for the next renewal.
-	if _, err := a.Renew(Context(t), res[0].Lease); err != nil {
+	if _, err := a.Renew(electiontesting.Context(t), res[0].Lease); err != nil {
 		t.Fatalf("Renew of a lease RenewBatch returned: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,7 +86,7 @@ func (s *suite) manyElections(t *testing.T) {
 	const n = 40
 	be := s.newBackend(t)
 	tm := s.o.Timing
-	base := Election(t)
+	base := electiontesting.Election(t)
 	var lost atomic.Int64
 	group, err := fxelection.NewGroup(be)
 	if err != nil {

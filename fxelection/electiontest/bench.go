@@ -12,6 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // RunBackendBenchmarks measures a backend's four operations as an elector
@@ -26,7 +27,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		return backendkit.AcquireRequest{Election: e, Identity: id, Duration: d}
 	}
 	b.Run("AcquireHeld", func(b *testing.B) {
-		a, f, e := newBackend(b), newBackend(b), Election(b)
+		a, f, e := newBackend(b), newBackend(b), electiontesting.Election(b)
 		if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
 			b.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("Reacquire", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		for b.Loop() {
 			if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
 				b.Fatal(err)
@@ -45,7 +46,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("Renew", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		l, err := a.Acquire(ctx, req(e, "a"))
 		if err != nil {
 			b.Fatal(err)
@@ -57,7 +58,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("Get", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		if _, err := a.Acquire(ctx, req(e, "a")); err != nil {
 			b.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 		}
 	})
 	b.Run("AcquireRelease", func(b *testing.B) {
-		a, e := newBackend(b), Election(b)
+		a, e := newBackend(b), electiontesting.Election(b)
 		for b.Loop() {
 			l, err := a.Acquire(ctx, req(e, "a"))
 			if err != nil {
@@ -108,7 +109,7 @@ func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o Handov
 	if o.Handovers == 0 {
 		o.Handovers = 250
 	}
-	election := Election(b)
+	election := electiontesting.Election(b)
 	type node struct {
 		e       *fxelection.Elector
 		leading chan time.Time

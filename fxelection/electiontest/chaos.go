@@ -18,16 +18,16 @@ import (
 
 // Environment variables read by RunChaos; they override ChaosOptions.
 const (
-	// EnvChaosDuration sets ChaosOptions.Duration (a Go duration: "20m").
-	EnvChaosDuration = "FXELECTION_CHAOS_DURATION"
-	// EnvChaosSeed sets ChaosOptions.Seed (a decimal uint64).
-	EnvChaosSeed = "FXELECTION_CHAOS_SEED"
-	// EnvChaosMeanGap sets ChaosOptions.MeanGap (a Go duration), to pack
+	// envChaosDuration sets ChaosOptions.Duration (a Go duration: "20m").
+	envChaosDuration = "FXELECTION_CHAOS_DURATION"
+	// envChaosSeed sets ChaosOptions.Seed (a decimal uint64).
+	envChaosSeed = "FXELECTION_CHAOS_SEED"
+	// envChaosMeanGap sets ChaosOptions.MeanGap (a Go duration), to pack
 	// more faults into a long run.
-	EnvChaosMeanGap = "FXELECTION_CHAOS_MEAN_GAP"
-	// EnvChaosReport names a file RunChaos writes its ChaosReport to, as
+	envChaosMeanGap = "FXELECTION_CHAOS_MEAN_GAP"
+	// envChaosReport names a file RunChaos writes its ChaosReport to, as
 	// JSON.
-	EnvChaosReport = "FXELECTION_CHAOS_REPORT"
+	envChaosReport = "FXELECTION_CHAOS_REPORT"
 )
 
 // ChaosServer is the store's server, for RunChaos to kill and restart. The
@@ -358,24 +358,24 @@ func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 	if opts.Target == "" || opts.NewClient == nil {
 		t.Fatal("electiontest: RunChaos needs ChaosOptions.Target and NewClient")
 	}
-	if v := os.Getenv(EnvChaosDuration); v != "" {
+	if v := os.Getenv(envChaosDuration); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			t.Fatalf("electiontest: %s=%q: want a positive duration", EnvChaosDuration, v)
+			t.Fatalf("electiontest: %s=%q: want a positive duration", envChaosDuration, v)
 		}
 		opts.Duration = d
 	}
-	if v := os.Getenv(EnvChaosMeanGap); v != "" {
+	if v := os.Getenv(envChaosMeanGap); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			t.Fatalf("electiontest: %s=%q: want a positive duration", EnvChaosMeanGap, v)
+			t.Fatalf("electiontest: %s=%q: want a positive duration", envChaosMeanGap, v)
 		}
 		opts.MeanGap = d
 	}
-	if v := os.Getenv(EnvChaosSeed); v != "" {
+	if v := os.Getenv(envChaosSeed); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			t.Fatalf("electiontest: %s=%q: want a decimal uint64", EnvChaosSeed, v)
+			t.Fatalf("electiontest: %s=%q: want a decimal uint64", envChaosSeed, v)
 		}
 		opts.Seed = s
 	}
@@ -390,7 +390,7 @@ func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 	c.run()
 	rep := c.analyse()
 	t.Logf("chaos report:\n%s", rep)
-	if path := os.Getenv(EnvChaosReport); path != "" {
+	if path := os.Getenv(envChaosReport); path != "" {
 		if data, err := json.MarshalIndent(rep, "", "  "); err == nil {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Errorf("write chaos report: %v", err)

@@ -8,22 +8,24 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // candidate is one elector in an end-to-end test with its own client.
 type candidate struct {
 	e      *fxelection.Elector
-	faulty *Faulty
+	faulty *faultinject.Backend
 	inner  fxelection.Backend // behind faulty
 }
 
-func (s *suite) candidates(t *testing.T, election string, n int, rec *Recorder) []*candidate {
+func (s *suite) candidates(t *testing.T, election string, n int, rec *electiontesting.Recorder) []*candidate {
 	t.Helper()
 	out := make([]*candidate, n)
 	for i := range out {
 		inner := s.newBackend(t)
-		f := NewFaulty(inner)
+		f := faultinject.New(inner)
 		e, err := fxelection.New(fxelection.Config{
 			Name:          election,
 			Identity:      fmt.Sprintf("e2e-%d", i),
@@ -71,7 +73,7 @@ func waitLeader(t *testing.T, cs []*candidate, except *candidate, limit time.Dur
 	}
 }
 
-func checkNoOverlap(t *testing.T, rec *Recorder) {
+func checkNoOverlap(t *testing.T, rec *electiontesting.Recorder) {
 	t.Helper()
 	if a, b, found := rec.Overlap(); found {
 		t.Fatalf("two electors believed they led at once: %+v and %+v", a, b)
@@ -88,8 +90,8 @@ func checkNoOverlap(t *testing.T, rec *Recorder) {
 // handOverOnStop: a leader that stops gracefully releases, and another
 // candidate leads within one retry period (at once with push wake-up).
 func (s *suite) handOverOnStop(t *testing.T) {
-	rec := &Recorder{}
-	cs := s.candidates(t, Election(t), 3, rec)
+	rec := &electiontesting.Recorder{}
+	cs := s.candidates(t, electiontesting.Election(t), 3, rec)
 	tm := s.o.Timing
 	leader, _ := waitLeader(t, cs, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
 	first, _ := leader.e.Lease()
@@ -125,8 +127,8 @@ func (s *suite) handOverOnStop(t *testing.T) {
 // renew deadline, and another candidate takes over only after the lease
 // expired, within LeaseDuration plus a retry period.
 func (s *suite) vanished(t *testing.T) {
-	rec := &Recorder{}
-	cs := s.candidates(t, Election(t), 3, rec)
+	rec := &electiontesting.Recorder{}
+	cs := s.candidates(t, electiontesting.Election(t), 3, rec)
 	tm := s.o.Timing
 	leader, _ := waitLeader(t, cs, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
 	first, _ := leader.e.Lease()

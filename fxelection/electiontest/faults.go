@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // FaultServer is the part of a test server the fault scenarios drive: a
@@ -48,7 +49,9 @@ type FaultHooks struct {
 }
 
 // RunFaultTests runs fault scenarios against a real store with electors
-// on the fault timing (StartCandidate), each its own subtest:
+// on a short timing (a 2s lease, whole seconds for stores whose TTLs are;
+// renewed within 1.3s; retried every 300ms, backing off to at most 1.2s),
+// each its own subtest:
 //
 //   - KilledRestartedEmpty: the server is killed under a leader, which
 //     steps down within its renew deadline after failed renewals; after a
@@ -79,15 +82,15 @@ func RunFaultTests(t *testing.T, h FaultHooks) {
 	t.Run("ServerDownAtStart", h.downAtStart)
 }
 
-func (h FaultHooks) two(t *testing.T, election string) []*Candidate {
-	return []*Candidate{
-		StartCandidate(t, h.NewBackend(t), election, "c1", nil),
-		StartCandidate(t, h.NewBackend(t), election, "c2", nil),
+func (h FaultHooks) two(t *testing.T, election string) []*electiontesting.Candidate {
+	return []*electiontesting.Candidate{
+		electiontesting.StartCandidate(t, h.NewBackend(t), election, "c1", nil),
+		electiontesting.StartCandidate(t, h.NewBackend(t), election, "c2", nil),
 	}
 }
 
 func (h FaultHooks) takeoverLimit() time.Duration {
-	return LeaderLimit + FaultLease + h.Slack
+	return electiontesting.LeaderLimit + electiontesting.FaultLease + h.Slack
 }
 
 // killedRestartedEmpty: the server is killed mid-leadership. The leader
@@ -95,16 +98,16 @@ func (h FaultHooks) takeoverLimit() time.Duration {
 // without data a leader is elected again with a term above every earlier
 // one.
 func (h FaultHooks) killedRestartedEmpty(t *testing.T) {
-	e := Election(t)
+	e := electiontesting.Election(t)
 	cs := h.two(t, e)
-	leader, first := WaitLeader(t, cs, LeaderLimit)
+	leader, first := electiontesting.WaitLeader(t, cs, electiontesting.LeaderLimit)
 	killed := time.Now()
 	if err := h.Server.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	ev := WaitStopped(t, leader, first.Term, FaultRenew+5*time.Second)
-	if took := ev.Time.Sub(killed); took > FaultRenew+2*time.Second {
-		t.Errorf("stepped down %v after the kill, want within RenewDeadline %v (+2s slack)", took, FaultRenew)
+	ev := electiontesting.WaitStopped(t, leader, first.Term, electiontesting.FaultRenew+5*time.Second)
+	if took := ev.Time.Sub(killed); took > electiontesting.FaultRenew+2*time.Second {
+		t.Errorf("stepped down %v after the kill, want within RenewDeadline %v (+2s slack)", took, electiontesting.FaultRenew)
 	}
 	if ev.Reason != fxelection.ReasonDeadline {
 		t.Errorf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonDeadline)
@@ -112,9 +115,9 @@ func (h FaultHooks) killedRestartedEmpty(t *testing.T) {
 	// The step-down comes at the renew deadline even while a renewal is
 	// still in flight (a client dialling a dead server with retries); its
 	// failure is reported when that call returns, so it may come after.
-	WaitFor(t, FaultRenew+5*time.Second, "a failed renewal event", func() bool {
+	electiontesting.WaitFor(t, electiontesting.FaultRenew+5*time.Second, "a failed renewal event", func() bool {
 		_, ok := leader.Events.Find(func(ev fxelection.Event) bool {
-			return IsStoreFailure(ev) && ev.Op == fxelection.OpRenew
+			return electiontesting.IsStoreFailure(ev) && ev.Op == fxelection.OpRenew
 		})
 		return ok
 	})
@@ -124,7 +127,7 @@ func (h FaultHooks) killedRestartedEmpty(t *testing.T) {
 	if err := h.Server.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	_, second := WaitNewTerm(t, cs, first.Term, h.takeoverLimit())
+	_, second := electiontesting.WaitNewTerm(t, cs, first.Term, h.takeoverLimit())
 	t.Logf("stepped down %v after the kill; term %d → %d after an empty restart", ev.Time.Sub(killed), first.Term, second.Term)
 }
 
@@ -144,20 +147,20 @@ func (h FaultHooks) keyDeleted(t *testing.T) {
 // leader: the leader steps down at its next renewal (lease lost), and the
 // next leader's term is higher.
 func (h FaultHooks) lost(t *testing.T, what string, do func(election string)) {
-	e := Election(t)
+	e := electiontesting.Election(t)
 	cs := h.two(t, e)
-	leader, first := WaitLeader(t, cs, LeaderLimit)
+	leader, first := electiontesting.WaitLeader(t, cs, electiontesting.LeaderLimit)
 	do(e)
 	stoppedLost(t, leader, first.Term)
-	_, second := WaitNewTerm(t, cs, first.Term, LeaderLimit)
+	_, second := electiontesting.WaitNewTerm(t, cs, first.Term, electiontesting.LeaderLimit)
 	t.Logf("term %d → %d after %s", first.Term, second.Term, what)
 }
 
 // stoppedLost waits for leader to step down from term because it lost
 // the lease.
-func stoppedLost(t *testing.T, leader *Candidate, term uint64) {
+func stoppedLost(t *testing.T, leader *electiontesting.Candidate, term uint64) {
 	t.Helper()
-	ev := WaitStopped(t, leader, term, FaultRenew+5*time.Second)
+	ev := electiontesting.WaitStopped(t, leader, term, electiontesting.FaultRenew+5*time.Second)
 	if ev.Reason != fxelection.ReasonLost {
 		t.Fatalf("stopped leading because %q, want %q", ev.Reason, fxelection.ReasonLost)
 	}
@@ -168,14 +171,14 @@ func stoppedLost(t *testing.T, leader *Candidate, term uint64) {
 // the foreign value over while it lasts; once it expires (or is deleted) a
 // leader is elected with a higher term. Nothing panics.
 func (h FaultHooks) foreign(t *testing.T) {
-	e := Election(t)
+	e := electiontesting.Election(t)
 	cs := h.two(t, e)
-	leader, first := WaitLeader(t, cs, LeaderLimit)
+	leader, first := electiontesting.WaitLeader(t, cs, electiontesting.LeaderLimit)
 	const ttl = 4 * time.Second
 	written := time.Now()
 	h.PutForeign(t, e, ttl)
 	stoppedLost(t, leader, first.Term)
-	WaitFor(t, 10*time.Second, "an invalid-record error event", func() bool {
+	electiontesting.WaitFor(t, 10*time.Second, "an invalid-record error event", func() bool {
 		for _, c := range cs {
 			if _, ok := c.Events.Find(func(ev fxelection.Event) bool {
 				return errors.Is(ev.Err, backendkit.ErrInvalidRecord)
@@ -197,7 +200,7 @@ func (h FaultHooks) foreign(t *testing.T) {
 	if !h.ForeignExpires {
 		h.Delete(t, e)
 	}
-	_, second := WaitNewTerm(t, cs, first.Term, h.takeoverLimit())
+	_, second := electiontesting.WaitNewTerm(t, cs, first.Term, h.takeoverLimit())
 	t.Logf("term %d → %d after the foreign value went away", first.Term, second.Term)
 }
 
@@ -208,10 +211,10 @@ func (h FaultHooks) downAtStart(t *testing.T) {
 	if err := h.Server.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	e := Election(t)
+	e := electiontesting.Election(t)
 	var mu sync.Mutex
 	var opErrs []*fxelection.OpError
-	c := StartCandidate(t, h.NewBackend(t), e, "c1", func(cfg *fxelection.Config) {
+	c := electiontesting.StartCandidate(t, h.NewBackend(t), e, "c1", func(cfg *fxelection.Config) {
 		cfg.Callbacks.OnError = func(err error) {
 			var oe *fxelection.OpError
 			if errors.As(err, &oe) {
@@ -222,19 +225,21 @@ func (h FaultHooks) downAtStart(t *testing.T) {
 		}
 	})
 	failures := func() []fxelection.Event {
-		return c.Events.Filter(func(ev fxelection.Event) bool { return IsStoreFailure(ev) && ev.Op == fxelection.OpAcquire })
+		return c.Events.Filter(func(ev fxelection.Event) bool {
+			return electiontesting.IsStoreFailure(ev) && ev.Op == fxelection.OpAcquire
+		})
 	}
-	WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
+	electiontesting.WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
 	fs := failures()
 	// Lower bounds only: waits never end early. Failure n is followed by
 	// RetryPeriod·2^(n−1), capped at MaxBackoff, plus jitter.
 	for i := 1; i < len(fs); i++ {
-		want := min(FaultRetry<<(i-1), FaultMaxBackoff)
+		want := min(electiontesting.FaultRetry<<(i-1), electiontesting.FaultMaxBackoff)
 		if gap := fs[i].Time.Sub(fs[i-1].Time); gap < want {
 			t.Errorf("gap after failure %d = %v, want at least %v (backoff)", i, gap, want)
 		}
 	}
-	WaitFor(t, 10*time.Second, "OnError calls", func() bool {
+	electiontesting.WaitFor(t, 10*time.Second, "OnError calls", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(opErrs) > 0
@@ -253,5 +258,5 @@ func (h FaultHooks) downAtStart(t *testing.T) {
 	if err := h.Server.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	WaitLeader(t, []*Candidate{c}, FaultMaxBackoff*2+LeaderLimit)
+	electiontesting.WaitLeader(t, []*electiontesting.Candidate{c}, electiontesting.FaultMaxBackoff*2+electiontesting.LeaderLimit)
 }

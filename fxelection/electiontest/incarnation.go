@@ -8,6 +8,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // The contract's rule for incarnations (backendkit.AcquireRequest): a term
@@ -24,7 +26,7 @@ func (s *suite) reqInc(election, id, inc string, d time.Duration) backendkit.Acq
 // reacquireSameIncarnation: a retry by the same incarnation (its response
 // was lost) keeps the term and the lease; another identity is refused.
 func (s *suite) reacquireSameIncarnation(t *testing.T) {
-	e, inc := Election(t), backendkit.NewIncarnation()
+	e, inc := electiontesting.Election(t), backendkit.NewIncarnation()
 	la := mustAcquire(t, s.newBackend(t), s.reqInc(e, "a", inc, 0))
 	if la.Incarnation != "" && la.Incarnation != inc {
 		t.Fatalf("lease carries incarnation %q, want %q or none", la.Incarnation, inc)
@@ -33,7 +35,7 @@ func (s *suite) reacquireSameIncarnation(t *testing.T) {
 	if la2.Term != la.Term || la2.Holder != "a" {
 		t.Fatalf("re-acquire by the same incarnation: term %d holder %q, want term %d", la2.Term, la2.Holder, la.Term)
 	}
-	_, err := s.newBackend(t).Acquire(Context(t), s.reqInc(e, "b", backendkit.NewIncarnation(), 0))
+	_, err := s.newBackend(t).Acquire(electiontesting.Context(t), s.reqInc(e, "b", backendkit.NewIncarnation(), 0))
 	wantHeld(t, err, "a")
 }
 
@@ -41,10 +43,10 @@ func (s *suite) reacquireSameIncarnation(t *testing.T) {
 // takes the lease at once, with a strictly higher term; its predecessor can
 // neither renew nor release what it now holds.
 func (s *suite) newIncarnationHigherTerm(t *testing.T) {
-	e := Election(t)
+	e := electiontesting.Election(t)
 	old, restarted := s.newBackend(t), s.newBackend(t)
 	l1 := mustAcquire(t, old, s.reqInc(e, "a", backendkit.NewIncarnation(), 0))
-	l1, err := old.Renew(Context(t), l1)
+	l1, err := old.Renew(electiontesting.Context(t), l1)
 	if err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
@@ -52,17 +54,17 @@ func (s *suite) newIncarnationHigherTerm(t *testing.T) {
 	if l2.Term <= l1.Term {
 		t.Fatalf("new incarnation of the same identity got term %d, want > %d: both would pass every fencing guard", l2.Term, l1.Term)
 	}
-	if _, err := old.Renew(Context(t), l1); !errors.Is(err, backendkit.ErrLeaseLost) {
+	if _, err := old.Renew(electiontesting.Context(t), l1); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("predecessor's Renew after the new incarnation took over: %v, want ErrLeaseLost", err)
 	}
-	if err := old.Release(Context(t), l1); err != nil {
+	if err := old.Release(electiontesting.Context(t), l1); err != nil {
 		t.Fatalf("predecessor's Release: %v, want nil (not its lease any more)", err)
 	}
-	got, err := s.newBackend(t).Get(Context(t), e)
+	got, err := s.newBackend(t).Get(electiontesting.Context(t), e)
 	if err != nil || got.Term != l2.Term || got.Holder != "a" {
 		t.Fatalf("Get after the predecessor's Release = %+v, %v; want the new incarnation's term %d", got, err, l2.Term)
 	}
-	if _, err := restarted.Renew(Context(t), l2); err != nil {
+	if _, err := restarted.Renew(electiontesting.Context(t), l2); err != nil {
 		t.Fatalf("new incarnation's Renew: %v", err)
 	}
 	// And back: the first incarnation again (a third run reusing nothing
@@ -77,7 +79,7 @@ func (s *suite) newIncarnationHigherTerm(t *testing.T) {
 // identity and incarnation is a new leadership: a strictly higher term,
 // with a Get in between seeing no lease.
 func (s *suite) termGrowsAfterOwnRelease(t *testing.T) {
-	b, e, inc := s.newBackend(t), Election(t), backendkit.NewIncarnation()
+	b, e, inc := s.newBackend(t), electiontesting.Election(t), backendkit.NewIncarnation()
 	var last uint64
 	for i := range 3 {
 		l := mustAcquire(t, b, s.reqInc(e, "a", inc, 0))
@@ -85,10 +87,10 @@ func (s *suite) termGrowsAfterOwnRelease(t *testing.T) {
 			t.Fatalf("acquisition %d after a release: term %d, want > %d", i, l.Term, last)
 		}
 		last = l.Term
-		if err := b.Release(Context(t), l); err != nil {
+		if err := b.Release(electiontesting.Context(t), l); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
-		if _, err := b.Get(Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
+		if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Fatalf("Get after Release: %v, want ErrNoLease", err)
 		}
 	}
@@ -116,7 +118,7 @@ func (s *suite) recreatedStore(t *testing.T) {
 	// scenario is set up again, at most three times.
 	watch, short := 3*s.o.TTL, 2*s.o.TTL
 	for range 3 {
-		e := Election(t)
+		e := electiontesting.Election(t)
 		old, follower, leader := s.newBackend(t), s.newBackend(t), s.newBackend(t)
 		// A fresh namespace first, so that on a store whose versions
 		// start again the old record and the new one get the same
@@ -125,13 +127,13 @@ func (s *suite) recreatedStore(t *testing.T) {
 			recreate(t, e)
 		}
 		mustAcquire(t, old, s.reqInc(e, "old", backendkit.NewIncarnation(), s.o.TTL))
-		_, err := follower.Acquire(Context(t), s.reqInc(e, "f", backendkit.NewIncarnation(), 0))
+		_, err := follower.Acquire(electiontesting.Context(t), s.reqInc(e, "f", backendkit.NewIncarnation(), 0))
 		wantHeld(t, err, "old")
 		time.Sleep(watch)
 		recreate(t, e)
 		ln := mustAcquire(t, leader, s.reqInc(e, "new", backendkit.NewIncarnation(), short))
 		won := time.Now()
-		_, err = follower.Acquire(Context(t), s.reqInc(e, "f", backendkit.NewIncarnation(), 0))
+		_, err = follower.Acquire(electiontesting.Context(t), s.reqInc(e, "f", backendkit.NewIncarnation(), 0))
 		if time.Since(won) >= short/2 {
 			t.Logf("follower's attempt came %v after the new leader's write: too late to tell, setting up again", time.Since(won))
 			continue
@@ -151,7 +153,7 @@ func (s *suite) recreatedStore(t *testing.T) {
 // the first's lease could have expired, with a strictly higher term, so
 // every fencing guard refuses the first's late writes.
 func (s *suite) fixedIdentityRestart(t *testing.T) {
-	e := Election(t)
+	e := electiontesting.Election(t)
 	cfg := fxelection.Config{
 		Name:          e,
 		Identity:      "fixed",
@@ -160,7 +162,7 @@ func (s *suite) fixedIdentityRestart(t *testing.T) {
 		RetryPeriod:   s.o.Timing.RetryPeriod,
 		MaxBackoff:    4 * s.o.Timing.RetryPeriod,
 	}
-	first := NewFaulty(s.newBackend(t))
+	first := faultinject.New(s.newBackend(t))
 	e1, err := fxelection.New(cfg, first)
 	if err != nil {
 		t.Fatal(err)

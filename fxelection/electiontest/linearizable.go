@@ -16,6 +16,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // LinearizableOptions tune the Contract/Linearizable case: several clients
@@ -168,7 +169,7 @@ func (r *linRun) record(in linInput, out linOutput, call, ret int64, late bool) 
 // runLinearizable runs the clients, then checks what they recorded.
 func runLinearizable(t *testing.T, newBackend NewBackend, o LinearizableOptions) linVerdict {
 	o = o.withDefaults()
-	base := Election(t)
+	base := electiontesting.Election(t)
 	elections := make([]string, o.Elections)
 	for i := range elections {
 		elections[i] = fmt.Sprintf("%s-%d", base, i)
@@ -185,7 +186,7 @@ func runLinearizable(t *testing.T, newBackend NewBackend, o LinearizableOptions)
 	}
 	r.start = time.Now()
 	deadline := r.start.Add(o.Duration)
-	ctx := Context(t)
+	ctx := electiontesting.Context(t)
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Add(1)
@@ -216,7 +217,7 @@ func runLinearizable(t *testing.T, newBackend NewBackend, o LinearizableOptions)
 // linCleanup releases every lease left behind, as a candidate of the
 // holder's identity: take it over with a fresh incarnation, then release.
 func linCleanup(t *testing.T, b fxelection.Backend, elections []string) {
-	ctx := Context(t)
+	ctx := electiontesting.Context(t)
 	for _, e := range elections {
 		for range 5 {
 			cur, err := b.Get(ctx, e)

@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// ErrProxyClosed is returned by Proxy methods called after Close.
-var ErrProxyClosed = errors.New("electiontest: proxy closed")
-
 // proxyDialTimeout bounds the proxy's dial to its target.
 const proxyDialTimeout = 5 * time.Second
 

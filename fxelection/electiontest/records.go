@@ -3,7 +3,6 @@ package electiontest
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // Helpers for testing a backend's record decoder against what anyone with
@@ -72,7 +72,8 @@ func HostileRecords(election string) []string {
 // lease must pass Lease.Validate and name election, with a term in
 // 1..MaxTerm, a positive duration and printable UTF-8 in its holder and
 // metadata. It reports whether the lease was accepted, so that the caller
-// goes on to check that it re-encodes to the same lease (see SameRecord).
+// goes on to check that it re-encodes to the same lease: the same
+// election, holder, term, duration, acquisition time and metadata.
 func CheckDecoded(t testing.TB, election string, l fxelection.Lease, err error) (accepted bool) {
 	t.Helper()
 	if err != nil {
@@ -115,27 +116,20 @@ func printable(s string) bool {
 	return true
 }
 
-// SameRecord reports whether a and b agree on every field a record
-// stores: election, holder, term, duration, acquisition time and metadata.
-func SameRecord(a, b fxelection.Lease) bool {
-	return a.Election == b.Election && a.Holder == b.Holder && a.Term == b.Term && a.Duration == b.Duration &&
-		a.AcquiredAt.Equal(b.AcquiredAt) && len(a.Metadata) == len(b.Metadata) && maps.Equal(a.Metadata, b.Metadata)
-}
-
 // CheckRecordRefused checks that b refuses the hostile record stored for
 // r.Election: Acquire (with r) and Get fail with ErrInvalidRecord, and the
 // error text holds none of the stored control or invalid bytes (ESC, BEL,
 // 0xff) unescaped.
 func CheckRecordRefused(t testing.TB, b fxelection.Backend, r backendkit.AcquireRequest) {
 	t.Helper()
-	_, err := b.Acquire(Context(t), r)
+	_, err := b.Acquire(electiontesting.Context(t), r)
 	if !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
 	}
 	if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
 		t.Fatalf("error carries stored bytes unescaped: %q", err)
 	}
-	if l, err := b.Get(Context(t), r.Election); !errors.Is(err, backendkit.ErrInvalidRecord) {
+	if l, err := b.Get(electiontesting.Context(t), r.Election); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Get: %+v, %v, want ErrInvalidRecord", l, err)
 	}
 }

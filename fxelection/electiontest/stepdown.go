@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // stepDownWhileBackendHangs: a leader whose renewal hangs in the backend,
-// ignoring its context (Faulty.Wedge, as an SDK without ctx support or a
-// blocked read), still steps down on time: the leader context is
-// cancelled, OnStoppedLeading is called and "leadership lost" is logged
+// ignoring its context (faultinject.Backend.Wedge, as an SDK without ctx
+// support or a blocked read), still steps down on time: the leader context
+// is cancelled, OnStoppedLeading is called and "leadership lost" is logged
 // within RenewDeadline of the start of its last successful renewal, with
-// and without batched renewals (BatchFaulty hands batches to the backend's
-// own RenewBatch where it has one).
+// and without batched renewals (faultinject.BatchBackend hands batches to
+// the backend's own RenewBatch where it has one).
 //
 // The exact bound is checked on fake time in package fxelection; here real
 // servers and an oversubscribed machine need a margin: max(RenewDeadline/2,
@@ -70,20 +72,20 @@ func (h lostHandler) Handle(_ context.Context, r slog.Record) error {
 func (s *suite) stepDownHang(t *testing.T, batched bool) {
 	tm := s.o.Timing
 	var (
-		f *Faulty
+		f *faultinject.Backend
 		b fxelection.Backend
 	)
 	if batched {
-		bf := NewBatchFaulty(s.newBackend(t))
+		bf := faultinject.NewBatch(s.newBackend(t))
 		f, b = bf.Backend, bf
 	} else {
-		f = NewFaulty(s.newBackend(t))
+		f = faultinject.New(s.newBackend(t))
 		b = f
 	}
 	st := &signalTimes{}
 	var startOnce sync.Once
 	c := fxelection.Config{
-		Name:          Election(t),
+		Name:          electiontesting.Election(t),
 		Identity:      "hang-1",
 		LeaseDuration: tm.LeaseDuration,
 		RenewDeadline: tm.RenewDeadline,

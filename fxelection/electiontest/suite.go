@@ -2,8 +2,6 @@ package electiontest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // Options tune RunBackendTests for one backend. The zero value suits a
@@ -199,28 +198,6 @@ type suite struct {
 	o          Options
 }
 
-// Election returns a fresh election name for t, unique across runs and
-// across the tests of a run: a random part and t's name, made safe for any
-// store's keys (letters, digits and '-', at most 74 bytes).
-func Election(t testing.TB) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("conf-%s-%s", hex.EncodeToString(b[:]), shortName(t.Name()))
-}
-
-func shortName(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s) && len(out) < 60; i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
-			out = append(out, c)
-		} else {
-			out = append(out, '-')
-		}
-	}
-	return string(out)
-}
-
 func (s *suite) req(election, id string, d time.Duration) backendkit.AcquireRequest {
 	if d == 0 {
 		d = time.Minute
@@ -230,7 +207,7 @@ func (s *suite) req(election, id string, d time.Duration) backendkit.AcquireRequ
 
 func mustAcquire(t *testing.T, b fxelection.Backend, r backendkit.AcquireRequest) fxelection.Lease {
 	t.Helper()
-	l, err := b.Acquire(Context(t), r)
+	l, err := b.Acquire(electiontesting.Context(t), r)
 	if err != nil {
 		t.Fatalf("Acquire(%s as %s): %v", r.Election, r.Identity, err)
 	}
@@ -250,7 +227,7 @@ func wantHeld(t *testing.T, err error, holder string) *backendkit.HeldError {
 }
 
 func (s *suite) acquireWhenFree(t *testing.T) {
-	b, e := s.newBackend(t), Election(t)
+	b, e := s.newBackend(t), electiontesting.Election(t)
 	l := mustAcquire(t, b, s.req(e, "a", 0))
 	if l.Holder != "a" || l.Election != e || l.Term == 0 || l.Metadata["addr"] != "a:8080" || l.Duration != time.Minute {
 		t.Fatalf("lease = %+v", l)
@@ -258,9 +235,9 @@ func (s *suite) acquireWhenFree(t *testing.T) {
 }
 
 func (s *suite) refusedWhileHeld(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	la := mustAcquire(t, a, s.req(e, "a", 0))
-	_, err := b.Acquire(Context(t), s.req(e, "b", 0))
+	_, err := b.Acquire(electiontesting.Context(t), s.req(e, "b", 0))
 	he := wantHeld(t, err, "a")
 	if he.Holder.Term != la.Term || he.Holder.Metadata["addr"] != "a:8080" {
 		t.Fatalf("held error lease = %+v, want term %d with metadata", he.Holder, la.Term)
@@ -270,23 +247,23 @@ func (s *suite) refusedWhileHeld(t *testing.T) {
 // reacquireSameIdentity: a request that names no incarnation (the contract
 // before incarnations) keeps the holder's term.
 func (s *suite) reacquireSameIdentity(t *testing.T) {
-	e := Election(t)
+	e := electiontesting.Election(t)
 	la := mustAcquire(t, s.newBackend(t), s.req(e, "a", 0))
 	// A restarted process with the same identity and a new client.
 	la2 := mustAcquire(t, s.newBackend(t), s.req(e, "a", 0))
 	if la2.Term != la.Term || la2.Holder != "a" {
 		t.Fatalf("re-acquire: term %d holder %q, want term %d holder a", la2.Term, la2.Holder, la.Term)
 	}
-	if _, err := s.newBackend(t).Acquire(Context(t), s.req(e, "b", 0)); err == nil {
+	if _, err := s.newBackend(t).Acquire(electiontesting.Context(t), s.req(e, "b", 0)); err == nil {
 		t.Fatal("b acquired a lease a re-acquired")
 	}
 }
 
 func (s *suite) renewByHolder(t *testing.T) {
-	b, e := s.newBackend(t), Election(t)
+	b, e := s.newBackend(t), electiontesting.Election(t)
 	l := mustAcquire(t, b, s.req(e, "a", 0))
 	for range 3 {
-		l2, err := b.Renew(Context(t), l)
+		l2, err := b.Renew(electiontesting.Context(t), l)
 		if err != nil {
 			t.Fatalf("Renew: %v", err)
 		}
@@ -303,7 +280,7 @@ func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r backendkit.Acq
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		l, err := b.Acquire(Context(t), r)
+		l, err := b.Acquire(electiontesting.Context(t), r)
 		if err == nil {
 			return l
 		}
@@ -322,44 +299,44 @@ func (s *suite) waitAcquire(t *testing.T, b fxelection.Backend, r backendkit.Acq
 func (s *suite) expiryLimit() time.Duration { return 3*s.o.TTL + 5*time.Second }
 
 func (s *suite) renewRefusedAfterTakeover(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	la := mustAcquire(t, a, s.req(e, "a", s.o.TTL))
 	lb := s.waitAcquire(t, b, s.req(e, "b", time.Minute), s.expiryLimit())
 	if lb.Term <= la.Term {
 		t.Fatalf("takeover term %d not above %d", lb.Term, la.Term)
 	}
-	if _, err := a.Renew(Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
+	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew after takeover: %v, want ErrLeaseLost", err)
 	}
-	got, err := b.Get(Context(t), e)
+	got, err := b.Get(electiontesting.Context(t), e)
 	if err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("after refused renew Get = %+v, %v; want b's lease", got, err)
 	}
 }
 
 func (s *suite) releaseOnlyOwn(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	la := mustAcquire(t, a, s.req(e, "a", 0))
 	forged := la
 	forged.Holder = "b"
-	if err := b.Release(Context(t), forged); err != nil {
+	if err := b.Release(electiontesting.Context(t), forged); err != nil {
 		t.Fatalf("Release of a lease b does not hold: %v, want nil", err)
 	}
-	if got, err := a.Get(Context(t), e); err != nil || got.Holder != "a" {
+	if got, err := a.Get(electiontesting.Context(t), e); err != nil || got.Holder != "a" {
 		t.Fatalf("b's release removed a's lease: %+v, %v", got, err)
 	}
 	stale := la
 	stale.Term = la.Term + 1000
-	if err := a.Release(Context(t), stale); err != nil {
+	if err := a.Release(electiontesting.Context(t), stale); err != nil {
 		t.Fatalf("Release with a wrong term: %v", err)
 	}
-	if got, err := a.Get(Context(t), e); err != nil || got.Holder != "a" {
+	if got, err := a.Get(electiontesting.Context(t), e); err != nil || got.Holder != "a" {
 		t.Fatalf("release with a wrong term removed the lease: %+v, %v", got, err)
 	}
-	if err := a.Release(Context(t), la); err != nil {
+	if err := a.Release(electiontesting.Context(t), la); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if _, err := a.Get(Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
+	if _, err := a.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after release: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
@@ -369,30 +346,30 @@ func (s *suite) releaseOnlyOwn(t *testing.T) {
 }
 
 func (s *suite) releaseLost(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	la := mustAcquire(t, a, s.req(e, "a", 0))
-	if err := a.Release(Context(t), la); err != nil {
+	if err := a.Release(electiontesting.Context(t), la); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if err := a.Release(Context(t), la); err != nil {
+	if err := a.Release(electiontesting.Context(t), la); err != nil {
 		t.Fatalf("second Release: %v, want nil", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
-	if err := a.Release(Context(t), la); err != nil {
+	if err := a.Release(electiontesting.Context(t), la); err != nil {
 		t.Fatalf("Release of a lease now held by b: %v, want nil", err)
 	}
-	if got, err := b.Get(Context(t), e); err != nil || got.Holder != "b" || got.Term != lb.Term {
+	if got, err := b.Get(electiontesting.Context(t), e); err != nil || got.Holder != "b" || got.Term != lb.Term {
 		t.Fatalf("a's stale release disturbed b: %+v, %v", got, err)
 	}
 }
 
 func (s *suite) getShowsHolder(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
-	if _, err := b.Get(Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
+	if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get of an unused election: %v, want ErrNoLease", err)
 	}
 	la := mustAcquire(t, a, s.req(e, "a", 0))
-	got, err := b.Get(Context(t), e)
+	got, err := b.Get(electiontesting.Context(t), e)
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -400,29 +377,29 @@ func (s *suite) getShowsHolder(t *testing.T) {
 		t.Fatalf("Get = %+v, want a's lease term %d", got, la.Term)
 	}
 	// Get changes nothing.
-	if _, err := b.Get(Context(t), e); err != nil {
+	if _, err := b.Get(electiontesting.Context(t), e); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Renew(Context(t), la); err != nil {
+	if _, err := a.Renew(electiontesting.Context(t), la); err != nil {
 		t.Fatalf("Renew after Get: %v", err)
 	}
 }
 
 func (s *suite) termMonotonic(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	var terms []uint64
 	la := mustAcquire(t, a, s.req(e, "a", 0))
 	terms = append(terms, la.Term)
-	la, err := a.Renew(Context(t), la)
+	la, err := a.Renew(electiontesting.Context(t), la)
 	if err != nil || la.Term != terms[0] {
 		t.Fatalf("renew changed term: %d, %v", la.Term, err)
 	}
-	if err := a.Release(Context(t), la); err != nil {
+	if err := a.Release(electiontesting.Context(t), la); err != nil {
 		t.Fatal(err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
 	terms = append(terms, lb.Term)
-	if err := b.Release(Context(t), lb); err != nil {
+	if err := b.Release(electiontesting.Context(t), lb); err != nil {
 		t.Fatal(err)
 	}
 	la = mustAcquire(t, a, s.req(e, "a", s.o.TTL))
@@ -444,7 +421,7 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 	if s.o.DeleteRecord == nil {
 		t.Fatal("Options.DeleteRecord is required: every backend must keep terms rising after an out-of-band delete")
 	}
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	var highest uint64
 	for _, c := range []struct {
 		b  fxelection.Backend
@@ -452,7 +429,7 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 	}{{a, "a"}, {b, "b"}, {a, "a"}} {
 		l := mustAcquire(t, c.b, s.req(e, c.id, 0))
 		highest = max(highest, l.Term)
-		if err := c.b.Release(Context(t), l); err != nil {
+		if err := c.b.Release(electiontesting.Context(t), l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -461,20 +438,20 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 
 	s.o.DeleteRecord(t, e)
 
-	if _, err := a.Renew(Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
+	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("Renew after the record was deleted: %v, want ErrLeaseLost", err)
 	}
-	if _, err := b.Get(Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
+	if _, err := b.Get(electiontesting.Context(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get after the record was deleted: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
 	if !s.o.DeleteResetsTerms && lb.Term <= highest {
 		t.Fatalf("term after delete = %d, want > %d (every earlier term)", lb.Term, highest)
 	}
-	if _, err := a.Acquire(Context(t), s.req(e, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {
+	if _, err := a.Acquire(electiontesting.Context(t), s.req(e, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("old leader's Acquire after the new holder took over: %v, want ErrLeaseHeld", err)
 	}
-	if _, err := a.Renew(Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
+	if _, err := a.Renew(electiontesting.Context(t), la); !errors.Is(err, backendkit.ErrLeaseLost) {
 		t.Fatalf("old leader's Renew after the new holder took over: %v, want ErrLeaseLost", err)
 	}
 }
@@ -485,7 +462,7 @@ func (s *suite) termAboveRepeatedDeletes(t *testing.T) {
 	if s.o.DeleteRecord == nil {
 		t.Fatal("Options.DeleteRecord is required: every backend must keep terms rising after an out-of-band delete")
 	}
-	b, e := s.newBackend(t), Election(t)
+	b, e := s.newBackend(t), electiontesting.Election(t)
 	var last uint64
 	for i := range 5 {
 		l := mustAcquire(t, b, s.req(e, fmt.Sprint("n", i), 0))
@@ -498,10 +475,10 @@ func (s *suite) termAboveRepeatedDeletes(t *testing.T) {
 }
 
 func (s *suite) expiry(t *testing.T) {
-	a, b, e := s.newBackend(t), s.newBackend(t), Election(t)
+	a, b, e := s.newBackend(t), s.newBackend(t), electiontesting.Election(t)
 	start := time.Now()
 	la := mustAcquire(t, a, s.req(e, "a", s.o.TTL))
-	if _, err := b.Acquire(Context(t), s.req(e, "b", 0)); time.Since(start) < s.o.TTL {
+	if _, err := b.Acquire(electiontesting.Context(t), s.req(e, "b", 0)); time.Since(start) < s.o.TTL {
 		wantHeld(t, err, "a")
 	}
 	lb := s.waitAcquire(t, b, s.req(e, "b", 0), s.expiryLimit())
@@ -519,7 +496,7 @@ func (s *suite) racing(t *testing.T) {
 	for i := range backends {
 		backends[i] = s.newBackend(t)
 	}
-	e := Election(t)
+	e := electiontesting.Election(t)
 	var last uint64
 	for round := range s.o.Rounds {
 		type out struct {
@@ -536,7 +513,7 @@ func (s *suite) racing(t *testing.T) {
 				defer wg.Done()
 				<-startGate
 				id := fmt.Sprintf("c%02d", i)
-				l, err := backends[i].Acquire(Context(t), s.req(e, id, 0))
+				l, err := backends[i].Acquire(electiontesting.Context(t), s.req(e, id, 0))
 				outs[i] = out{id, l, err}
 			}()
 		}
@@ -569,7 +546,7 @@ func (s *suite) racing(t *testing.T) {
 		last = w.l.Term
 		var wIdx int
 		fmt.Sscanf(w.id, "c%d", &wIdx)
-		if err := backends[wIdx].Release(Context(t), w.l); err != nil {
+		if err := backends[wIdx].Release(electiontesting.Context(t), w.l); err != nil {
 			t.Fatalf("round %d: release: %v", round, err)
 		}
 	}
@@ -577,23 +554,23 @@ func (s *suite) racing(t *testing.T) {
 
 func (s *suite) independent(t *testing.T) {
 	a, b := s.newBackend(t), s.newBackend(t)
-	e1, e2 := Election(t)+"-1", Election(t)+"-2"
+	e1, e2 := electiontesting.Election(t)+"-1", electiontesting.Election(t)+"-2"
 	l1 := mustAcquire(t, a, s.req(e1, "a", 0))
 	l2 := mustAcquire(t, b, s.req(e2, "b", 0))
-	if err := a.Release(Context(t), l1); err != nil {
+	if err := a.Release(electiontesting.Context(t), l1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Get(Context(t), e2)
+	got, err := a.Get(electiontesting.Context(t), e2)
 	if err != nil || got.Holder != "b" || got.Term != l2.Term {
 		t.Fatalf("releasing %s disturbed %s: %+v, %v", e1, e2, got, err)
 	}
-	if _, err := a.Acquire(Context(t), s.req(e2, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {
+	if _, err := a.Acquire(electiontesting.Context(t), s.req(e2, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {
 		t.Fatalf("a took b's election: %v", err)
 	}
 }
 
 func (s *suite) cancelled(t *testing.T) {
-	b, e := s.newBackend(t), Election(t)
+	b, e := s.newBackend(t), electiontesting.Election(t)
 	l := mustAcquire(t, b, s.req(e, "a", 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -611,7 +588,7 @@ func (s *suite) cancelled(t *testing.T) {
 	check("Renew", func() error { _, err := b.Renew(ctx, l); return err })
 	check("Get", func() error { _, err := b.Get(ctx, e); return err })
 	check("Release", func() error { return b.Release(ctx, l) })
-	if got, err := b.Get(Context(t), e); err != nil || got.Holder != "a" {
+	if got, err := b.Get(electiontesting.Context(t), e); err != nil || got.Holder != "a" {
 		t.Fatalf("after cancelled calls Get = %+v, %v", got, err)
 	}
 }
@@ -620,10 +597,10 @@ func (s *suite) garbage(t *testing.T) {
 	if s.o.PutGarbage == nil {
 		t.Fatal("Options.PutGarbage is required: every backend must survive foreign records")
 	}
-	b, e := s.newBackend(t), Election(t)
+	b, e := s.newBackend(t), electiontesting.Election(t)
 	start := time.Now()
 	s.o.PutGarbage(t, e, s.o.TTL)
-	_, err := b.Acquire(Context(t), s.req(e, "a", 0))
+	_, err := b.Acquire(electiontesting.Context(t), s.req(e, "a", 0))
 	if time.Since(start) < s.o.TTL {
 		if err == nil {
 			t.Fatal("Acquire took over a foreign record before it expired")
@@ -632,20 +609,20 @@ func (s *suite) garbage(t *testing.T) {
 			t.Fatalf("Acquire over a foreign record: %v, want ErrInvalidRecord", err)
 		}
 	}
-	if _, err := b.Get(Context(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, backendkit.ErrInvalidRecord) {
+	if _, err := b.Get(electiontesting.Context(t), e); time.Since(start) < s.o.TTL && !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Get of a foreign record: %v, want ErrInvalidRecord", err)
 	}
 	forged := fxelection.Lease{Election: e, Holder: "a", Term: 1, Duration: time.Minute}
-	if _, err := b.Renew(Context(t), forged); err == nil {
+	if _, err := b.Renew(electiontesting.Context(t), forged); err == nil {
 		t.Fatal("Renew succeeded over a foreign record")
 	}
-	_ = b.Release(Context(t), forged) // must not panic; may fail
+	_ = b.Release(electiontesting.Context(t), forged) // must not panic; may fail
 	if s.o.GarbageNeverExpires {
 		return
 	}
 	deadline := time.Now().Add(s.expiryLimit())
 	for {
-		if _, err := b.Acquire(Context(t), s.req(e, "a", 0)); err == nil {
+		if _, err := b.Acquire(electiontesting.Context(t), s.req(e, "a", 0)); err == nil {
 			if time.Since(start) < s.o.TTL {
 				t.Fatal("foreign record taken over before it expired")
 			}
@@ -664,7 +641,7 @@ func (s *suite) garbage(t *testing.T) {
 // after a restart (where the store can) the holder renews with its term.
 func (s *suite) storeDown(t *testing.T) {
 	st := s.o.StoreDown(t)
-	b, e := st.Backend, Election(t)
+	b, e := st.Backend, electiontesting.Election(t)
 	l := mustAcquire(t, b, s.req(e, "a", time.Minute))
 	if err := st.Kill(); err != nil {
 		t.Fatal(err)
@@ -675,20 +652,20 @@ func (s *suite) storeDown(t *testing.T) {
 			t.Fatalf("%s with the store down: %v, want a store failure", op, err)
 		}
 	}
-	_, err := b.Renew(Context(t), l)
+	_, err := b.Renew(electiontesting.Context(t), l)
 	storeFailure("Renew", err)
-	_, err = b.Get(Context(t), e)
+	_, err = b.Get(electiontesting.Context(t), e)
 	storeFailure("Get", err)
-	_, err = b.Acquire(Context(t), s.req(e, "b", time.Minute))
+	_, err = b.Acquire(electiontesting.Context(t), s.req(e, "b", time.Minute))
 	storeFailure("Acquire", err)
-	storeFailure("Release", b.Release(Context(t), l))
+	storeFailure("Release", b.Release(electiontesting.Context(t), l))
 	if st.Restart == nil {
 		return
 	}
 	if err := st.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := b.Renew(Context(t), l)
+	l2, err := b.Renew(electiontesting.Context(t), l)
 	if err != nil {
 		t.Fatalf("Renew after the restart: %v", err)
 	}

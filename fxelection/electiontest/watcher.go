@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/watch"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // Watcher scenario timing: short, with the core's margins.
@@ -33,7 +33,7 @@ const (
 func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backend) {
 	ctx := context.Background()
 	election := fmt.Sprintf("watch-%d", time.Now().UnixNano())
-	changes := &ChangeLog{}
+	changes := &electiontesting.ChangeLog{}
 	w, err := watch.New(watch.Config{Name: election, PollInterval: watchPoll, OnChange: changes.Add}, newBackend(t))
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +47,10 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 		}
 	})
 
-	var nodes []*Candidate
+	var nodes []*electiontesting.Candidate
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		nodes = append(nodes, StartFaultyCandidate(t, newBackend(t), election, id, func(cfg *fxelection.Config) {
+		nodes = append(nodes, electiontesting.StartFaultyCandidate(t, newBackend(t), election, id, func(cfg *fxelection.Config) {
 			cfg.Metadata = map[string]string{"addr": id + ":8080"}
 			cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = watchLease, watchRenew, watchRetry, 0
 		}))
@@ -59,9 +59,9 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 	// nextLeader waits for a node other than not to lead, then for the
 	// watcher to report it, and checks the delay against the bound.
 	var leaders []fxelection.Lease
-	nextLeader := func(step string, not ...*Candidate) *Candidate {
+	nextLeader := func(step string, not ...*electiontesting.Candidate) *electiontesting.Candidate {
 		t.Helper()
-		var l *Candidate
+		var l *electiontesting.Candidate
 		var lease fxelection.Lease
 		deadline := time.Now().Add(5 * watchLease)
 		for l == nil {
@@ -117,40 +117,4 @@ func RunWatcherTest(t *testing.T, newBackend func(t *testing.T) fxelection.Backe
 	if i != len(leaders) {
 		t.Fatalf("OnChange saw %d of %d leaders in order: %q", i, len(leaders), changes.Holders())
 	}
-}
-
-// ChangeLog records a Watcher's OnChange calls: pass its Add as
-// WatcherConfig.OnChange. It is safe for concurrent use; the zero value is
-// ready.
-type ChangeLog struct {
-	syncList[watch.LeaderInfo]
-}
-
-// Add records one OnChange call.
-func (c *ChangeLog) Add(i watch.LeaderInfo) { c.add(i) }
-
-// Leaders returns the leases of the recorded calls that reported a leader,
-// in order.
-func (c *ChangeLog) Leaders() []fxelection.Lease {
-	var out []fxelection.Lease
-	for _, i := range c.snapshot() {
-		if i.HasLeader {
-			out = append(out, i.Leader)
-		}
-	}
-	return out
-}
-
-// Holders lists the recorded calls' holders separated by spaces, "-" for a
-// call that reported no leader (e.g. "- a - b").
-func (c *ChangeLog) Holders() string {
-	var s []string
-	for _, i := range c.snapshot() {
-		if i.HasLeader {
-			s = append(s, i.Leader.Holder)
-		} else {
-			s = append(s, "-")
-		}
-	}
-	return strings.Join(s, " ")
 }

@@ -11,9 +11,10 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/watch"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Elector {
@@ -38,7 +39,7 @@ func TestWatcherFollowsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		changes := &electiontest.ChangeLog{}
+		changes := &electiontesting.ChangeLog{}
 		const poll = time.Second
 		w, err := watch.New(watch.Config{Name: "watched", PollInterval: poll, OnChange: changes.Add}, mem)
 		if err != nil {
@@ -128,7 +129,7 @@ func TestWatcherTakeoverAfterCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = w.Stop(ctx) }()
-		fa := electiontest.NewFaulty(mem)
+		fa := faultinject.New(mem)
 		a := startElector(t, fa, "a")
 		defer func() { _ = a.Stop(ctx) }()
 		time.Sleep(10 * time.Millisecond)
@@ -237,7 +238,7 @@ func TestWatcherStoreFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		f := electiontest.NewFaulty(mem)
+		f := faultinject.New(mem)
 		a := startElector(t, mem, "a")
 		defer func() { _ = a.Stop(ctx) }()
 		w, err := watch.New(watch.Config{Name: "watched", PollInterval: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}, f)
@@ -252,7 +253,7 @@ func TestWatcherStoreFailure(t *testing.T) {
 		f.Partition(true)
 		time.Sleep(time.Second)
 		info, ok := w.Leader()
-		if !ok || info.Leader.Holder != "a" || !errors.Is(w.LastError(), electiontest.ErrInjected) {
+		if !ok || info.Leader.Holder != "a" || !errors.Is(w.LastError(), faultinject.ErrInjected) {
 			t.Fatalf("during failure: %+v %v %v", info, ok, w.LastError())
 		}
 		var oe *fxelection.OpError

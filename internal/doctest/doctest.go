@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // ReadmeShows checks that the README at readme holds, between the lines
@@ -319,7 +319,7 @@ func Stdout(t *testing.T, f func()) string {
 // run(ctx, out) runs until ctx is done, writing its output to out, and
 // returns nil after a clean stop.
 type Program struct {
-	out  electiontest.LogBuffer
+	out  electiontesting.LogBuffer
 	stop func() error
 }
 
@@ -346,7 +346,7 @@ func (p *Program) Output() string { return p.out.String() }
 // of want, and fails t (with the output) otherwise.
 func (p *Program) WaitFor(t testing.TB, limit time.Duration, want ...string) {
 	t.Helper()
-	electiontest.WaitFor(t, limit, fmt.Sprintf("output with %q", want), func() bool {
+	electiontesting.WaitFor(t, limit, fmt.Sprintf("output with %q", want), func() bool {
 		out := p.out.String()
 		for _, w := range want {
 			if !strings.Contains(out, w) {
@@ -357,12 +357,12 @@ func (p *Program) WaitFor(t testing.TB, limit time.Duration, want ...string) {
 	})
 }
 
-// LeadThenStop waits (up to electiontest.LeaderLimit) until the program
+// LeadThenStop waits (up to electiontesting.LeaderLimit) until the program
 // logs that it leads election, stops it, fails t unless it logged losing
 // that leadership on the way out, and returns the whole output.
 func (p *Program) LeadThenStop(t testing.TB, election string) string {
 	t.Helper()
-	p.WaitFor(t, electiontest.LeaderLimit, `msg="leadership acquired" election=`+election)
+	p.WaitFor(t, electiontesting.LeaderLimit, `msg="leadership acquired" election=`+election)
 	out := p.Stop(t)
 	if !strings.Contains(out, `msg="leadership lost" election=`+election) {
 		t.Errorf("no leadership lost on stop:\n%s", out)

@@ -20,7 +20,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // BackendPath is the JSON path of the module object in the documents Decode
@@ -202,7 +202,7 @@ func RunConfigFile(t *testing.T, l config.Loader, path string, limit time.Durati
 		t.Fatalf("%d electors for %d elections", len(all.Electors), len(doc.Elections))
 	}
 	for _, e := range all.Electors {
-		electiontest.WaitFor(t, limit, e.Status().Election+" to lead", e.IsLeader)
+		electiontesting.WaitFor(t, limit, e.Status().Election+" to lead", e.IsLeader)
 	}
 	app.RequireStop()
 	for _, e := range all.Electors {
@@ -214,13 +214,13 @@ func RunConfigFile(t *testing.T, l config.Loader, path string, limit time.Durati
 }
 
 // Document returns a configuration document with one election, with
-// electiontest's fault timing, whose backend object is the module moduleID
+// electiontesting's fault timing, whose backend object is the module moduleID
 // with settings (JSON members after the module key, each with a leading
 // comma, or "").
 func Document(election, moduleID, settings string) []byte {
 	return fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
 		"retry_period": %q, "max_backoff": %q, "backend": {"module": %q%s}}]}`,
-		election, electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry, electiontest.FaultMaxBackoff, moduleID, settings)
+		election, electiontesting.FaultLease, electiontesting.FaultRenew, electiontesting.FaultRetry, electiontesting.FaultMaxBackoff, moduleID, settings)
 }
 
 // CheckRegistered checks that moduleID is registered, with a doc string.

@@ -29,7 +29,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // ErrNotInstalled is returned by StartRedis and StartPostgres when the server
@@ -306,9 +306,9 @@ func RunMain(m *testing.M, closeServers func() error) int {
 	return code
 }
 
-// WaitFor is electiontest.WaitFor (one copy of the polling loop), kept
+// WaitFor is electiontesting.WaitFor (one copy of the polling loop), kept
 // here for tests that already call it through this package.
-var WaitFor = electiontest.WaitFor
+var WaitFor = electiontesting.WaitFor
 
 // ClosedAddr returns "127.0.0.1:PORT" for a port nothing listened on when
 // it was checked (see FreePort): the address of an unreachable store.

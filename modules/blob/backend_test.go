@@ -10,7 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -47,7 +47,7 @@ func TestNewValidates(t *testing.T) {
 // TestDurationRange: durations are rounded up to whole seconds and must be
 // 15s–60s; the error names the Duration and the range.
 func TestDurationRange(t *testing.T) {
-	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	for _, d := range []time.Duration{0, time.Second, 14 * time.Second, 60*time.Second + time.Millisecond, time.Hour} {
 		_, err := b.Acquire(ctxT(t), req(e, "a", d))
 		if !errors.Is(err, bloblease.ErrDuration) || !strings.Contains(err.Error(), "Duration") ||
@@ -71,7 +71,7 @@ func TestDurationRange(t *testing.T) {
 // the new ETag of the record it rewrote); after a release it gets a new
 // term.
 func TestSameIdentity(t *testing.T) {
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	l1, err := newBackend(t, bloblease.Options{}).Acquire(ctxT(t), req(e, "a", 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestSameIdentity(t *testing.T) {
 // writing, or a foreign program) is never taken over nor reported as held
 // by the previous record's holder.
 func TestUnnamedHolder(t *testing.T) {
-	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", 15*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 const fuzzElection = "demo"
@@ -63,7 +64,7 @@ func check(t *testing.T, value string) {
 	if state2 != recordValid || err != nil {
 		t.Fatalf("re-encoded value %q does not decode: %v", again, err)
 	}
-	if !electiontest.SameRecord(l2, l) {
+	if !electiontesting.SameRecord(l2, l) {
 		t.Fatalf("round trip changed %+v into %+v", l, l2)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
@@ -108,7 +109,7 @@ func TestHostileRecords(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			first, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +169,7 @@ func breakLease(t *testing.T, b *bloblease.Backend, election string) error {
 // holder gets a term: Acquire fails with ErrTermExhausted and leaves the
 // blob alone instead of wrapping.
 func TestTermExhausted(t *testing.T) {
-	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	v := b64(electiontest.RawRecord(e, "x", fmt.Sprint(uint64(backendkit.MaxTerm)), "15000"))
 	plantMeta(t, b, e, v, "")
 	for _, id := range []string{"a", "x"} {
@@ -248,7 +249,7 @@ func TestSASNotLeaked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_, err = be.Acquire(ctx, req(e, "a", 15*time.Second))
@@ -261,7 +262,7 @@ func TestSASNotLeaked(t *testing.T) {
 			if err := be.Release(ctx, l); err != nil {
 				check(t, "Release", err)
 			}
-			electiontest.CheckElectorErrors(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
+			electiontesting.CheckElectorErrors(t, be, e, func(what string, err error) { check(t, what, err) }, leaks)
 		})
 	}
 	// The SAS works against the live server: an election runs on it.
@@ -271,7 +272,7 @@ func TestSASNotLeaked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := electiontest.Election(t)
+		e := electiontesting.Election(t)
 		l, err := be.Acquire(ctxT(t), req(e, "a", 15*time.Second))
 		if err != nil {
 			t.Fatalf("Acquire with a SAS: %v", err)

@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
@@ -100,7 +100,7 @@ func newBackend(t testing.TB, opts bloblease.Options) *bloblease.Backend {
 	return b
 }
 
-var ctxT = electiontest.Context // shared by every backend's tests
+var ctxT = electiontesting.Context // shared by every backend's tests
 
 func req(election, id string, d time.Duration) backendkit.AcquireRequest {
 	return backendkit.AcquireRequest{Election: election, Identity: id, Metadata: map[string]string{"addr": id + ":8080"}, Duration: d}

@@ -12,7 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
@@ -91,7 +91,7 @@ func TestConfigModule(t *testing.T) {
 			if b.(backendkit.NamedBackend).BackendName() != "blob" {
 				t.Fatalf("name %q", b.(backendkit.NamedBackend).BackendName())
 			}
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			l, err := b.Acquire(ctxT(t), req(e, "a", 15*time.Second))
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +112,7 @@ func TestConfigModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bad.Get(ctxT(t), electiontest.Election(t))
+	_, err = bad.Get(ctxT(t), electiontesting.Election(t))
 	if err == nil || errors.Is(err, backendkit.ErrNoLease) || strings.Contains(err.Error(), secret) {
 		t.Fatalf("Get with a wrong key: %v", err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -36,7 +36,7 @@ func reqInc(election, id, inc string, d time.Duration) backendkit.AcquireRequest
 // frees it; releasing it again once another holds it is not an error and
 // frees nothing.
 func TestStaleReleaseAfterReacquire(t *testing.T) {
-	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	incA, incB := backendkit.NewIncarnation(), backendkit.NewIncarnation()
 	la, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
 	if err != nil {
@@ -91,7 +91,7 @@ func TestStaleReleaseAfterReacquire(t *testing.T) {
 // Renew returns the blob's current ETag, so its own Release frees the lease
 // again.
 func TestStaleAcquireThenRenew(t *testing.T) {
-	a, b, e, inc := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t), backendkit.NewIncarnation()
+	a, b, e, inc := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t), backendkit.NewIncarnation()
 	lb, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 // the term rises again, the successor's Renew fails with ErrLeaseLost and
 // its Release frees nothing. No two leaderships ever share a term.
 func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
-	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, bloblease.Options{}), newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	incA, incB := backendkit.NewIncarnation(), backendkit.NewIncarnation()
 	la, err := a.Acquire(ctxT(t), reqInc(e, "node", incA, 15*time.Second))
 	if err != nil {
@@ -170,7 +170,7 @@ func TestStaleAcquireOfEarlierIncarnation(t *testing.T) {
 // the earlier one's record.
 func TestRacingIncarnations(t *testing.T) {
 	for range 10 {
-		e := electiontest.Election(t)
+		e := electiontesting.Election(t)
 		if _, err := newBackend(t, bloblease.Options{}).Acquire(ctxT(t), reqInc(e, "node", backendkit.NewIncarnation(), 15*time.Second)); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestRacingIncarnations(t *testing.T) {
 // are the same) is read, and a holder's first request naming an
 // incarnation gets a higher term once, which it then keeps.
 func TestRecordWithoutIncarnation(t *testing.T) {
-	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	l0, err := b.Acquire(ctxT(t), req(e, "node", 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestRecordWithoutIncarnation(t *testing.T) {
 // TestInvalidIncarnationWritesNothing: an Acquire naming a malformed
 // incarnation fails before any write.
 func TestInvalidIncarnationWritesNothing(t *testing.T) {
-	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	for _, inc := range []string{"has space", "a/b", strings.Repeat("x", backendkit.MaxIncarnationLen+1), "\x00"} {
 		if _, err := b.Acquire(ctxT(t), reqInc(e, "node", inc, 15*time.Second)); err == nil || strings.Contains(err.Error(), inc) {
 			t.Fatalf("Acquire with incarnation %q: %v, want an error not quoting it", inc, err)
@@ -324,7 +324,7 @@ func TestReleaseMatchesReturnedVersion(t *testing.T) {
 	}
 	for name, op := range ops {
 		t.Run(name, func(t *testing.T) {
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			l := op(t, e)
 			if err := b.Release(ctxT(t), l); err != nil {
 				t.Fatal(err)
@@ -343,7 +343,7 @@ func TestReleaseMatchesReturnedVersion(t *testing.T) {
 // this shows the emulator the tests run on honours it too.)
 func TestReleaseLeaseIfMatch(t *testing.T) {
 	b := newBackend(t, bloblease.Options{})
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	cc := newClient(t).ServiceClient().NewContainerClient(b.Container())
 	bb := cc.NewBlockBlobClient(b.BlobName(e))
 	up, err := bb.Upload(ctxT(t), streaming.NopCloser(bytes.NewReader(nil)), nil)
@@ -397,7 +397,7 @@ func TestReleaseLeaseIfMatch(t *testing.T) {
 // and is not an error; Renew does not compare the ETag and returns the
 // blob's current one.
 func TestReleaseOtherVersions(t *testing.T) {
-	b, e := newBackend(t, bloblease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	l, err := b.Acquire(ctxT(t), req(e, "node", 15*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 	redislease "github.com/fxelection/fxelection/modules/redis"
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // leaderLimit bounds the wait for a leader: generous, for a loaded machine.
 const leaderLimit = 30 * time.Second
 
-var ctxT = electiontest.Context
+var ctxT = electiontesting.Context
 
 // servers starts a private Redis and PostgreSQL (skipping, or failing
 // under CI=true, when a binary is missing).
@@ -83,7 +83,7 @@ func TestThreeElectionsTwoBackends(t *testing.T) {
 		t.Fatalf("group has %d electors, want 3", len(got.All))
 	}
 	for _, e := range []*fxelection.Elector{got.Alpha, got.Beta, got.Gamma} {
-		electiontest.WaitFor(t, leaderLimit, e.Status().Election+" to elect a leader", e.IsLeader)
+		electiontesting.WaitFor(t, leaderLimit, e.Status().Election+" to elect a leader", e.IsLeader)
 		l, ok := e.Lease()
 		if !ok || l.Holder != "node-1" || l.Term == 0 {
 			t.Fatalf("%s: lease %+v", e.Status().Election, l)

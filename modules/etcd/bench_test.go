@@ -10,6 +10,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // Run: go test -run '^$' -bench . -benchtime 2s -count 3 ./ (inside
@@ -34,7 +35,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	b.Run("fxelection", func(b *testing.B) {
 		be := newBackend(b, Options{}, c.Endpoints()...)
-		req := backendkit.AcquireRequest{Election: electiontest.Election(b), Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
+		req := backendkit.AcquireRequest{Election: electiontesting.Election(b), Identity: "a", Metadata: map[string]string{"addr": "10.0.0.1:8080"}, Duration: 10 * time.Second}
 		for b.Loop() {
 			l, err := be.Acquire(ctx, req)
 			if err != nil {
@@ -51,7 +52,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		el := concurrency.NewElection(s, "bench-concurrency/"+electiontest.Election(b))
+		el := concurrency.NewElection(s, "bench-concurrency/"+electiontesting.Election(b))
 		for b.Loop() {
 			if err := el.Campaign(ctx, "10.0.0.1:8080"); err != nil {
 				b.Fatal(err)

@@ -12,17 +12,17 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
 // twoCandidates starts "a" and "b" on separate clients of endpoints.
-func twoCandidates(t *testing.T, election string, rec *electiontest.Recorder, tweak func(*fxelection.Config), endpoints ...string) []*electiontest.Candidate {
+func twoCandidates(t *testing.T, election string, rec *electiontesting.Recorder, tweak func(*fxelection.Config), endpoints ...string) []*electiontesting.Candidate {
 	t.Helper()
-	var cs []*electiontest.Candidate
+	var cs []*electiontesting.Candidate
 	for _, id := range []string{"a", "b"} {
-		c := electiontest.StartCandidate(t, newBackend(t, Options{}, endpoints...), election, id, tweak)
+		c := electiontesting.StartCandidate(t, newBackend(t, Options{}, endpoints...), election, id, tweak)
 		if rec != nil {
 			c.Elector.AddObserver(rec)
 		}
@@ -31,7 +31,7 @@ func twoCandidates(t *testing.T, election string, rec *electiontest.Recorder, tw
 	return cs
 }
 
-func checkNoOverlap(t *testing.T, rec *electiontest.Recorder) {
+func checkNoOverlap(t *testing.T, rec *electiontesting.Recorder) {
 	t.Helper()
 	if a, b, found := rec.Overlap(); found {
 		t.Fatalf("two leaders at once: %+v and %+v", a, b)
@@ -46,15 +46,15 @@ func TestKeyDeletedFromOutside(t *testing.T) {
 	admin := c.Client(t)
 	e := electionName(t)
 	cs := twoCandidates(t, e, nil, nil, c.Endpoints()...)
-	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
+	leader, l := electiontesting.WaitLeader(t, cs, leaderLimit)
 	if _, err := admin.Delete(ctxT(t), DefaultKeyPrefix+e); err != nil {
 		t.Fatal(err)
 	}
-	ev := electiontest.WaitStopped(t, leader, l.Term, leaderLimit)
+	ev := electiontesting.WaitStopped(t, leader, l.Term, leaderLimit)
 	if ev.Reason != fxelection.ReasonLost {
 		t.Errorf("step-down reason %q, want %q", ev.Reason, fxelection.ReasonLost)
 	}
-	_, l2 := electiontest.WaitNewTerm(t, cs, l.Term, leaderLimit)
+	_, l2 := electiontesting.WaitNewTerm(t, cs, l.Term, leaderLimit)
 	if l2.Term <= l.Term {
 		t.Fatalf("term after the delete %d, want > %d", l2.Term, l.Term)
 	}
@@ -69,21 +69,21 @@ func TestKeyDeletedFromOutside(t *testing.T) {
 func TestServerStoppedAndRestarted(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{})
 	e := electionName(t)
-	rec := &electiontest.Recorder{}
+	rec := &electiontesting.Recorder{}
 	cs := twoCandidates(t, e, rec, nil, c.Endpoints()...)
-	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
+	leader, l := electiontesting.WaitLeader(t, cs, leaderLimit)
 
 	c.Members[0].Stop()
-	ev := electiontest.WaitStopped(t, leader, l.Term, leaderLimit)
+	ev := electiontesting.WaitStopped(t, leader, l.Term, leaderLimit)
 	if ev.Reason != fxelection.ReasonDeadline {
 		t.Errorf("step-down reason %q, want %q", ev.Reason, fxelection.ReasonDeadline)
 	}
-	leader.Events.WaitFor(t, leaderLimit, "a store failure event", electiontest.IsStoreFailure)
+	leader.Events.WaitFor(t, leaderLimit, "a store failure event", electiontesting.IsStoreFailure)
 
 	if err := c.Members[0].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	next, l2 := electiontest.WaitLeader(t, cs, 2*leaderLimit)
+	next, l2 := electiontesting.WaitLeader(t, cs, 2*leaderLimit)
 	// The holder may keep its term (its key outlived the outage: etcd
 	// gives every lease its full TTL again when it restarts) or get a
 	// higher one (the key expired first); another holder's is higher.
@@ -105,20 +105,20 @@ func TestPartitionedLeader(t *testing.T) {
 	c := sharedCluster(t)
 	p, endpoint := newProxy(t, c.Members[0].Endpoint())
 	e := electionName(t)
-	rec := &electiontest.Recorder{}
-	behind := electiontest.StartCandidate(t, newBackend(t, Options{}, endpoint), e, "behind-proxy", nil)
+	rec := &electiontesting.Recorder{}
+	behind := electiontesting.StartCandidate(t, newBackend(t, Options{}, endpoint), e, "behind-proxy", nil)
 	behind.Elector.AddObserver(rec)
-	_, l := electiontest.WaitLeader(t, []*electiontest.Candidate{behind}, leaderLimit)
-	direct := electiontest.StartCandidate(t, newBackend(t, Options{}, c.Endpoints()...), e, "direct", nil)
+	_, l := electiontesting.WaitLeader(t, []*electiontesting.Candidate{behind}, leaderLimit)
+	direct := electiontesting.StartCandidate(t, newBackend(t, Options{}, c.Endpoints()...), e, "direct", nil)
 	direct.Elector.AddObserver(rec)
-	electiontest.WaitFor(t, leaderLimit, "the follower to see the leader", func() bool {
+	electiontesting.WaitFor(t, leaderLimit, "the follower to see the leader", func() bool {
 		l, ok := direct.Elector.Leader()
 		return ok && l.Holder == "behind-proxy"
 	})
 
 	cut(p)
-	electiontest.WaitStopped(t, behind, l.Term, leaderLimit)
-	_, l2 := electiontest.WaitNewTerm(t, []*electiontest.Candidate{behind, direct}, l.Term, leaderLimit)
+	electiontesting.WaitStopped(t, behind, l.Term, leaderLimit)
+	_, l2 := electiontesting.WaitNewTerm(t, []*electiontesting.Candidate{behind, direct}, l.Term, leaderLimit)
 	if l2.Holder != "direct" || l2.Term <= l.Term {
 		t.Fatalf("after the cut %s leads term %d, want direct with a term > %d", l2.Holder, l2.Term, l.Term)
 	}
@@ -136,7 +136,7 @@ func TestCompaction(t *testing.T) {
 	admin := c.Client(t)
 	e := electionName(t)
 	cs := twoCandidates(t, e, nil, nil, c.Endpoints()...)
-	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
+	leader, l := electiontesting.WaitLeader(t, cs, leaderLimit)
 
 	// Push watch on a client behind a proxy.
 	p, endpoint := newProxy(t, c.Members[0].Endpoint())
@@ -144,7 +144,7 @@ func TestCompaction(t *testing.T) {
 	other := electionName(t) + "-other"
 	var woken atomic.Int32
 	defer watched.Subscribe(other, func() { woken.Add(1) })()
-	electiontest.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return woken.Load() > 0 })
+	electiontesting.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return woken.Load() > 0 })
 
 	held := newBackend(t, Options{}, c.Endpoints()...)
 	hl, err := held.Acquire(ctxT(t), backendkit.AcquireRequest{Election: electionName(t) + "-held", Identity: "h", Duration: time.Minute})
@@ -179,7 +179,7 @@ func TestCompaction(t *testing.T) {
 	}
 	before := woken.Load()
 	p.Heal()
-	electiontest.WaitFor(t, leaderLimit, "a wake-up after the cut", func() bool { return woken.Load() > before })
+	electiontesting.WaitFor(t, leaderLimit, "a wake-up after the cut", func() bool { return woken.Load() > before })
 
 	// A lease acquired before the compaction renews after it, with its
 	// term.
@@ -192,7 +192,7 @@ func TestCompaction(t *testing.T) {
 	if err := leader.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, l2 := electiontest.WaitNewTerm(t, cs, l.Term, leaderLimit)
+	_, l2 := electiontesting.WaitNewTerm(t, cs, l.Term, leaderLimit)
 	if l2.Term <= l.Term {
 		t.Fatalf("term after compaction %d, want > %d", l2.Term, l.Term)
 	}
@@ -207,29 +207,29 @@ func TestClusterLeaderFailover(t *testing.T) {
 	testserver.SkipShort(t, "starts a three-member etcd cluster")
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
 	e := electionName(t)
-	rec := &electiontest.Recorder{}
+	rec := &electiontesting.Recorder{}
 	// Longer timing than the other fault tests: an etcd election takes a
 	// second or more on a loaded machine, and a leader should ride it out.
 	slow := func(cfg *fxelection.Config) {
 		cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.MaxBackoff = 8*time.Second, 6*time.Second, 500*time.Millisecond, 2*time.Second
 	}
 	cs := twoCandidates(t, e, rec, slow, c.Endpoints()...)
-	leader, l := electiontest.WaitLeader(t, cs, leaderLimit)
+	leader, l := electiontesting.WaitLeader(t, cs, leaderLimit)
 
 	var etcdLeader *etcdtest.Member
-	electiontest.WaitFor(t, leaderLimit, "an etcd leader", func() bool {
+	electiontesting.WaitFor(t, leaderLimit, "an etcd leader", func() bool {
 		etcdLeader = c.Leader()
 		return etcdLeader != nil
 	})
 	etcdLeader.Stop()
-	electiontest.WaitFor(t, 2*leaderLimit, "a new etcd leader", func() bool {
+	electiontesting.WaitFor(t, 2*leaderLimit, "a new etcd leader", func() bool {
 		m := c.Leader()
 		return m != nil && m != etcdLeader
 	})
 	// Give the election time to renew through the new etcd leader (or to
 	// hand over), then check it.
 	time.Sleep(3 * time.Second)
-	now, l2 := electiontest.WaitLeader(t, cs, 2*leaderLimit)
+	now, l2 := electiontesting.WaitLeader(t, cs, 2*leaderLimit)
 	if now == leader && l2.Term != l.Term {
 		t.Errorf("the leader's term changed from %d to %d", l.Term, l2.Term)
 	}
@@ -245,7 +245,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBackend(t, Options{}, etcdLeader.Endpoint())
-	electiontest.WaitFor(t, 2*leaderLimit, "the restarted member to serve the election", func() bool {
+	electiontesting.WaitFor(t, 2*leaderLimit, "the restarted member to serve the election", func() bool {
 		got, err := b.Get(ctxT(t), e)
 		return err == nil && got.Term >= l.Term
 	})

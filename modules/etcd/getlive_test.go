@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // TestGetLiveInLastSecond: etcd reports a lease's remaining TTL in whole
@@ -18,7 +18,7 @@ import (
 func TestGetLiveInLastSecond(t *testing.T) {
 	c := sharedCluster(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	req := backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Second, Incarnation: backendkit.NewIncarnation()}
 	l, err := b.Acquire(ctxT(t), req)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
@@ -67,8 +67,8 @@ func mustNew(t testing.TB, c *clientv3.Client, opts Options) *Backend {
 	return b
 }
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT         = electiontest.Context
-	electionName = electiontest.Election
+	ctxT         = electiontesting.Context
+	electionName = electiontesting.Election
 )

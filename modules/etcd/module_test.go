@@ -14,7 +14,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
@@ -41,8 +41,8 @@ func TestConfigModule(t *testing.T) {
 		t.Error(`"push": false did not disable push`)
 	}
 	e := electionName(t)
-	cand := electiontest.StartCandidate(t, b, e, "reg", nil)
-	electiontest.WaitLeader(t, []*electiontest.Candidate{cand}, leaderLimit)
+	cand := electiontesting.StartCandidate(t, b, e, "reg", nil)
+	electiontesting.WaitLeader(t, []*electiontesting.Candidate{cand}, leaderLimit)
 	admin := c.Client(t)
 	if resp, err := admin.Get(ctxT(t), "reg/"+e); err != nil || len(resp.Kvs) != 1 {
 		t.Errorf("key reg/%s: %v, %v", e, resp, err)
@@ -159,8 +159,8 @@ func TestConfigModuleAuth(t *testing.T) {
 	if _, err := b.Get(ctxT(t), "x"); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("Get with the right password: %v", err)
 	}
-	cand := electiontest.StartCandidate(t, b, electionName(t), "auth", nil)
-	electiontest.WaitLeader(t, []*electiontest.Candidate{cand}, leaderLimit)
+	cand := electiontesting.StartCandidate(t, b, electionName(t), "auth", nil)
+	electiontesting.WaitLeader(t, []*electiontesting.Candidate{cand}, leaderLimit)
 	if err := cand.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +178,12 @@ func TestModule(t *testing.T) {
 		fx.Provide(func() *clientv3.Client { return etcdtest.NewClient(t, c.Endpoints()...) }),
 		fx.Supply(Options{KeyPrefix: "fx/"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &eb),
 	)
 	app.RequireStart()
-	electiontest.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontesting.WaitFor(t, leaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := eb.Key("fx-module"); k != "fx/fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}

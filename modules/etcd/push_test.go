@@ -7,6 +7,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // TestPushWakesFollower: with a retry period far longer than the test's
@@ -29,12 +30,12 @@ func TestPushWakesOnExpiry(t *testing.T) {
 	cancel := b.Subscribe(e, func() { mine.Add(1) })
 	cancelOther := b.Subscribe(e+"-other", func() { others.Add(1) })
 	defer cancelOther()
-	electiontest.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return mine.Load() > 0 && others.Load() > 0 })
+	electiontesting.WaitFor(t, leaderLimit, "the watch to be established", func() bool { return mine.Load() > 0 && others.Load() > 0 })
 	m0, o0 := mine.Load(), others.Load()
 	if _, err := newBackend(t, Options{}, eps...).Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	electiontest.WaitFor(t, leaderLimit, "a wake-up when the lease expires", func() bool { return mine.Load() > m0 })
+	electiontesting.WaitFor(t, leaderLimit, "a wake-up when the lease expires", func() bool { return mine.Load() > m0 })
 	if others.Load() != o0 {
 		t.Errorf("another election's subscriber was woken %d times", others.Load()-o0)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // validKey is a record as a continuation leaves it: stated term 45 on a
@@ -152,7 +152,7 @@ func TestHostileKeysInEtcd(t *testing.T) {
 		"no duration": `{"fxelection":1,"holder":"a"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			if _, err := admin.Put(ctxT(t), b.Key(e), value, clientv3.WithLease(g.ID)); err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 // TestTermIsAcquiringRevision: the term is the revision of the write that
@@ -20,7 +20,7 @@ func TestTermIsAcquiringRevision(t *testing.T) {
 	c := sharedCluster(t)
 	admin := c.Client(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	req := backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 30 * time.Second, Incarnation: backendkit.NewIncarnation()}
 	l, err := b.Acquire(ctxT(t), req)
 	if err != nil {
@@ -82,7 +82,7 @@ func TestReadsFormatOne(t *testing.T) {
 	c := sharedCluster(t)
 	admin := c.Client(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	g, err := admin.Grant(ctxT(t), 60)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestRenewLongerDuration(t *testing.T) {
 	c := sharedCluster(t)
 	admin := c.Client(t)
 	b := newBackend(t, Options{}, c.Endpoints()...)
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

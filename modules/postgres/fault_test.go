@@ -7,7 +7,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -46,12 +46,12 @@ func TestFaultTerminatedConnections(t *testing.T) {
 	}
 	start := func(id string) *candidate {
 		b, app := newBackend(t, d, id, pglease.Options{})
-		return &candidate{electiontest.StartCandidate(t, b, e, id, timing), app}
+		return &candidate{electiontesting.StartCandidate(t, b, e, id, timing), app}
 	}
 	a, b := start("a"), start("b")
 	leader := leaderOf(t, 30*time.Second, a, b)
 	first, _ := leader.Elector.Lease()
-	electiontest.WaitFor(t, 30*time.Second, "the leader's listener", func() bool { return listeners(t, adm, leader.app) == 1 })
+	electiontesting.WaitFor(t, 30*time.Second, "the leader's listener", func() bool { return listeners(t, adm, leader.app) == 1 })
 
 	for round := range 3 {
 		var killed int
@@ -62,15 +62,15 @@ func TestFaultTerminatedConnections(t *testing.T) {
 		if killed < 2 { // at least the listener and one pooled connection
 			t.Fatalf("round %d: terminated %d connections, want the listener and the pool's", round, killed)
 		}
-		renewed := len(leader.Events.Filter(electiontest.Kind(fxelection.EventRenewed)))
+		renewed := len(leader.Events.Filter(electiontesting.Kind(fxelection.EventRenewed)))
 		// Several renewals after the kill (RetryPeriod apart), waited
 		// for up to the renew deadline and more.
-		electiontest.WaitFor(t, renewDeadline+10*time.Second, "renewals after the kill", func() bool {
-			return len(leader.Events.Filter(electiontest.Kind(fxelection.EventRenewed))) >= renewed+5
+		electiontesting.WaitFor(t, renewDeadline+10*time.Second, "renewals after the kill", func() bool {
+			return len(leader.Events.Filter(electiontesting.Kind(fxelection.EventRenewed))) >= renewed+5
 		})
-		electiontest.WaitFor(t, 30*time.Second, "the leader's listener back", func() bool { return listeners(t, adm, leader.app) == 1 })
+		electiontesting.WaitFor(t, 30*time.Second, "the leader's listener back", func() bool { return listeners(t, adm, leader.app) == 1 })
 	}
-	if stops := leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading)); len(stops) != 0 {
+	if stops := leader.Events.Filter(electiontesting.Kind(fxelection.EventStoppedLeading)); len(stops) != 0 {
 		t.Fatalf("leader stepped down after its connections were killed: %+v", stops[0])
 	}
 	now, ok := leader.Elector.Lease()
@@ -106,15 +106,15 @@ func TestFaultServerDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			electiontest.WaitFor(t, electiontest.FaultRenew+5*time.Second, "the leader to step down", func() bool {
-				return len(leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))) > 0
+			electiontesting.WaitFor(t, electiontesting.FaultRenew+5*time.Second, "the leader to step down", func() bool {
+				return len(leader.Events.Filter(electiontesting.Kind(fxelection.EventStoppedLeading))) > 0
 			})
-			stop := leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))[0]
+			stop := leader.Events.Filter(electiontesting.Kind(fxelection.EventStoppedLeading))[0]
 			if stop.Reason != fxelection.ReasonDeadline {
 				t.Fatalf("stepped down with reason %q, want %q", stop.Reason, fxelection.ReasonDeadline)
 			}
-			if took := stop.Time.Sub(down); took > electiontest.FaultRenew+3*time.Second {
-				t.Errorf("stepped down %v after the server went down, renew deadline %v", took, electiontest.FaultRenew)
+			if took := stop.Time.Sub(down); took > electiontesting.FaultRenew+3*time.Second {
+				t.Errorf("stepped down %v after the server went down, renew deadline %v", took, electiontesting.FaultRenew)
 			}
 			if a.Elector.IsLeader() || b.Elector.IsLeader() {
 				t.Fatal("a candidate leads while the server is down")
@@ -122,17 +122,17 @@ func TestFaultServerDown(t *testing.T) {
 			// The step-down comes at the renew deadline even while a
 			// renewal is in flight; its failure is reported when the call
 			// returns, which may be after.
-			electiontest.WaitFor(t, electiontest.FaultRenew+5*time.Second, "a failed renewal event", func() bool {
+			electiontesting.WaitFor(t, electiontesting.FaultRenew+5*time.Second, "a failed renewal event", func() bool {
 				return len(leader.Events.Filter(func(ev fxelection.Event) bool {
 					return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpRenew && ev.Err != nil
 				})) > 0
 			})
 			// Past the lease by a margin, then back.
-			time.Sleep(time.Until(down.Add(electiontest.FaultLease + 500*time.Millisecond)))
+			time.Sleep(time.Until(down.Add(electiontesting.FaultLease + 500*time.Millisecond)))
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
 			}
-			next := leaderOf(t, 4*electiontest.FaultMaxBackoff+15*time.Second, a, b)
+			next := leaderOf(t, 4*electiontesting.FaultMaxBackoff+15*time.Second, a, b)
 			second, _ := next.Elector.Lease()
 			if second.Term <= first.Term {
 				t.Fatalf("term after the outage %d (holder %s), want > %d (holder %s)", second.Term, second.Holder, first.Term, first.Holder)
@@ -157,14 +157,14 @@ func TestFaultQuickRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Let a renewal or acquisition go through on the restarted server.
-	time.Sleep(2 * electiontest.FaultRetry)
-	next := leaderOf(t, 4*electiontest.FaultMaxBackoff+15*time.Second, a, b)
+	time.Sleep(2 * electiontesting.FaultRetry)
+	next := leaderOf(t, 4*electiontesting.FaultMaxBackoff+15*time.Second, a, b)
 	second, _ := next.Elector.Lease()
 	if !(second.Term > first.Term || (second.Holder == first.Holder && second.Term == first.Term)) {
 		t.Fatalf("after restart: holder %s term %d; before: holder %s term %d", second.Holder, second.Term, first.Holder, first.Term)
 	}
 	t.Logf("after restart: holder %s term %d (before: %s term %d; leader stepped down %d times)",
-		second.Holder, second.Term, first.Holder, first.Term, len(leader.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))))
+		second.Holder, second.Term, first.Holder, first.Term, len(leader.Events.Filter(electiontesting.Kind(fxelection.EventStoppedLeading))))
 }
 
 // TestFaultServerDownAtStart starts an elector while the server is down:
@@ -184,7 +184,7 @@ func TestFaultServerDownAtStart(t *testing.T) {
 			return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpAcquire && ev.Err != nil
 		})
 	}
-	electiontest.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
+	electiontesting.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
 	evs := failed()
 	for _, ev := range evs {
 		if errors.Is(ev.Err, backendkit.ErrLeaseHeld) || errors.Is(ev.Err, backendkit.ErrInvalidRecord) {
@@ -196,8 +196,8 @@ func TestFaultServerDownAtStart(t *testing.T) {
 		longest = max(longest, evs[i].Time.Sub(evs[i-1].Time))
 	}
 	// Without backoff every wait would be at most 1.2 RetryPeriods.
-	if longest < 2*electiontest.FaultRetry {
-		t.Errorf("longest wait between failed attempts %v, want backoff beyond %v", longest, 2*electiontest.FaultRetry)
+	if longest < 2*electiontesting.FaultRetry {
+		t.Errorf("longest wait between failed attempts %v, want backoff beyond %v", longest, 2*electiontesting.FaultRetry)
 	}
 	if st := c.Elector.Status(); st.LastError == nil {
 		t.Error("Status has no LastError")
@@ -205,7 +205,7 @@ func TestFaultServerDownAtStart(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	leaderOf(t, 2*electiontest.FaultMaxBackoff+15*time.Second, c)
+	leaderOf(t, 2*electiontesting.FaultMaxBackoff+15*time.Second, c)
 }
 
 // TestFaultRowEditedOutside changes the holder behind the leader's back:
@@ -221,10 +221,10 @@ func TestFaultRowEditedOutside(t *testing.T) {
 		t.Fatalf("update: %v, %v", tag, err)
 	}
 	edited := time.Now()
-	electiontest.WaitFor(t, electiontest.FaultRenew+5*time.Second, "the leader to step down", func() bool {
-		return len(c.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))) > 0
+	electiontesting.WaitFor(t, electiontesting.FaultRenew+5*time.Second, "the leader to step down", func() bool {
+		return len(c.Events.Filter(electiontesting.Kind(fxelection.EventStoppedLeading))) > 0
 	})
-	stop := c.Events.Filter(electiontest.Kind(fxelection.EventStoppedLeading))[0]
+	stop := c.Events.Filter(electiontesting.Kind(fxelection.EventStoppedLeading))[0]
 	if stop.Reason != fxelection.ReasonLost {
 		t.Fatalf("stepped down with reason %q after %v, want %q", stop.Reason, stop.Time.Sub(edited), fxelection.ReasonLost)
 	}

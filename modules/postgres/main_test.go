@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
@@ -93,33 +93,33 @@ func admin(t testing.TB, dsn string) *pgxpool.Pool {
 	return pool
 }
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT     = electiontest.Context
-	election = electiontest.Election
+	ctxT     = electiontesting.Context
+	election = electiontesting.Election
 )
 
-// candidate is a real elector on its own pool, with electiontest's fault
+// candidate is a real elector on its own pool, with electiontesting's fault
 // timing.
 type candidate struct {
-	*electiontest.Candidate
+	*electiontesting.Candidate
 	app string // application_name of its pool's connections
 }
 
 func startCandidate(t *testing.T, dsn, election, id string, opts pglease.Options) *candidate {
 	t.Helper()
 	b, app := newBackend(t, dsn, id, opts)
-	return &candidate{electiontest.StartCandidate(t, b, election, id, nil), app}
+	return &candidate{electiontesting.StartCandidate(t, b, election, id, nil), app}
 }
 
 // leaderOf waits for exactly one of cs to lead and returns it.
 func leaderOf(t *testing.T, limit time.Duration, cs ...*candidate) *candidate {
 	t.Helper()
-	ecs := make([]*electiontest.Candidate, len(cs))
+	ecs := make([]*electiontesting.Candidate, len(cs))
 	for i, c := range cs {
 		ecs[i] = c.Candidate
 	}
-	l, _ := electiontest.WaitLeader(t, ecs, limit)
+	l, _ := electiontesting.WaitLeader(t, ecs, limit)
 	return cs[slices.Index(ecs, l)]
 }
 

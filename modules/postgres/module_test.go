@@ -13,7 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -149,7 +149,7 @@ func TestFxModule(t *testing.T) {
 		fxelection.Module,
 		fx.Supply(fxelection.Config{
 			Name: election(t), Identity: "fx",
-			LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry,
+			LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry,
 		}),
 		fx.Populate(&elector, &backend),
 	)
@@ -159,7 +159,7 @@ func TestFxModule(t *testing.T) {
 	if err := app.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	electiontest.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
+	electiontesting.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
 	if backend.BackendName() != "postgres" || backend.Table() != `"pgl_fx"` {
 		t.Fatalf("backend %s on table %s", backend.BackendName(), backend.Table())
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -161,7 +161,7 @@ func TestWrongPasswordRealServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			var gerr error
-			electiontest.WaitFor(t, 10*time.Second, "the reloaded pg_hba.conf", func() bool {
+			electiontesting.WaitFor(t, 10*time.Second, "the reloaded pg_hba.conf", func() bool {
 				_, gerr = b.Get(ctxT(t), "e")
 				return gerr != nil && strings.Contains(gerr.Error(), "password authentication failed")
 			})

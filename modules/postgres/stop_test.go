@@ -15,7 +15,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -33,8 +33,8 @@ func TestStopFrozenServer(t *testing.T) {
 	doc := fmt.Appendf(nil, `{"elections": [{"name": %q, "lease_duration": %q, "renew_deadline": %q,
 		"retry_period": %q, "max_backoff": %q, "stop_timeout": %q,
 		"backend": {"module": "fxelection.backends.postgres", "dsn": %q}}]}`,
-		election(t), electiontest.FaultLease, electiontest.FaultRenew, electiontest.FaultRetry,
-		electiontest.FaultMaxBackoff, stopTimeout, srv.DSN())
+		election(t), electiontesting.FaultLease, electiontesting.FaultRenew, electiontesting.FaultRetry,
+		electiontesting.FaultMaxBackoff, stopTimeout, srv.DSN())
 	opt, err := config.Load(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestStopFrozenServer(t *testing.T) {
 			_ = app.Stop(context.Background())
 		}
 	})
-	electiontest.WaitFor(t, 30*time.Second, "the election to have a leader", all.Electors[0].IsLeader)
+	electiontesting.WaitFor(t, 30*time.Second, "the election to have a leader", all.Electors[0].IsLeader)
 
 	freeze(t, postmasterPID(t, srv.DSN()))
 

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -189,7 +189,7 @@ func TestTableWithoutColumns(t *testing.T) {
 	adm := admin(t, d)
 	const table = "pgl_skip_old"
 	oldTable(t, adm, table)
-	var logs electiontest.LogBuffer
+	var logs electiontesting.LogBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	b, _ := newBackend(t, d, "skip-old", pglease.Options{Table: table, DisablePush: true, SkipCreateTable: true, Logger: logger})
 	e := election(t)

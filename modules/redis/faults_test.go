@@ -7,6 +7,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -47,18 +48,18 @@ func TestReacquireAfterCrash(t *testing.T) {
 		cfg.KeepLeaseOnStop = true // what a crash leaves behind
 		cfg.LeaseDuration, cfg.RenewDeadline = time.Minute, 40*time.Second
 	}
-	a := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
-	_, first := electiontest.WaitLeader(t, []*electiontest.Candidate{a}, electiontest.LeaderLimit)
-	other := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
-	electiontest.WaitFor(t, electiontest.LeaderLimit, "the other candidate to see the leader", func() bool {
+	a := electiontesting.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
+	_, first := electiontesting.WaitLeader(t, []*electiontesting.Candidate{a}, electiontesting.LeaderLimit)
+	other := electiontesting.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "other", keep)
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the other candidate to see the leader", func() bool {
 		l, ok := other.Elector.Leader()
 		return ok && l.Holder == "fixed"
 	})
 	if err := a.Elector.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	restarted := electiontest.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
-	_, again := electiontest.WaitLeader(t, []*electiontest.Candidate{restarted, other}, 10*time.Second)
+	restarted := electiontesting.StartCandidate(t, newBackend(t, srv.Addr(), Options{}), e, "fixed", keep)
+	_, again := electiontesting.WaitLeader(t, []*electiontesting.Candidate{restarted, other}, 10*time.Second)
 	if again.Holder != "fixed" || again.Term <= first.Term {
 		t.Fatalf("after restart %q leads with term %d, want fixed with a term above %d", again.Holder, again.Term, first.Term)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -43,8 +43,8 @@ func mustNew(t testing.TB, c redis.UniversalClient, opts Options) *Backend {
 	return b
 }
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT         = electiontest.Context
-	electionName = electiontest.Election
+	ctxT         = electiontesting.Context
+	electionName = electiontesting.Election
 )

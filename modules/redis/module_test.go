@@ -14,7 +14,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -31,8 +31,8 @@ func TestConfigModule(t *testing.T) {
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
-	c := electiontest.StartCandidate(t, b, electionName(t), "reg", nil)
-	_, l := electiontest.WaitLeader(t, []*electiontest.Candidate{c}, electiontest.LeaderLimit)
+	c := electiontesting.StartCandidate(t, b, electionName(t), "reg", nil)
+	_, l := electiontesting.WaitLeader(t, []*electiontesting.Candidate{c}, electiontesting.LeaderLimit)
 	if l.Term != 1 {
 		t.Errorf("sequential_terms: term %d, want 1", l.Term)
 	}
@@ -133,10 +133,10 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 	}
 	b := start(secret)
 	var errs []error
-	c := electiontest.StartCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
+	c := electiontesting.StartCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
 		cfg.Callbacks.OnError = func(err error) { errs = append(errs, err) } // one delivery goroutine
 	})
-	ev := c.Events.WaitFor(t, 20*time.Second, "a failed acquisition", electiontest.IsStoreFailure)
+	ev := c.Events.WaitFor(t, 20*time.Second, "a failed acquisition", electiontesting.IsStoreFailure)
 	if strings.Contains(ev.Err.Error(), secret) {
 		t.Fatalf("error %q contains the password", ev.Err)
 	}
@@ -170,12 +170,12 @@ func TestModule(t *testing.T) {
 		}),
 		fx.Supply(Options{KeyPrefix: "fx:"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &rb),
 	)
 	app.RequireStart()
-	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if lease, _ := rb.Keys("fx-module"); !strings.HasPrefix(lease, "fx:") {
 		t.Fatalf("Options from the graph not used: %s", lease)
 	}

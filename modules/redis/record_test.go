@@ -10,7 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -122,7 +122,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 	if err := admin.Set(ctxT(t), lease, "fxe1|5|3|\xff\xfe\xfd|60000|0|", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c := electiontest.StartCandidate(t, b, e, "a", nil)
+	c := electiontesting.StartCandidate(t, b, e, "a", nil)
 	c.Events.WaitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
 		return ev.Err != nil && errors.Is(ev.Err, backendkit.ErrInvalidRecord)
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -84,7 +85,7 @@ func clusterServer(t *testing.T) string {
 	if err := c.Do(ctxT(t), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	electiontest.WaitFor(t, 20*time.Second, "cluster_state:ok", func() bool {
+	electiontesting.WaitFor(t, 20*time.Second, "cluster_state:ok", func() bool {
 		info, err := c.ClusterInfo(ctxT(t)).Result()
 		return err == nil && strings.Contains(info, "cluster_state:ok")
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 const fuzzElection = "demo"
@@ -59,7 +60,7 @@ func FuzzDecodeObject(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded body %s does not decode: %v", again, err)
 		}
-		if !electiontest.SameRecord(s2.Lease, l) || s2.Released != s.Released {
+		if !electiontesting.SameRecord(s2.Lease, l) || s2.Released != s.Released {
 			t.Fatalf("round trip changed %+v (released %v) into %+v (released %v)", l, s.Released, s2.Lease, s2.Released)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -51,7 +52,7 @@ func objectETag(t *testing.T, b *s3lease.Backend, election string) string {
 // second read. It is an invalid record: never taken over, however often and
 // however long a candidate looks.
 func TestHugeDurationNeverTakenOver(t *testing.T) {
-	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	for _, ms := range []string{fmt.Sprint(int64(math.MaxInt64)), fmt.Sprint(int64(math.MaxInt64 - 1)), fmt.Sprint(int64(math.MaxInt64 / 1000)), "9223372036854"} {
 		t.Run(ms, func(t *testing.T) {
 			etag := plant(t, b, e, envelopeBody(false, electiontest.RawRecord(e, "x", "5", ms)))
@@ -98,7 +99,7 @@ func TestHostileRecords(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			etag := plant(t, b, e, envelopeBody(false, rec(e)))
 			for range 2 {
 				electiontest.CheckRecordRefused(t, b, req(e, "a", 50*time.Millisecond))
@@ -111,7 +112,7 @@ func TestHostileRecords(t *testing.T) {
 	}
 	// The same holder with invalid UTF-8 in a released object: not taken
 	// either (a released record is decoded like any other).
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "\xff", "3", "60000")))
 	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Acquire over a released hostile record: %v", err)
@@ -123,7 +124,7 @@ func TestHostileRecords(t *testing.T) {
 // of writing a term that wraps or that no store can represent. The holder
 // at MaxTerm itself keeps its term.
 func TestTermExhausted(t *testing.T) {
-	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	maxTerm := fmt.Sprint(uint64(backendkit.MaxTerm))
 	etag := plant(t, b, e, envelopeBody(true, electiontest.RawRecord(e, "x", maxTerm, "60000")))
 	if _, err := b.Acquire(ctxT(t), req(e, "a", time.Second)); !errors.Is(err, backendkit.ErrTermExhausted) {
@@ -185,7 +186,7 @@ func TestErrorsRedacted(t *testing.T) {
 				}
 				t.Logf("%s: %v", what, err)
 			}
-			e := electiontest.Election(t)
+			e := electiontesting.Election(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			_, err = be.Acquire(ctx, req(e, "a", time.Minute))
@@ -195,7 +196,7 @@ func TestErrorsRedacted(t *testing.T) {
 			_, err = be.Renew(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: "x", Duration: time.Minute})
 			check("Renew", err)
 			check("Release", be.Release(ctx, fxelection.Lease{Election: e, Holder: "a", Term: 1, Version: "x", Duration: time.Minute}))
-			electiontest.CheckElectorErrors(t, be, e, check, func(log string) bool { return strings.Contains(log, "s3cret") })
+			electiontesting.CheckElectorErrors(t, be, e, check, func(log string) bool { return strings.Contains(log, "s3cret") })
 		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -106,4 +106,4 @@ func newBucket(t testing.TB) string {
 	return name
 }
 
-var ctxT = electiontest.Context // shared by every backend's tests
+var ctxT = electiontesting.Context // shared by every backend's tests

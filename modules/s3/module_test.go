@@ -13,7 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -78,7 +78,7 @@ func TestConfigModule(t *testing.T) {
 	if b.(backendkit.NamedBackend).BackendName() != "s3" {
 		t.Fatalf("name %q", b.(backendkit.NamedBackend).BackendName())
 	}
-	e := electiontest.Election(t)
+	e := electiontesting.Election(t)
 	l, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
 	if err != nil {
 		t.Fatal(err)

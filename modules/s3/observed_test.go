@@ -12,7 +12,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
@@ -45,7 +45,7 @@ func pollAcquire(t *testing.T, b *s3lease.Backend, r backendkit.AcquireRequest, 
 // same ETag for the whole lease duration, counted from its first read.
 func TestTakeoverWaitsFullObservation(t *testing.T) {
 	const d = 2 * time.Second
-	a, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestTakeoverWaitsFullObservation(t *testing.T) {
 // nonce), even though the record's content is the same.
 func TestRenewalsPreventTakeover(t *testing.T) {
 	const d = time.Second
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	l, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestRenewalsPreventTakeover(t *testing.T) {
 // TestReleaseKeepsObject: a release leaves the object (holding the term)
 // and the next holder gets a higher term at once, without waiting.
 func TestReleaseKeepsObject(t *testing.T) {
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestReleaseKeepsObject(t *testing.T) {
 // election until an operator deletes it; the election then goes on with a
 // term above every earlier one (clock-seeded), not at term 1.
 func TestGarbageRecovery(t *testing.T) {
-	b, e := newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	b, e := newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	c := newClient(t)
 	first, err := b.Acquire(ctxT(t), req(e, "a", time.Minute))
 	if err != nil {
@@ -160,7 +160,7 @@ func TestGarbageRecovery(t *testing.T) {
 // TestForgedLease: Renew and Release check holder and term, not only the
 // ETag.
 func TestForgedLease(t *testing.T) {
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestNewValidates(t *testing.T) {
 // an Acquire a full duration later takes over at its first call.
 func TestGetStartsObservation(t *testing.T) {
 	const d = time.Second
-	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontest.Election(t)
+	a, b, e := newBackend(t, s3lease.Options{}), newBackend(t, s3lease.Options{}), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)

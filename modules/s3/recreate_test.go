@@ -10,7 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
@@ -65,7 +65,7 @@ func wantHeldBy(t *testing.T, err error, holder string) *backendkit.HeldError {
 // its earlier watch ended with the gap.
 func restoredAfterGap(t *testing.T, opts s3lease.Options, gap func(t *testing.T, follower *s3lease.Backend, e string)) {
 	const d = 2 * time.Second
-	a, follower, e := newBackend(t, opts), newBackend(t, opts), electiontest.Election(t)
+	a, follower, e := newBackend(t, opts), newBackend(t, opts), electiontesting.Election(t)
 	la, err := a.Acquire(ctxT(t), req(e, "a", d))
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestRecreatedBucketNewRecordWaitsFullLease(t *testing.T) {
 	const d = 2 * time.Second
 	name := newBucket(t)
 	opts := s3lease.Options{Bucket: name}
-	old, follower, leader, e := newBackend(t, opts), newBackend(t, opts), newBackend(t, opts), electiontest.Election(t)
+	old, follower, leader, e := newBackend(t, opts), newBackend(t, opts), newBackend(t, opts), electiontesting.Election(t)
 	lo, err := old.Acquire(ctxT(t), req(e, "old", d))
 	if err != nil {
 		t.Fatal(err)

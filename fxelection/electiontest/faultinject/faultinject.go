@@ -1,9 +1,9 @@
 // Package faultinject wraps an fxelection.Backend to inject faults: store
 // failures, delays, hangs, calls that ignore their context, and network
-// partitions that also drop push wake-ups. Tests use it (package
-// electiontest re-exports it as Faulty), and so can programs: it does not
-// import package testing, so a demo or a chaos drill can cut an elector off
-// its store at run time.
+// partitions that also drop push wake-ups. Tests use it (the end-to-end
+// part of package electiontest's conformance suite runs its electors
+// through it), and so can programs: it does not import package testing, so
+// a demo or a chaos drill can cut an elector off its store at run time.
 //
 //	b := faultinject.New(memory.New())
 //	e, _ := fxelection.New(cfg, b)

@@ -15,8 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/schedule/fxgocron"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	redislease "github.com/fxelection/fxelection/modules/redis"
 )
@@ -105,7 +106,7 @@ func (l *runLog) overlaps() []string {
 type node struct {
 	id string
 	e  *fxelection.Elector
-	f  *electiontest.Faulty
+	f  *faultinject.Backend
 	s  gocron.Scheduler
 }
 
@@ -122,7 +123,7 @@ func startNodes(t *testing.T, addr string, n int, job func(nd *node) gocron.Task
 		if err != nil {
 			t.Fatal(err)
 		}
-		nd := &node{id: fmt.Sprintf("n%d", i+1), f: electiontest.NewFaulty(b)}
+		nd := &node{id: fmt.Sprintf("n%d", i+1), f: faultinject.New(b)}
 		e, err := fxelection.New(fxelection.Config{
 			Name: election, Identity: nd.id,
 			LeaseDuration: leaseDur, RenewDeadline: renewDead, RetryPeriod: retry,
@@ -156,7 +157,7 @@ func startNodes(t *testing.T, addr string, n int, job func(nd *node) gocron.Task
 func leader(t *testing.T, nodes []*node, not ...*node) (*node, time.Time) {
 	t.Helper()
 	var l *node
-	electiontest.WaitFor(t, 4*leaseDur, "a new leader", func() bool {
+	electiontesting.WaitFor(t, 4*leaseDur, "a new leader", func() bool {
 		for _, nd := range nodes {
 			if nd.e.IsLeader() && !slices.Contains(not, nd) {
 				l = nd

@@ -7,7 +7,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -15,10 +15,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT         = electiontest.Context
-	electionName = electiontest.Election
+	ctxT         = electiontesting.Context
+	electionName = electiontesting.Election
 )
 
 // newClient returns a client of its own (as another process would have),

@@ -18,8 +18,8 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
@@ -123,7 +123,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if m.client == nil || m.client.Timeout != 2*time.Second {
 		t.Fatalf("Provision did not create the client with the timeout: %+v", m.client)
 	}
-	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the elector to lead", el.IsLeader)
 	if el.Status().Backend != "memcached" {
 		t.Fatalf("backend name %q", el.Status().Backend)
 	}
@@ -147,7 +147,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after app stop: %v, want released", err)
 	}
-	electiontest.WaitFor(t, 20*time.Second, "the module's connections to close", func() bool {
+	electiontesting.WaitFor(t, 20*time.Second, "the module's connections to close", func() bool {
 		now := connAddrs(t, srv.Addr())
 		for _, a := range mine {
 			if now[a] {
@@ -193,12 +193,12 @@ func TestFxModule(t *testing.T) {
 		fx.Provide(func() *memcache.Client { return newClient(t, srv.Addr()) }),
 		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &cb),
 	)
 	app.RequireStart()
-	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -250,7 +250,7 @@ func TestExampleConfig(t *testing.T) {
 	l := config.Loader{LookupEnv: func(name string) (string, bool) {
 		return srv.Addr(), name == "MEMCACHED_ADDR"
 	}}
-	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/memcached.json", electiontest.LeaderLimit)
+	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/memcached.json", electiontesting.LeaderLimit)
 	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})
 	for _, e := range doc.Elections {
 		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {

@@ -12,6 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -119,7 +120,7 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 	fb := newBackend(t, srv.URL(), cachelease.Options{})
 	var woken atomic.Int32
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
-	electiontest.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
+	electiontesting.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
 	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, electiontest.PushOptions{
 		BeforeStop: func(t *testing.T) {
 			if err := srv.Kill(); err != nil {
@@ -129,7 +130,7 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
 			}
-			electiontest.WaitFor(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
+			electiontesting.WaitFor(t, 30*time.Second, "the watch to be re-established", func() bool { return woken.Load() > 0 })
 		},
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -19,10 +19,10 @@ func TestMain(m *testing.M) {
 
 const testBucket = "leases"
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT         = electiontest.Context
-	electionName = electiontest.Election
+	ctxT         = electiontesting.Context
+	electionName = electiontesting.Election
 )
 
 // connect returns a connection of its own (as another process would have),

@@ -15,8 +15,8 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
@@ -150,7 +150,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, ok := b.(backendkit.Notifier); !ok {
 		t.Fatal("the module's Backend does not implement Notifier")
 	}
-	electiontest.WaitFor(t, electiontest.LeaderLimit, "the elector to lead", el.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the elector to lead", el.IsLeader)
 	if el.Status().Backend != "nats" {
 		t.Fatalf("backend name %q", el.Status().Backend)
 	}
@@ -206,7 +206,7 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 			if err := app.Err(); err != nil {
 				t.Fatal(err)
 			}
-			w := &electiontest.Events{}
+			w := &electiontesting.Events{}
 			el.AddObserver(w)
 			if err := app.Start(ctxT(t)); err != nil {
 				if strings.Contains(err.Error(), secret) {
@@ -216,9 +216,9 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 				return // fine, and redacted
 			}
 			var ev fxelection.Event
-			electiontest.WaitFor(t, 20*time.Second, "a failed acquisition", func() bool {
+			electiontesting.WaitFor(t, 20*time.Second, "a failed acquisition", func() bool {
 				var ok bool
-				ev, ok = w.Find(electiontest.IsStoreFailure)
+				ev, ok = w.Find(electiontesting.IsStoreFailure)
 				return ok
 			})
 			if strings.Contains(ev.Err.Error(), secret) {
@@ -278,12 +278,12 @@ func TestFxModule(t *testing.T) {
 		fx.Provide(func() jetstream.KeyValue { return admin }),
 		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontest.FaultLease, RenewDeadline: electiontest.FaultRenew, RetryPeriod: electiontest.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
 		fxelection.Module,
 		fx.Populate(&e, &cb),
 	)
 	app.RequireStart()
-	electiontest.WaitFor(t, electiontest.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the fx elector to lead", e.IsLeader)
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
 	}
@@ -307,7 +307,7 @@ func TestExampleConfig(t *testing.T) {
 		v, ok := env[name]
 		return v, ok
 	}}
-	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/nats.json", electiontest.LeaderLimit)
+	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/nats.json", electiontesting.LeaderLimit)
 	admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())
 	kv, err := jsOf(t, admin).KeyValue(ctxT(t), DefaultBucket)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -18,8 +18,8 @@ func TestStopDoesNotWaitForTheWatch(t *testing.T) {
 	fastest := time.Hour
 	for range 3 {
 		b := newBackend(t, srv.URL(), cachelease.Options{})
-		c := electiontest.StartCandidate(t, b, electionName(t), "a", nil)
-		electiontest.WaitLeader(t, []*electiontest.Candidate{c}, electiontest.LeaderLimit)
+		c := electiontesting.StartCandidate(t, b, electionName(t), "a", nil)
+		electiontesting.WaitLeader(t, []*electiontesting.Candidate{c}, electiontesting.LeaderLimit)
 		start := time.Now()
 		if err := c.Elector.Stop(context.Background()); err != nil {
 			t.Fatal(err)

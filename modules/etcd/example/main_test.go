@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
@@ -25,7 +25,7 @@ func TestTwoInstances(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{})
 	type inst struct {
 		id, addr string
-		out      electiontest.LogBuffer
+		out      electiontesting.LogBuffer
 		cancel   context.CancelFunc
 		done     chan int
 	}
@@ -37,7 +37,7 @@ func TestTwoInstances(t *testing.T) {
 		in := &inst{id: id, addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan int, 1)}
 		ctx, cancel := context.WithCancel(context.Background())
 		in.cancel = cancel
-		var stderr electiontest.LogBuffer
+		var stderr electiontesting.LogBuffer
 		go func() {
 			in.done <- run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "--id", id, "--http", in.addr,
 				"--lease", "2s", "--renew-deadline", "1300ms", "--retry", "300ms"}, &in.out, &stderr, noEnv)
@@ -64,7 +64,7 @@ func TestTwoInstances(t *testing.T) {
 	}
 	a, b := start("a"), start("b")
 	var first *inst
-	electiontest.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
+	electiontesting.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
 		la, leadingA := leaderOf(a)
 		lb, leadingB := leaderOf(b)
 		if la == "" || la != lb || leadingA == leadingB {
@@ -84,7 +84,7 @@ func TestTwoInstances(t *testing.T) {
 		other = b
 	}
 	first.cancel()
-	electiontest.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
+	electiontesting.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
 		l, leading := leaderOf(other)
 		return leading && l == other.id
 	})
@@ -107,7 +107,7 @@ func TestBadUsage(t *testing.T) {
 		{"--nope"},
 		{"extra"},
 	} {
-		var stdout, stderr electiontest.LogBuffer
+		var stdout, stderr electiontesting.LogBuffer
 		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
 		}

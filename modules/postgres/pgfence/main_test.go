@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
@@ -48,10 +48,10 @@ func newPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT     = electiontest.Context
-	election = electiontest.Election
+	ctxT     = electiontesting.Context
+	election = electiontesting.Election
 )
 
 // newGuard returns a guard on a fresh table of its own (and the table's name).

@@ -16,8 +16,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
@@ -212,17 +212,18 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	d := newData(t, newPool(t, 4))
 	el := election(t)
 
-	// Two electors with electiontest's fault timing, each behind a Faulty.
-	var cs []*electiontest.Candidate
+	// Two electors with electiontesting's fault timing, each behind a
+	// faultinject.Backend.
+	var cs []*electiontesting.Candidate
 	for _, id := range []string{"a", "b"} {
 		b, err := pglease.New(newPool(t, 4), pglease.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		cs = append(cs, electiontest.StartFaultyCandidate(t, b, el, id, nil))
+		cs = append(cs, electiontesting.StartFaultyCandidate(t, b, el, id, nil))
 	}
-	old, _ := electiontest.WaitLeader(t, cs, 10*time.Second)
+	old, _ := electiontesting.WaitLeader(t, cs, 10*time.Second)
 	next := cs[0]
 	if next == old {
 		next = cs[1]
@@ -240,7 +241,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 
 	old.Faulty.Partition(true) // cut off from the lease store, not from the data
-	electiontest.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
+	electiontesting.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
 	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		if lease.Term <= oldLease.Term {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -41,8 +41,8 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 		return b
 	}
 
-	first := electiontest.StartFaultyCandidate(t, backend(), el, "fixed", timing)
-	electiontest.WaitFor(t, 20*time.Second, "the first elector to lead", first.Elector.IsLeader)
+	first := electiontesting.StartFaultyCandidate(t, backend(), el, "fixed", timing)
+	electiontesting.WaitFor(t, 20*time.Second, "the first elector to lead", first.Elector.IsLeader)
 	var oldLease fxelection.Lease
 	ran, err := first.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		oldLease, _ = fxelection.LeaseFromContext(ctx)
@@ -54,8 +54,8 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 	}
 
 	first.Faulty.Partition(true) // paused: it hears nothing from the lease store
-	second := electiontest.StartCandidate(t, backend(), el, "fixed", timing)
-	electiontest.WaitFor(t, 20*time.Second, "the restarted elector to lead", second.Elector.IsLeader)
+	second := electiontesting.StartCandidate(t, backend(), el, "fixed", timing)
+	electiontesting.WaitFor(t, 20*time.Second, "the restarted elector to lead", second.Elector.IsLeader)
 	ran, err = second.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		if lease.Term <= oldLease.Term {

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	redislease "github.com/fxelection/fxelection/modules/redis"
 )
@@ -35,8 +35,8 @@ func newServer(t testing.TB) *testserver.Redis {
 	return testserver.NewRedis(t, testserver.RedisOptions{})
 }
 
-// Helpers every backend's tests share (electiontest).
+// Helpers every backend's tests share (internal/electiontesting).
 var (
-	ctxT     = electiontest.Context
-	election = electiontest.Election
+	ctxT     = electiontesting.Context
+	election = electiontesting.Election
 )

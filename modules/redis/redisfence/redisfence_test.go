@@ -15,8 +15,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/redis/redisfence"
 )
@@ -170,7 +170,7 @@ func TestKeysShareLeaseSlot(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
-	electiontest.WaitFor(t, 10*time.Second, "cluster ok", func() bool {
+	electiontesting.WaitFor(t, 10*time.Second, "cluster ok", func() bool {
 		info, _ := admin.ClusterInfo(ctx).Result()
 		return strings.Contains(info, "cluster_state:ok")
 	})
@@ -200,12 +200,13 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	el := election(t)
 	stream := "audit:" + redisfence.HashTag(el)
 
-	// Two electors with electiontest's fault timing, each behind a Faulty.
-	var cs []*electiontest.Candidate
+	// Two electors with electiontesting's fault timing, each behind a
+	// faultinject.Backend.
+	var cs []*electiontesting.Candidate
 	for _, id := range []string{"a", "b"} {
-		cs = append(cs, electiontest.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, id, nil))
+		cs = append(cs, electiontesting.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, id, nil))
 	}
-	old, _ := electiontest.WaitLeader(t, cs, 10*time.Second)
+	old, _ := electiontesting.WaitLeader(t, cs, 10*time.Second)
 	next := cs[0]
 	if next == old {
 		next = cs[1]
@@ -221,7 +222,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 
 	old.Faulty.Partition(true)
-	electiontest.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
+	electiontesting.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
 	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		_, err := g.XAdd(ctx, stream, "writer", "new")
 		return err

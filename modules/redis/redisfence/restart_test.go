@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/modules/redis/redisfence"
 )
 
@@ -35,8 +35,8 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 	const lease, deadline = 2 * time.Minute, 90 * time.Second
 	long := func(c *fxelection.Config) { c.LeaseDuration, c.RenewDeadline = lease, deadline }
 
-	first := electiontest.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, "fixed", long)
-	electiontest.WaitFor(t, 15*time.Second, "elector 1 to lead", first.Elector.IsLeader)
+	first := electiontesting.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, "fixed", long)
+	electiontesting.WaitFor(t, 15*time.Second, "elector 1 to lead", first.Elector.IsLeader)
 	var l1 fxelection.Lease
 	ran, err := first.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		l1, _ = fxelection.LeaseFromContext(ctx)
@@ -49,8 +49,8 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 
 	first.Faulty.Partition(true)
 	partitioned := time.Now()
-	second := electiontest.StartCandidate(t, newLease(t, newClient(t, addr)), el, "fixed", long)
-	electiontest.WaitFor(t, 30*time.Second, "elector 2 (same identity) to lead", second.Elector.IsLeader)
+	second := electiontesting.StartCandidate(t, newLease(t, newClient(t, addr)), el, "fixed", long)
+	electiontesting.WaitFor(t, 30*time.Second, "elector 2 (same identity) to lead", second.Elector.IsLeader)
 	if took := time.Since(partitioned); took >= lease {
 		t.Errorf("elector 2 led %v after elector 1 was cut off, want at once (lease %v)", took, lease)
 	}

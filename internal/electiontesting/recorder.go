@@ -1,35 +1,11 @@
-// Package electiontest is the conformance suite every fxelection.Backend
-// runs (RunBackendTests), a Watcher test for real stores (RunWatcherTest),
-// plus helpers for users' own tests: a fault injecting Backend wrapper, a
-// recorder of leadership intervals and a recorder of a Watcher's changes.
-package electiontest
+package electiontesting
 
 import (
 	"sync"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
-
-// ErrInjected is the store failure a Faulty backend returns while
-// partitioned (faultinject.ErrInjected).
-var ErrInjected = faultinject.ErrInjected
-
-// Faulty wraps a Backend and injects faults: failures, delays, hangs and
-// wedges, per operation or for all (see faultinject.Backend). Programs that
-// must not link package testing use package faultinject directly.
-type Faulty = faultinject.Backend
-
-// NewFaulty wraps inner; it passes every call through until told otherwise.
-func NewFaulty(inner fxelection.Backend) *Faulty { return faultinject.New(inner) }
-
-// BatchFaulty is a Faulty that also implements backendkit.BatchRenewer
-// (see faultinject.BatchBackend).
-type BatchFaulty = faultinject.BatchBackend
-
-// NewBatchFaulty wraps inner like NewFaulty, with batched renewals.
-func NewBatchFaulty(inner fxelection.Backend) *BatchFaulty { return faultinject.NewBatch(inner) }
 
 // Interval is one period during which an elector believed it led.
 type Interval struct {

@@ -1,4 +1,11 @@
-package electiontest
+// Package electiontesting holds the test helpers this repository's own
+// tests share and that package electiontest uses itself, but that a
+// backend author outside the repository does not need: a test context,
+// polling, an event recorder, electors on a short fault timing
+// (StartCandidate) and waits on them, a recorder of leadership intervals,
+// a recorder of a Watcher's changes, a log sink, fresh election names and
+// record comparison. Code outside this repository copies what it wants.
+package electiontesting
 
 import (
 	"bytes"
@@ -12,10 +19,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
-
-// Helpers for a backend's own tests beyond the conformance suite: a test
-// context, polling, an event recorder and electors with short timing.
 
 // Context returns a context for one test: it is cancelled when the test
 // ends, or after a minute, so a call to a store that hangs fails the test
@@ -134,9 +139,9 @@ const (
 type Candidate struct {
 	Elector *fxelection.Elector
 	Events  *Events
-	// Faulty is the Faulty between the elector and its backend, for a
-	// Candidate from StartFaultyCandidate; nil otherwise.
-	Faulty *Faulty
+	// Faulty is the fault injector between the elector and its backend,
+	// for a Candidate from StartFaultyCandidate; nil otherwise.
+	Faulty *faultinject.Backend
 }
 
 // StartCandidate starts an elector on b for election as identity (with
@@ -170,12 +175,12 @@ func StartCandidate(t testing.TB, b fxelection.Backend, election, identity strin
 	return c
 }
 
-// StartFaultyCandidate is StartCandidate with b behind a Faulty of its
-// own (Candidate.Faulty), through which a test cuts the elector off from
-// its store.
+// StartFaultyCandidate is StartCandidate with b behind a
+// faultinject.Backend of its own (Candidate.Faulty), through which a test
+// cuts the elector off from its store.
 func StartFaultyCandidate(t testing.TB, b fxelection.Backend, election, identity string, tweak func(*fxelection.Config)) *Candidate {
 	t.Helper()
-	f := NewFaulty(b)
+	f := faultinject.New(b)
 	c := StartCandidate(t, f, election, identity, tweak)
 	c.Faulty = f
 	return c
@@ -310,85 +315,5 @@ func CheckElectorErrors(t testing.TB, b fxelection.Backend, election string, che
 	check("Status().LastError", el.Status().LastError)
 	if leaks(logs.String()) {
 		t.Fatalf("the elector's log leaks a secret: %s", logs.String())
-	}
-}
-
-// PushOptions tune CheckPushHandover; zero fields take the defaults.
-type PushOptions struct {
-	// Retry is both electors' retry period and maximum backoff, far
-	// longer than Handover; their lease is 4×Retry and their renew
-	// deadline two thirds of that. Default: 15s.
-	Retry time.Duration
-	// Wait bounds the waits for the first leader and for the follower to
-	// see it. Default: 10s.
-	Wait time.Duration
-	// Handover bounds the follower's takeover once the leader stopped.
-	// Default: 5s.
-	Handover time.Duration
-	// BeforeStop, if set, runs once the follower sees the leader and
-	// before the leader stops (to restart the store, say).
-	BeforeStop func(t *testing.T)
-}
-
-// CheckPushHandover checks that a backend implementing
-// backendkit.Notifier wakes a follower when its leader lets go: an elector
-// on leader leads, an elector on follower sees it, then (after BeforeStop)
-// the leader stops, and the follower must lead within Handover, long
-// before its next retry: only a wake-up from the store makes that
-// possible. It logs how long the hand-over took.
-func CheckPushHandover(t *testing.T, leader, follower fxelection.Backend, opts PushOptions) {
-	t.Helper()
-	if opts.Retry == 0 {
-		opts.Retry = 15 * time.Second
-	}
-	if opts.Wait == 0 {
-		opts.Wait = 10 * time.Second
-	}
-	if opts.Handover == 0 {
-		opts.Handover = 5 * time.Second
-	}
-	slow := func(cfg *fxelection.Config) {
-		cfg.LeaseDuration, cfg.RetryPeriod, cfg.MaxBackoff = 4*opts.Retry, opts.Retry, opts.Retry
-		cfg.RenewDeadline = cfg.LeaseDuration * 2 / 3
-	}
-	e := Election(t)
-	l := StartCandidate(t, leader, e, "leader", slow)
-	WaitLeader(t, []*Candidate{l}, opts.Wait)
-	f := StartCandidate(t, follower, e, "follower", slow)
-	WaitFor(t, opts.Wait, "the follower to see the leader", func() bool {
-		got, ok := f.Elector.Leader()
-		return ok && got.Holder == "leader"
-	})
-	if opts.BeforeStop != nil {
-		opts.BeforeStop(t)
-	}
-	stopped := time.Now()
-	if err := l.Elector.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	WaitLeader(t, []*Candidate{f}, opts.Handover)
-	t.Logf("hand-over with push took %v", time.Since(stopped))
-}
-
-// CheckElectionNames checks that each of names (text a store might read as
-// syntax: separators, wildcards, escapes, long multi-byte names) is an
-// election of its own: a acquires each for a minute as "a", and b (another
-// client on the same store) reads each back with that holder, term and
-// name.
-func CheckElectionNames(t testing.TB, a, b fxelection.Backend, names []string) {
-	t.Helper()
-	terms := map[string]uint64{}
-	for _, n := range names {
-		l, err := a.Acquire(Context(t), backendkit.AcquireRequest{Election: n, Identity: "a", Duration: time.Minute})
-		if err != nil {
-			t.Fatalf("Acquire(%q): %v", n, err)
-		}
-		terms[n] = l.Term
-	}
-	for _, n := range names {
-		got, err := b.Get(Context(t), n)
-		if err != nil || got.Holder != "a" || got.Term != terms[n] || got.Election != n {
-			t.Fatalf("Get(%q) = %+v, %v", n, got, err)
-		}
 	}
 }
