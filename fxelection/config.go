@@ -125,10 +125,8 @@ func (c Config) withDefaults() Config {
 // backend reads (valid, printable UTF-8 within backendkit.MaxNameLen, backendkit.MaxIdentityLen
 // and backendkit.MaxMetadataBytes; no empty metadata key), so that whatever New
 // accepts every backend can store and every follower can read back; the
-// durations follow the timing rules on the fields' docs. The error has the
-// form "fxelection: <Field>: <what is wrong>" and never quotes a text
-// value (a metadata key is named when it is itself valid); durations, which
-// are not secrets, are shown.
+// durations follow the timing rules on the fields' docs. The error is a
+// *ConfigError naming the first bad field.
 func (c Config) Validate() error {
 	_, err := c.normalize()
 	return err
@@ -137,7 +135,7 @@ func (c Config) Validate() error {
 func (c Config) normalize() (Config, error) {
 	c = c.withDefaults()
 	if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, c.Metadata); field != "" {
-		return c, fmt.Errorf("fxelection: %s: %s", field, problem)
+		return c, &ConfigError{Field: field, Reason: problem}
 	}
 	// Every duration is checked against backendkit.MaxRecordDuration first, so that
 	// no sum or product below (nor LeaseDuration+StopTimeout in a caller)
@@ -151,24 +149,43 @@ func (c Config) normalize() (Config, error) {
 	} {
 		switch {
 		case d.v < 0:
-			return c, fmt.Errorf("fxelection: %s: must be positive (is %v)", d.name, d.v)
+			return c, configErr(d.name, "must be positive (is %v)", d.v)
 		case d.v > backendkit.MaxRecordDuration:
-			return c, fmt.Errorf("fxelection: %s: must be at most %v (is %v)", d.name, backendkit.MaxRecordDuration, d.v)
+			return c, configErr(d.name, "must be at most %v (is %v)", backendkit.MaxRecordDuration, d.v)
 		}
 	}
 	if c.RetryPeriod < minRetryPeriod {
-		return c, fmt.Errorf("fxelection: RetryPeriod: must be at least %v (is %v)", minRetryPeriod, c.RetryPeriod)
+		return c, configErr("RetryPeriod", "must be at least %v (is %v)", minRetryPeriod, c.RetryPeriod)
 	}
 	if c.RenewDeadline >= c.LeaseDuration {
-		return c, fmt.Errorf("fxelection: RenewDeadline: must be shorter than LeaseDuration (is %v, LeaseDuration %v)", c.RenewDeadline, c.LeaseDuration)
+		return c, configErr("RenewDeadline", "must be shorter than LeaseDuration (is %v, LeaseDuration %v)", c.RenewDeadline, c.LeaseDuration)
 	}
 	if jittered := backoff.JitterMax(c.RetryPeriod); c.RenewDeadline <= jittered {
-		return c, fmt.Errorf("fxelection: RenewDeadline: must be longer than 1.2 × RetryPeriod (is %v, 1.2 × RetryPeriod %v)", c.RenewDeadline, jittered)
+		return c, configErr("RenewDeadline", "must be longer than 1.2 × RetryPeriod (is %v, 1.2 × RetryPeriod %v)", c.RenewDeadline, jittered)
 	}
 	if c.MaxBackoff < c.RetryPeriod {
-		return c, fmt.Errorf("fxelection: MaxBackoff: must not be shorter than RetryPeriod (is %v, RetryPeriod %v)", c.MaxBackoff, c.RetryPeriod)
+		return c, configErr("MaxBackoff", "must not be shorter than RetryPeriod (is %v, RetryPeriod %v)", c.MaxBackoff, c.RetryPeriod)
 	}
 	return c, nil
+}
+
+// ConfigError is what New and Config.Validate return for a Config field
+// that is wrong: errors.As(err, new(*ConfigError)) gets it. Its message is
+// "fxelection: <Field>: <Reason>"; Reason never quotes a text value (a
+// metadata key is named when it is itself valid), while durations, which
+// are not secrets, are shown.
+type ConfigError struct {
+	// Field is the Config field's Go name ("Name", "RenewDeadline", …).
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string { return "fxelection: " + e.Field + ": " + e.Reason }
+
+func configErr(field, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // DefaultIdentity returns host name, pid and a random suffix, e.g.

@@ -685,3 +685,26 @@ func TestConfigMetadataCopied(t *testing.T) {
 		}
 	})
 }
+
+// TestConfigError: every Config problem comes back from New and
+// Config.Validate as a *ConfigError naming the field, with the message
+// "fxelection: <Field>: <Reason>".
+func TestConfigError(t *testing.T) {
+	for field, c := range map[string]fxelection.Config{
+		"Name":          {},
+		"Identity":      {Name: "a", Identity: "bad\n"},
+		"Metadata":      {Name: "a", Metadata: map[string]string{"": "v"}},
+		"LeaseDuration": {Name: "a", LeaseDuration: -1},
+		"RenewDeadline": {Name: "a", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second},
+		"RetryPeriod":   {Name: "a", RetryPeriod: time.Millisecond},
+		"MaxBackoff":    {Name: "a", MaxBackoff: time.Second},
+		"StopTimeout":   {Name: "a", StopTimeout: -1},
+	} {
+		for _, err := range []error{c.Validate(), func() error { _, err := fxelection.New(c, memory.New()); return err }()} {
+			var ce *fxelection.ConfigError
+			if !errors.As(err, &ce) || ce.Field != field || err.Error() != "fxelection: "+field+": "+ce.Reason {
+				t.Errorf("%s: got %v (%#v)", field, err, ce)
+			}
+		}
+	}
+}

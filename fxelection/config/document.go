@@ -440,13 +440,14 @@ var configKeys = map[string]string{
 }
 
 // configPath points a Config.Validate error at the key of the field it
-// names ("fxelection: RenewDeadline: must be …" →
+// names (a *fxelection.ConfigError for RenewDeadline →
 // "elections[1].renew_deadline"), or at the election if it names none.
 func configPath(path string, err error) string {
-	msg := strings.TrimPrefix(err.Error(), "fxelection: ")
-	field, _, _ := strings.Cut(msg, ":")
-	if key, ok := configKeys[field]; ok {
-		return path + "." + key
+	var ce *fxelection.ConfigError
+	if errors.As(err, &ce) {
+		if key, ok := configKeys[ce.Field]; ok {
+			return path + "." + key
+		}
 	}
 	return path
 }
