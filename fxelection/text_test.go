@@ -184,3 +184,35 @@ func TestAcquireRequestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestOneTextRule: Config.Validate, AcquireRequest.Validate and
+// Lease.Validate accept and refuse the same names, identities and metadata
+// (one rule, backendkit's text rules, behind all three).
+func TestOneTextRule(t *testing.T) {
+	long := strings.Repeat("x", backendkit.MaxNameLen+1)
+	cases := []struct {
+		name, id string
+		md       map[string]string
+	}{
+		{"a", "b", nil},
+		{"a", "b", map[string]string{"k": ""}},
+		{"a", "b", map[string]string{"": "v"}},
+		{"a", "b", map[string]string{"k": "v\n"}},
+		{"a", "b", map[string]string{"k\x00": "v"}},
+		{"a", "b", map[string]string{"k": strings.Repeat("v", backendkit.MaxMetadataBytes)}},
+		{"a", "b", map[string]string{"k": strings.Repeat("v", backendkit.MaxMetadataBytes-1)}},
+		{long, "b", nil},
+		{"a", long, nil},
+		{"a\t", "b", nil},
+		{"a", "b\xff", nil},
+		{"a", "\u00e9\ufffd", nil},
+	}
+	for i, c := range cases {
+		cfg := fxelection.Config{Name: c.name, Identity: c.id, Metadata: c.md}.Validate()
+		req := backendkit.AcquireRequest{Election: c.name, Identity: c.id, Metadata: c.md, Duration: time.Second}.Validate()
+		rec := backendkit.Lease{Election: c.name, Holder: c.id, Metadata: c.md, Term: 1, Duration: time.Second}.Validate()
+		if (cfg == nil) != (req == nil) || (req == nil) != (rec == nil) {
+			t.Errorf("case %d: Config %v, AcquireRequest %v, Lease %v", i, cfg, req, rec)
+		}
+	}
+}

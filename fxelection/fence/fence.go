@@ -28,8 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
@@ -87,27 +85,21 @@ func TokenOf(lease fxelection.Lease) Token {
 	return Token{Election: lease.Election, Term: lease.Term}
 }
 
-// Validate checks that the election name is non-empty printable UTF-8 of
-// at most backendkit.MaxNameLen bytes and that the term is in
+// Validate checks that the election name follows the rule of every election
+// name (non-empty printable UTF-8 of at most backendkit.MaxNameLen bytes;
+// the error never quotes it) and that the term is in
 // [1, backendkit.MaxTerm]. The error matches ErrInvalidToken and names the
 // bad field.
 func (t Token) Validate() error {
+	// The text rule of every election name (backendkit.NameProblem).
+	if p := backendkit.NameProblem(t.Election); p != "" {
+		return fmt.Errorf("%w: Election: %s", ErrInvalidToken, p)
+	}
 	switch {
-	case t.Election == "":
-		return fmt.Errorf("%w: Election is empty", ErrInvalidToken)
-	case len(t.Election) > backendkit.MaxNameLen:
-		return fmt.Errorf("%w: Election (%d bytes) exceeds %d bytes", ErrInvalidToken, len(t.Election), backendkit.MaxNameLen)
-	case !utf8.ValidString(t.Election):
-		return fmt.Errorf("%w: Election is not valid UTF-8", ErrInvalidToken)
 	case t.Term == 0:
 		return fmt.Errorf("%w: Term is 0", ErrInvalidToken)
 	case t.Term > backendkit.MaxTerm:
 		return fmt.Errorf("%w: Term %d exceeds %d", ErrInvalidToken, t.Term, uint64(backendkit.MaxTerm))
-	}
-	for _, r := range t.Election {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: Election %q is not printable", ErrInvalidToken, t.Election)
-		}
 	}
 	return nil
 }
