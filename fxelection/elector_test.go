@@ -34,20 +34,19 @@ func cfg(id string) fxelection.Config {
 func start(t *testing.T, c fxelection.Config, b fxelection.Backend) *fxelection.Elector {
 	t.Helper()
 	e, err := fxelection.New(c, b)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { _ = e.Stop(context.Background()) })
-	return e
+	return started(t, e, err)
 }
 
 // startIn is start for an elector in group g.
 func startIn(t *testing.T, c fxelection.Config, g *fxelection.Group) *fxelection.Elector {
 	t.Helper()
 	e, err := g.New(c)
+	return started(t, e, err)
+}
+
+// started starts e (made with err), stopping it when the test ends.
+func started(t *testing.T, e *fxelection.Elector, err error) *fxelection.Elector {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
