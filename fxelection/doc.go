@@ -108,6 +108,23 @@
 // than LeaseDuration−RenewDeadline right after a renewal may act once more
 // after another took over. Fence external writes with Lease.Term.
 //
+// # Many elections
+//
+// One process can run thousands of elections (one per shard, tenant or
+// job) on one backend value. A leader waiting for its next renewal holds no
+// goroutine; the callback dispatcher holds none while idle; push costs no
+// goroutine per elector (one listener per backend value); a follower waits
+// on a goroutine of its own between attempts.
+// Electors sharing a backend value that implements BatchRenewer (Redis,
+// Postgres, the in-memory backend) renew in batches of up to MaxRenewBatch
+// (1024) leases per round trip; in a batch where one lease was lost, that
+// one gets ErrLeaseLost and the others are renewed, and each elector still
+// stops waiting at its renew deadline or on Stop. Share one backend value
+// between a process's electors: batches form per value. Elections from a
+// configuration document share one per backend module; on a module whose
+// backend cannot batch they renew lease by lease (BatchProber).
+// Acquisitions are not batched. Figures: BENCHMARKS.md in the repository.
+//
 // # Packages
 //
 // The core owns all timing, events and metrics hooks; a Backend is only four

@@ -26,6 +26,7 @@ func TestDocNumbers(t *testing.T) {
 	doctest.DocSays(t, ".",
 		"[RetryPeriod/2, RetryPeriod) from its start",
 		fmt.Sprintf("a grid of RetryPeriod/%d", fxelection.RenewSlots),
+		fmt.Sprintf("batches of up to MaxRenewBatch (%d)", fxelection.MaxRenewBatch),
 		"min(RetryPeriod, jitter(RetryPeriod/4 × 2^(n−1))), jitter adding up to 20%",
 		fmt.Sprintf("within LeaseDuration + %v × RetryPeriod of the last renewal", fxelection.JitterFactor),
 		fmt.Sprintf("up to LeaseDuration + %v × RetryPeriod after the last renewal", 2*fxelection.JitterFactor),
