@@ -16,10 +16,11 @@
 //     requirements).
 //   - Push wake-up: none; followers learn of a release at their next retry,
 //     within 1.2 × RetryPeriod.
-//   - Failover: Azure ends a crashed leader's lease LeaseDuration (in whole
-//     seconds, rounded up) after its last renewal reached Azure, and a
-//     follower takes it at its next retry: within that + 1.2 × RetryPeriod,
-//     plus the few requests of a poll and an acquisition.
+//   - Failover: Azure ends a crashed leader's lease ceil(LeaseDuration)
+//     (whole seconds, rounded up) after its last renewal reached Azure, and
+//     a follower takes it at its next retry: within ceil(LeaseDuration) +
+//     1.2 × RetryPeriod of that renewal, plus the few requests of a poll and
+//     an acquisition.
 //   - Timers: Acquire and Get wait, on a timer, for a record that names
 //     the active lease's holder (see Guarantees and requirements); the
 //     Backend has no goroutine of its own.

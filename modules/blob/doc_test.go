@@ -45,6 +45,6 @@ func TestDocNumbers(t *testing.T) {
 		fmt.Sprintf("(the prefix defaults to %q", DefaultPrefix),
 		fmt.Sprintf("prefix: Options.Prefix (default %q)", DefaultPrefix),
 		fmt.Sprintf("within %v × RetryPeriod", fxelection.JitterFactor),
-		fmt.Sprintf("within that + %v × RetryPeriod", fxelection.JitterFactor),
+		fmt.Sprintf("within ceil(LeaseDuration) + %v × RetryPeriod of that renewal", fxelection.JitterFactor),
 	)
 }

@@ -29,7 +29,9 @@
 //   - Failover: etcd deletes a crashed leader's key when its TTL has run
 //     out since its last renewal and the etcd leader revokes the lease; the
 //     watch wakes the followers at once, and without push a follower takes
-//     it at its next retry, within 1.2 × RetryPeriod after that.
+//     it at its next retry, within 1.2 × RetryPeriod after that: at most
+//     TTL + revocation + 1.2 × RetryPeriod after the last renewal, plus a
+//     round trip.
 //   - What it cannot promise: terms go back only if etcd's data is replaced
 //     by an older copy (restore snapshots with a revision bump); candidates
 //     behind a minority member cannot acquire; a deposed leader paused past

@@ -42,5 +42,6 @@ func TestDocNumbers(t *testing.T) {
 		fmt.Sprintf("probes (default %v)", DefaultDialTimeout),
 		fmt.Sprintf("at most %d KiB", maxValueBytes>>10),
 		fmt.Sprintf("within %v × RetryPeriod after that", fxelection.JitterFactor),
+		fmt.Sprintf("TTL + revocation + %v × RetryPeriod after the last renewal", fxelection.JitterFactor),
 	)
 }
