@@ -11,9 +11,49 @@
 // 2); "example-app modules" lists the registered modules; "example-app help
 // [COMMAND]" prints the usage (of one command).
 //
+// Without flags it runs the demo: three candidates; every 5 s it stops the
+// leader gracefully (hand-over at once) or cuts it off the store without a
+// release (failover once the lease expires), printing one line per event.
+// Its faults come from fxelection/electiontest/faultinject, so the binary
+// links no test code. With --backend it runs one candidate per election:
+// start several, each with its own --id and --http. "example-app help"
+// lists every flag, its FXELECTION_ variable and its default.
+//
 // Logs (--log-format json: one object per line on stdout) follow a fixed
-// contract so scripts can follow an election: "leadership acquired",
-// "leadership lost", "leader observed", "leader work", "election error".
+// contract so scripts can follow an election (msg, then attributes; term is
+// a number):
+//
+//   - "leadership acquired": election, identity, term;
+//   - "leadership lost": election, identity, term, reason;
+//   - "leader observed": election, identity, leader, term;
+//   - "leader work": election, identity, term (from inside RunIfLeader,
+//     never after the leader context ended);
+//   - "election error": election, identity, op, error.
+//
+// SIGTERM or SIGINT drains leader work, releases the lease and exits 0.
+// Bad input exits 2 with one line on stderr naming the flag (and the
+// FXELECTION_ variable when the value came from the environment), in
+// every mode, before anything starts; passwords, keys, DSNs and
+// connection strings are never echoed, and every error passes through
+// backendkit.RedactText.
+//
+// With --config only --http, --log-format and --work-interval may be set.
+// The flags for one election become a document internally (--backend redis
+// --redis-addr … is the module fxelection.backends.redis with "addr"), so a
+// problem the config package reports at a JSON path is reported as the
+// flag behind it; placeholders work only in files. /leader answers one
+// object for one election and an array (in the document's order) for
+// several; ?election=NAME picks that election's (404 if none has the
+// name). /healthz, /readyz and /metrics cover every elector.
+//
+// The HTTP endpoints answer only GET and HEAD (anything else: 405 with
+// Allow: GET, HEAD); the server bounds reading the header (5s), the whole
+// request (10s), writing the response (30s) and idle keep-alive
+// connections (60s). "status" prints what the store holds with anything
+// non-printable escaped Go-style inside quotes, so a hostile record cannot
+// forge lines or drive the terminal. go-redis logs through a process-wide
+// logger (redis.SetLogger), which the library leaves alone; example-app
+// routes it to its own logger at debug level, redacted.
 package main
 
 import (

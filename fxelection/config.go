@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/backoff"
 )
 
 // Defaults for Config's zero values (each field's doc states its own), and

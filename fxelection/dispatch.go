@@ -4,7 +4,9 @@ import (
 	"sync"
 )
 
-// maxQueued bounds droppable callbacks waiting behind a slow handler.
+// maxQueued bounds the callbacks waiting behind a slow handler: a
+// droppable one is dropped when maxQueued or more already wait (the one
+// running is not counted). Nothing counts the drops.
 const maxQueued = 1024
 
 // dispatcher runs callbacks in order on one goroutine it owns. The
@@ -22,7 +24,6 @@ type dispatcher struct {
 	closing  bool
 	done     chan struct{} // closed once closing and no goroutine runs
 	doneSent bool
-	dropped  int
 }
 
 // callback is one queued call and the hook it runs (for panic reports).
@@ -35,15 +36,12 @@ func newDispatcher(onPanic func(where string, v any)) *dispatcher {
 	return &dispatcher{onPanic: onPanic, done: make(chan struct{})}
 }
 
-// enqueue adds f, which runs the hook where; droppable calls are discarded
-// when the queue is long. It reports whether f was queued (after close,
-// nothing is).
+// enqueue adds f, which runs the hook where; a droppable call is
+// discarded when maxQueued or more calls wait. It reports whether f was
+// queued (after close, nothing is).
 func (d *dispatcher) enqueue(where string, f func(), droppable bool) bool {
 	d.mu.Lock()
 	if d.closing || (droppable && len(d.queue) >= maxQueued) {
-		if droppable {
-			d.dropped++
-		}
 		d.mu.Unlock()
 		return false
 	}

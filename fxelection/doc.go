@@ -48,19 +48,51 @@
 //
 // # Guarantees
 //
-// Timing follows client-go's discipline: the leader renews every
-// RetryPeriod and stops believing it leads once no renewal has succeeded
-// within RenewDeadline of the start of the last successful one, measured on
-// the local monotonic clock. Because RenewDeadline < LeaseDuration, the
-// leader steps down before its lease can expire in the store and another
-// candidate take over. No two clocks are ever compared.
+// Timing follows client-go's discipline, on the local monotonic clock; no
+// two clocks are ever compared:
 //
-// The first renewal after an acquisition comes at a random point of the
-// first retry period, so elections started together do not renew in
-// lockstep. Stop returns within its deadline (ctx or StopTimeout) plus at
-// most one RetryPeriod for the release, even when a backend call ignores its
-// context; a call still running is left to finish on its own and named in
-// the returned error.
+//   - Renewals: the first after an acquisition comes at a random point of
+//     [RetryPeriod/2, RetryPeriod) from its start, so elections started
+//     together do not renew in lockstep. After each successful renewal the
+//     next is due RetryPeriod after that one's start (on a BatchRenewer,
+//     rounded down to a grid of RetryPeriod/64, so up to one slot earlier).
+//     A failed renewal is retried sooner: the n-th failure in a row waits
+//     min(RetryPeriod, jitter(RetryPeriod/4 × 2^(n−1))), jitter adding up
+//     to 20%, until a renewal succeeds or the renew deadline passes.
+//   - Step-down: once no renewal has succeeded within RenewDeadline of the
+//     start of the last successful one, the leader stops believing it
+//     leads: a timer, not the campaign loop, cancels the leader context, so
+//     a backend call that ignores its context cannot stretch the belief.
+//     The lease in the store cannot expire before that start plus
+//     LeaseDuration, so the leader stops believing LeaseDuration −
+//     RenewDeadline before another candidate can take over; that margin
+//     absorbs clock-rate drift and scheduling delays.
+//   - Followers try again RetryPeriod to JitterFactor × RetryPeriod after
+//     an attempt that found the lease held; after store failures they back
+//     off exponentially (doubling from RetryPeriod, jittered, capped at
+//     MaxBackoff, reset on success).
+//   - Failover depends on the store's expiry model. Where the store
+//     expires the lease by its own clock (Redis, Postgres, Azure Blob,
+//     memcached, etcd, the in-memory backend), a follower takes over a
+//     crashed leader's lease at its first retry after the lease expired:
+//     within LeaseDuration + 1.2 × RetryPeriod of the last renewal, plus a
+//     round trip and the store's own rounding (whole seconds on Azure Blob
+//     and etcd, up to 2 s more on memcached). Where expiry is observed
+//     time (S3, NATS KV), a follower waits LeaseDuration from the first
+//     poll that saw the last write unchanged: up to LeaseDuration + 2.4 ×
+//     RetryPeriod after the last renewal. Each backend's package doc states
+//     its bound. A graceful Stop or Resign releases the lease: candidates
+//     woken by push (Redis, Postgres, NATS KV, etcd, in-memory) take it
+//     within milliseconds, others at their next retry.
+//   - Stop returns within its deadline (ctx's or StopTimeout, whichever is
+//     earlier) plus at most one RetryPeriod and a few tens of milliseconds,
+//     even when a backend call ignores its context; a call still running is
+//     left to finish on its own and named in the returned error, and a
+//     lease it could not release expires after LeaseDuration.
+//   - Callbacks: OnStoppedLeading comes once after every OnStartedLeading,
+//     after it has returned (one that ignores its cancelled context is
+//     waited for at most StopTimeout); callbacks never run on the renewal
+//     goroutine (see Callbacks).
 //
 // Nothing a store or an application hook does can crash the elector: every
 // decoded record is checked (Lease.Validate) and terms never wrap
@@ -69,9 +101,35 @@
 // every store failure is redacted (backendkit.RedactError) before any
 // callback, observer, log line or Status sees it.
 //
+// A term names one leadership of one incarnation: every Elector sends a
+// random incarnation token with each Acquire (AcquireRequest.Incarnation),
+// new for every New and after every leadership it announced has ended. A
+// backend keeps the term only for a retry by the same incarnation; the same
+// identity from another incarnation (a restarted process with a fixed
+// Identity) takes its lease at once, but with a strictly higher term, so a
+// paused predecessor and its successor never write with one term.
+//
 // What no lease-based election can promise: a process paused for longer
 // than LeaseDuration−RenewDeadline right after a renewal may act once more
 // after another took over. Fence external writes with Lease.Term.
+//
+// # Many elections
+//
+// One process can run thousands of elections (one per shard, tenant or
+// job) on one backend: make a Group for it and create every elector with
+// Group.New. A leader waiting for its next renewal holds no goroutine; the
+// callback dispatcher holds none while idle; push costs no goroutine per
+// elector (one listener per backend value); a follower waits on a goroutine
+// of its own between attempts. The electors of a Group whose backend
+// implements backendkit.BatchRenewer (Redis, Postgres, the in-memory
+// backend) renew in batches of up to backendkit.MaxRenewBatch (1024) leases
+// per round trip; in a batch where one lease was lost, that one gets
+// ErrLeaseLost and the others are renewed, and each elector still stops
+// waiting at its renew deadline or on Stop. Electors made with New renew
+// lease by lease. Elections from a configuration document share one Group
+// per backend module; on a module whose backend cannot batch they renew
+// lease by lease (backendkit.BatchProber).
+// Acquisitions are not batched. Figures: BENCHMARKS.md in the repository.
 //
 // # Packages
 //

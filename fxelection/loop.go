@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/backoff"
 )
 
 // The campaign loop: campaign, lead, repeat. One goroutine at a time runs

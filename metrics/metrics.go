@@ -38,7 +38,8 @@
 //	fxelection_renew_margin_min_seconds            gauge      election, identity
 //	fxelection_leader_info                         gauge      election, identity, leader
 //
-// See each metric's help text, and the README, for its meaning.
+// See each metric's help text, and metrics/README.md in the repository,
+// for its meaning.
 package metrics
 
 import (

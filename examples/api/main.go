@@ -1,7 +1,7 @@
 // Command api walks through the Elector's API on the in-memory backend,
 // one call at a time, and exits: candidate a leads, works under its lease
-// and resigns; follower b, which saw a lead, takes over. The README's API
-// summary is taken line by line from this file.
+// and resigns; follower b, which saw a lead, takes over. The README links
+// it as the tour of the API.
 package main
 
 import (

@@ -11,11 +11,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestReadmeShowsThisProgram keeps the README's gocron example true.
-func TestReadmeShowsThisProgram(t *testing.T) {
-	doctest.ReadmeShows(t, "../../README.md", "gocron", "main.go")
-}
-
 // TestGocronRuns: the job runs on a until a stops, then only on b.
 func TestGocronRuns(t *testing.T) {
 	out := doctest.Stdout(t, main)

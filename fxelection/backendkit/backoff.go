@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/backoff"
 )
 
 // Backoff returns the wait after n consecutive failures: base doubling per

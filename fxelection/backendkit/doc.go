@@ -21,8 +21,29 @@
 // ErrInvalidRecord, ErrTermExhausted) and the limits on what a record may
 // hold (MaxTerm, MaxRecordDuration, MaxNameLen, …).
 //
-// A backend is atomic storage operations; the Elector owns all timing,
-// events and metrics (see Backend for what a backend may still run).
-// fxelection/electiontest has the conformance suite and the chaos kit every
-// backend runs.
+// A backend is atomic storage operations plus, at most, what a push
+// wake-up needs: it emits no events or metrics and does not log the errors
+// it returns (the Elector owns timing, events and metrics). The backends
+// here keep to that with a few exceptions their package docs state: four
+// (Redis, Postgres, NATS KV, etcd) run a push listener on a goroutine of
+// their own, Postgres logs its listener's connection problems and a
+// missing-columns warning, Azure Blob waits on a timer for a record to
+// settle, and memcached runs each client call on a goroutine of its own
+// to honour contexts.
+//
+// # Writing a backend
+//
+// Implement Backend (optionally Notifier, with WakeHub for the
+// bookkeeping, and BatchRenewer), then run
+// electiontest.RunBackendTests (the conformance suite, including a
+// linearizability check of concurrent histories) and electiontest.RunChaos
+// (the fault schedule every backend here runs on its real server) against
+// your store. Keep the term rule in one place: AcquireRequest.Continues
+// decides when an Acquire keeps the live record's term, and Claim applies it
+// for stores that keep one value per election. Decode every record with
+// UnmarshalRecord or check it with Lease.Validate, hand out terms with
+// NextTerm, pass every error through RedactError with your secrets, add a
+// go test -fuzz target for your decoder, and give the package a typed
+// configuration module (package fxelection/config) whose Validate is your
+// Options.Validate.
 package backendkit

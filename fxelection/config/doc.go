@@ -32,10 +32,35 @@
 //
 // # Documents
 //
-// A document (see Document) lists elections, each with its timing, identity,
+// A document (see Document), JSON or YAML (LoadFile reads .yaml and .yml
+// files as YAML), lists elections, each with its timing, identity,
 // metadata and backend module, inline or shared through "backends"; and
-// optional extensions. Every elector is provided under its fx name tag and
-// in the group fxelection.GroupTag, where metrics and health find it.
+// optional extensions. An election takes the fields of fxelection.Config
+// in snake case — name (required), identity, metadata, lease_duration,
+// renew_deadline, retry_period, max_backoff, stop_timeout,
+// keep_lease_on_stop, no_recampaign; durations are strings such as "1.5s",
+// never numbers — plus fx_name (default: the name) and backend: a module
+// object, or the name of an entry of "backends". Elections naming the same
+// entry share one provisioned module (one client, one pool). Every elector
+// is provided under its fx name tag and in the group fxelection.GroupTag,
+// where metrics and health find it. An election without an identity gets
+// the default (host, pid and a random suffix, new at every start); a fixed
+// one, which lets a restarted process re-acquire its lease at once, comes
+// from a placeholder such as "{env.POD_NAME}".
+//
+// # Bounds
+//
+// A document is hostile input too. It may hold at most 4 MiB
+// (MaxDocumentBytes) and 1,048,576 values (MaxValues) after YAML aliases
+// and placeholders are expanded (every alias use and every substituted
+// value is counted); past either, Load fails with ErrTooLarge. Parse time
+// and memory grow linearly with the document. Placeholders are expanded
+// only under keys the document's types accept, never under an unknown key,
+// and each is resolved once per document. {file.PATH} and LoadFile accept
+// only regular files (a FIFO, socket or device is an error naming the
+// placeholder, and opening never blocks), and a placeholder file may hold
+// at most 1 MiB (MaxPlaceholderFile). No error quotes a value: each names
+// the JSON path and what is wrong.
 //
 // # Life cycle
 //
@@ -62,7 +87,10 @@
 //     implemented), then Backend(), whose result the electors use; then the
 //     electors start campaigning.
 //  6. On app stop the electors stop first (releasing their leases), then
-//     each module's Cleanup runs, then that of the modules it provisioned.
+//     each module's clean-up runs, then that of the modules it provisioned:
+//     CleanupContext with fx's stop context where the module implements
+//     ContextCleanerUpper (so it can return by the stop deadline), else
+//     Cleanup (fx stops waiting for it at the deadline; the call runs on).
 //     If Provision or Backend fails, the module is cleaned up at once; fx
 //     then stops, and so cleans up, every module and elector that had
 //     started. A failed start therefore leaks nothing.
@@ -74,8 +102,16 @@
 //
 // # Secrets
 //
-// Secret holds a setting that must not be printed: every fmt verb, JSON,
-// text and slog output show "xxxxx"; only Value returns it. Values that
-// placeholders substituted, and every Secret, are redacted from errors that
-// modules return from Validate, Provision, Backend and Cleanup.
+// Secrets come from placeholders: "{env.NAME}" (an unset variable is an
+// error) and "{file.PATH}" (the file's content, one trailing newline
+// removed). Secret holds a setting that must not be printed: every fmt
+// verb, JSON, text and slog output show "xxxxx"; only Value returns it.
+// Values that placeholders substituted, and every Secret, are redacted
+// from errors that modules return from Validate, Provision, Backend and
+// Cleanup, in every spelling (raw, Go-quoted, JSON- or YAML-escaped): a
+// value of 8 bytes or more wherever any 8-byte run of it appears (so a
+// module that cuts a value short before quoting it leaks nothing), a
+// shorter one of at least 4 bytes where it appears whole. A fuzz target
+// over whole documents with a secret planted in every position checks
+// this.
 package config

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/backoff"
 )
 
 // Environment variables read by RunChaos; they override ChaosOptions.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/backoff"
 
 	"go.uber.org/fx"
 )
@@ -111,17 +111,20 @@ func (i LeaderInfo) sameLeader(o LeaderInfo) bool {
 //     trip after the store's answer changed. Changes that last less than
 //     that (two hand-overs within one poll) can be missed: the watcher
 //     reports states it saw, not every state the store went through.
-//   - Redis, Postgres, in-memory (push wake-up on release): a graceful
-//     hand-over (Resign, Stop) is seen within milliseconds — the release
-//     wakes the watcher, which re-reads quickly (from 20 ms, doubling) until
-//     it sees the next holder. A takeover after a crash or a cut is not
-//     pushed: it is seen within the poll bound after the new holder
-//     acquired, which is up to LeaseDuration after the old holder's last
-//     renewal.
-//   - Server-authoritative stores (Redis, Postgres, Azure Blob) report an
-//     expired lease as free; S3 (observed time) keeps reporting the last
-//     holder until another candidate replaces its record, since no node may
-//     judge expiry from the record alone.
+//   - Backends with push wake-up (Redis, Postgres, NATS KV, etcd,
+//     in-memory): a graceful hand-over (Resign, Stop) is seen within
+//     milliseconds — the release wakes the watcher, which re-reads quickly
+//     (from 20 ms, doubling up to PollInterval) until it sees the next
+//     holder. A takeover after a crash or a cut is not pushed (except on
+//     etcd, whose watch also reports the key deleted when its lease
+//     expires): it is seen within the poll bound after the new holder
+//     acquired, which comes as late as the backend's failover bound after
+//     the old holder's last renewal (see its package doc).
+//   - Server-authoritative stores (Redis, Postgres, Azure Blob, memcached,
+//     etcd, in-memory) report an expired lease as free; observed-time
+//     stores (S3, NATS KV) keep reporting the last holder until another
+//     candidate replaces its record, since no node may judge expiry from
+//     the record alone.
 //   - While the store fails, the last answer is kept (ObservedAt ages,
 //     LastError says why) and reads back off up to MaxBackoff.
 //

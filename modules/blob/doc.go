@@ -3,6 +3,33 @@
 // expires the lease by its own clock, so this is a server-authoritative
 // backend: no node ever compares its clock with another's.
 //
+//	b, err := bloblease.New(client, bloblease.Options{Container: "leases"}) // or bloblease.Module in fx
+//
+// # Summary
+//
+//   - Expiry: server-authoritative, by Azure's clock: the native blob
+//     lease, of LeaseDuration rounded up to whole seconds, which Azure
+//     limits to 15s–60s (Config.LeaseDuration must lie in that range).
+//   - Fencing term: the larger of the stored term plus one and the
+//     acquiring candidate's clock in microseconds, kept in the blob's
+//     metadata across renewals, release and expiry (see Guarantees and
+//     requirements).
+//   - Push wake-up: none; followers learn of a release at their next retry,
+//     within 1.2 × RetryPeriod.
+//   - Failover: Azure ends a crashed leader's lease ceil(LeaseDuration)
+//     (whole seconds, rounded up) after its last renewal reached Azure, and
+//     a follower takes it at its next retry: within ceil(LeaseDuration) +
+//     1.2 × RetryPeriod of that renewal, plus the few requests of a poll and
+//     an acquisition.
+//   - Timers: Acquire and Get wait, on a timer, for a record that names
+//     the active lease's holder (see Guarantees and requirements); the
+//     Backend has no goroutine of its own.
+//   - What it cannot promise: Azure cannot tell two live processes with one
+//     identity apart (they present one lease id; see the fixed identities
+//     paragraph); a term can repeat only after the record is lost and the
+//     next candidate's clock lags; Azurite, unlike Azure, may lose its last
+//     writes when it crashes.
+//
 // # Layout
 //
 // Each election is one block blob, <prefix><escaped election> (the prefix
@@ -97,7 +124,7 @@
 //     an active lease is always written by that lease's holder. The lease is
 //     taken with If-Match on the ETag the decision was based on, so no
 //     record change slips in between.
-//   - Lease durations: Azure grants 15 s to 60 s. AcquireRequest.Duration is
+//   - Lease durations: Azure grants 15s to 60s. AcquireRequest.Duration is
 //     rounded up to whole seconds and must lie in that range, else Acquire
 //     fails with an error matching ErrDuration (the elector reports it as a
 //     store failure). With this backend Config.LeaseDuration must be 15s–60s
@@ -142,7 +169,9 @@
 //     the gap is the clock error, usually milliseconds; a record that
 //     survives keeps terms rising whatever the clocks say.
 //   - Acquire and Get verify the named holder against the active lease and,
-//     if it does not match, poll for up to 5 s. If no record names the
+//     if it does not match, poll (5ms doubling to 100ms) for up to 5s while
+//     the blob does not change (each change starts the wait again, ctx
+//     bounds it). If no record names the
 //     active lease by then (a program other than fxelection leased the
 //     blob) they return an error matching backendkit.ErrInvalidRecord until
 //     that lease expires.
@@ -183,10 +212,23 @@
 // every request: keep its total time well below RenewDeadline. The
 // configuration-document module fxelection.backends.blob (ConfigModule)
 // builds a client of its own, with a short retry policy, from a connection
-// string or an account URL, name and key.
+// string or an account URL, name and key (see Configuration).
 //
 // The tests run against Azurite 3.35 in strict mode (no --loose), which
 // supports everything used here: conditional lease requests, lease-id
 // conditioned reads and writes, and caller-proposed lease ids. Azurite, like
 // Azure, allows renewing an expired lease nobody took.
+//
+// # Configuration
+//
+// The settings of the module fxelection.backends.blob (ConfigModule): a
+// connection string, or an account URL, name and key; then
+//
+//   - connection_string (a secret): an Azure Storage connection string (it
+//     embeds the account key or a SAS).
+//   - account_url, account_name, account_key (a secret): the service URL
+//     (https://ACCOUNT.blob.core.windows.net/), the account's name and its
+//     shared key, all three instead of connection_string.
+//   - container (required): Options.Container, an existing container.
+//   - prefix: Options.Prefix (default "fxelection/").
 package bloblease

@@ -7,6 +7,12 @@
 // It is the counterpart of the C# LeaderElection library's DistributedCache
 // and FusionCache backends, without their flaw.
 //
+// What each adapter guarantees — its expiry model, failover bound, push
+// wake-up and what it cannot promise — is in its own package doc; what
+// they share (the value format, terms, a lost value) is below. Another
+// cache with add, get-with-version and compare-and-swap plugs in by
+// implementing Store (and Watcher for push).
+//
 // # What a cache must offer
 //
 // A Store has three operations, each one atomic on the server:
@@ -104,8 +110,9 @@
 // backendkit.MaxTerm, Acquire fails with backendkit.ErrTermExhausted.
 //
 // A lost value also frees the election at once: the leader learns it at its
-// next renewal and steps down (within RetryPeriod, and always before its
-// RenewDeadline), and another candidate may lead in the meantime, with a
+// next renewal (due RetryPeriod after the start of its last successful
+// one) and steps down, or steps down at its RenewDeadline if the store
+// cannot be reached; another candidate may lead in the meantime, with a
 // higher term. Guard writes with the term.
 //
 // # Errors

@@ -6,6 +6,38 @@
 // applications using the other backends do not get etcd's or gRPC's
 // dependencies. Tested with etcd 3.7.
 //
+//	b, err := etcdlease.New(client, etcdlease.Options{}) // or etcdlease.Module in fx
+//
+// Get it with go get github.com/fxelection/fxelection/modules/etcd@vX.Y.Z,
+// at the same version as the root module. Its in-repository replace
+// directive applies only inside the repository (a consumer ignores it), so
+// its example programs (./example, a flags-to-document main like
+// example-app's, and ./fxexample) run from a clone.
+//
+// # Summary
+//
+//   - Expiry: server-authoritative, by the etcd leader's lease TTL: the
+//     lease duration in whole seconds, rounded up, or etcd's minimum TTL if
+//     that is longer (see Mapping). When etcd leadership moves, the new etcd
+//     leader gives every lease its full TTL again, so a lease can only last
+//     longer than asked. No client clock is compared with another's.
+//   - Fencing term: the revision of the etcd transaction that started the
+//     leadership; revisions only grow, so terms survive release, expiry,
+//     deletes, restarts and compaction (see Guarantees).
+//   - Push wake-up: one watch per Backend on the key prefix for deletions
+//     (release, expiry, a delete from outside).
+//   - Failover: etcd deletes a crashed leader's key when its TTL has run
+//     out since its last renewal and the etcd leader revokes the lease; the
+//     watch wakes the followers at once, and without push a follower takes
+//     it at its next retry, within 1.2 × RetryPeriod after that: at most
+//     TTL + revocation + 1.2 × RetryPeriod after the last renewal, plus a
+//     round trip.
+//   - What it cannot promise: terms go back only if etcd's data is replaced
+//     by an older copy (restore snapshots with a revision bump); candidates
+//     behind a minority member cannot acquire; a deposed leader paused past
+//     LeaseDuration−RenewDeadline still acts with its older term (fence
+//     writes with the term).
+//
 // # Mapping
 //
 // Each election is one key, <prefix><election> (prefix "fxelection/" by
@@ -137,4 +169,23 @@
 // the client's password and token, and its user name when at least 4 bytes
 // long. The fxelection.backends.etcd module refuses endpoints with user
 // info, without quoting them.
+//
+// # Configuration
+//
+// The module fxelection.backends.etcd (ConfigModule) builds a client of
+// its own from these settings; the client fetches its authentication token
+// when it starts, so wrong credentials fail the app's start:
+//
+//   - endpoints (required, a list of strings): the members' client
+//     addresses, host:port, http://host:port or https://host:port (https
+//     implies TLS); no user info.
+//   - username, password (a secret): etcd authentication, set together.
+//   - dial_timeout: bounds fetching the token and the client's keep-alive
+//     probes (default 5s).
+//   - tls, ca_file, cert_file, key_file: TLS 1.2 or later (default off); a
+//     PEM bundle of CAs instead of the system's roots; a client certificate
+//     and its key, both or neither.
+//   - prefix: Options.KeyPrefix (default "fxelection/"; printable UTF-8, at
+//     most 512 bytes).
+//   - push: watch wake-up (default true).
 package etcdlease

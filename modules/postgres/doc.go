@@ -2,6 +2,37 @@
 // election in a lease table, changed only by single autocommit statements
 // that decide expiry by the server's clock.
 //
+//	b, err := pglease.New(pool, pglease.Options{}) // or pglease.Module in fx
+//
+// # Summary
+//
+//   - Expiry: server-authoritative, by the server's now() against the
+//     row's expires_at. No client clock is compared with another's.
+//   - Fencing term: a term column that survives release; a new lease's term
+//     is the larger of the row's term plus one and the server's clock in
+//     microseconds (clock_timestamp()), so it survives a DELETE or TRUNCATE
+//     too (see the terms paragraph below).
+//   - Push wake-up: Release sends pg_notify on Options.Channel; each
+//     Backend LISTENs on one connection of its own, taken from the pool and
+//     hijacked (one connection beyond the pool's MaxConns while any
+//     subscription is open).
+//   - Failover: a crashed leader's row expires LeaseDuration after its last
+//     renewal's statement, and a follower takes it at its next retry:
+//     within LeaseDuration + 1.2 × RetryPeriod of that renewal, plus a round
+//     trip. A released lease is taken within milliseconds (push).
+//   - Batching: Backend implements backendkit.BatchRenewer (one UPDATE …
+//     FROM unnest(…) over every row of the batch).
+//   - Logging: the push listener logs its connection problems and
+//     reconnections, and a table without the incarnation columns is
+//     reported as a warning, to Options.Logger (none by default); the
+//     config module also warns when its pool is still closing at app stop.
+//     Every other failure is an error returned to the caller.
+//   - What it cannot promise: a fail-over to an asynchronous standby can
+//     lose the last commits, so two candidates may briefly both lead; terms
+//     still rise if the servers' clocks agree. A leader whose database is
+//     back within RenewDeadline keeps its lease; otherwise it steps down and
+//     the next leader has a higher term.
+//
 // Each decision is one statement: Acquire is INSERT … ON CONFLICT (name)
 // DO UPDATE … WHERE the lease is free, expired by now() or held by our
 // identity (whatever the incarnation: see below);
@@ -51,7 +82,7 @@
 // backend adds them on first use (ALTER TABLE … ADD COLUMN IF NOT EXISTS,
 // nullable, no default, so no rewrite) under the same advisory lock as the
 // creation, so concurrent starters add them once and without errors, with
-// a lock_timeout of 2 s so the brief exclusive lock never queues the
+// a lock_timeout of 2s so the brief exclusive lock never queues the
 // table's other statements behind a long transaction for longer (past it
 // the operation fails and the next one tries again). Older versions keep
 // working beside this one on the upgraded table: their statements name
@@ -123,13 +154,38 @@
 // Push wake-up: Release notifies the channel Options.Channel with the
 // election's name; each Backend listens on one connection of its own and
 // wakes the electors waiting for that election, so they acquire within
-// milliseconds. While the listener is down it reconnects with backoff and
-// electors poll every RetryPeriod as usual.
+// milliseconds. While the listener is down it reconnects with backoff
+// (100ms doubling to 5s, jittered) and electors poll every RetryPeriod as
+// usual.
 //
 // The table (see CreateTableStatement) is created, or upgraded (see
 // above), on first use unless Options.SkipCreateTable is set: once per
 // Backend, however many electors share it and start at once (they wait for
 // the one creation), and again only after an operation found the table or
 // a column missing. Creation is idempotent and safe when many processes
-// start at once.
+// start at once. Options.Schema must name a schema that exists: the backend
+// creates its table, never a schema, and without a start hook calling
+// CreateTable a missing schema or privilege shows only as election errors,
+// retried with backoff.
+//
+// # Configuration
+//
+// The configuration-document module fxelection.backends.postgres
+// (ConfigModule) builds a pool of its own from these settings. Table,
+// schema and channel names are letters, digits and underscores, at most 63
+// bytes, quoted as identifiers.
+//
+//   - dsn (required, a secret): the pgx connection string or URL. Validate
+//     parses it (no network, though like libpq it may read the passfile or
+//     service file); the password never appears in errors.
+//   - table: Options.Table (default "fxelection_leases").
+//   - schema: Options.Schema (default: the connection's search_path).
+//   - channel: Options.Channel (default "fxelection_wake").
+//   - skip_create_table: Options.SkipCreateTable (default false).
+//   - disable_push: Options.DisablePush (default false; set it behind a
+//     transaction-mode pooler).
+//   - close_timeout: how long the module's clean-up waits for its pool to
+//     close at app stop (default 500ms, never past fx's stop deadline);
+//     after it the close finishes in the background (pgx waits up to 15 s
+//     per connection for a server that does not answer).
 package pglease

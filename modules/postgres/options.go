@@ -55,8 +55,10 @@ type Options struct {
 	// transaction-mode pooler (PgBouncer), where LISTEN cannot work.
 	// Default: false (push on).
 	DisablePush bool
-	// Logger receives the push listener's connection problems (the only
-	// errors the backend does not return to a caller). Default (nil): none.
+	// Logger receives the push listener's connection problems and the
+	// warning that the table lacks the incarnation columns (the only
+	// problems the backend does not return to a caller). Default (nil):
+	// none.
 	Logger *slog.Logger
 }
 

@@ -4,6 +4,33 @@
 // client and Redis Cluster through go-redis's redis.UniversalClient. It needs
 // Redis 5 or later and is tested with Redis 7.0.
 //
+//	b, err := redislease.New(client, redislease.Options{}) // or redislease.Module in fx
+//
+// # Summary
+//
+//   - Expiry: server-authoritative, by Redis's clock (PX, in milliseconds).
+//     No client clock is compared with another's.
+//   - Fencing term: the larger of a per-election counter plus one and the
+//     server's clock in microseconds, exact up to backendkit.MaxTerm; with
+//     Options.SequentialTerms 1, 2, 3, … (see Fencing terms).
+//   - Push wake-up: Release publishes on <prefix>wake; each Backend
+//     listens on one pub/sub connection of its own (see Push wake-up).
+//   - Failover: a crashed leader's lease expires LeaseDuration after its
+//     last renewal ran in Redis, and a follower takes it at its next retry:
+//     within LeaseDuration + 1.2 × RetryPeriod of that renewal, plus a round
+//     trip. A released lease is taken within milliseconds (push).
+//   - Batching: Backend implements backendkit.BatchRenewer (the renew
+//     script for many leases in one pipeline).
+//   - What it cannot promise: Redis without persistence loses leases on a
+//     restart, and so do FLUSHALL, eviction and a failover to a replica that
+//     had not received the last write; the election is then free at once,
+//     and until the old leader's next renewal fails two candidates may
+//     believe they lead (fence writes with the term). Clock-seeded terms
+//     still rise after such a loss unless the server's clock reads earlier
+//     than the last term; sequential terms start again at 1. For fencing run
+//     Redis with appendonly yes and a maxmemory-policy that never evicts the
+//     keys (noeviction or volatile-*).
+//
 // # Layout
 //
 // Each election uses two keys in the same hash slot, so every script works
@@ -31,8 +58,9 @@
 // the whole value (metadata included) inside the script, on every renewal.
 // The braces are Redis Cluster's hash tag; '{', '}' and '%' in an election
 // name are percent-escaped inside it, so every name maps to one slot. The prefix
-// defaults to "fxelection:" and should not contain braces. Release
-// publishes the election's name on the channel <prefix>wake.
+// defaults to "fxelection:" and must not contain braces (Options.Validate
+// refuses them). Release publishes the election's name on the channel
+// <prefix>wake.
 //
 // Acquire, Renew and Release are one Lua script each (one round trip, run
 // with EVALSHA and re-sent on NOSCRIPT), and so is Get. Acquire takes the
@@ -193,4 +221,22 @@
 // address or path that contains them. The fxelection.backends.redis
 // module refuses an addr setting that is a URL or has user info, without
 // quoting it.
+//
+// # Configuration
+//
+// The configuration-document module fxelection.backends.redis
+// (ConfigModule) builds a client of its own, with ContextTimeoutEnabled
+// set, from these settings:
+//
+//   - addr (required): host:port, not a URL (user info is refused);
+//     comma-separated for Cluster, or the Sentinels' addresses with master.
+//   - master: the Sentinel master name.
+//   - username, password (a secret): ACL credentials.
+//   - db: the database number, a JSON integer (default 0; Cluster has only
+//     0).
+//   - tls: connect with TLS 1.2 or later (default false).
+//   - prefix: Options.KeyPrefix (default "fxelection:").
+//   - push: pub/sub wake-up on release (default true; false sets
+//     Options.DisablePush).
+//   - sequential_terms: Options.SequentialTerms (default false).
 package redislease

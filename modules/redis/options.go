@@ -14,7 +14,7 @@ const DefaultKeyPrefix = rediskey.DefaultPrefix
 // Options configure a Backend. The zero value means the documented defaults.
 type Options struct {
 	// KeyPrefix starts every key and the wake-up channel, so several
-	// applications can share one Redis. It should not contain '{' or '}'
+	// applications can share one Redis. It must not contain '{' or '}'
 	// (Redis Cluster hash tags). Default: "fxelection:".
 	KeyPrefix string
 

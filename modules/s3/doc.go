@@ -3,6 +3,35 @@
 // conditional writes. S3 has no TTL, so this is an observed-time backend:
 // no node ever compares its clock with another's.
 //
+//	b, err := s3lease.New(client, s3lease.Options{Bucket: "leases"}) // or s3lease.Module in fx
+//
+// # Summary
+//
+//   - Expiry: observed time. A candidate takes over another identity's
+//     lease only after it has seen the same write unchanged for the
+//     record's full duration on its own monotonic clock
+//     (backendkit.ExpiryTracker), then writes with If-Match on that ETag.
+//     No clock is compared with another node's.
+//   - Fencing term: the larger of the stored term plus one and the
+//     acquiring candidate's clock in microseconds, kept in the object
+//     across renewals and release (see Guarantees and requirements).
+//   - Push wake-up: none; followers learn of a release at their next retry,
+//     within 1.2 × RetryPeriod.
+//   - Failover: a follower first sees a crashed leader's last write at its
+//     next poll (up to 1.2 × RetryPeriod after the write), then needs
+//     LeaseDuration more on its own clock and takes over at the retry after
+//     that: within LeaseDuration + 1.2 × RetryPeriod of first seeing the
+//     write, so up to LeaseDuration + 2.4 × RetryPeriod after the leader's
+//     last renewal, plus round trips. A candidate that starts later waits a
+//     full LeaseDuration from its first read, however long ago the holder
+//     died. Until then Get still names the old holder.
+//   - What it cannot promise: the store must be strongly consistent and
+//     honour conditional writes; a foreign object blocks the election until
+//     an operator deletes it; a term can repeat only after the object is
+//     lost and the next candidate's clock lags (see below); a candidate
+//     clock running faster than the leader's by more than
+//     LeaseDuration−RenewDeadline over one lease could take over early.
+//
 // # Layout
 //
 // Each election is one object, <prefix><escaped election>.json (the prefix
@@ -125,6 +154,18 @@
 //
 // New uses the application's *minio.Client and does no I/O; the bucket
 // must exist. Give the client a Region to spare it a bucket-location
-// lookup. The configuration-document module fxelection.backends.s3
-// (ConfigModule) builds a client of its own.
+// lookup.
+//
+// # Configuration
+//
+// The configuration-document module fxelection.backends.s3 (ConfigModule)
+// builds a client of its own from these settings:
+//
+//   - endpoint (required): the service's host[:port], not a URL.
+//   - bucket (required): Options.Bucket, an existing bucket.
+//   - access_key, secret_key (a secret): credentials, set together
+//     (default: anonymous); the secret key is never put in errors.
+//   - region: the bucket's region (default: looked up by the client).
+//   - prefix: Options.Prefix (default "fxelection/").
+//   - secure: HTTPS (default true).
 package s3lease

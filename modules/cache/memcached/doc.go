@@ -3,14 +3,43 @@
 // add-if-absent, gets and cas for compare-and-swap, and the server's own
 // expiry.
 //
+//	servers, err := memcachedlease.NewServerSet(addrs...)
+//	b, err := memcachedlease.New(memcache.NewFromSelector(servers), cachelease.Options{}) // or memcachedlease.Module in fx
+//
+// # Summary
+//
+//   - Expiry: server-authoritative, by memcached's TTL in whole seconds: a
+//     lease is stored for ceil(LeaseDuration)+1 s (see TTLs are whole
+//     seconds). No client clock is compared with another's.
+//   - Fencing term: clock-seeded, the larger of the last term in the store
+//     plus one and the acquiring candidate's clock in microseconds; a
+//     released lease keeps its term (see package cachelease).
+//   - Push wake-up: none (memcached has no change notifications):
+//     followers learn of a release at their next retry, within
+//     1.2 × RetryPeriod.
+//   - Failover: the key of a crashed leader lives at least LeaseDuration
+//     and less than LeaseDuration + 2s after its last renewal's write, and a
+//     follower takes it at its next retry: within LeaseDuration + 2s +
+//     1.2 × RetryPeriod of that write, plus a round trip.
+//   - Goroutines: each gomemcache call runs on a goroutine of its own, so
+//     that the Backend returns at its context's end (see Timeouts and
+//     contexts).
+//   - What it cannot promise: memcached keeps nothing on disk and evicts
+//     under memory pressure, so a restart, flush_all, a deleted key or an
+//     eviction frees the election at once and two candidates may briefly
+//     both lead (see Eviction); it does not replicate (a key lives on one
+//     server); and every candidate must use the same set of servers (see
+//     Several servers).
+//
 // # TTLs are whole seconds
 //
 // memcached expires items in whole seconds by a clock that ticks once a
 // second, so an item stored with expiration n can vanish after as little as
 // n−1 seconds. A lease of duration d is therefore stored with expiration
-// ceil(d/1s)+1 seconds (Expiration): the key lives at least d and at most
-// about 2 s longer. A follower takes over a dead leader's lease up to 2 s
-// later than the duration says; a 500 ms lease is kept 2 s. Durations above
+// ceil(d/1s)+1 seconds (Expiration): the key lives at least d and less
+// than d + 2s. A follower takes over a dead leader's lease up to 2s later
+// than the duration says; a 500ms lease is stored with expiration 2 and
+// kept 1 to 2 s. Durations above
 // MaxLease (30 days less a second) cannot be expressed as a relative
 // expiration and are refused with cachelease.ErrTTLRange. The core's rule
 // that a leader stops believing at its RenewDeadline (before LeaseDuration)
@@ -52,7 +81,7 @@
 // # Timeouts and contexts
 //
 // gomemcache has no context support: each call is bounded by the client's
-// Timeout (ConfigModule's default is 1 s). The adapter nevertheless returns
+// Timeout (ConfigModule's default is 1s). The adapter nevertheless returns
 // at ctx.Done: every gomemcache call runs on a goroutine of its own that
 // the caller waits for only until ctx is done; an abandoned call goes on
 // until it completes or the client's Timeout (a socket deadline, with the
@@ -97,4 +126,16 @@
 // depends on the name as configured, never on the address it resolved to.
 // Pooled connections keep the address they were opened with until they
 // break.
+//
+// # Configuration
+//
+// The module fxelection.backends.memcached (ConfigModule) builds a client
+// of its own, sharded by a ServerSet, from these settings:
+//
+//   - addr (required): the servers' host:port, comma-separated, not a
+//     URL; every candidate must list the same set.
+//   - timeout: the socket timeout of each call (default 1s, also for
+//     "0s").
+//   - prefix: cachelease.Options.KeyPrefix (default "fxelection.";
+//     A-Z a-z 0-9 . _ = -).
 package memcachedlease

@@ -18,7 +18,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -260,12 +259,6 @@ func TestExampleConfig(t *testing.T) {
 	if _, err := (config.Loader{LookupEnv: func(string) (string, bool) { return "", false }}).ParseFile("../../../examples/configs/memcached.json"); !errors.Is(err, config.ErrPlaceholder) {
 		t.Fatalf("without MEMCACHED_ADDR: %v, want ErrPlaceholder", err)
 	}
-}
-
-// TestReadmeSettingsTable: the README's settings table for the module lists
-// exactly its settings (the struct's JSON keys).
-func TestReadmeSettingsTable(t *testing.T) {
-	doctest.SettingsTable[ConfigModule](t, "../../../README.md", moduleID)
 }
 
 // TestModuleProvisionNoDNS: Provision does no I/O, DNS included (a name

@@ -3,6 +3,34 @@
 // jetstream package: Create for add-if-absent, Update with the last
 // revision for compare-and-swap, and a KV Watch for push wake-up.
 //
+//	b, err := natslease.New(kv, nc, cachelease.Options{}) // or natslease.Module in fx
+//
+// # Summary
+//
+//   - Expiry: observed time (see below): a candidate takes over another
+//     identity's record only after it has seen the same write unchanged for
+//     the record's full duration on its own monotonic clock. No clock is
+//     compared with another node's.
+//   - Fencing term: clock-seeded, the larger of the last term in the store
+//     plus one and the acquiring candidate's clock in microseconds; a
+//     released lease keeps its term (see package cachelease).
+//   - Push wake-up: one KV watch per Backend wakes followers when a lease
+//     is released or its key deleted (see Push wake-up).
+//   - Failover: a follower first sees a crashed leader's last write at its
+//     next poll (up to 1.2 × RetryPeriod after the write), then needs
+//     LeaseDuration more on its own clock and takes over at the retry after
+//     that: within LeaseDuration + 1.2 × RetryPeriod of first seeing the
+//     write, so up to LeaseDuration + 2.4 × RetryPeriod after the leader's
+//     last renewal, plus round trips. A candidate that starts later waits a
+//     full LeaseDuration from its first read. Expiry is not pushed; a
+//     release is, and is taken within milliseconds.
+//   - What it cannot promise: a foreign value blocks the election until an
+//     operator deletes it; a bucket with Replicas: 1 is lost with its
+//     server's disk (terms stay clock-seeded); a bucket MaxAge shorter than
+//     the lease duration deletes live leases; a candidate clock running
+//     faster than the leader's by more than LeaseDuration−RenewDeadline over
+//     one lease could take over early.
+//
 // # Expiry: observed time
 //
 // nats-server before 2.11 has no per-key TTL (only a bucket-wide MaxAge,
@@ -53,4 +81,21 @@
 // Backend's operations fail until the application re-creates it.
 // NewBucketStore (and ConfigModule, fxelection.backends.nats) binds the bucket by name,
 // creates it if missing, and re-creates it when it disappears.
+//
+// # Configuration
+//
+// The module fxelection.backends.nats (ConfigModule) connects with a
+// connection of its own, which retries in the background (a server that is
+// down at start shows as election errors until it is up), from these
+// settings:
+//
+//   - url (required, a secret): the servers' URLs, comma-separated; they
+//     may carry user:pass@, which is never put in errors.
+//   - username, password (a secret), token (a secret): credentials.
+//   - bucket: the KV bucket (A-Z a-z 0-9 _ -; default "fxelection"),
+//     created on first use if missing and again if it vanishes.
+//   - replicas: the replica count of a bucket it creates, 1 to 5 (default
+//     1).
+//   - prefix: cachelease.Options.KeyPrefix (default "fxelection.").
+//   - push: KV watch wake-up (default true).
 package natslease

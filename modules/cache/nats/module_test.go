@@ -15,7 +15,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
-	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -327,10 +326,4 @@ func TestExampleConfig(t *testing.T) {
 	if _, err := l.ParseFile("../../../examples/configs/nats.json"); !errors.Is(err, config.ErrPlaceholder) {
 		t.Fatalf("without NATS_PASSWORD: %v, want ErrPlaceholder", err)
 	}
-}
-
-// TestReadmeSettingsTable: the README's settings table for the module lists
-// exactly its settings (the struct's JSON keys).
-func TestReadmeSettingsTable(t *testing.T) {
-	doctest.SettingsTable[ConfigModule](t, "../../../README.md", moduleID)
 }

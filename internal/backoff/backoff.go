@@ -40,6 +40,10 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// JitterFactor is how much longer than d a jittered wait may be: Jitter(d)
+// is in [d, JitterFactor·d]. Docs that state it are checked against it.
+const JitterFactor = 1.2
+
 // Jitter returns a duration in [d, 1.2·d], saturating at the largest
 // Duration instead of overflowing.
 func Jitter(d time.Duration) time.Duration {

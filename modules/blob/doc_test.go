@@ -1,0 +1,50 @@
+package bloblease
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/doctest"
+)
+
+// The docs go doc shows name no unexported identifier of the package.
+func TestDocsNameNoUnexported(t *testing.T) {
+	doctest.NoUnexportedInDocs(t, ".")
+}
+
+// TestDocSettings: the package doc lists exactly the config module's
+// settings.
+func TestDocSettings(t *testing.T) {
+	doctest.DocSettings[ConfigModule](t, ".")
+}
+
+// TestDocNumbers: the defaults and bounds the package doc states are the
+// code's. (TestChaos checks the failover bound on Azurite.)
+func TestDocNumbers(t *testing.T) {
+	for _, c := range []struct {
+		d  time.Duration
+		ok bool
+	}{
+		{MinDuration - time.Second, false},
+		{MinDuration - time.Second + time.Millisecond, true}, // rounded up to whole seconds
+		{MaxDuration, true},
+		{MaxDuration + time.Millisecond, false},
+	} {
+		if _, err := durationSeconds(c.d); (err == nil) != c.ok {
+			t.Errorf("lease duration %v accepted: %v, want %v", c.d, err == nil, c.ok)
+		}
+	}
+	lo, hi := int(MinDuration/time.Second), int(MaxDuration/time.Second)
+	doctest.DocSays(t, ".",
+		fmt.Sprintf("which Azure limits to %ds–%ds", lo, hi),
+		fmt.Sprintf("Azure grants %ds to %ds", lo, hi),
+		fmt.Sprintf("must be %ds–%ds", lo, hi),
+		fmt.Sprintf("poll (%v doubling to %v) for up to %v while", pollMin, pollMax, resolveBudget),
+		fmt.Sprintf("(the prefix defaults to %q", DefaultPrefix),
+		fmt.Sprintf("prefix: Options.Prefix (default %q)", DefaultPrefix),
+		fmt.Sprintf("within %v × RetryPeriod", backoff.JitterFactor),
+		fmt.Sprintf("within ceil(LeaseDuration) + %v × RetryPeriod of that renewal", backoff.JitterFactor),
+	)
+}
