@@ -183,22 +183,19 @@ func (bt *batcher) run() {
 		if len(bt.queue) == 0 {
 			bt.queue = nil
 		}
-		var ctx context.Context
-		s := &sentBatch{waiting: len(batch)}
-		if deadline.IsZero() {
-			ctx, s.cancel = context.WithCancel(context.Background())
-		} else {
-			ctx, s.cancel = context.WithDeadline(context.Background(), deadline)
+		if len(batch) == 0 { // all given up
+			bt.mu.Unlock()
+			continue
 		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		s := &sentBatch{cancel: cancel, waiting: len(batch)}
 		for _, q := range batch {
 			q.batch = s
 		}
 		bt.sending++
 		bt.mu.Unlock()
-		if len(batch) > 0 {
-			bt.send(ctx, batch)
-		}
-		s.cancel()
+		bt.send(ctx, batch)
+		cancel()
 		bt.mu.Lock()
 		bt.sending--
 		bt.mu.Unlock()

@@ -45,9 +45,13 @@ type Config struct {
 	// control character), as for Name and Identity.
 	Metadata map[string]string
 
-	// LeaseDuration is how long a lease lasts without renewal: a leader that
-	// vanishes is replaced after at most about this long. At most
-	// backendkit.MaxRecordDuration (one year). Default: 15s.
+	// LeaseDuration is how long a lease lasts without renewal. A leader
+	// that vanishes is replaced once it has passed and a follower tries
+	// again: within LeaseDuration + 1.2 × RetryPeriod where the store
+	// expires leases, up to LeaseDuration + 2.4 × RetryPeriod on
+	// observed-time stores (S3, NATS KV); each backend's package doc states
+	// its bound. At most backendkit.MaxRecordDuration (one year).
+	// Default: 15s.
 	LeaseDuration time.Duration
 
 	// RenewDeadline bounds how long a leader keeps believing it leads without
@@ -62,10 +66,11 @@ type Config struct {
 	// renewal after an acquisition comes at a random point in
 	// [RetryPeriod/2, RetryPeriod), so elections started together do not
 	// renew in lockstep; every later one RetryPeriod after the start of the
-	// previous successful one (on a backend that implements backendkit.BatchRenewer,
-	// rounded down to a grid of RetryPeriod/64 slots so that renewals share
-	// round trips: up to one slot earlier, never later). It must be at least 10ms and
-	// shorter than RenewDeadline/1.2. Default: 2s.
+	// previous successful one, and sooner after a failed one (see the
+	// package doc). On a backend that implements backendkit.BatchRenewer
+	// renewals are rounded down to a grid of RetryPeriod/64 slots so that
+	// they share round trips: up to one slot earlier, never later. It must
+	// be at least 10ms and shorter than RenewDeadline/1.2. Default: 2s.
 	RetryPeriod time.Duration
 
 	// MaxBackoff caps the exponential backoff followers use after store

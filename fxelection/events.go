@@ -28,7 +28,7 @@ const (
 // (OnStartedLeading gets a goroutine of its own), so a slow handler delays
 // only later callbacks, never a renewal. Leadership
 // callbacks are never dropped while the elector runs; OnNewLeader and
-// OnError calls are dropped while more than 1024 callbacks wait behind a
+// OnError calls are dropped while 1024 or more callbacks wait behind a
 // blocked handler.
 //
 // A callback that panics is recovered: the panic is logged, delivered to

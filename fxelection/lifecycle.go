@@ -230,23 +230,17 @@ func (e *Elector) abandonLoop(cause error) error {
 // runs on its own goroutine so that a backend ignoring its context cannot
 // hold Stop past that bound.
 func (e *Elector) stopRelease(ctx context.Context, final Lease) error {
-	done := make(chan error, 1)
-	go func() { done <- e.release(ctx, final) }()
-	select {
-	case err := <-done:
+	var err error
+	done := make(chan struct{})
+	go func() {
+		err = e.release(ctx, final)
+		close(done)
+	}()
+	if waitFor(ctx, done) {
 		return err
-	case <-ctx.Done():
 	}
-	// A backend that honours its context returns at once now.
-	grace := time.NewTimer(stopGrace)
-	defer grace.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-grace.C:
-		e.log.Warn("release did not return before the stop deadline; leaving it to finish on its own")
-		return fmt.Errorf("fxelection: stop: backend release call still running: %w", ctx.Err())
-	}
+	e.log.Warn("release did not return before the stop deadline; leaving it to finish on its own")
+	return fmt.Errorf("fxelection: stop: backend release call still running: %w", ctx.Err())
 }
 
 // stopGrace is how long Stop waits, once a step's bound has passed, for

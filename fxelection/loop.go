@@ -30,9 +30,6 @@ func (e *Elector) begin() {
 	var lease Lease
 	s, err := e.attempt(&lease)
 	switch {
-	case err == nil && e.halted.Load():
-		e.dropLate(lease)
-		e.endLoop()
 	case err == nil:
 		e.startLead(lease, s, nil)
 		// Events that came meanwhile (Stop, requests) are handled on a
@@ -81,11 +78,13 @@ func (e *Elector) afterLead(reason StopReason) {
 }
 
 // retryDelay returns the wait before the next attempt after one that
-// failed with err, and the count of consecutive store failures.
+// failed with err, and the count of consecutive store failures. After n
+// store failures it is RetryPeriod doubling per failure, capped at
+// MaxBackoff, jittered (never beyond MaxBackoff).
 func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
 	if backendkit.IsStoreFailure(err) {
 		failures++
-		return e.backoff(failures), failures
+		return min(backoff.Delay(failures, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff), failures
 	}
 	return backoff.Jitter(e.cfg.RetryPeriod), 0
 }
@@ -99,36 +98,25 @@ func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
 // the backend has a small stack.
 func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil time.Time) (lease Lease, start time.Time, pending *request, ok bool) {
 	for {
+		var req *request // a TryAcquire that cut the wait short
 		if delay > 0 {
-			req, stopped := e.pause(delay, ignoreWakeUntil)
-			if stopped {
+			var stopped bool
+			if req, stopped = e.pause(delay, ignoreWakeUntil); stopped {
 				return Lease{}, time.Time{}, nil, false
-			}
-			if req != nil {
-				s, err := e.attempt(&lease)
-				if err == nil && e.halted.Load() {
-					e.dropLate(lease)
-					req.reply <- result{}
-					return Lease{}, time.Time{}, nil, false
-				}
-				if err == nil {
-					return lease, s, req, true
-				}
-				if backendkit.IsStoreFailure(err) {
-					req.reply <- result{err: err}
-				} else {
-					req.reply <- result{}
-				}
-				continue // keep the current delay schedule
 			}
 		}
 		s, err := e.attempt(&lease)
 		switch {
-		case err == nil && e.halted.Load():
-			e.dropLate(lease)
-			return Lease{}, time.Time{}, nil, false
 		case err == nil:
-			return lease, s, nil, true
+			return lease, s, req, true
+		case req != nil:
+			// Answered, and the current delay schedule kept (pause sees
+			// a Stop).
+			if !backendkit.IsStoreFailure(err) {
+				err = nil
+			}
+			req.reply <- result{err: err}
+			continue
 		case e.halted.Load():
 			return Lease{}, time.Time{}, nil, false
 		}
@@ -214,8 +202,8 @@ func (e *Elector) attempt(won *Lease) (time.Time, error) {
 
 // attempted records the outcome of the attempt that started at start:
 // err from Acquire (nil when *won is the lease won). It returns the error
-// for the campaign (context.Canceled once Stop began) and clears *won on an
-// error.
+// for the campaign (context.Canceled once Stop began; a lease won then is
+// given back, see dropLate) and clears *won on an error.
 func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
 	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
@@ -224,6 +212,11 @@ func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
 	}
 	var held *backendkit.HeldError
 	switch {
+	case err == nil && e.halted.Load():
+		e.contact()
+		e.dropLate(*won)
+		*won = Lease{}
+		return context.Canceled
 	case err == nil:
 		e.contact()
 		return nil
@@ -295,13 +288,10 @@ func (t *leaderTerm) rearm(now time.Time) {
 	t.timer.Reset(next.Sub(now))
 }
 
-// fire is t's timer. At the renew deadline it ends the leadership
-// (endTerm: cancels the leader context, logs "leadership lost", emits
-// EventStoppedLeading and queues OnStoppedLeading) and wakes the loop to
-// go on: the timer, not the loop, ends it, so a backend call that ignores
-// its context cannot stretch leadership nor delay its announcement. At a renewal's time it wakes the loop to renew and
-// re-arms itself for the deadline, which keeps running while the renewal
-// is in flight.
+// fire is t's timer. At a renewal's time it wakes the loop to renew and
+// re-arms itself for the renew deadline, which keeps running while the
+// renewal is in flight. At the deadline it ends the leadership itself
+// (endTerm) and wakes the loop to go on from there.
 func (t *leaderTerm) fire() {
 	e := t.e
 	e.mu.Lock()
@@ -313,12 +303,10 @@ func (t *leaderTerm) fire() {
 	if !now.Before(t.deadline()) {
 		t.expired = true
 		e.mu.Unlock()
-		// The leadership ends here, not when the loop gets to it: the
-		// loop may be stuck in a backend call that ignores its context,
-		// and the leader context, OnStoppedLeading and the log line must
-		// all come by the deadline. The loop's own stepDown then finds
-		// the leadership ended and goes on from there. After Stop began
-		// it is Stop's step-down, which keeps the lease for release.
+		// Not left to the loop: it may be stuck in a backend call that
+		// ignores its context, and the leader context, OnStoppedLeading
+		// and the log line must all come by the deadline. After Stop
+		// began it is Stop's step-down, which keeps the lease for release.
 		if e.halted.Load() {
 			e.endTerm(t, ReasonStopped, true, false)
 		} else {
@@ -667,11 +655,4 @@ func (e *Elector) release(ctx context.Context, l Lease) error {
 	e.contact()
 	e.log.Debug("lease released", "term", l.Term)
 	return nil
-}
-
-// backoff is the follower's wait after n consecutive store failures:
-// RetryPeriod doubling per failure, capped at MaxBackoff, jittered (never
-// beyond MaxBackoff).
-func (e *Elector) backoff(n int) time.Duration {
-	return min(backoff.Delay(n, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff)
 }
