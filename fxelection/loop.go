@@ -384,18 +384,6 @@ func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, e
 	return "", false, nil
 }
 
-// renewDue returns when a renewal that follows from by after is due. With
-// a batching backend it is rounded down to the batch grid (renewSlot): a
-// renewal may come up to RetryPeriod/64 early so that it shares a round
-// trip, never later than it would without batching.
-func (e *Elector) renewDue(from time.Time, after time.Duration) time.Time {
-	due := from.Add(after)
-	if e.batch != nil {
-		due = renewSlot(due, e.cfg.RetryPeriod)
-	}
-	return due
-}
-
 // resign is the leadership's answer to Resign (request r): end the
 // leadership, wait for leader work, release the lease.
 func (e *Elector) resign(t *leaderTerm, r request) StopReason {
@@ -467,7 +455,13 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 			return e.stepDown(t, ReasonDeadline, false), true
 		}
 		e.ls.failures = 0
-		e.armRenewal(e.renewDue(renewStart, e.cfg.RetryPeriod))
+		due := renewStart.Add(e.cfg.RetryPeriod)
+		if e.batch != nil {
+			// Rounded down to the batch grid: up to RetryPeriod/64 early,
+			// so that it shares a round trip, never later.
+			due = renewSlot(due, e.cfg.RetryPeriod)
+		}
+		e.armRenewal(due)
 	case errors.Is(err, backendkit.ErrLeaseLost):
 		e.contact()
 		return e.stepDown(t, ReasonLost, false), true
@@ -511,59 +505,8 @@ func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
 	e.log.Info("leadership acquired", "term", lease.Term)
 	e.observe(Event{Kind: EventStartedLeading, Lease: lease.Clone()})
 
-	run := e.cfg.Callbacks.OnStartedLeading
-	if run == nil {
-		// Nothing to run: no callback goroutine to start, and nothing for
-		// OnStoppedLeading to wait for (startedDone stays nil).
-		return t
-	}
-	t.startedDone = make(chan struct{})
-	e.work.add()
-	queued := e.callbacks().enqueue(panicInStartedLeading, func() {
-		// Wait until the goroutine runs the callback, so that no later
-		// callback can overtake its start.
-		began := make(chan struct{})
-		go func() {
-			defer e.work.done()
-			defer close(t.startedDone)
-			defer func() {
-				if v := recover(); v != nil {
-					e.recovered(panicInStartedLeading, v, false)
-				}
-			}()
-			close(began)
-			run(t)
-		}()
-		<-began
-	}, false)
-	if !queued {
-		close(t.startedDone)
-		e.work.done()
-	}
+	e.startedLeading(t)
 	return t
-}
-
-// awaitStarted waits, on the callback goroutine, until t's OnStartedLeading
-// has returned, so that OnStoppedLeading never runs before or alongside it;
-// the leader context is already cancelled, so a callback that honours it
-// returns promptly. One that does not is given StopTimeout, then
-// OnStoppedLeading is delivered anyway.
-func (e *Elector) awaitStarted(t *leaderTerm) {
-	if t.startedDone == nil {
-		return
-	}
-	select {
-	case <-t.startedDone:
-		return
-	default:
-	}
-	timer := time.NewTimer(e.cfg.StopTimeout)
-	defer timer.Stop()
-	select {
-	case <-t.startedDone:
-	case <-timer.C:
-		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
-	}
 }
 
 // extend records a successful renewal started at start; false if the
@@ -633,13 +576,7 @@ func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) S
 	}
 	e.log.Log(context.Background(), level, "leadership lost", "term", t.lease.Term, "reason", string(reason))
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
-	if cb := e.cfg.Callbacks.OnStoppedLeading; cb != nil {
-		l := t.lease.Clone()
-		e.callbacks().enqueue(panicInStoppedLeading, func() {
-			e.awaitStarted(t)
-			cb(l, reason)
-		}, false)
-	}
+	e.stoppedLeading(t, reason)
 	return reason
 }
 

@@ -142,3 +142,74 @@ func (e *Elector) during(op string) (end func()) {
 	e.inflight.Store(&inflightOp{op: op, since: time.Now()})
 	return func() { e.inflight.Store(nil) }
 }
+
+// startedLeading queues OnStartedLeading for leadership t, on a goroutine
+// of its own that counts as leader work.
+func (e *Elector) startedLeading(t *leaderTerm) {
+	run := e.cfg.Callbacks.OnStartedLeading
+	if run == nil {
+		// Nothing to run: no callback goroutine to start, and nothing for
+		// OnStoppedLeading to wait for (startedDone stays nil).
+		return
+	}
+	t.startedDone = make(chan struct{})
+	e.work.add()
+	queued := e.callbacks().enqueue(panicInStartedLeading, func() {
+		// Wait until the goroutine runs the callback, so that no later
+		// callback can overtake its start.
+		began := make(chan struct{})
+		go func() {
+			defer e.work.done()
+			defer close(t.startedDone)
+			defer func() {
+				if v := recover(); v != nil {
+					e.recovered(panicInStartedLeading, v, false)
+				}
+			}()
+			close(began)
+			run(t)
+		}()
+		<-began
+	}, false)
+	if !queued {
+		close(t.startedDone)
+		e.work.done()
+	}
+}
+
+// stoppedLeading queues OnStoppedLeading for the end of t, after t's
+// OnStartedLeading has returned (awaitStarted).
+func (e *Elector) stoppedLeading(t *leaderTerm, reason StopReason) {
+	cb := e.cfg.Callbacks.OnStoppedLeading
+	if cb == nil {
+		return
+	}
+	l := t.lease.Clone()
+	e.callbacks().enqueue(panicInStoppedLeading, func() {
+		e.awaitStarted(t)
+		cb(l, reason)
+	}, false)
+}
+
+// awaitStarted waits, on the callback goroutine, until t's OnStartedLeading
+// has returned, so that OnStoppedLeading never runs before or alongside it;
+// the leader context is already cancelled, so a callback that honours it
+// returns promptly. One that does not is given StopTimeout, then
+// OnStoppedLeading is delivered anyway.
+func (e *Elector) awaitStarted(t *leaderTerm) {
+	if t.startedDone == nil {
+		return
+	}
+	select {
+	case <-t.startedDone:
+		return
+	default:
+	}
+	timer := time.NewTimer(e.cfg.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.startedDone:
+	case <-timer.C:
+		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
+	}
+}
