@@ -144,6 +144,15 @@ type Event struct {
 	Margin time.Duration
 }
 
+// StoreFailure reports whether ev is a backend operation that failed for
+// another reason than the contract's expected outcomes (held by someone
+// else, lease lost, no lease): the store was unreachable, refused, or
+// answered with something the backend could not use. A call cut short by
+// Stop (context.Canceled) counts too; OnError does not receive those.
+func (ev Event) StoreFailure() bool {
+	return ev.Kind == EventOperation && backendkit.IsStoreFailure(ev.Err)
+}
+
 // Observer receives an elector's events synchronously, on the goroutine
 // that produced them (often the renewal loop): Observe must be fast and must
 // not block or call back into the elector. It is how metrics plug in; use

@@ -1,6 +1,10 @@
 // Package backendkit is for authors of fxelection backends: the pieces every
-// backend needs and none should write again. Application authors do not need
-// it; they import package fxelection and a backend module.
+// backend needs and none should write again. Application authors import
+// package fxelection and a backend module; they need this one only to call
+// a Backend themselves (Get, and ErrNoLease when nobody leads, as
+// example-app's status command does) or to redact text the way the
+// library does (RedactText). Event.StoreFailure classifies an operation's
+// error without it.
 //
 //   - WakeHub: the bookkeeping behind push wake-up (Notifier).
 //   - Backoff and SleepContext: reconnect loops' waits, the same the elector

@@ -10,7 +10,6 @@ package electiontesting
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 )
 
@@ -119,11 +117,7 @@ func Kind(k fxelection.EventKind) func(fxelection.Event) bool {
 // another reason than the contract's expected outcomes (ErrLeaseHeld,
 // ErrLeaseLost, ErrNoLease): the store was unreachable, refused or
 // answered with something the backend could not use.
-func IsStoreFailure(ev fxelection.Event) bool {
-	return ev.Kind == fxelection.EventOperation && ev.Err != nil &&
-		!errors.Is(ev.Err, backendkit.ErrLeaseHeld) && !errors.Is(ev.Err, backendkit.ErrLeaseLost) &&
-		!errors.Is(ev.Err, backendkit.ErrNoLease)
-}
+func IsStoreFailure(ev fxelection.Event) bool { return ev.StoreFailure() }
 
 // The short elector timing StartCandidate uses, with the core's margins:
 // a 2s lease (whole seconds, for stores whose TTLs are), renewed within

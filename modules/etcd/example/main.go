@@ -183,8 +183,7 @@ func logContract(log *slog.Logger) fxelection.Observer {
 		case fxelection.EventNewLeader:
 			log.Info("leader observed", append(base, "leader", ev.Lease.Holder, "term", ev.Lease.Term)...)
 		case fxelection.EventOperation:
-			if ev.Err == nil || errors.Is(ev.Err, backendkit.ErrLeaseHeld) || errors.Is(ev.Err, backendkit.ErrLeaseLost) ||
-				errors.Is(ev.Err, backendkit.ErrNoLease) || errors.Is(ev.Err, context.Canceled) {
+			if !ev.StoreFailure() || errors.Is(ev.Err, context.Canceled) {
 				return
 			}
 			log.Warn("election error", append(base, "op", ev.Op, "error", ev.Err.Error())...)
