@@ -140,7 +140,7 @@ func TestModuleLifecycle(t *testing.T) {
 	}
 	client := m.client // kept reachable below, so that only Close (not the GC) closes its connections
 	app.RequireStop()
-	if m.client != nil || m.backend != nil {
+	if _, err := m.Backend(); m.client != nil || err == nil {
 		t.Fatal("Cleanup did not drop the client")
 	}
 	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {

@@ -162,7 +162,7 @@ func TestModuleLifecycle(t *testing.T) {
 		t.Fatalf("lease key with prefix cfg.: %v", err)
 	}
 	app.RequireStop()
-	if m.nc != nil || m.backend != nil {
+	if _, err := m.Backend(); m.nc != nil || err == nil {
 		t.Fatal("Cleanup did not drop the connection")
 	}
 	if !nc.IsClosed() {
