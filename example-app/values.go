@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/config"
 )
 
 // The kinds of flag value. Each Set validates its kind's rule and fails
@@ -166,9 +166,9 @@ func (f boolFlag) Set(s string) error {
 func (boolFlag) IsBoolFlag() bool { return true }
 func (boolFlag) kind() string     { return "" }
 
-// addrFlag is host:port with a numeric port (a comma-separated list of them
-// if list), or empty. A URL is refused without echoing it: it may carry a
-// password.
+// addrFlag is host:port as config.HostPort checks it (a port from 1 to
+// 65535; a comma-separated list of them if list), or empty. A bad value is
+// refused without echoing it: it may carry a password.
 type addrFlag struct {
 	p    *string
 	list bool
@@ -190,16 +190,8 @@ func (f addrFlag) Set(s string) error {
 		parts = strings.Split(s, ",")
 	}
 	for _, a := range parts {
-		a = strings.TrimSpace(a)
-		if strings.Contains(a, "://") || strings.Contains(a, "@") {
-			return &badValue{"", "must be host:port, not a URL (give credentials with their own flags)"}
-		}
-		_, port, err := net.SplitHostPort(a)
-		if err != nil {
-			return &badValue{show(a), "is not host:port"}
-		}
-		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			return &badValue{show(a), "must have a port number from 0 to 65535"}
+		if err := config.HostPort("", a); err != nil {
+			return &badValue{"", err.Error()} // never echoed: it may hold a password
 		}
 	}
 	*f.p = s

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +32,7 @@ const BackendPath = "elections[0].backend"
 // whose backend is the module object settings (JSON text), and returns the
 // decoded module. Placeholders are resolved with env.
 func Decode(settings string, env map[string]string) (config.BackendModule, error) {
-	l := config.Loader{LookupEnv: func(name string) (string, bool) {
-		v, ok := env[name]
-		return v, ok
-	}}
-	doc, err := l.Parse([]byte(`{"elections": [{"name": "e", "backend": ` + settings + `}]}`))
+	doc, err := EnvLoader(env).Parse([]byte(`{"elections": [{"name": "e", "backend": ` + settings + `}]}`))
 	if err != nil {
 		return nil, err
 	}
@@ -251,5 +248,78 @@ func CheckDecodeHides[M config.BackendModule](t *testing.T, settings map[string]
 	}
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("error %q shows the secret", err)
+	}
+}
+
+// EnvLoader returns a Loader whose placeholders {env.NAME} read env.
+func EnvLoader(env map[string]string) config.Loader {
+	return config.Loader{LookupEnv: func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}}
+}
+
+// CheckConfigFileReleases runs the configuration file path with the
+// environment env (RunConfigFile, each election leading within
+// electiontesting.LeaderLimit), then checks through probe (called after the
+// app stopped: a Backend on the same store, with the file's options) that
+// every election's lease was released, and that without the variable
+// required the file fails with config.ErrPlaceholder.
+func CheckConfigFileReleases(t *testing.T, path string, env map[string]string, required string, probe func() fxelection.Backend) {
+	t.Helper()
+	doc := RunConfigFile(t, EnvLoader(env), path, electiontesting.LeaderLimit)
+	p := probe()
+	for _, e := range doc.Elections {
+		if _, err := p.Get(electiontesting.Context(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {
+			t.Fatalf("%s after stop: %v, want released", e.Name, err)
+		}
+	}
+	without := maps.Clone(env)
+	delete(without, required)
+	if _, err := EnvLoader(without).ParseFile(path); !errors.Is(err, config.ErrPlaceholder) {
+		t.Fatalf("without %s: %v, want ErrPlaceholder", required, err)
+	}
+}
+
+// CheckFxModule runs an fx app of a backend package's fx module and what
+// it needs (backend: the app's client, Options, fx.Populate targets) with
+// fxelection.Module electing election on electiontesting's fault timing:
+// the elector must lead on a Backend named backendName. After the app
+// stops, probe (a Backend on the same store with the same options) must
+// find the lease released.
+func CheckFxModule(t *testing.T, election, backendName string, probe func() fxelection.Backend, backend ...fx.Option) {
+	t.Helper()
+	var e *fxelection.Elector
+	app := fxtest.New(t, fx.Options(backend...),
+		fx.Supply(fxelection.Config{Name: election, LeaseDuration: electiontesting.FaultLease,
+			RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
+		fxelection.Module,
+		fx.Populate(&e),
+	)
+	app.RequireStart()
+	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the fx elector to lead", e.IsLeader)
+	if got := e.Status().Backend; got != backendName {
+		t.Fatalf("backend name %q, want %q", got, backendName)
+	}
+	app.RequireStop()
+	if _, err := probe().Get(electiontesting.Context(t), election); !errors.Is(err, backendkit.ErrNoLease) {
+		t.Fatalf("lease after fx stop: %v, want released", err)
+	}
+}
+
+// CheckFxModuleNeedsOptions checks that a backend package's fx module,
+// given the app's client (client, fx options supplying it), fails without
+// Options, with an error naming their type (the type of emptyOptions, such
+// as "s3lease.Options"), and with emptyOptions, with an error matching
+// want.
+func CheckFxModuleNeedsOptions(t *testing.T, module, client fx.Option, emptyOptions any, want error) {
+	t.Helper()
+	typeName := fmt.Sprintf("%T", emptyOptions)
+	use := fx.Invoke(func(fxelection.Backend) {})
+	if err := fx.New(fx.NopLogger, client, module, use).Err(); err == nil || !strings.Contains(err.Error(), typeName) {
+		t.Fatalf("module without Options: %v, want an error naming %s", err, typeName)
+	}
+	if err := fx.New(fx.NopLogger, client, fx.Supply(emptyOptions), module, use).Err(); !errors.Is(err, want) {
+		t.Fatalf("module with empty Options: %v, want %v", err, want)
 	}
 }

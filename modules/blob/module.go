@@ -14,7 +14,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -51,26 +50,18 @@ type ConfigModule struct {
 	// Prefix is Options.Prefix. Default: "fxelection/".
 	Prefix string `json:"prefix,omitempty"`
 
-	backend *Backend // set by Provision
-	// idle frees the idle connections of the client Provision built: the
-	// module owns that client, as every backend module owns what it built.
-	idle func()
+	// The Backend, from Provision, and its client: the module owns that
+	// client, as every backend module owns what it built, and Cleanup
+	// frees its idle connections.
+	config.Provisioned[ConfigModule]
 }
 
-var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-)
+var _ config.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.blob",
-		Doc: "Azure Blob Storage (or Azurite), one blob per election on native leases (15s to 60s)",
-		New: func() config.Module { return new(ConfigModule) },
-	}
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.blob",
+		"Azure Blob Storage (or Azurite), one blob per election on native leases (15s to 60s)")
 }
 
 // moduleRetry is the retry policy of the module's clients: a few quick
@@ -160,12 +151,13 @@ func (m *ConfigModule) Provision(config.Context) error {
 		return backendkit.RedactError(err, secrets...)
 	}
 	b.secrets = secrets
-	m.backend = b
+	m.Provide(b)
 	return nil
 }
 
 func (m *ConfigModule) build() (*Backend, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
+	m.Own("blob client's idle connections", func() error { transport.CloseIdleConnections(); return nil })
 	opts := &azblob.ClientOptions{ClientOptions: azcore.ClientOptions{
 		Transport: &http.Client{Transport: transport},
 		Retry:     moduleRetry(),
@@ -188,30 +180,5 @@ func (m *ConfigModule) build() (*Backend, error) {
 			return nil, fmt.Errorf("account_url: %w", err)
 		}
 	}
-	b, err := New(client, m.options())
-	if err != nil {
-		transport.CloseIdleConnections()
-		return nil, err
-	}
-	m.idle = transport.CloseIdleConnections
-	return b, nil
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("bloblease: module not provisioned")
-	}
-	return m.backend, nil
-}
-
-// Cleanup frees the client's idle connections. It is safe after a failed
-// or missing Provision.
-func (m *ConfigModule) Cleanup() error {
-	m.backend = nil
-	if m.idle != nil {
-		m.idle()
-		m.idle = nil
-	}
-	return nil
+	return New(client, m.options())
 }

@@ -131,12 +131,5 @@ func TestModule(t *testing.T) {
 	if got == nil || got != fxelection.Backend(bb) || bb.Container() != container {
 		t.Fatalf("backend %v / %v", got, bb)
 	}
-	err := fx.New(fx.NopLogger, fx.Supply(c), bloblease.Module, fx.Invoke(func(fxelection.Backend) {})).Err()
-	if err == nil || !strings.Contains(err.Error(), "bloblease.Options") {
-		t.Fatalf("module without Options: %v", err)
-	}
-	err = fx.New(fx.NopLogger, fx.Supply(c, bloblease.Options{}), bloblease.Module, fx.Invoke(func(fxelection.Backend) {})).Err()
-	if !errors.Is(err, bloblease.ErrContainerRequired) {
-		t.Fatalf("module with empty Options: %v", err)
-	}
+	moduletest.CheckFxModuleNeedsOptions(t, bloblease.Module, fx.Supply(c), bloblease.Options{}, bloblease.ErrContainerRequired)
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -62,39 +60,21 @@ type ConfigModule struct {
 	CertFile string `json:"cert_file,omitempty"`
 	KeyFile  string `json:"key_file,omitempty"`
 	// Prefix is Options.KeyPrefix. Default: "fxelection/".
-	Prefix string `json:"prefix,omitempty"`
+	Prefix string `json:"prefix,omitempty" option:"KeyPrefix"`
 	// Push, when false, sets Options.DisablePush. Default: true.
-	Push *bool `json:"push,omitempty"`
+	Push *bool `json:"push,omitempty" option:"DisablePush"`
 
-	client  *clientv3.Client // set by Provision, closed by Cleanup
-	backend *Backend
+	// The Backend and its client, from Provision; Cleanup stops push
+	// wake-up and closes the client.
+	config.Provisioned[ConfigModule]
 }
 
-var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-)
+var _ config.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.etcd",
-		Doc: "etcd v3 (a Raft-replicated cluster): etcd leases, the key's create revision as the term, watch wake-up",
-		New: func() config.Module { return new(ConfigModule) },
-	}
-}
-
-// settingLabel names an Options field by the module's JSON key.
-func settingLabel(field string) string {
-	switch field {
-	case "KeyPrefix":
-		return "prefix"
-	case "DisablePush":
-		return "push"
-	}
-	return optionLabel(field)
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.etcd",
+		"etcd v3 (a Raft-replicated cluster): etcd leases, the key's create revision as the term, watch wake-up")
 }
 
 // options returns the Options the settings describe.
@@ -136,8 +116,8 @@ func (m *ConfigModule) endpoints() ([]string, error) {
 			case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 				return nil, fmt.Errorf("%w: endpoints: endpoint %d has a path or query", ErrInvalidOptions, i+1)
 			}
-		} else if _, _, err := net.SplitHostPort(e); err != nil || strings.ContainsAny(e, "@/?#") {
-			return nil, fmt.Errorf("%w: endpoints: endpoint %d is not host:port", ErrInvalidOptions, i+1)
+		} else if err := config.HostPort(fmt.Sprintf("endpoints: endpoint %d", i+1), e); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		out = append(out, e)
 	}
@@ -173,7 +153,7 @@ func (m *ConfigModule) Validate() error {
 	case m.DialTimeout < 0:
 		return fmt.Errorf("%w: dial_timeout: must not be negative", ErrInvalidOptions)
 	}
-	return m.options().validate(settingLabel)
+	return m.options().validate(config.SettingLabel[ConfigModule])
 }
 
 // tlsConfig reads the certificate files, if any.
@@ -229,42 +209,25 @@ func (m *ConfigModule) Provision(config.Context) error {
 			return m.redact(err)
 		}
 	}
-	m.client, err = clientv3.New(cfg)
+	client, err := clientv3.New(cfg)
 	if err != nil {
 		return m.redact(fmt.Errorf("etcd client: %w", err))
 	}
-	m.backend, err = New(m.client, m.options())
-	return err
+	m.Own("etcd client", func() error {
+		if err := client.Close(); !errors.Is(err, context.Canceled) { // Close cancels the client's own context
+			return err
+		}
+		return nil
+	}, backendkit.Credentials(m.Username, m.Password.Value())...)
+	b, err := New(client, m.options())
+	if err != nil {
+		return err
+	}
+	m.Provide(b)
+	return nil
 }
 
 // redact withholds the module's credentials from err.
 func (m *ConfigModule) redact(err error) error {
 	return backendkit.RedactError(err, backendkit.Credentials(m.Username, m.Password.Value())...)
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("etcdlease: module not provisioned")
-	}
-	return m.backend, nil
-}
-
-// Cleanup stops push wake-up and closes the client. It is safe after a
-// failed or missing Provision, and runs after every elector using the
-// Backend has stopped.
-func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
-	}
-	if m.client == nil {
-		return nil
-	}
-	err := m.client.Close()
-	m.client = nil
-	if err != nil && !errors.Is(err, context.Canceled) { // Close cancels the client's own context
-		return m.redact(fmt.Errorf("close etcd client: %w", err))
-	}
-	return nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -58,40 +57,22 @@ type ConfigModule struct {
 	// background. Must not be negative. Default (also for "0s"): 500ms.
 	CloseTimeout config.Duration `json:"close_timeout,omitempty"`
 
-	pool    *pgxpool.Pool // set by Provision, closed by CleanupContext
-	backend *Backend
-	log     *slog.Logger // the app's, from Provision
+	// The Backend, from Provision; CleanupContext stops its push listener
+	// before it closes the pool (which needs a deadline: see there).
+	config.Provisioned[ConfigModule]
+	pool *pgxpool.Pool // set by Provision, closed by CleanupContext
+	log  *slog.Logger  // the app's, from Provision
 }
 
 var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-
+	_ config.ClientBackendModule = (*ConfigModule)(nil)
 	_ config.ContextCleanerUpper = (*ConfigModule)(nil)
 )
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.postgres",
-		Doc: "PostgreSQL lease table: server-clock expiry, LISTEN/NOTIFY wake-up",
-		New: func() config.Module { return new(ConfigModule) },
-	}
-}
-
-// settingLabel names an Options field by the module's JSON key.
-func settingLabel(field string) string {
-	switch field {
-	case "Table":
-		return "table"
-	case "Schema":
-		return "schema"
-	case "Channel":
-		return "channel"
-	}
-	return optionLabel(field)
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.postgres",
+		"PostgreSQL lease table: server-clock expiry, LISTEN/NOTIFY wake-up")
 }
 
 func (m *ConfigModule) options() Options {
@@ -118,7 +99,7 @@ func (m *ConfigModule) Validate() error {
 	if m.CloseTimeout < 0 {
 		return fmt.Errorf("%w: close_timeout: must not be negative", ErrInvalidSettings)
 	}
-	_, err := m.options().normalize(settingLabel)
+	_, err := m.options().normalize(config.SettingLabel[ConfigModule])
 	return err
 }
 
@@ -146,16 +127,8 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 		return backendkit.RedactError(err, secrets...)
 	}
 	b.secrets = append(b.secrets, secrets...)
-	m.backend = b
+	m.Provide(b)
 	return nil
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("pglease: module not provisioned")
-	}
-	return m.backend, nil
 }
 
 // Cleanup is CleanupContext without a deadline of its own (still bounded by
@@ -170,10 +143,7 @@ func (m *ConfigModule) Cleanup() error { return m.CleanupContext(context.Backgro
 // finishes in the background (pgx bounds it), so fx's stop is not held up.
 // It is safe after a failed or missing Provision, and more than once.
 func (m *ConfigModule) CleanupContext(ctx context.Context) error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
-	}
+	_ = m.Provisioned.Cleanup() // the Backend's Close is always nil; the pool is not owned there
 	pool := m.pool
 	if pool == nil {
 		return nil

@@ -2,14 +2,10 @@ package redislease
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"net"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -43,43 +39,23 @@ type ConfigModule struct {
 	// address's host). Default: false.
 	TLS bool `json:"tls,omitempty"`
 	// Prefix is Options.KeyPrefix. Default: "fxelection:".
-	Prefix string `json:"prefix,omitempty"`
+	Prefix string `json:"prefix,omitempty" option:"KeyPrefix"`
 	// Push, when false, sets Options.DisablePush. Default: true.
-	Push *bool `json:"push,omitempty"`
+	Push *bool `json:"push,omitempty" option:"DisablePush"`
 	// SequentialTerms is Options.SequentialTerms. Default: false.
 	SequentialTerms bool `json:"sequential_terms,omitempty"`
 
-	client  redis.UniversalClient // set by Provision, closed by Cleanup
-	backend *Backend
+	// The Backend and its client, from Provision; Cleanup stops push
+	// wake-up and closes the client.
+	config.Provisioned[ConfigModule]
 }
 
-var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-)
+var _ config.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.redis",
-		Doc: "Redis or Valkey (single node, Sentinel or Cluster): server-side expiry, push wake-up",
-		New: func() config.Module { return new(ConfigModule) },
-	}
-}
-
-// settingLabel names an Options field by the module's JSON key.
-func settingLabel(field string) string {
-	switch field {
-	case "KeyPrefix":
-		return "prefix"
-	case "DisablePush":
-		return "push"
-	case "SequentialTerms":
-		return "sequential_terms"
-	}
-	return optionLabel(field)
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.redis",
+		"Redis or Valkey (single node, Sentinel or Cluster): server-side expiry, push wake-up")
 }
 
 // options returns the Options the settings describe.
@@ -91,25 +67,13 @@ func (m *ConfigModule) options() Options {
 	}
 }
 
-// addrs splits Addr and checks each address is host:port. Errors never
-// quote the value.
+// addrs splits Addr and checks each address with config.HostPorts. Errors
+// match ErrInvalidOptions and config.ErrInvalidAddress and never quote the
+// value.
 func (m *ConfigModule) addrs() ([]string, error) {
-	var addrs []string
-	for _, a := range strings.Split(m.Addr, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%w: addr: no address", ErrInvalidOptions)
-	}
-	for i, a := range addrs {
-		if strings.Contains(a, "://") {
-			return nil, fmt.Errorf("%w: addr: address %d is a URL; give host:port, and the username and password settings", ErrInvalidOptions, i+1)
-		}
-		if _, _, err := net.SplitHostPort(a); err != nil || strings.ContainsAny(a, "@/") {
-			return nil, fmt.Errorf("%w: addr: address %d is not host:port", ErrInvalidOptions, i+1)
-		}
+	addrs, err := config.HostPorts("addr", m.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return addrs, nil
 }
@@ -128,7 +92,7 @@ func (m *ConfigModule) Validate() error {
 	if m.DB != 0 && len(addrs) > 1 && m.Master == "" {
 		return fmt.Errorf("%w: db: Redis Cluster has only database 0", ErrInvalidOptions)
 	}
-	return m.options().validate(settingLabel)
+	return m.options().validate(config.SettingLabel[ConfigModule])
 }
 
 // Provision creates the client and the Backend. It does no I/O: a server
@@ -150,34 +114,12 @@ func (m *ConfigModule) Provision(config.Context) error {
 		// The server name is taken from each address when dialling.
 		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	m.client = redis.NewUniversalClient(opts)
-	m.backend, err = New(m.client, m.options())
-	return err
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("redislease: module not provisioned")
-	}
-	return m.backend, nil
-}
-
-// Cleanup stops push wake-up and closes the client. It is safe after a
-// failed or missing Provision, and runs after every elector using the
-// Backend has stopped.
-func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
-	}
-	if m.client == nil {
-		return nil
-	}
-	err := m.client.Close()
-	m.client = nil
+	client := redis.NewUniversalClient(opts)
+	m.Own("redis client", client.Close, backendkit.Credentials(m.Username, m.Password.Value())...)
+	b, err := New(client, m.options())
 	if err != nil {
-		return backendkit.RedactError(fmt.Errorf("close redis client: %w", err), backendkit.Credentials(m.Username, m.Password.Value())...)
+		return err
 	}
+	m.Provide(b)
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -44,26 +43,18 @@ type ConfigModule struct {
 	// Secure, when false, talks plain HTTP. Default: true (HTTPS).
 	Secure *bool `json:"secure,omitempty"`
 
-	backend *Backend // set by Provision
-	// idle frees the idle connections of the client Provision built: the
-	// module owns that client, as every backend module owns what it built.
-	idle func()
+	// The Backend, from Provision, and its client: the module owns that
+	// client, as every backend module owns what it built, and Cleanup
+	// frees its idle connections.
+	config.Provisioned[ConfigModule]
 }
 
-var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-)
+var _ config.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.s3",
-		Doc: "S3 or MinIO bucket, one object per election (observed-time expiry, no push)",
-		New: func() config.Module { return new(ConfigModule) },
-	}
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.s3",
+		"S3 or MinIO bucket, one object per election (observed-time expiry, no push)")
 }
 
 func (m *ConfigModule) options() Options { return Options{Bucket: m.Bucket, Prefix: m.Prefix} }
@@ -90,6 +81,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 	if err != nil {
 		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
+	m.Own("s3 client's idle connections", func() error { transport.CloseIdleConnections(); return nil })
 	client, err := minio.New(m.Endpoint, &minio.Options{
 		Creds:     credentials.NewStaticV4(m.AccessKey, secret, ""),
 		Secure:    m.secure(),
@@ -97,37 +89,15 @@ func (m *ConfigModule) Provision(config.Context) error {
 		Transport: transport,
 	})
 	if err != nil {
-		transport.CloseIdleConnections()
 		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
 	b, err := New(client, m.options())
 	if err != nil {
-		transport.CloseIdleConnections()
 		return err
 	}
-	m.idle = transport.CloseIdleConnections
 	if secret != "" {
 		b.secrets = []string{secret}
 	}
-	m.backend = b
-	return nil
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("s3lease: module not provisioned")
-	}
-	return m.backend, nil
-}
-
-// Cleanup frees the client's idle connections. It is safe after a failed
-// or missing Provision.
-func (m *ConfigModule) Cleanup() error {
-	m.backend = nil
-	if m.idle != nil {
-		m.idle()
-		m.idle = nil
-	}
+	m.Provide(b)
 	return nil
 }

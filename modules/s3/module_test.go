@@ -117,13 +117,5 @@ func TestModule(t *testing.T) {
 	if got == nil || got != fxelection.Backend(s3b) || s3b.Bucket() != bucket {
 		t.Fatalf("backend %v / %v", got, s3b)
 	}
-	// Options are required: Bucket is.
-	err := fx.New(fx.NopLogger, fx.Supply(c), s3lease.Module, fx.Invoke(func(fxelection.Backend) {})).Err()
-	if err == nil || !strings.Contains(err.Error(), "s3lease.Options") {
-		t.Fatalf("module without Options: %v", err)
-	}
-	err = fx.New(fx.NopLogger, fx.Supply(c, s3lease.Options{}), s3lease.Module, fx.Invoke(func(fxelection.Backend) {})).Err()
-	if !errors.Is(err, s3lease.ErrBucketRequired) {
-		t.Fatalf("module with empty Options: %v", err)
-	}
+	moduletest.CheckFxModuleNeedsOptions(t, s3lease.Module, fx.Supply(c), s3lease.Options{}, s3lease.ErrBucketRequired)
 }

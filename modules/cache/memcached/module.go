@@ -3,13 +3,10 @@ package memcachedlease
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -49,24 +46,18 @@ type ConfigModule struct {
 	// Prefix is cachelease.Options.KeyPrefix. Default: "fxelection.".
 	Prefix string `json:"prefix,omitempty"`
 
-	client  *memcache.Client // set by Provision, closed by Cleanup
-	backend *cachelease.Backend
+	// The Backend and its client, from Provision; Cleanup closes the
+	// client's connections.
+	config.Provisioned[ConfigModule]
+	client *memcache.Client // set by Provision, dropped by Cleanup
 }
 
-var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-)
+var _ config.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.memcached",
-		Doc: "memcached (add + gets/cas): server-side expiry in whole seconds, no push wake-up",
-		New: func() config.Module { return new(ConfigModule) },
-	}
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.memcached",
+		"memcached (add + gets/cas): server-side expiry in whole seconds, no push wake-up")
 }
 
 // options returns the cachelease.Options the settings describe.
@@ -82,25 +73,18 @@ func (m *ConfigModule) timeout() time.Duration {
 	return time.Duration(m.Timeout)
 }
 
-// addrs splits Addr and checks each address is host:port. Errors never
-// quote the value.
+// addrs splits Addr and checks each address with config.HostPorts, and
+// that a ServerSet can name it (a host is given, of letters, digits, '-',
+// '.' and '_', or an IP address). Errors match ErrInvalidSettings and
+// config.ErrInvalidAddress and never quote the value.
 func (m *ConfigModule) addrs() ([]string, error) {
-	var addrs []string
-	for _, a := range strings.Split(m.Addr, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%w: addr: no address", ErrInvalidSettings)
+	addrs, err := config.HostPorts("addr", m.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSettings, err)
 	}
 	for i, a := range addrs {
-		if strings.Contains(a, "://") {
-			return nil, fmt.Errorf("%w: addr: address %d is a URL; give host:port", ErrInvalidSettings, i+1)
-		}
-		host, port, err := net.SplitHostPort(a)
-		if _, ok := normaliseAddr(a); err != nil || !ok || host == "" || port == "" || strings.ContainsAny(a, "@/") {
-			return nil, fmt.Errorf("%w: addr: address %d is not host:port", ErrInvalidSettings, i+1)
+		if _, ok := normaliseAddr(a); !ok {
+			return nil, fmt.Errorf("%w: addr: address %d is not host:port (the host must be a name or an IP address)", ErrInvalidSettings, i+1)
 		}
 	}
 	return addrs, nil
@@ -142,37 +126,11 @@ func (m *ConfigModule) Provision(config.Context) error {
 	client.Timeout = m.timeout()
 	client.MaxIdleConns = 16
 	m.client = client
+	m.Own("memcached client", func() error { m.client = nil; return client.Close() })
 	b, err := New(client, m.options())
 	if err != nil {
 		return fmt.Errorf("prefix: %w", err)
 	}
-	m.backend = b
-	return nil
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("memcachedlease: module not provisioned")
-	}
-	return m.backend, nil
-}
-
-// Cleanup closes the client's connections. It is safe after a failed or
-// missing Provision, and runs after every elector using the Backend has
-// stopped.
-func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
-	}
-	if m.client == nil {
-		return nil
-	}
-	err := m.client.Close()
-	m.client = nil
-	if err != nil {
-		return fmt.Errorf("close memcached client: %w", err)
-	}
+	m.Provide(b)
 	return nil
 }

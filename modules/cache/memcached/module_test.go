@@ -140,7 +140,7 @@ func TestModuleLifecycle(t *testing.T) {
 	}
 	client := m.client // kept reachable below, so that only Close (not the GC) closes its connections
 	app.RequireStop()
-	if m.client != nil || m.backend != nil {
+	if _, err := m.Backend(); m.client != nil || err == nil {
 		t.Fatal("Cleanup did not drop the client")
 	}
 	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
@@ -186,27 +186,13 @@ func TestModuleCleanupWithoutProvision(t *testing.T) {
 // optional Options), an elector campaigns with it, and app stop releases.
 func TestFxModule(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
-	var e *fxelection.Elector
 	var cb *cachelease.Backend
-	app := fxtest.New(t,
+	moduletest.CheckFxModule(t, "fx-module", "memcached",
+		func() fxelection.Backend { return newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "fx."}) },
 		fx.Provide(func() *memcache.Client { return newClient(t, srv.Addr()) }),
-		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
-		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
-		fxelection.Module,
-		fx.Populate(&e, &cb),
-	)
-	app.RequireStart()
-	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the fx elector to lead", e.IsLeader)
+		fx.Supply(cachelease.Options{KeyPrefix: "fx."}), Module, fx.Populate(&cb))
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
-	}
-	if e.Status().Backend != "memcached" {
-		t.Fatalf("backend name %q", e.Status().Backend)
-	}
-	app.RequireStop()
-	if _, err := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
-		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
 }
 
@@ -246,19 +232,9 @@ func connAddrs(t *testing.T, addr string) map[string]bool {
 // gets a leader, and stopping the app releases them.
 func TestExampleConfig(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
-	l := config.Loader{LookupEnv: func(name string) (string, bool) {
-		return srv.Addr(), name == "MEMCACHED_ADDR"
-	}}
-	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/memcached.json", electiontesting.LeaderLimit)
-	probe := newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."})
-	for _, e := range doc.Elections {
-		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {
-			t.Fatalf("%s after stop: %v, want released", e.Name, err)
-		}
-	}
-	if _, err := (config.Loader{LookupEnv: func(string) (string, bool) { return "", false }}).ParseFile("../../../examples/configs/memcached.json"); !errors.Is(err, config.ErrPlaceholder) {
-		t.Fatalf("without MEMCACHED_ADDR: %v, want ErrPlaceholder", err)
-	}
+	moduletest.CheckConfigFileReleases(t, "../../../examples/configs/memcached.json",
+		map[string]string{"MEMCACHED_ADDR": srv.Addr()}, "MEMCACHED_ADDR",
+		func() fxelection.Backend { return newBackend(t, srv.Addr(), cachelease.Options{KeyPrefix: "myapp."}) })
 }
 
 // TestModuleProvisionNoDNS: Provision does no I/O, DNS included (a name

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
@@ -68,24 +67,18 @@ type ConfigModule struct {
 	// followers poll). Default: true.
 	Push *bool `json:"push,omitempty"`
 
-	nc      *nats.Conn // set by Provision, closed by Cleanup
-	backend *cachelease.Backend
+	// The Backend and its connection, from Provision; Cleanup stops push
+	// wake-up and closes the connection.
+	config.Provisioned[ConfigModule]
+	nc *nats.Conn // set by Provision, dropped by Cleanup
 }
 
-var (
-	_ config.BackendModule = (*ConfigModule)(nil)
-	_ config.Validator     = (*ConfigModule)(nil)
-	_ config.Provisioner   = (*ConfigModule)(nil)
-	_ config.CleanerUpper  = (*ConfigModule)(nil)
-)
+var _ config.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
-		ID:  "fxelection.backends.nats",
-		Doc: "NATS JetStream KV (Create/Update on revision): observed-time expiry, watch wake-up",
-		New: func() config.Module { return new(ConfigModule) },
-	}
+	return config.NewModuleInfo[ConfigModule]("fxelection.backends.nats",
+		"NATS JetStream KV (Create/Update on revision): observed-time expiry, watch wake-up")
 }
 
 // options returns the cachelease.Options the settings describe.
@@ -217,6 +210,7 @@ func (m *ConfigModule) Provision(config.Context) error {
 		return fmt.Errorf("url: connect: %s", backendkit.RedactText(err.Error(), secrets...))
 	}
 	m.nc = nc
+	m.Own("nats connection", func() error { m.nc = nil; nc.Close(); return nil })
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return backendkit.RedactError(fmt.Errorf("jetstream: %w", err), secrets...)
@@ -229,29 +223,6 @@ func (m *ConfigModule) Provision(config.Context) error {
 	if err != nil {
 		return fmt.Errorf("prefix: %w", err)
 	}
-	m.backend = b
-	return nil
-}
-
-// Backend returns the provisioned Backend.
-func (m *ConfigModule) Backend() (fxelection.Backend, error) {
-	if m.backend == nil {
-		return nil, errors.New("natslease: module not provisioned")
-	}
-	return m.backend, nil
-}
-
-// Cleanup stops push wake-up and closes the connection. It is safe after a
-// failed or missing Provision, and runs after every elector using the
-// Backend has stopped.
-func (m *ConfigModule) Cleanup() error {
-	if m.backend != nil {
-		_ = m.backend.Close() // always nil
-		m.backend = nil
-	}
-	if m.nc != nil {
-		m.nc.Close()
-		m.nc = nil
-	}
+	m.Provide(b)
 	return nil
 }

@@ -162,7 +162,7 @@ func TestModuleLifecycle(t *testing.T) {
 		t.Fatalf("lease key with prefix cfg.: %v", err)
 	}
 	app.RequireStop()
-	if m.nc != nil || m.backend != nil {
+	if _, err := m.Backend(); m.nc != nil || err == nil {
 		t.Fatal("Cleanup did not drop the connection")
 	}
 	if !nc.IsClosed() {
@@ -271,27 +271,13 @@ func TestModuleCleanupWithoutProvision(t *testing.T) {
 // optional Options), an elector campaigns with it, and app stop releases.
 func TestFxModule(t *testing.T) {
 	srv, admin := newServer(t)
-	var e *fxelection.Elector
 	var cb *cachelease.Backend
-	app := fxtest.New(t,
+	moduletest.CheckFxModule(t, "fx-module", "nats",
+		func() fxelection.Backend { return newBackend(t, srv.URL(), cachelease.Options{KeyPrefix: "fx."}) },
 		fx.Provide(func() jetstream.KeyValue { return admin }),
-		fx.Supply(cachelease.Options{KeyPrefix: "fx."}),
-		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
-		fxelection.Module,
-		fx.Populate(&e, &cb),
-	)
-	app.RequireStart()
-	electiontesting.WaitFor(t, electiontesting.LeaderLimit, "the fx elector to lead", e.IsLeader)
+		fx.Supply(cachelease.Options{KeyPrefix: "fx."}), Module, fx.Populate(&cb))
 	if k := cb.Key("fx-module"); k != "fx.fx-module" {
 		t.Fatalf("Options from the graph not used: %s", k)
-	}
-	if e.Status().Backend != "nats" {
-		t.Fatalf("backend name %q", e.Status().Backend)
-	}
-	app.RequireStop()
-	if _, err := newBackend(t, srv.URL(), cachelease.Options{KeyPrefix: "fx."}).Get(ctxT(t), "fx-module"); !errors.Is(err, backendkit.ErrNoLease) {
-		t.Fatalf("lease after fx stop: %v, want released", err)
 	}
 }
 
@@ -301,29 +287,19 @@ func TestFxModule(t *testing.T) {
 // app releases it. Without NATS_PASSWORD the file does not load.
 func TestExampleConfig(t *testing.T) {
 	srv := testserver.NewNats(t, testserver.NatsOptions{User: "fxelection", Password: secret})
-	env := map[string]string{"NATS_URL": srv.URL(), "NATS_PASSWORD": secret}
-	l := config.Loader{LookupEnv: func(name string) (string, bool) {
-		v, ok := env[name]
-		return v, ok
-	}}
-	doc := moduletest.RunConfigFile(t, l, "../../../examples/configs/nats.json", electiontesting.LeaderLimit)
-	admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())
-	kv, err := jsOf(t, admin).KeyValue(ctxT(t), DefaultBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe, err := New(kv, admin, cachelease.Options{KeyPrefix: "myapp."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
-	for _, e := range doc.Elections {
-		if _, err := probe.Get(ctxT(t), e.Name); !errors.Is(err, backendkit.ErrNoLease) {
-			t.Fatalf("%s after stop: %v, want released", e.Name, err)
-		}
-	}
-	delete(env, "NATS_PASSWORD")
-	if _, err := l.ParseFile("../../../examples/configs/nats.json"); !errors.Is(err, config.ErrPlaceholder) {
-		t.Fatalf("without NATS_PASSWORD: %v, want ErrPlaceholder", err)
-	}
+	moduletest.CheckConfigFileReleases(t, "../../../examples/configs/nats.json",
+		map[string]string{"NATS_URL": srv.URL(), "NATS_PASSWORD": secret}, "NATS_PASSWORD",
+		func() fxelection.Backend {
+			admin := connect(t, "nats://fxelection:"+secret+"@"+srv.Addr())
+			kv, err := jsOf(t, admin).KeyValue(ctxT(t), DefaultBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe, err := New(kv, admin, cachelease.Options{KeyPrefix: "myapp."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = probe.Close() })
+			return probe
+		})
 }
