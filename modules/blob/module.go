@@ -156,7 +156,12 @@ func (m *ConfigModule) Provision(config.Context) error {
 }
 
 func (m *ConfigModule) build() (*Backend, error) {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// A clone of the default transport, whose idle connections the module
+	// owns; a fresh one if the application replaced http.DefaultTransport.
+	transport := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		transport = t.Clone()
+	}
 	m.Own("blob client's idle connections", func() error { transport.CloseIdleConnections(); return nil })
 	opts := &azblob.ClientOptions{ClientOptions: azcore.ClientOptions{
 		Transport: &http.Client{Transport: transport},
