@@ -57,6 +57,13 @@ func CheckConfigTexts(name, identity string, md map[string]string) (field, probl
 // rules, or returns "" if nothing is.
 func NameProblem(name string) string { return textProblem(name, MaxNameLen) }
 
+// PrintProblem describes the first byte of s that breaks the text rules
+// (invalid UTF-8, or a character that is not printable), or returns "" if
+// none does. For a backend's own settings that must be text under the same
+// rule as names (etcd's key prefix): the problem reads "must be printable
+// (byte 3 is a control character)" and never quotes s.
+func PrintProblem(s string) string { return printProblem(s) }
+
 // checkTexts applies the text rules to an election name, an identity and
 // metadata, returning the first problem as (field, what is wrong), or
 // ("", "") when there is none.

@@ -101,7 +101,11 @@ func TestConfigModuleErrors(t *testing.T) {
 // Options.Validate, so they refuse the same prefixes.
 func TestOptionsValidateBothPaths(t *testing.T) {
 	client := etcdtest.NewClient(t, "localhost:1")
-	for _, prefix := range []string{"a\x00", "\x1b[31m", "\xff", strings.Repeat("p", maxPrefixLen+1)} {
+	// The rule for names: a format character (U+200B) or a tab is refused too.
+	for _, prefix := range []string{"a\x00", "\x1b[31m", "\xff", "a\u200bb", "a\tb", strings.Repeat("p", maxPrefixLen+1)} {
+		if p := backendkit.NameProblem(prefix); len(prefix) <= backendkit.MaxNameLen && p == "" {
+			t.Errorf("prefix %q: election names accept it, the test expects the shared rule to refuse it", prefix)
+		}
 		if _, err := New(client, Options{KeyPrefix: prefix}); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Options.KeyPrefix") {
 			t.Errorf("New with prefix %q: %v, want ErrInvalidOptions naming Options.KeyPrefix", prefix, err)
 		}

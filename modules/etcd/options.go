@@ -3,9 +3,8 @@ package etcdlease
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -32,8 +31,9 @@ type Options struct {
 // New, and of the fxelection.backends.etcd module's Validate).
 var ErrInvalidOptions = errors.New("etcdlease: invalid options")
 
-// Validate checks opts without I/O: KeyPrefix must be printable UTF-8 (no
-// control characters) of at most 512 bytes. New and the
+// Validate checks opts without I/O: KeyPrefix must be text under the rule
+// for election names (valid UTF-8, printable: backendkit.PrintProblem) of
+// at most 512 bytes. New and the
 // fxelection.backends.etcd module both call it. The error matches
 // ErrInvalidOptions, names the field and does not quote its value.
 func (o Options) Validate() error { return o.validate(optionLabel) }
@@ -45,8 +45,8 @@ func (o Options) validate(label func(field string) string) error {
 	if len(p) > maxPrefixLen {
 		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidOptions, label("KeyPrefix"), maxPrefixLen)
 	}
-	if !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
-		return fmt.Errorf("%w: %s is not printable UTF-8", ErrInvalidOptions, label("KeyPrefix"))
+	if problem := backendkit.PrintProblem(p); problem != "" {
+		return fmt.Errorf("%w: %s %s", ErrInvalidOptions, label("KeyPrefix"), problem)
 	}
 	return nil
 }
