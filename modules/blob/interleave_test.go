@@ -2,7 +2,9 @@ package bloblease_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +125,82 @@ func racingRelease(t *testing.T, incarnation string) {
 		}
 	}
 	t.Logf("%d Gets during Acquire saw a holder", len(seen))
+}
+
+// TestRenewAfterExpiryRevivesNothing: Azure renews an expired lease only
+// while the blob was neither modified nor leased again since it expired. A
+// leader whose renewal comes after its lease expired, just after another
+// candidate wrote its record and before that candidate leased the blob,
+// therefore gets ErrLeaseLost, and the candidate's Acquire goes through: the
+// blob is never left leased under a record that names someone else (which
+// Acquire and Get would report as an unknown holder until the lease ended).
+func TestRenewAfterExpiryRevivesNothing(t *testing.T) {
+	t.Parallel()
+	srv := server(t)
+	e := "revive-" + backendkit.NewIncarnation()
+	old := newBackend(t, bloblease.Options{})
+	first, err := old.Acquire(ctxT(t), reqInc(e, "a", "i0", 15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(16 * time.Second) // the lease expires (Azure's shortest is 15 s)
+
+	var (
+		mu       sync.Mutex
+		renewed  bool
+		renewErr error
+	)
+	cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	hooks := hookTransport{rt: tr,
+		before: func(r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !renewed && r.URL.Query().Get("comp") == "lease" && leaseAction(r) == "acquire" {
+				renewed = true // the candidate's record is written; its lease is next
+				_, renewErr = old.Renew(ctxT(t), first)
+			}
+		},
+		after: func(*http.Request) {},
+	}
+	c, err := azblob.NewClientWithSharedKeyCredential(srv.ServiceURL(), cred, &azblob.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: hooks}, Retry: policy.RetryOptions{MaxRetries: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := bloblease.New(c, bloblease.Options{Container: container})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := next.Acquire(ctxT(t), reqInc(e, "b", "i1", 15*time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	if !renewed {
+		t.Fatalf("the hook never ran: Acquire sent no lease acquisition (%+v, %v)", l, err)
+	}
+	if !errors.Is(renewErr, backendkit.ErrLeaseLost) {
+		t.Errorf("the late Renew: %v, want ErrLeaseLost", renewErr)
+	}
+	if err != nil || l.Holder != "b" || l.Term <= first.Term {
+		t.Fatalf("the candidate's Acquire: %+v, %v; want b leading with a term above %d", l, err, first.Term)
+	}
+	if got, err := old.Get(ctxT(t), e); err != nil || got.Holder != "b" {
+		t.Fatalf("Get: %+v, %v; want b", got, err)
+	}
+}
+
+// leaseAction returns r's x-ms-lease-action header (the SDK sets it in
+// lower case, which Header.Get's canonical form does not find).
+func leaseAction(r *http.Request) string {
+	for k, v := range r.Header {
+		if strings.EqualFold(k, "x-ms-lease-action") && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
 }
