@@ -6,7 +6,8 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
-// The docs go doc shows name no unexported identifier of the package.
-func TestDocsNameNoUnexported(t *testing.T) {
-	doctest.NoUnexportedInDocs(t, ".")
+// TestPackageDoc: the docs go doc shows name no unexported identifier of
+// the package.
+func TestPackageDoc(t *testing.T) {
+	doctest.CheckPackageDoc(t, doctest.Want{})
 }

@@ -21,7 +21,7 @@ import (
 // at top level or as a method, matched as a whole word. Implementation
 // notes belong in plain comments inside the code, not in the docs a user
 // reads. Test files are not read.
-func NoUnexportedInDocs(t *testing.T, dir string) {
+func NoUnexportedInDocs(t testing.TB, dir string) {
 	t.Helper()
 	problems, err := unexportedInDocs(dir)
 	if err != nil {

@@ -82,6 +82,12 @@ const SettingsHeading = "Configuration"
 // out ("  - addr (required): …", "  - username, password: …").
 func DocSettings[T any](t testing.TB, dir string) {
 	t.Helper()
+	docSettingsOf(t, dir, reflect.TypeFor[T]())
+}
+
+// docSettingsOf is DocSettings for the struct type rt.
+func docSettingsOf(t testing.TB, dir string, rt reflect.Type) {
+	t.Helper()
 	doc, err := packageDoc(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +96,7 @@ func DocSettings[T any](t testing.TB, dir string) {
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
-	keys := jsonKeys(reflect.TypeFor[T]())
+	keys := jsonKeys(rt)
 	slices.Sort(listed)
 	slices.Sort(keys)
 	if !slices.Equal(listed, keys) {
@@ -156,4 +162,49 @@ func jsonKeys(rt reflect.Type) []string {
 		}
 	}
 	return keys
+}
+
+// Want is what one package's doc must say, for CheckPackageDoc: only what
+// is particular to the package.
+type Want struct {
+	// Dir is the package's directory. Default: "." (the package under
+	// test).
+	Dir string
+	// Settings is a value of the package's configuration module (a
+	// struct, or a pointer to one), or nil if it has none: the section
+	// "# Configuration" must then list exactly its JSON keys, as
+	// DocSettings checks.
+	Settings any
+	// Says are phrases the doc must contain, as DocSays checks. Build each
+	// from the code's own value (a constant, an Options default), so that
+	// every number the doc states is checked against the code.
+	Says []string
+}
+
+// CheckPackageDoc runs the package doc checks every package shares on the
+// package in w.Dir: no doc comment go doc shows names an unexported
+// identifier (NoUnexportedInDocs), the configuration section lists exactly
+// w.Settings' keys (DocSettings) when w.Settings is not nil, and the
+// package comment says each of w.Says (DocSays). Every problem is
+// reported, not just the first.
+func CheckPackageDoc(t testing.TB, w Want) {
+	t.Helper()
+	dir := w.Dir
+	if dir == "" {
+		dir = "."
+	}
+	NoUnexportedInDocs(t, dir)
+	if w.Settings != nil {
+		rt := reflect.TypeOf(w.Settings)
+		if rt.Kind() == reflect.Pointer {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct {
+			t.Fatalf("doctest.Want.Settings is a %v, want a configuration struct", rt)
+		}
+		docSettingsOf(t, dir, rt)
+	}
+	if len(w.Says) > 0 {
+		DocSays(t, dir, w.Says...)
+	}
 }

@@ -48,3 +48,33 @@ func TestDocSettings(t *testing.T) {
 		t.Errorf("DocSettings on a struct with fewer keys reported %q, want one error", r.errs)
 	}
 }
+
+// TestCheckPackageDoc: CheckPackageDoc passes a package whose doc says
+// what it is asked to, and reports each kind of problem, all at once.
+func TestCheckPackageDoc(t *testing.T) {
+	type settings struct {
+		Addr     string `json:"addr"`
+		Username string `json:"username"`
+		Password string `json:"password"`
+		Prefix   string `json:"prefix"`
+	}
+	CheckPackageDoc(t, Want{Dir: "testdata/settings", Settings: settings{}, Says: []string{"a default of 5s"}})
+	CheckPackageDoc(t, Want{Dir: "testdata/settings", Settings: &settings{}})
+	for name, c := range map[string]struct {
+		w    Want
+		errs int
+	}{
+		"missing phrases": {Want{Dir: "testdata/settings", Says: []string{"a default of 6s", "a default of 5s", "lists no"}}, 2},
+		"other settings": {Want{Dir: "testdata/settings", Settings: struct {
+			Addr string `json:"addr"`
+		}{}}, 1},
+		"unexported names":     {Want{Dir: "testdata/leaky"}, 6},
+		"all problems at once": {Want{Dir: "testdata/leaky", Says: []string{"no such phrase"}}, 7},
+	} {
+		r := &recorder{TB: t}
+		CheckPackageDoc(r, c.w)
+		if len(r.errs) != c.errs {
+			t.Errorf("%s: CheckPackageDoc reported %q, want %d errors", name, r.errs, c.errs)
+		}
+	}
+}

@@ -9,20 +9,10 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
-// The docs go doc shows name no unexported identifier of the package.
-func TestDocsNameNoUnexported(t *testing.T) {
-	doctest.NoUnexportedInDocs(t, ".")
-}
-
-// TestDocSettings: the package doc lists exactly the config module's
-// settings.
-func TestDocSettings(t *testing.T) {
-	doctest.DocSettings[ConfigModule](t, ".")
-}
-
-// TestDocNumbers: the defaults and bounds the package doc states are the
-// code's. (TestChaos checks the failover bound on Azurite.)
-func TestDocNumbers(t *testing.T) {
+// TestPackageDoc: the package doc lists exactly the config module's
+// settings, and the defaults and bounds it states are the code's.
+// (TestChaos checks the failover bound on Azurite.)
+func TestPackageDoc(t *testing.T) {
 	for _, c := range []struct {
 		d  time.Duration
 		ok bool
@@ -37,7 +27,7 @@ func TestDocNumbers(t *testing.T) {
 		}
 	}
 	lo, hi := int(MinDuration/time.Second), int(MaxDuration/time.Second)
-	doctest.DocSays(t, ".",
+	doctest.CheckPackageDoc(t, doctest.Want{Settings: ConfigModule{}, Says: []string{
 		fmt.Sprintf("which Azure limits to %ds–%ds", lo, hi),
 		fmt.Sprintf("Azure grants %ds to %ds", lo, hi),
 		fmt.Sprintf("must be %ds–%ds", lo, hi),
@@ -46,5 +36,5 @@ func TestDocNumbers(t *testing.T) {
 		fmt.Sprintf("prefix: Options.Prefix (default %q)", DefaultPrefix),
 		fmt.Sprintf("within %v × RetryPeriod", backoff.JitterFactor),
 		fmt.Sprintf("within ceil(LeaseDuration) + %v × RetryPeriod of that renewal", backoff.JitterFactor),
-	)
+	}})
 }

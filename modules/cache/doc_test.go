@@ -7,16 +7,11 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
-// The docs go doc shows name no unexported identifier of the package.
-func TestDocsNameNoUnexported(t *testing.T) {
-	doctest.NoUnexportedInDocs(t, ".")
-}
-
-// TestDocNumbers: the defaults the package doc states are the code's.
+// TestPackageDoc: the defaults the package doc states are the code's.
 // (The memcached adapter's doc test checks the 250-byte key limit.)
-func TestDocNumbers(t *testing.T) {
-	doctest.DocSays(t, ".",
+func TestPackageDoc(t *testing.T) {
+	doctest.CheckPackageDoc(t, doctest.Want{Says: []string{
 		fmt.Sprintf("Options.KeyPrefix (default %q)", DefaultKeyPrefix),
 		fmt.Sprintf("replaced by %q and its SHA-256", hashMark),
-	)
+	}})
 }

@@ -10,20 +10,9 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
-// The docs go doc shows name no unexported identifier of the package.
-func TestDocsNameNoUnexported(t *testing.T) {
-	doctest.NoUnexportedInDocs(t, ".")
-}
-
-// TestDocSettings: the package doc lists exactly the config module's
-// settings.
-func TestDocSettings(t *testing.T) {
-	doctest.DocSettings[ConfigModule](t, ".")
-}
-
-// TestDocNumbers: the defaults and bounds the package doc states are the
-// code's.
-func TestDocNumbers(t *testing.T) {
+// TestPackageDoc: the package doc lists exactly the config module's
+// settings, and the defaults and bounds it states are the code's.
+func TestPackageDoc(t *testing.T) {
 	if backendkit.MaxTerm != 1<<63-1 {
 		t.Errorf("MaxTerm is %d, the doc says 2^63−1", uint64(backendkit.MaxTerm))
 	}
@@ -33,11 +22,11 @@ func TestDocNumbers(t *testing.T) {
 	if got := backendkit.Credentials("abcd"); !slices.Equal(got, []string{"abcd"}) {
 		t.Errorf("a 4-byte user name is not redacted (%q)", got)
 	}
-	doctest.DocSays(t, ".",
+	doctest.CheckPackageDoc(t, doctest.Want{Settings: ConfigModule{}, Says: []string{
 		fmt.Sprintf("The prefix defaults to %q", DefaultKeyPrefix),
 		fmt.Sprintf("prefix: Options.KeyPrefix (default %q)", DefaultKeyPrefix),
 		"exact up to backendkit.MaxTerm (2^63−1)",
 		"user names shorter than 4 bytes excepted",
 		fmt.Sprintf("within LeaseDuration + %v × RetryPeriod", backoff.JitterFactor),
-	)
+	}})
 }

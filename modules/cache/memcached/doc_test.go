@@ -10,21 +10,11 @@ import (
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-// The docs go doc shows name no unexported identifier of the package.
-func TestDocsNameNoUnexported(t *testing.T) {
-	doctest.NoUnexportedInDocs(t, ".")
-}
-
-// TestDocSettings: the package doc lists exactly the config module's
-// settings.
-func TestDocSettings(t *testing.T) {
-	doctest.DocSettings[ConfigModule](t, ".")
-}
-
-// TestDocNumbers: the expirations, defaults and bounds the package doc
-// states are the code's. (TestChaos checks the failover bound, with
-// LeaseDuration + 2s + 2 × RetryPeriod, on a real memcached.)
-func TestDocNumbers(t *testing.T) {
+// TestPackageDoc: the package doc lists exactly the config module's
+// settings, and the expirations, defaults and bounds it states are the
+// code's. (TestChaos checks the failover bound, with LeaseDuration + 2s +
+// 2 × RetryPeriod, on a real memcached.)
+func TestPackageDoc(t *testing.T) {
 	for d, want := range map[time.Duration]int32{
 		500 * time.Millisecond:  2,
 		time.Second:             2,
@@ -41,7 +31,7 @@ func TestDocNumbers(t *testing.T) {
 	if _, err := Expiration(MaxLease + time.Second); err == nil {
 		t.Error("a lease longer than MaxLease is accepted")
 	}
-	doctest.DocSays(t, ".",
+	doctest.CheckPackageDoc(t, doctest.Want{Settings: ConfigModule{}, Says: []string{
 		"stored for ceil(LeaseDuration)+1 s",
 		"ceil(d/1s)+1 seconds (Expiration)",
 		"a 500ms lease is stored with expiration 2",
@@ -51,7 +41,7 @@ func TestDocNumbers(t *testing.T) {
 		fmt.Sprintf("(default %q;", cachelease.DefaultKeyPrefix),
 		fmt.Sprintf("within %v × RetryPeriod", backoff.JitterFactor),
 		fmt.Sprintf("within LeaseDuration + 2s + %v × RetryPeriod", backoff.JitterFactor),
-	)
+	}})
 	// The cache backend's doc states memcached's key limit.
 	doctest.DocSays(t, "..", fmt.Sprintf("(memcached: %d bytes)", capabilities.MaxKeyLen))
 }
