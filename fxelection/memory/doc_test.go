@@ -13,11 +13,13 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
-// TestDocNumbers: the failover bound the package doc states is the core's
-// (the follower's retry is jittered up to backoff.JitterFactor);
-// TestFailoverBound checks it on fake time.
-func TestDocNumbers(t *testing.T) {
-	doctest.DocSays(t, ".", fmt.Sprintf("within LeaseDuration + %v × RetryPeriod", backoff.JitterFactor))
+// TestPackageDoc: the package doc names no unexported identifier and its
+// failover bound is the core's (the follower's retry is jittered up to
+// backoff.JitterFactor); TestFailoverBound checks it on fake time.
+func TestPackageDoc(t *testing.T) {
+	doctest.CheckPackageDoc(t, doctest.Want{Says: []string{
+		fmt.Sprintf("within LeaseDuration + %v × RetryPeriod", backoff.JitterFactor),
+	}})
 }
 
 // TestFailoverBound: a leader that vanishes without releasing (here: Stop
