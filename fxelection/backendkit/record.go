@@ -1,6 +1,7 @@
 package backendkit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -26,13 +27,19 @@ type wireRecord struct {
 // objects, cache entries). Version and ExpiresAt are
 // not encoded: they belong to the store. The duration is stored in whole
 // milliseconds, rounded up, so that a positive duration never becomes zero
-// and a reader never waits less than the holder asked for.
+// and a reader never waits less than the holder asked for. Text is written
+// without HTML escaping ('<', '>' and '&' take one byte, not six), so a
+// record is at most twice the size of its texts, plus their quotes; every
+// JSON reader, including UnmarshalRecord of earlier versions, reads both.
 func MarshalRecord(l Lease) ([]byte, error) {
 	ms := l.Duration.Milliseconds()
 	if l.Duration%time.Millisecond > 0 {
 		ms++
 	}
-	b, err := json.Marshal(wireRecord{
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(wireRecord{
 		Format:      recordFormat,
 		Election:    l.Election,
 		Holder:      l.Holder,
@@ -45,7 +52,7 @@ func MarshalRecord(l Lease) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode lease record: %w", err)
 	}
-	return b, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalRecord decodes a record written by MarshalRecord and validates it

@@ -118,3 +118,24 @@ func TestValueCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordNotHTMLEscaped: '<', '>' and '&' are stored as themselves (not
+// as six-byte \u escapes, which made a record of 4,095 '<' six times its
+// metadata), and a record written with the escapes, as earlier versions
+// wrote it, still reads.
+func TestRecordNotHTMLEscaped(t *testing.T) {
+	md := strings.Repeat("<>&", 1365)
+	in := fxelection.Lease{Election: "e", Holder: "h<1>", Metadata: map[string]string{"k": md}, Term: 7, Duration: time.Second}
+	raw, err := backendkit.MarshalRecord(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), `\u00`) || len(raw) > len(md)+200 || strings.HasSuffix(string(raw), "\n") {
+		t.Errorf("record of %d bytes for %d bytes of metadata (escaped or with a newline)", len(raw), len(md))
+	}
+	old := `{"fxelection":1,"election":"e","holder":"h\u003c1\u003e","metadata":{"k":"\u003c\u003e\u0026"},"term":7,"duration_ms":1000}`
+	out, err := backendkit.UnmarshalRecord([]byte(old))
+	if err != nil || out.Holder != "h<1>" || out.Metadata["k"] != "<>&" {
+		t.Errorf("an HTML-escaped record reads as %+v, %v", out, err)
+	}
+}

@@ -26,7 +26,8 @@ import (
 )
 
 // MetadataKey is the blob metadata name holding the encoded lease record
-// (base64 of backendkit.MarshalRecord).
+// (base64 of backendkit.MarshalRecord, or of a compact record when that
+// would not fit Azure's 8 KiB of metadata; see the package doc).
 const MetadataKey = "fxelection"
 
 // Azure's limits on a finite blob lease.
@@ -190,7 +191,8 @@ func metaValue(md map[string]*string, name string) (string, bool) {
 }
 
 // decodeMeta decodes the record in a blob's metadata. No MetadataKey value
-// gives recordNone. Anything but standard base64 of a valid UTF-8 record
+// gives recordNone. Anything but standard base64 of a compact record
+// (decodeCompact) or of a valid UTF-8 record
 // that backendkit.UnmarshalRecord accepts (holder and metadata printable
 // UTF-8, term in [1, MaxTerm], duration in (0, MaxRecordDuration]) and that
 // names election gives recordInvalid and an error matching
@@ -204,7 +206,12 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, fmt.Errorf("%w: metadata %q is not base64", backendkit.ErrInvalidRecord, MetadataKey)
 	}
-	l, err := backendkit.UnmarshalRecord(raw)
+	var l fxelection.Lease
+	if len(raw) > 0 && raw[0] == compactFormat {
+		l, err = decodeCompact(raw)
+	} else {
+		l, err = backendkit.UnmarshalRecord(raw)
+	}
 	if err != nil {
 		return recordInvalid, fxelection.Lease{}, err
 	}
@@ -214,13 +221,24 @@ func decodeMeta(md map[string]*string, election string) (recordState, fxelection
 	return recordValid, l, nil
 }
 
-// encodeMeta is the metadata value for l: base64 of its record.
+// encodeMeta is the metadata value for l: base64 of its JSON record, which
+// every version of this package reads, or, when that is longer than
+// maxMetaValue, base64 of its compact record (which always fits: see
+// encodeCompact).
 func encodeMeta(l fxelection.Lease) (string, error) {
 	rec, err := backendkit.MarshalRecord(l)
 	if err != nil {
 		return "", err
 	}
-	return base64.StdEncoding.EncodeToString(rec), nil
+	if base64.StdEncoding.EncodedLen(len(rec)) <= maxMetaValue {
+		return base64.StdEncoding.EncodeToString(rec), nil
+	}
+	v := base64.StdEncoding.EncodeToString(encodeCompact(l))
+	if len(v) > maxMetaValue {
+		// Not for anything Lease.Validate accepts.
+		return "", fmt.Errorf("bloblease: Metadata: the lease record takes %d bytes of blob metadata, more than Azure's %d", len(v), maxMetaValue)
+	}
+	return v, nil
 }
 
 // props reads election's blob properties, conditioned on leaseID if it is

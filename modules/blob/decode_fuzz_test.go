@@ -2,6 +2,7 @@ package bloblease
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -14,7 +15,7 @@ const fuzzElection = "demo"
 // FuzzDecodeMeta checks the blob metadata decoder, the boundary between a
 // container anyone with the key may write to and the elector. The input is
 // the metadata value itself (as stored) and, separately, the record bytes
-// it would carry (base64-encoded here). Properties: it never panics;
+// it would carry (base64-encoded here), JSON or compact. Properties: it never panics;
 // rejections are recordInvalid with an error matching ErrInvalidRecord in
 // printable text; an accepted record passes Lease.Validate, names
 // the election, and re-encodes (encodeMeta) to a value that decodes to the
@@ -29,6 +30,13 @@ func FuzzDecodeMeta(f *testing.F) {
 		f.Add(v)
 		raw, _ := base64.StdEncoding.DecodeString(v)
 		f.Add(string(raw))
+	}
+	// A compact record (see encodeCompact), and one too large for JSON.
+	f.Add(string(encodeCompact(good)))
+	big := good
+	big.Metadata = map[string]string{"k": strings.Repeat(`"`, 4000)}
+	if v, err := encodeMeta(big); err == nil {
+		f.Add(v)
 	}
 	for _, seed := range append(electiontest.HostileRecords(fuzzElection),
 		"%%% not base64",

@@ -40,8 +40,17 @@
 // in records of versions before incarnations, which are read as naming
 // none), term, the holder's metadata, duration, acquisition time — encoded with
 // backendkit.MarshalRecord and then base64, since metadata values must be
-// HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB, which
-// bounds Config.Metadata.
+// HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB. Where
+// that JSON record would not fit (JSON doubles every '"' and '\' and adds
+// six bytes to each metadata entry: 4 KiB of them, or thousands of tiny
+// entries, would not fit), the value is instead base64 of a compact
+// binary record (its first byte 2; each text stored once as its bytes,
+// metadata entries grouped by the lengths of their keys and values), which
+// holds every Config the core accepts — up to
+// backendkit.MaxMetadataBytes (4096) of Metadata with the longest Name and
+// Identity — within the 8 KiB. Versions before it read only the JSON
+// record, which is still written whenever it fits, so during a rolling
+// upgrade they read every record they could have written themselves.
 //
 // Lease.Version is the Azure lease id, followed (in leases from Acquire and
 // Renew) by ";" and the blob's ETag the holder last saw. The lease id is
@@ -181,7 +190,8 @@
 // # Foreign blobs and hostile records
 //
 // Everything read from the container is validated before the elector sees
-// it. A blob whose "fxelection" metadata is not standard base64 of valid
+// it. A blob whose "fxelection" metadata is not standard base64 of a valid
+// compact record or of valid
 // UTF-8, or holds a record that backendkit.UnmarshalRecord rejects (holder,
 // election or metadata not printable UTF-8, term outside [1, MaxTerm],
 // duration not in (0, backendkit.MaxRecordDuration]), names another

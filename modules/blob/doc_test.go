@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
 // TestPackageDoc: the package doc lists exactly the config module's
 // settings, and the defaults and bounds it states are the code's.
-// (TestChaos checks the failover bound on Azurite.)
+// (TestChaos checks the failover bound on Azurite, TestMetaWorstCaseFits
+// that every record fits the 8 KiB.)
 func TestPackageDoc(t *testing.T) {
 	for _, c := range []struct {
 		d  time.Duration
@@ -36,5 +38,8 @@ func TestPackageDoc(t *testing.T) {
 		fmt.Sprintf("prefix: Options.Prefix (default %q)", DefaultPrefix),
 		fmt.Sprintf("within %v × RetryPeriod", backoff.JitterFactor),
 		fmt.Sprintf("within ceil(LeaseDuration) + %v × RetryPeriod of that renewal", backoff.JitterFactor),
+		fmt.Sprintf("all of a blob's metadata to %d KiB", (maxMetaValue+len(MetadataKey))>>10),
+		fmt.Sprintf("(its first byte %d;", compactFormat),
+		fmt.Sprintf("backendkit.MaxMetadataBytes (%d) of Metadata", backendkit.MaxMetadataBytes),
 	}})
 }
