@@ -15,6 +15,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
@@ -71,10 +72,6 @@ func racingRelease(t *testing.T, incarnation string) {
 			seen = append(seen, l)
 		}
 	}
-	cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	hooks := hookTransport{rt: tr,
@@ -97,16 +94,7 @@ func racingRelease(t *testing.T, incarnation string) {
 			}
 		},
 	}
-	c, err := azblob.NewClientWithSharedKeyCredential(srv.ServiceURL(), cred, &azblob.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: hooks}, Retry: policy.RetryOptions{MaxRetries: -1}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := bloblease.New(c, bloblease.Options{Container: container})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := hookedBackend(t, srv, hooks)
 	l, err := next.Acquire(ctxT(t), reqInc(e, "a", incarnation, 15*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -150,10 +138,6 @@ func TestRenewAfterExpiryRevivesNothing(t *testing.T) {
 		renewed  bool
 		renewErr error
 	)
-	cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	hooks := hookTransport{rt: tr,
@@ -167,16 +151,7 @@ func TestRenewAfterExpiryRevivesNothing(t *testing.T) {
 		},
 		after: func(*http.Request) {},
 	}
-	c, err := azblob.NewClientWithSharedKeyCredential(srv.ServiceURL(), cred, &azblob.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: hooks}, Retry: policy.RetryOptions{MaxRetries: -1}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := bloblease.New(c, bloblease.Options{Container: container})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := hookedBackend(t, srv, hooks)
 	l, err := next.Acquire(ctxT(t), reqInc(e, "b", "i1", 15*time.Second))
 	mu.Lock()
 	defer mu.Unlock()
@@ -203,4 +178,25 @@ func leaseAction(r *http.Request) string {
 		}
 	}
 	return ""
+}
+
+// hookedBackend returns a Backend on srv whose requests pass through hooks,
+// with the SDK's retries off so that every request is seen once.
+func hookedBackend(t *testing.T, srv *testserver.Azurite, hooks hookTransport) *bloblease.Backend {
+	t.Helper()
+	cred, err := azblob.NewSharedKeyCredential(srv.AccountName(), srv.AccountKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := azblob.NewClientWithSharedKeyCredential(srv.ServiceURL(), cred, &azblob.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: hooks}, Retry: policy.RetryOptions{MaxRetries: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bloblease.New(c, bloblease.Options{Container: container})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
