@@ -1,6 +1,7 @@
 package fxelection
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -22,7 +23,9 @@ const (
 	defaultRetryPeriod   = 2 * time.Second
 	defaultMaxBackoff    = 30 * time.Second
 	defaultStopTimeout   = 10 * time.Second
-	minRetryPeriod       = 10 * time.Millisecond
+	// defaultHealthThreshold is Config.HealthThreshold's default.
+	defaultHealthThreshold = 3
+	minRetryPeriod         = 10 * time.Millisecond
 )
 
 // Config configures one Elector. The zero value of every field but Name means
@@ -87,6 +90,30 @@ type Config struct {
 	// (false): re-campaign.
 	NoRecampaign bool
 
+	// HealthCheck, when set, gates campaigning on this candidate's own
+	// health (its database connection, its disk). The elector calls it
+	// every HealthInterval on a goroutine of its own, each call bounded by
+	// a context that ends after HealthInterval. Until a check first
+	// succeeds, and from HealthThreshold failures in a row until the next
+	// success, the candidate is unhealthy: it makes no attempt to acquire
+	// (TryAcquire reports false), and a leader resigns (ReasonUnhealthy:
+	// leader work is given StopTimeout, then the lease is released), so
+	// that a healthy candidate takes over at once. A check that panics
+	// fails. Default (nil): always healthy.
+	HealthCheck func(ctx context.Context) error
+
+	// HealthInterval is the wait between the end of one HealthCheck and
+	// the start of the next, and bounds each call. With checks that fail
+	// at once, a leader resigns within (HealthThreshold + 1) ×
+	// HealthInterval of its first failing check's start; a check that
+	// hangs adds up to HealthInterval per check. At least 10ms and at
+	// most backendkit.MaxRecordDuration. Default: RetryPeriod.
+	HealthInterval time.Duration
+
+	// HealthThreshold is how many failed checks in a row make a healthy
+	// candidate unhealthy. At least 1. Default: 3.
+	HealthThreshold int
+
 	// StopTimeout bounds Stop (waiting for the campaign loop and leader
 	// work, then releasing) when the context given to Stop has no earlier
 	// deadline; see Elector.Stop for the exact bound. At most
@@ -119,6 +146,12 @@ func (c Config) withDefaults() Config {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = defaultStopTimeout
 	}
+	if c.HealthInterval == 0 {
+		c.HealthInterval = c.RetryPeriod
+	}
+	if c.HealthThreshold == 0 {
+		c.HealthThreshold = defaultHealthThreshold
+	}
 	if c.Identity == "" {
 		c.Identity = DefaultIdentity()
 	}
@@ -150,7 +183,7 @@ func (c Config) normalize() (Config, error) {
 		v    time.Duration
 	}{
 		{"LeaseDuration", c.LeaseDuration}, {"RenewDeadline", c.RenewDeadline}, {"RetryPeriod", c.RetryPeriod},
-		{"MaxBackoff", c.MaxBackoff}, {"StopTimeout", c.StopTimeout},
+		{"MaxBackoff", c.MaxBackoff}, {"StopTimeout", c.StopTimeout}, {"HealthInterval", c.HealthInterval},
 	} {
 		switch {
 		case d.v < 0:
@@ -167,6 +200,12 @@ func (c Config) normalize() (Config, error) {
 	}
 	if jittered := backoff.JitterMax(c.RetryPeriod); c.RenewDeadline <= jittered {
 		return c, configErr("RenewDeadline", "must be longer than 1.2 × RetryPeriod (is %v, 1.2 × RetryPeriod %v)", c.RenewDeadline, jittered)
+	}
+	if c.HealthInterval < minRetryPeriod {
+		return c, configErr("HealthInterval", "must be at least %v (is %v)", minRetryPeriod, c.HealthInterval)
+	}
+	if c.HealthThreshold < 1 {
+		return c, configErr("HealthThreshold", "must be at least 1 (is %d)", c.HealthThreshold)
 	}
 	if c.MaxBackoff < c.RetryPeriod {
 		return c, configErr("MaxBackoff", "must not be shorter than RetryPeriod (is %v, RetryPeriod %v)", c.MaxBackoff, c.RetryPeriod)

@@ -88,6 +88,12 @@ type Status struct {
 	// no campaign goes on until the call returns.
 	InFlight      string
 	InFlightSince time.Time
+	// Healthy is false while Config.HealthCheck keeps this candidate from
+	// campaigning (before its first success, and from HealthThreshold
+	// failures in a row); always true without a HealthCheck. HealthError
+	// is the last failed check's error, nil after a success.
+	Healthy     bool
+	HealthError error
 	// LeaseDuration, RenewDeadline and RetryPeriod are the effective timings.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
@@ -101,7 +107,8 @@ func (e *Elector) Status() Status {
 	s := Status{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Backend: e.kind,
 		Leader: e.leader.Clone(), LeaderKnown: e.leaderKnown,
-		LastContact:   e.lastContact,
+		LastContact: e.lastContact,
+		Healthy:     e.healthy.Load(), HealthError: e.healthErr,
 		LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline, RetryPeriod: e.cfg.RetryPeriod,
 	}
 	if e.started && !e.stopped {

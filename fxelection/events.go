@@ -20,6 +20,9 @@ const (
 	ReasonResigned StopReason = "resigned"
 	// ReasonStopped: the elector was stopped.
 	ReasonStopped StopReason = "stopped"
+	// ReasonUnhealthy: Config.HealthCheck failed HealthThreshold times in a
+	// row; the lease was released so that a healthy candidate takes over.
+	ReasonUnhealthy StopReason = "unhealthy"
 )
 
 // Callbacks are user hooks for leadership changes. None of them runs on the

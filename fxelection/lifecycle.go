@@ -35,6 +35,7 @@ func (e *Elector) Start(ctx context.Context) error {
 	}
 	n, ok := e.backend.(backendkit.Notifier)
 	e.listening = ok
+	e.startHealth()
 	startCampaign(e, n)
 	e.log.Debug("elector started")
 	return nil
@@ -107,6 +108,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 		go e.leadStep()
 	}
 	loopDone := e.doneCh()
+	healthDone := e.stopHealth()
 	if unsub := e.takeUnsubscribe(); unsub != nil {
 		go func() {
 			defer close(listenDone)
@@ -122,6 +124,11 @@ func (e *Elector) Stop(ctx context.Context) error {
 	if !waitFor(b.soft, e.work.wait()) {
 		e.log.Warn("leader work did not return before the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: leader work (OnStartedLeading or RunIfLeader) still running: %w", b.soft.Err()))
+	}
+
+	if lctx := b.ctx(); healthDone != nil && !waitFor(lctx, healthDone) {
+		e.log.Warn("HealthCheck did not return before the stop deadline")
+		errs = append(errs, fmt.Errorf("fxelection: stop: HealthCheck still running: %w", lctx.Err()))
 	}
 
 	e.mu.Lock()

@@ -82,7 +82,7 @@ func (e *Elector) afterLead(reason StopReason) {
 // store failures it is RetryPeriod doubling per failure, capped at
 // MaxBackoff, jittered (never beyond MaxBackoff).
 func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
-	if backendkit.IsStoreFailure(err) {
+	if backendkit.IsStoreFailure(err) && !errors.Is(err, errUnhealthy) {
 		failures++
 		return min(backoff.Delay(failures, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff), failures
 	}
@@ -112,7 +112,7 @@ func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil ti
 		case req != nil:
 			// Answered, and the current delay schedule kept (pause sees
 			// a Stop).
-			if !backendkit.IsStoreFailure(err) {
+			if !backendkit.IsStoreFailure(err) || errors.Is(err, errUnhealthy) {
 				err = nil
 			}
 			req.reply <- result{err: err}
@@ -139,7 +139,7 @@ func (e *Elector) pause(delay time.Duration, ignoreWakeUntil time.Time) (req *re
 			return nil, false
 		}
 		if r, ok := e.nextRequest(); ok {
-			if r.kind == reqResign {
+			if r.kind != reqTryAcquire { // a follower has nothing to resign
 				r.reply <- result{}
 				continue
 			}
@@ -185,6 +185,10 @@ func (e *Elector) opContext(parent context.Context, deadline time.Time) (ctx con
 // must not keep the loop from TryAcquire, Resign or Stop.
 func (e *Elector) attempt(won *Lease) (time.Time, error) {
 	start := time.Now()
+	if !e.healthy.Load() { // Config.HealthCheck; the checker pokes the loop once healthy
+		*won = Lease{}
+		return start, errUnhealthy
+	}
 	actx, cancel := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
 	e.mu.Lock()
 	inc := e.incarnation
@@ -384,10 +388,14 @@ func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, e
 	return "", false, nil
 }
 
-// resign is the leadership's answer to Resign (request r): end the
-// leadership, wait for leader work, release the lease.
+// resign is the leadership's answer to Resign, or to the health checker
+// (request r): end the leadership, wait for leader work, release the lease.
 func (e *Elector) resign(t *leaderTerm, r request) StopReason {
-	e.stepDown(t, ReasonResigned, false)
+	reason := ReasonResigned
+	if r.kind == reqUnhealthy {
+		reason = ReasonUnhealthy
+	}
+	e.stepDown(t, reason, false)
 	wctx, endWait := e.opContext(r.ctx, time.Time{})
 	select {
 	case <-e.work.wait():
@@ -402,7 +410,7 @@ func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 	endOp()
 	end()
 	r.reply <- result{err: err}
-	return ReasonResigned
+	return reason
 }
 
 // renew makes one renewal of t (through the batcher when the backend

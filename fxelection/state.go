@@ -83,6 +83,9 @@ type Elector struct {
 	detached atomic.Bool
 	// subscribed is set once backendkit.Notifier.Subscribe has returned.
 	subscribed atomic.Bool
+	// healthy is false while Config.HealthCheck says this candidate must
+	// not campaign (see health.go); true without a HealthCheck.
+	healthy atomic.Bool
 	// halted is set by Stop (with mu held) before anything else it does:
 	// the campaign loop ends, its backend call in flight is cancelled
 	// (opCancel) and so is the leader context.
@@ -119,12 +122,22 @@ type Elector struct {
 	leader      Lease
 	lastContact time.Time
 	lastFail    *failure // the last store failure, nil before the first
+	// healthErr is the last failed HealthCheck's error, nil after a
+	// success; healthCancel and healthDone stop and await the checker
+	// (health.go), set by Start when Config.HealthCheck is.
+	healthErr    error
+	healthCancel context.CancelFunc
+	healthDone   chan struct{}
 	// incarnation is sent with every Acquire (backendkit.AcquireRequest.Incarnation):
 	// random per New and replaced when a leadership this elector announced
 	// ends (stepDown), so every announced leadership has a term of its own
 	// while a retry after a lost response keeps the term it won.
 	incarnation string
 }
+
+// errUnhealthy is an attempt skipped because Config.HealthCheck says this
+// candidate is unhealthy.
+var errUnhealthy = errors.New("fxelection: unhealthy: no attempt made")
 
 // failure is a store failure and when it happened (Status.LastError).
 type failure struct {
@@ -162,6 +175,7 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 
 		incarnation: backendkit.NewIncarnation(),
 	}
+	e.healthy.Store(cfg.HealthCheck == nil) // unhealthy until a first check succeeds
 	return e, nil
 }
 
@@ -235,6 +249,7 @@ type requestKind int
 const (
 	reqTryAcquire requestKind = iota
 	reqResign
+	reqUnhealthy // from the health checker: resign with ReasonUnhealthy
 )
 
 type request struct {

@@ -1,6 +1,7 @@
 package doctest_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,13 +116,14 @@ func TestReadmeConfigTable(t *testing.T) {
 		t.Fatalf("Config's shortest RetryPeriod is not %v", minRetryPeriod)
 	}
 	for field, want := range map[string]string{
-		"`Name`":          fmt.Sprintf("≤ %d bytes", backendkit.MaxNameLen),
-		"`Metadata`":      fmt.Sprintf("(≤ %d KiB)", backendkit.MaxMetadataBytes>>10),
-		"`LeaseDuration`": fmt.Sprintf("%v | ", def.LeaseDuration),
-		"`RenewDeadline`": fmt.Sprintf("%v | ", def.RenewDeadline),
-		"`RetryPeriod`":   fmt.Sprintf("%v | ", def.RetryPeriod),
-		"`MaxBackoff`":    fmt.Sprintf("%v | ", def.MaxBackoff),
-		"`StopTimeout`":   fmt.Sprintf("%v | ", def.StopTimeout),
+		"`Name`":                              fmt.Sprintf("≤ %d bytes", backendkit.MaxNameLen),
+		"`Metadata`":                          fmt.Sprintf("(≤ %d KiB)", backendkit.MaxMetadataBytes>>10),
+		"`LeaseDuration`":                     fmt.Sprintf("%v | ", def.LeaseDuration),
+		"`RenewDeadline`":                     fmt.Sprintf("%v | ", def.RenewDeadline),
+		"`RetryPeriod`":                       fmt.Sprintf("%v | ", def.RetryPeriod),
+		"`MaxBackoff`":                        fmt.Sprintf("%v | ", def.MaxBackoff),
+		"`StopTimeout`":                       fmt.Sprintf("%v | ", def.StopTimeout),
+		"`HealthInterval`, `HealthThreshold`": fmt.Sprintf("RetryPeriod, %d | ", healthDefaults().HealthThreshold),
 	} {
 		if !strings.Contains(row[field], want) {
 			t.Errorf("the README's Config row %s (%q) does not say %q", field, row[field], want)
@@ -135,4 +137,18 @@ func TestReadmeConfigTable(t *testing.T) {
 			t.Errorf("the README's Config table does not say %q", want)
 		}
 	}
+}
+
+// healthDefaults returns the Config New makes with a HealthCheck and
+// nothing else set; its HealthInterval must be its RetryPeriod.
+func healthDefaults() fxelection.Config {
+	e, err := fxelection.New(fxelection.Config{Name: "defaults", HealthCheck: func(context.Context) error { return nil }}, memory.New())
+	if err != nil {
+		panic(err)
+	}
+	c := e.Config()
+	if c.HealthInterval != c.RetryPeriod {
+		panic("HealthInterval's default is not RetryPeriod")
+	}
+	return c
 }
