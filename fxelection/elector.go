@@ -184,27 +184,5 @@ func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 	if !running {
 		return result{}, ErrNotRunning
 	}
-	req := request{kind: kind, ctx: ctx, reply: make(chan result, 1)}
-	posted, resume := e.post(req)
-	if !posted {
-		return result{}, ErrNotRunning
-	}
-	if resume {
-		go e.leadStep()
-	}
-	loopDone := e.doneCh()
-	select {
-	case r := <-req.reply:
-		return r, nil
-	case <-ctx.Done():
-		return result{}, ctx.Err()
-	case <-loopDone:
-		// The loop answers every request it took before it ends.
-		select {
-		case r := <-req.reply:
-			return r, nil
-		default:
-			return result{}, ErrNotRunning
-		}
-	}
+	return e.ask(ctx, kind)
 }

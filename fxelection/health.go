@@ -96,19 +96,7 @@ func (e *Elector) runHealthCheck(ctx context.Context) (err error) {
 func (e *Elector) resignUnhealthy(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.StopTimeout)
 	defer cancel()
-	req := request{kind: reqUnhealthy, ctx: rctx, reply: make(chan result, 1)}
-	posted, resume := e.post(req)
-	if !posted {
-		return
-	}
-	if resume {
-		go e.leadStep()
-	}
-	select {
-	case r := <-req.reply:
-		if r.err != nil {
-			e.log.Warn("unhealthy: releasing the lease failed", "error", r.err.Error())
-		}
-	case <-rctx.Done():
+	if r, err := e.ask(rctx, reqUnhealthy); err == nil && r.err != nil {
+		e.log.Warn("unhealthy: releasing the lease failed", "error", r.err.Error())
 	}
 }

@@ -361,6 +361,34 @@ func (e *Elector) leadStep() {
 	}
 }
 
+// ask posts a request of kind to the loop, resuming it if parked, and
+// waits for the answer, for ctx, or for the loop to end (ErrNotRunning).
+func (e *Elector) ask(ctx context.Context, kind requestKind) (result, error) {
+	req := request{kind: kind, ctx: ctx, reply: make(chan result, 1)}
+	posted, resume := e.post(req)
+	if !posted {
+		return result{}, ErrNotRunning
+	}
+	if resume {
+		go e.leadStep()
+	}
+	loopDone := e.doneCh()
+	select {
+	case r := <-req.reply:
+		return r, nil
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	case <-loopDone:
+		// The loop answers every request it took before it ends.
+		select {
+		case r := <-req.reply:
+			return r, nil
+		default:
+			return result{}, ErrNotRunning
+		}
+	}
+}
+
 // leadEvents handles one set of events for the leadership: Stop, the
 // renew deadline, requests in order, the renewal timer. ended reports that
 // the leadership ended and why; rest are the requests it left for the

@@ -3,6 +3,8 @@ package config_test
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -223,4 +225,36 @@ func TestProvisionedModuleDecodes(t *testing.T) {
 	if err := config.Unmarshal([]byte(`{"Provisioned": {}}`), &testModule{}); !errors.Is(err, config.ErrUnknownKey) {
 		t.Fatalf("Provisioned as a setting: %v", err)
 	}
+}
+
+// FuzzHostPort: HostPort and HostPorts agree, an accepted address splits
+// into a host and a port from 1 to 65535, and no error quotes the input
+// (it may hold a password).
+func FuzzHostPort(f *testing.F) {
+	for _, s := range []string{"redis:6379", "[::1]:6379", ":1", "redis://u:p@h:1", "h:0", "h:65536", "a@b:1", "h:1,h:2", "", " , "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := config.HostPort("addr", s)
+		if err != nil {
+			if !errors.Is(err, config.ErrInvalidAddress) {
+				t.Fatalf("%q: %v does not match ErrInvalidAddress", s, err)
+			}
+			if tr := strings.TrimSpace(s); len(tr) >= 4 && strings.Contains(err.Error(), tr) {
+				t.Fatalf("%q: error %q quotes the address", s, err)
+			}
+		} else {
+			_, port, serr := net.SplitHostPort(strings.TrimSpace(s))
+			n, perr := strconv.Atoi(port)
+			if serr != nil || perr != nil || n < 1 || n > 65535 {
+				t.Fatalf("%q accepted, but its port %q is not 1-65535 (%v)", s, port, serr)
+			}
+		}
+		if !strings.Contains(s, ",") {
+			addrs, lerr := config.HostPorts("addr", s)
+			if (lerr == nil) != (err == nil && strings.TrimSpace(s) != "") || lerr == nil && (len(addrs) != 1 || addrs[0] != strings.TrimSpace(s)) {
+				t.Fatalf("%q: HostPort %v, HostPorts %v %v", s, err, addrs, lerr)
+			}
+		}
+	})
 }
