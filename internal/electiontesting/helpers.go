@@ -226,7 +226,7 @@ func WaitNewTerm(t testing.TB, cs []*Candidate, old uint64, limit time.Duration)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, c := range cs {
-				t.Logf("candidate %d: last error: %v", i, c.Elector.Status().LastError)
+				LogCandidate(t, fmt.Sprintf("candidate %d", i), c)
 			}
 		}
 	})
@@ -240,6 +240,24 @@ func WaitNewTerm(t testing.TB, cs []*Candidate, old uint64, limit time.Duration)
 		return false
 	})
 	return leader, lease
+}
+
+// LogCandidate logs what a failed wait needs to tell why: c's status (its
+// role, the leader it last saw, the call in flight, its last error) and
+// its last events.
+func LogCandidate(t testing.TB, name string, c *Candidate) {
+	t.Helper()
+	s := c.Elector.Status()
+	t.Logf("%s: running=%v leading=%v holding=%v term=%d leader=%q/%d known=%v in-flight=%q since %v last contact %v ago; last error: %v",
+		name, s.Running, s.Leading, s.Holding, s.Lease.Term, s.Leader.Holder, s.Leader.Term, s.LeaderKnown,
+		s.InFlight, s.InFlightSince.Format(time.StampMilli), time.Since(s.LastContact).Round(time.Millisecond), s.LastError)
+	evs := c.Events.All()
+	if len(evs) > 12 {
+		evs = evs[len(evs)-12:]
+	}
+	for _, ev := range evs {
+		t.Logf("%s:   %s %s op=%q reason=%q holder=%q term=%d err=%v", name, ev.Time.Format(time.StampMilli), ev.Kind, ev.Op, ev.Reason, ev.Lease.Holder, ev.Lease.Term, ev.Err)
+	}
 }
 
 // LogBuffer is an io.Writer that keeps what was written, safe for

@@ -108,7 +108,10 @@ func (b *Backend) read(ctx context.Context, election string) (s backendkit.Value
 func (b *Backend) readValue(ctx context.Context, election string) (s backendkit.Value, found bool, err error) {
 	e, err := b.store.Get(ctx, b.Key(election))
 	if errors.Is(err, ErrNotFound) {
-		return backendkit.Value{}, false, nil
+		// A tombstone's version, if the store keeps one (see Store.Get):
+		// Acquire creates the key over exactly this tombstone.
+		s.Lease.Version = e.Version
+		return s, false, nil
 	}
 	if err != nil {
 		return backendkit.Value{}, false, err
@@ -141,8 +144,9 @@ func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 // unchanged by this Backend for the record's full Duration. A new holder's
 // term is backendkit.NextTerm of the last term the store shows, so it is
 // clock-seeded and rises even when the value was lost. Every write is an
-// add-if-absent or a compare-and-swap on the version just read, and a call
-// makes at most one write that succeeds: a write whose version the store
+// add-if-absent or a compare-and-swap on the version just read (a
+// tombstone's, on a store that keeps them), and a call makes at most one
+// write that succeeds: a write whose version the store
 // cannot return (ErrVersionUnknown) ends the call with a store error, since
 // the lease it wrote may already be another's.
 func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
@@ -182,7 +186,7 @@ func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, b.fail(op, err)
 		}
 		var version string
-		if found {
+		if found || cur.Lease.Version != "" { // a value, or the tombstone read
 			version, err = b.store.CompareAndSwap(ctx, b.Key(req.Election), value, cur.Lease.Version, ttl)
 		} else {
 			version, err = b.store.Add(ctx, b.Key(req.Election), value, ttl)

@@ -106,7 +106,12 @@
 // the lost term was handed out. It can repeat or go backwards only if the
 // value was lost AND the next holder's clock reads earlier than the
 // acquisition of the lost term (a clock stepped back, or clocks between
-// hosts differing by more than the time between the two acquisitions). At
+// hosts differing by more than the time between the two acquisitions), or,
+// on a store without tombstones (memcached), a candidate's add of a missing
+// key was in flight while another candidate created the key and it was lost
+// again. A store that keeps tombstones (NATS KV) closes that window: the
+// key is created again only over the tombstone the candidate read (see
+// Store.Get). At
 // backendkit.MaxTerm, Acquire fails with backendkit.ErrTermExhausted.
 //
 // A lost value also frees the election at once: the leader learns it at its

@@ -22,6 +22,18 @@ type Store interface {
 	// Get returns key's value and its current version, or an error matching
 	// ErrNotFound if the key is absent (never written, deleted, expired or
 	// evicted).
+	//
+	// A store that keeps a tombstone for a deleted key, and whose writes
+	// can be conditioned on it (NATS KV's delete and purge markers), returns
+	// with ErrNotFound an Entry whose Version names the tombstone (Value
+	// nil). The Backend then creates the key with CompareAndSwap on that
+	// version rather than with Add, and that store's Add must fail with
+	// ErrExists while a tombstone is there. Why: the new holder's term is
+	// decided from this read, so the write must land on exactly the state
+	// read. An Add that also overwrote any tombstone would let a write
+	// delayed in flight land after another candidate had created the key
+	// with a higher term and an operator had deleted it again: the term
+	// would go backwards.
 	Get(ctx context.Context, key string) (Entry, error)
 
 	// Add stores value under key only if key is absent, in one atomic

@@ -61,6 +61,16 @@
 // both winning. Replicas: 1 loses the bucket with its server's disk; terms
 // stay clock-seeded (see cachelease).
 //
+// # Deleted keys
+//
+// A deleted or purged key leaves a marker in the bucket. Acquire creates
+// the key again with a compare-and-swap on the marker it read (Get reads
+// the key's history for it: a second round trip, made only when the key is
+// missing), never with kv.Create, which overwrites whatever marker is
+// there when the write arrives: a write delayed in flight would then land
+// after another candidate had created the key with a higher term and an
+// operator had deleted it again, and the term would go backwards.
+//
 // # Push wake-up
 //
 // A Backend watches the bucket's keys under its prefix (one watch shared by

@@ -167,11 +167,24 @@ func (s *Store) do(ctx context.Context, op func(jetstream.KeyValue) error) error
 	return op(kv)
 }
 
-// Get implements cachelease.Store.
+// Get implements cachelease.Store. For a key whose last entry is a delete
+// or purge marker it returns cachelease.ErrNotFound with the marker's
+// revision as the Entry's Version (see cachelease.Store.Get), read from
+// the key's history: a second round trip, made only for a missing key.
 func (s *Store) Get(ctx context.Context, key string) (cachelease.Entry, error) {
 	var e cachelease.Entry
 	err := s.do(ctx, func(kv jetstream.KeyValue) error {
 		ent, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			// kv.Get hides markers; the history shows the last one.
+			var hist []jetstream.KeyValueEntry
+			hist, err = kv.History(ctx, key, jetstream.MetaOnly())
+			if err == nil {
+				e.Version = tombstone(hist)
+				err = jetstream.ErrKeyNotFound
+			}
+			return err
+		}
 		if err != nil {
 			return err
 		}
@@ -179,7 +192,7 @@ func (s *Store) Get(ctx context.Context, key string) (cachelease.Entry, error) {
 		return nil
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return cachelease.Entry{}, cachelease.ErrNotFound
+		return cachelease.Entry{Version: e.Version}, cachelease.ErrNotFound
 	}
 	if err != nil {
 		return cachelease.Entry{}, fmt.Errorf("nats kv get: %w", err)
@@ -187,12 +200,28 @@ func (s *Store) Get(ctx context.Context, key string) (cachelease.Entry, error) {
 	return e, nil
 }
 
-// Add implements cachelease.Store with Create (ttl is ignored: no per-key
-// TTL).
+// tombstone returns the revision of the last entry of hist if it is a
+// delete or purge marker, else "" (a value written after the Get: the
+// caller's write will then conflict and it reads again).
+func tombstone(hist []jetstream.KeyValueEntry) string {
+	if len(hist) == 0 {
+		return ""
+	}
+	last := hist[len(hist)-1]
+	if op := last.Operation(); op != jetstream.KeyValueDelete && op != jetstream.KeyValuePurge {
+		return ""
+	}
+	return strconv.FormatUint(last.Revision(), 10)
+}
+
+// Add implements cachelease.Store with Update on revision 0: it succeeds
+// only if the key has no entry at all, not even a delete marker (kv.Create
+// would overwrite a marker, whichever it is; see cachelease.Store.Get).
+// ttl is ignored: no per-key TTL.
 func (s *Store) Add(ctx context.Context, key string, value []byte, _ time.Duration) (string, error) {
 	var rev uint64
 	err := s.do(ctx, func(kv jetstream.KeyValue) (err error) {
-		rev, err = kv.Create(ctx, key, value)
+		rev, err = kv.Update(ctx, key, value, 0)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
