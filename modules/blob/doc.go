@@ -174,7 +174,9 @@
 //     at, unless many holder changes came within microseconds). What can
 //     still make a term repeat or go back: only a deleted or destroyed
 //     record, and then only a candidate whose wall clock lags by more than
-//     the time since the lost term was handed out. With clocks kept by NTP
+//     the time since the lost term was handed out, or whose create of the
+//     missing blob (decided before) was still in flight while another
+//     candidate created the blob and it was deleted again. With clocks kept by NTP
 //     the gap is the clock error, usually milliseconds; a record that
 //     survives keeps terms rising whatever the clocks say.
 //   - Acquire and Get verify the named holder against the active lease and,

@@ -119,7 +119,10 @@
 //     issued at, unless many holder changes came within microseconds).
 //     What can still make a term repeat or go back: only a deleted (or
 //     destroyed) object, and then only a candidate whose wall clock lags by
-//     more than the time since the lost term was handed out. Keep clocks
+//     more than the time since the lost term was handed out, or whose
+//     create of the missing object (decided before) was still in flight
+//     while another candidate created the object and it was deleted again
+//     (S3 keeps no tombstone to condition the create on). Keep clocks
 //     synchronised (NTP) and the gap is the clock error, usually
 //     milliseconds; an object that survives keeps terms rising whatever the
 //     clocks say.
