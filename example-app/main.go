@@ -111,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	switch {
 	case o.validate:
 		err = runValidate(o, stdout)
+	case o.reload:
+		err = runReload(ctx, o, stdout)
 	case o.status:
 		err = runStatus(ctx, o, stdout)
 	case o.configFile != "":

@@ -720,21 +720,33 @@ const MaxDocumentBytes = 4 << 20
 // parses it as YAML if its name ends in .yaml or .yml, else as JSON.
 // Errors name the file.
 func (l Loader) ParseFile(path string) (*Document, error) {
-	raw, err := readDocument(path)
+	_, doc, err := l.ReadAndParseFile(path)
+	return doc, err
+}
+
+// ReadAndParseFile is ParseFile that also returns the file's bytes as
+// read, for a program that sends the document on (as "reload" does: the
+// bytes it checked are the bytes it sends). raw is nil when the file could
+// not be read.
+func (l Loader) ReadAndParseFile(path string) (raw []byte, doc *Document, err error) {
+	raw, err = readDocument(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var doc *Document
 	if isYAML(path) {
 		doc, err = l.ParseYAML(raw)
 	} else {
 		doc, err = l.Parse(raw)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return raw, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return doc, nil
+	return raw, doc, nil
 }
+
+// IsYAMLFile reports whether ParseFile parses path as YAML: its name ends
+// in .yaml or .yml (any case).
+func IsYAMLFile(path string) bool { return isYAML(path) }
 
 // LoadFile is Load (or LoadYAML, by the file name's extension, as in
 // ParseFile) for the document at path. Errors name the file.
