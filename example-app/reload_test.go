@@ -85,6 +85,12 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 			return l.Msg == "leadership lost" && l.Election == name && l.Reason == "stopped"
 		})
 	}
+	// Metrics follow: the added election is measured, the removed one's
+	// series are gone.
+	if _, m := get(t, "http://"+addr+"/metrics"); !strings.Contains(m, `fxelection_is_leader{election="added",identity="node-a"} 1`) ||
+		strings.Contains(m, `election="remove"`) {
+		t.Errorf("/metrics after the reload:\n%s", m)
+	}
 	if code, body := getAdmin(t, admin); code != 200 || !strings.Contains(body, `"added"`) || strings.Contains(body, `"remove"`) {
 		t.Errorf("GET /config: %d\n%s", code, body)
 	}
