@@ -17,10 +17,16 @@ import (
 // stdout and stderr.
 func reloadCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return reloadEnv(t, nil, args...)
+}
+
+// reloadEnv is reloadCmd with env added to the command's environment.
+func reloadEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"reload"}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -103,7 +109,16 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 	if code != 2 || stdout != "" || !strings.Contains(stderr, "elections[1].lease_duraton: unknown key") {
 		t.Errorf("reload of a broken document: exit %d, stdout %q, stderr %q; want 2 naming elections[1].lease_duraton", code, stdout, stderr)
 	}
-	// The same document posted straight to the endpoint: 400, one problem
+	// A document valid where reload runs but not in the server (a
+	// variable only the client has): the server's problems, exit 2.
+	if err := os.WriteFile(file, []byte(doc(keep, election("change", `, "metadata": {"v": "{env.FXE_TEST_CLIENT_ONLY}"}`, `"shared"`))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = reloadEnv(t, []string{"FXE_TEST_CLIENT_ONLY=x"}, "--config", file, "--admin", admin)
+	if code != 2 || !strings.HasPrefix(stderr, "example-app: "+file+": elections[1].metadata.v: placeholder") {
+		t.Errorf("reload of a document the server rejects: exit %d, stderr %q; want 2 naming elections[1].metadata.v", code, stderr)
+	}
+	// A bad document posted straight to the endpoint: 400, one problem
 	// per line, and nothing changes.
 	resp, err := http.Post("http://"+admin+"/load", "application/json", strings.NewReader(doc(keep, `{"name": "x", "lease_duration": "1y", "colour": "crimson", "backend": "shared"}`)))
 	if err != nil {
@@ -125,7 +140,8 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 
 	// Nothing listening: exit 1.
 	if code, _, stderr := reloadCmd(t, "--config", file, "--admin", freeAddr(t)); code != 2 {
-		// The file is still broken: checked locally first, exit 2.
+		// The file is broken here (the variable is unset): checked
+		// locally first, exit 2.
 		t.Errorf("reload of a broken file to nowhere: exit %d, stderr %q; want 2", code, stderr)
 	}
 	good := writeFile(t, "good.json", doc(keep))
