@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/fx"
@@ -16,149 +14,161 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/metrics"
 )
 
 // runFlags runs the one election the flags describe: they become a
 // configuration document (options.document), which takes the same path as
-// a --config file. A setting the document rejects is bad input naming the
-// flag behind it.
+// a --config file (runDocument), without the admin endpoint. A setting the
+// document rejects is bad input naming the flag behind it.
 func runFlags(ctx context.Context, o options, log *slog.Logger) error {
 	doc, err := o.document()
 	if err != nil {
 		return err
 	}
-	opt, err := config.Build(doc)
-	if err != nil {
+	if err := config.ValidateForRuntime(doc); err != nil {
 		return usageError{o.documentProblem(err)}
 	}
-	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, o.provisionProblem)
+	o.adminAddr = ""
+	return runDocument(ctx, doc, o, log, o.provisionProblem)
 }
 
-// runConfig runs every election the --config file describes. A document
-// the config package rejects is bad input: one line per problem, each
-// naming the file and the JSON path.
+// runConfig runs every election the --config file describes, with the
+// admin endpoint on --admin. A document the config package rejects is bad
+// input: one line per problem, each naming the file and the JSON path.
 func runConfig(ctx context.Context, o options, log *slog.Logger) error {
-	doc, opt, err := loadConfig(o)
+	_, doc, err := loadConfig(o)
 	if err != nil {
 		return err
 	}
-	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, func(err error) error { return err })
+	return runDocument(ctx, doc, o, log, func(err error) error { return err })
 }
 
-// electorList is every elector of the app, in the order of the document's
-// elections.
-type electorList []*fxelection.Elector
-
-// inDocumentOrder provides the electors of doc's elections as an
-// electorList, in the document's order. The value group
-// (fxelection.GroupTag) holds the same electors in no fixed order (fx
-// shuffles groups), so the list is assembled from each election's fx name
-// tag instead: a constructor with one named parameter per election.
-func inDocumentOrder(doc *config.Document) fx.Option {
-	elector := reflect.TypeFor[*fxelection.Elector]()
-	params := make([]reflect.Type, len(doc.Elections))
-	tags := make([]string, len(doc.Elections))
-	for i, e := range doc.Elections {
-		name := e.FxName // the document's rule: default Name; both fit a tag (config validates)
-		if name == "" {
-			name = e.Name
-		}
-		params[i], tags[i] = elector, `name:"`+name+`"`
-	}
-	fn := reflect.MakeFunc(reflect.FuncOf(params, []reflect.Type{reflect.TypeFor[electorList]()}, false),
-		func(args []reflect.Value) []reflect.Value {
-			list := make(electorList, len(args))
-			for i, a := range args {
-				list[i] = a.Interface().(*fxelection.Elector)
-			}
-			return []reflect.Value{reflect.ValueOf(list)}
-		})
-	return fx.Provide(fx.Annotate(fn.Interface(), fx.ParamTags(tags...)))
-}
-
-// maxProblemLines bounds how many problems a bad --config file reports.
+// maxProblemLines bounds how many problems a bad document reports.
 const maxProblemLines = 20
 
 // configProblem turns a LoadFile error into a usage error with one line per
 // problem ("FILE: elections[1].backend.addr: required"). The config package
 // withholds setting values and secrets from its errors.
 func configProblem(file string, err error) error {
-	var lines []string
 	inner := errors.Unwrap(err) // LoadFile's "FILE: …" wrapping
 	if inner == nil {
 		inner = err
 	}
-	if j, ok := inner.(interface{ Unwrap() []error }); ok && errors.As(inner, new(*config.PathError)) {
-		for _, e := range j.Unwrap() {
-			if len(lines) == maxProblemLines {
-				lines = append(lines, "… more problems not shown")
-				break
-			}
-			lines = append(lines, oneLine(file+": "+e.Error()))
-		}
-	} else if errors.As(err, new(*config.PathError)) {
+	lines := problemLines(file+": ", inner)
+	switch {
+	case lines != nil:
+	case errors.As(err, new(*config.PathError)):
 		lines = append(lines, oneLine(err.Error()))
-	} else {
+	default:
 		lines = append(lines, oneLine("--config: "+backendkit.RedactText(err.Error())))
 	}
 	return usageError{strings.Join(lines, "\nexample-app: ")}
 }
 
-// runApp runs the fx app of opt (a configuration document's options and
-// inDocumentOrder's electorList) with the example's log contract, leader
-// work and HTTP endpoints for every elector, until ctx is done
-// (SIGINT/SIGTERM), then stops gracefully: leader work drained, leases
-// released, backend modules cleaned up. startProblem classifies an error
-// from the app's start.
-func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, startProblem func(error) error) error {
-	var electors []*fxelection.Elector
+// problemLines returns one line per problem of err, a config error joining
+// several (*config.PathError among them), each after prefix; at most
+// maxProblemLines and a last line saying more were left out. It returns
+// nil for any other error.
+func problemLines(prefix string, err error) []string {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok || !errors.As(err, new(*config.PathError)) {
+		return nil
+	}
+	var lines []string
+	for _, e := range j.Unwrap() {
+		if len(lines) == maxProblemLines {
+			return append(lines, "… more problems not shown")
+		}
+		lines = append(lines, oneLine(prefix+e.Error()))
+	}
+	return lines
+}
+
+// startTimeout bounds provisioning the backend modules of a document, when
+// the program starts and on each load through the admin endpoint.
+const startTimeout = time.Minute
+
+// runDocument runs doc in a config.Runtime inside an fx app that holds the
+// process's parts: the example's log contract, leader work and metrics for
+// every elector the runtime starts (attachElector), the HTTP endpoints over
+// the runtime's current electors, and the admin endpoint on o.adminAddr
+// (none when ""), through which a new document replaces the running one.
+// It runs until ctx is done (SIGINT/SIGTERM), then stops gracefully: leader
+// work drained, leases released, backend modules cleaned up. startProblem
+// classifies an error from the first Apply.
+func runDocument(ctx context.Context, doc *config.Document, o options, log *slog.Logger, startProblem func(error) error) error {
+	var rt *config.Runtime
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
-		// The log contract is written by an observer on every elector; the
-		// core's own log lines would repeat it.
-		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
-		opt,
-		observability(o.httpAddr),
-		fx.Invoke(func(lc fx.Lifecycle, es electorList) {
-			electors = es
-			for _, e := range es {
-				e.AddObserver(logContract(log))
-			}
-			startWorkers(lc, es, o.workInterval, log)
+		fx.Provide(func(m *metrics.Metrics) *config.Runtime {
+			// The log contract is written by an observer on every
+			// elector; the core's own log lines would repeat it.
+			return config.NewRuntime(config.RuntimeOptions{
+				Logger: slog.New(slog.DiscardHandler),
+				Attach: attachElector(log, o.workInterval, m),
+			})
 		}),
+		fx.Populate(&rt),
+		observability(o.httpAddr),
+		adminEndpoint(o.adminAddr, o.adminRemote, log),
 	)
 	if err := app.Err(); err != nil {
 		return err
 	}
-	startTimeout, stopTimeout := appTimeouts(electors)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if err := app.Start(startCtx); err != nil {
+	if err := rt.Apply(startCtx, doc); err != nil {
+		closeErr := rt.Close(context.Background())
 		if ctx.Err() != nil {
 			// Asked to stop while starting (a signal, or the caller's
-			// cancel): fx has undone what had started. Not a failure.
-			return nil
+			// cancel): what had started is undone. Not a failure.
+			return closeErr
 		}
-		return startProblem(err)
+		return errors.Join(startProblem(err), closeErr)
+	}
+	if err := app.Start(startCtx); err != nil {
+		return errors.Join(err, rt.Close(context.Background()))
 	}
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout(rt.Electors()))
 	defer cancel()
-	return app.Stop(stopCtx)
+	// The endpoints first (no load starts during the stop), then the
+	// elections.
+	return errors.Join(app.Stop(stopCtx), rt.Close(stopCtx))
 }
 
-// appTimeouts bound the app's start (backend modules provisioned: the
-// longest lease plus the longest stop timeout) and stop (every elector
-// stops in turn, each within its stop timeout, plus a second for the rest).
-func appTimeouts(es []*fxelection.Elector) (start, stop time.Duration) {
-	var lease, longest time.Duration
-	stop = time.Second
+// stopTimeout bounds stopping electors: each within its stop timeout, plus
+// a second for the rest (the runtime stops them at once; the sum leaves
+// room on a loaded machine).
+func stopTimeout(es []*fxelection.Elector) time.Duration {
+	d := time.Second
 	for _, e := range es {
-		c := e.Config()
-		lease, longest = max(lease, c.LeaseDuration), max(longest, c.StopTimeout)
-		stop += c.StopTimeout
+		d += e.Config().StopTimeout
 	}
-	return lease + longest, stop
+	return d
+}
+
+// attachElector returns the runtime's Attach: for each elector it starts,
+// the example's log contract, metrics and leader work (every
+// --work-interval); the detach it returns, called once the elector has
+// stopped, ends the work and removes the elector's series.
+func attachElector(log *slog.Logger, interval time.Duration, m *metrics.Metrics) func(*fxelection.Elector) func() {
+	return func(e *fxelection.Elector) func() {
+		e.AddObserver(logContract(log))
+		detachMetrics := m.Attach(e)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			work(ctx, e, interval, log)
+		}()
+		return func() {
+			cancel()
+			<-done
+			detachMetrics()
+		}
+	}
 }
 
 // logContract is the observer that writes the example's log contract for
@@ -183,25 +193,6 @@ func logContract(log *slog.Logger) fxelection.Observer {
 		case fxelection.EventPanic:
 			log.Warn("election error", append(base, "op", "", "error", ev.Err.Error())...)
 		}
-	})
-}
-
-// startWorkers runs work for every elector between start and stop.
-func startWorkers(lc fx.Lifecycle, es []*fxelection.Elector, interval time.Duration, log *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			for _, e := range es {
-				wg.Go(func() { work(ctx, e, interval, log) })
-			}
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			cancel()
-			wg.Wait()
-			return nil
-		},
 	})
 }
 
@@ -232,18 +223,18 @@ func (o options) settingError(msg string, err error) error {
 	return usageError{o.settingProblem(errors.New(msg))}
 }
 
-// loadConfig parses --config's document and builds its fx options; a
-// problem is bad input, one line per problem, each naming the file and the
-// JSON path (as LoadFile's errors name the file). Running and validating a
-// document both start here.
-func loadConfig(o options) (*config.Document, fx.Option, error) {
-	doc, err := config.Loader{}.ParseFile(o.configFile)
+// loadConfig reads and parses --config's document and checks that the
+// runtime can run it; a problem is bad input, one line per problem, each
+// naming the file and the JSON path (as LoadFile's errors name the file).
+// Running, validating and reloading a document all start here; raw is the
+// file as read.
+func loadConfig(o options) (raw []byte, doc *config.Document, err error) {
+	raw, doc, err = config.Loader{}.ReadAndParseFile(o.configFile)
 	if err != nil {
 		return nil, nil, configProblem(o.configFile, err)
 	}
-	opt, err := config.Build(doc)
-	if err != nil {
+	if err := config.ValidateForRuntime(doc); err != nil {
 		return nil, nil, configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
 	}
-	return doc, opt, nil
+	return raw, doc, nil
 }

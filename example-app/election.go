@@ -48,12 +48,14 @@ type leaderJSON struct {
 	ExpiresAt *time.Time        `json:"expires_at,omitempty"`
 }
 
-// leaderHandler answers /leader: with one elector, its leaderJSON; with
-// several, a JSON array of them, in the order of the document's elections.
-// ?election=NAME picks that election's object (an array if several share
-// the name; 404 if none has it).
-func leaderHandler(es []*fxelection.Elector) http.Handler {
+// leaderHandler answers /leader over the electors current returns at each
+// request: with one elector, its leaderJSON; with several, a JSON array of
+// them, in the order of the document's elections. ?election=NAME picks
+// that election's object (an array if several share the name; 404 if none
+// has it).
+func leaderHandler(current func() []*fxelection.Elector) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		es := current()
 		picked := es
 		if name, ok := r.URL.Query()["election"]; ok {
 			picked = nil
@@ -100,19 +102,19 @@ func leaderOf(e *fxelection.Elector) leaderJSON {
 	return out
 }
 
-// serveHTTP serves mux on addr between start and stop; an unusable address
-// fails the app's start.
-func serveHTTP(lc fx.Lifecycle, addr string, h http.Handler) {
+// serveHTTP serves h on addr (given by the flag named flag) with timeouts t
+// between start and stop; an unusable address fails the app's start.
+func serveHTTP(lc fx.Lifecycle, flag, addr string, h http.Handler, t httpTimeouts) {
 	if addr == "" {
 		return
 	}
-	srv := newHTTPServer(h, serverTimeouts)
+	srv := newHTTPServer(h, t)
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return fmt.Errorf("--http %s: %w", addr, err)
+				return fmt.Errorf("%s %s: %w", flag, addr, err)
 			}
 			go func() {
 				defer close(done)

@@ -44,6 +44,8 @@ type options struct {
 	status   bool // the "status" subcommand
 	modules  bool // the "modules" subcommand: list registered modules
 	validate bool // the "validate" subcommand: check --config, run nothing
+	reload   bool // the "reload" subcommand: POST --config to --admin
+	run      bool // the "run" subcommand: --config, as without it
 	// help is the command "help COMMAND" asks about ("" for the program).
 	help string
 
@@ -51,6 +53,10 @@ type options struct {
 	// the one election the per-election flags describe.
 	configFile string
 	watch      bool // status --watch: follow the leader until interrupted
+	// adminAddr is --admin: the admin endpoint's address with --config
+	// ("" when off); adminRemote allows a non-loopback one.
+	adminAddr   string
+	adminRemote bool
 
 	backend       string
 	election      string
@@ -125,6 +131,8 @@ func (o *options) flagTable() []flagDef {
 		{name: "http", value: addrFlag{p: &o.httpAddr}, usage: "HTTP address host:port for /metrics, /healthz, /readyz, /leader (empty: off)"},
 		{name: "log-format", value: choiceFlag{&o.logFormat, func() []string { return []string{"text", "json"} }, false}, usage: "log format: text|json"},
 		{name: "demo-duration", value: durationFlag{p: &o.demoDuration, zeroOK: true}, usage: "stop the demo after this long (0: until Ctrl-C)"},
+		{name: "admin", value: adminFlag{&o.adminAddr}, usage: "admin endpoint host:port with --config: GET /config, POST /load (off: none; loopback only unless --admin-remote); reload's target"},
+		{name: "admin-remote", value: boolFlag{&o.adminRemote}, usage: "allow --admin on a non-loopback address: whoever reaches it can replace the running configuration"},
 		{name: "watch", value: boolFlag{&o.watch}, usage: "with status: print the leader on every change until interrupted (reads every --retry)"},
 
 		{name: "redis-addr", value: addrFlag{p: &o.redisAddr, list: true}, backend: "redis", setting: "addr", required: true,
@@ -196,6 +204,7 @@ func defaults() options {
 		workInterval:  time.Second,
 		stopTimeout:   10 * time.Second,
 		httpAddr:      "127.0.0.1:8080",
+		adminAddr:     defaultAdmin,
 		logFormat:     "text",
 		natsBucket:    natslease.DefaultBucket,
 		natsReplicas:  1,
@@ -274,6 +283,12 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 	case len(args) > 0 && args[0] == "validate":
 		o.validate = true
 		args = args[1:]
+	case len(args) > 0 && args[0] == "reload":
+		o.reload = true
+		args = args[1:]
+	case len(args) > 0 && args[0] == "run":
+		o.run = true
+		args = args[1:]
 	}
 	if len(args) > 0 && args[0] == "modules" {
 		o.modules = true
@@ -303,6 +318,10 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 				o.help = "status"
 			case o.validate:
 				o.help = "validate"
+			case o.reload:
+				o.help = "reload"
+			case o.run:
+				o.help = "run"
 			}
 			return o, err
 		case fail.err != nil:
@@ -357,26 +376,33 @@ func parseProblem(err error) error {
 
 // withConfig are the flags that work with --config: they concern the
 // process, not an election.
-var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true}
+var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true, "admin": true, "admin-remote": true}
 
 // validateOnly are the flags "validate" takes.
 var validateOnly = map[string]bool{"config": true}
 
+// reloadOnly are the flags "reload" takes.
+var reloadOnly = map[string]bool{"config": true, "admin": true}
+
 func (o options) check() error {
-	if o.validate {
-		for _, d := range o.flagTable() {
-			// Only the command line counts: FXELECTION_* variables meant
-			// for the run do not make the file invalid.
-			if o.given[d.name] && !validateOnly[d.name] && o.fromEnv[d.name] == "" {
-				return usagef("validate takes only --config (got --%s)", d.name)
-			}
+	switch {
+	case o.validate:
+		return o.onlyFlags("validate", validateOnly, "--config")
+	case o.reload:
+		if err := o.onlyFlags("reload", reloadOnly, "--config and --admin"); err != nil {
+			return err
 		}
-		if o.configFile == "" {
-			return usagef("--config is required for validate")
+		if o.adminAddr == "" {
+			return usagef("%s: reload needs the admin endpoint's address", o.label("admin"))
 		}
 		return nil
+	case o.run && o.configFile == "":
+		return usagef("--config is required for run")
 	}
 	if o.configFile != "" {
+		if o.adminAddr != "" && !o.adminRemote && !loopback(o.adminAddr) {
+			return usagef("%s: not a loopback address; whoever reaches the admin endpoint can replace the configuration (add --admin-remote to allow it)", o.label("admin"))
+		}
 		if o.status {
 			return usagef("--config does not work with status (use --backend and its flags)")
 		}
@@ -386,6 +412,13 @@ func (o options) check() error {
 			}
 		}
 		return nil
+	}
+	for _, name := range []string{"admin", "admin-remote"} {
+		// Only the command line counts: FXELECTION_ADMIN meant for runs
+		// with --config does not break the others.
+		if o.given[name] && o.fromEnv[name] == "" {
+			return usagef("--%s works only with --config", name)
+		}
 	}
 	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
@@ -407,6 +440,21 @@ func (o options) check() error {
 	// mode: the demo validates its flags too.
 	if err := o.config().Validate(); err != nil {
 		return usageError{o.coreProblem(err)}
+	}
+	return nil
+}
+
+// onlyFlags checks that a subcommand taking only the flags in allowed (and
+// --config, required) got no other on the command line: FXELECTION_*
+// variables meant for a run do not count.
+func (o options) onlyFlags(cmd string, allowed map[string]bool, list string) error {
+	for _, d := range o.flagTable() {
+		if o.given[d.name] && !allowed[d.name] && o.fromEnv[d.name] == "" {
+			return usagef("%s takes only %s (got --%s)", cmd, list, d.name)
+		}
+	}
+	if o.configFile == "" {
+		return usagef("--config is required for %s", cmd)
 	}
 	return nil
 }

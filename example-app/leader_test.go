@@ -30,7 +30,7 @@ func TestLeaderShowsRenewedLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = e.Stop(context.Background()) }()
-		h := leaderHandler([]*fxelection.Elector{e})
+		h := leaderHandler(func() []*fxelection.Elector { return []*fxelection.Elector{e} })
 
 		time.Sleep(time.Second)
 		first := leaderGet(t, h)

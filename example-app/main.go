@@ -1,15 +1,33 @@
 // Command example-app is the program to copy: an fx application that elects
 // a leader on the backend named by --backend, does leader-only work, and
-// serves /metrics, /healthz, /readyz and /leader. With --config FILE it runs
-// every election a configuration document (package fxelection/config)
-// describes, in one process; the flags for one election become such a
+// serves /metrics, /healthz, /readyz and /leader. "example-app run --config
+// FILE" (or "example-app --config FILE", the same) runs every election a
+// configuration document (package fxelection/config) describes, in one
+// process, in a config.Runtime; the flags for one election become such a
 // document internally, so both take one path. Without --backend or
 // --config it runs a demo of three candidates on the in-memory backend,
 // with hand-overs and failovers to watch. "example-app status" prints the
 // current leader; "example-app validate --config FILE" checks a
 // configuration document without running or dialling anything (exit 0 or
-// 2); "example-app modules" lists the registered modules; "example-app help
-// [COMMAND]" prints the usage (of one command).
+// 2); "example-app reload --config FILE [--admin ADDR]" checks it too, then
+// sends it to a running process's admin endpoint (exit 0 applied, 2 bad
+// document, 1 unreachable or not applied); "example-app modules" lists the
+// registered modules; "example-app help [COMMAND]" prints the usage (of
+// one command).
+//
+// With --config the admin endpoint listens on --admin (default
+// 127.0.0.1:2019, "off" for none; a non-loopback address needs
+// --admin-remote, and requests must name a loopback Host): GET /config
+// returns the running document with secrets and placeholder values masked;
+// POST /load (JSON or YAML, at most 4 MiB, parsed as --config is) replaces
+// it. A bad document changes nothing (400, one problem per line naming its
+// JSON path, never a value). A good one is applied (200) keeping what did
+// not change: an election whose settings and backend are unchanged keeps
+// running untouched (same leader, same term, no "leadership lost");
+// removed elections stop and release, added ones start, changed ones
+// restart; a backend module is provisioned anew only when its settings
+// (after placeholder expansion, secrets included) changed. Documents with
+// extensions are refused: the program serves metrics and health itself.
 //
 // Without flags it runs the demo: three candidates; every 5 s it stops the
 // leader gracefully (hand-over at once) or cuts it off the store without a
@@ -37,7 +55,8 @@
 // connection strings are never echoed, and every error passes through
 // backendkit.RedactText.
 //
-// With --config only --http, --log-format and --work-interval may be set.
+// With --config only --http, --admin, --admin-remote, --log-format and
+// --work-interval may be set.
 // The flags for one election become a document internally (--backend redis
 // --redis-addr … is the module fxelection.backends.redis with "addr"), so a
 // problem the config package reports at a JSON path is reported as the
@@ -111,6 +130,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	switch {
 	case o.validate:
 		err = runValidate(o, stdout)
+	case o.reload:
+		err = runReload(ctx, o, stdout)
 	case o.status:
 		err = runStatus(ctx, o, stdout)
 	case o.configFile != "":

@@ -9,16 +9,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/metrics"
 )
 
-// observability serves /metrics (Prometheus), /healthz (liveness: fails for
-// a wedged leader), /readyz (campaigning and the store answers) and
-// /leader (JSON: who leads, as this process sees it) on addr ("" for none),
-// for every elector in the app. metrics.Module finds them through the group
-// fxelection.GroupTag; the health reports and /leader list them in the
-// document's order (electorList), with the graph's metrics.HealthOptions
-// if it has one.
+// observability provides the metrics (*metrics.Metrics, on a registry of
+// the app's own, which the runtime's Attach gives every elector) and
+// serves /metrics (Prometheus), /healthz (liveness: fails for a wedged
+// leader), /readyz (campaigning and the store answers) and /leader (JSON:
+// who leads, as this process sees it) on addr ("" for none). The health
+// reports and /leader cover the runtime's electors at the time of each
+// request, in the running document's order: an election a load adds
+// appears, one it removes disappears. The graph's metrics.HealthOptions
+// configures the health checks if it has one.
 func observability(addr string) fx.Option {
 	return fx.Options(
 		fx.Provide(func() (*prometheus.Registry, prometheus.Registerer) {
@@ -26,17 +30,25 @@ func observability(addr string) fx.Option {
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			return reg, reg
 		}),
-		metrics.Module,
+		fx.Provide(func(reg prometheus.Registerer) (*metrics.Metrics, error) { return metrics.New(reg) }),
 		fx.Invoke(func(p endpointParams) {
-			h := p.Health.NewHandlers(p.Electors...)
+			current := p.Runtime.Electors
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", promhttp.HandlerFor(p.Registry, promhttp.HandlerOpts{}))
-			mux.Handle("/healthz", h.Liveness)
-			mux.Handle("/readyz", h.Readiness)
-			mux.Handle("/leader", leaderHandler(p.Electors))
-			serveHTTP(p.Lifecycle, addr, getOnly(mux))
+			mux.Handle("/healthz", overCurrent(current, p.Health.Liveness))
+			mux.Handle("/readyz", overCurrent(current, p.Health.Readiness))
+			mux.Handle("/leader", leaderHandler(current))
+			serveHTTP(p.Lifecycle, "--http", addr, getOnly(mux), serverTimeouts)
 		}),
 	)
+}
+
+// overCurrent answers each request with the handler handler makes over the
+// electors current returns at that moment.
+func overCurrent(current func() []*fxelection.Elector, handler func(...*fxelection.Elector) http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handler(current()...).ServeHTTP(w, r)
+	})
 }
 
 // endpointParams are what observability's endpoints need.
@@ -44,9 +56,8 @@ type endpointParams struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
-	Electors  electorList
+	Runtime   *config.Runtime
 	Registry  *prometheus.Registry
-	Metrics   *metrics.Metrics      // attached to every elector before the endpoints serve
 	Health    metrics.HealthOptions `optional:"true"`
 }
 

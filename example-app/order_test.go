@@ -35,7 +35,7 @@ func TestConfigListsElectionsInDocumentOrder(t *testing.T) {
 }`)
 	for start := range 10 {
 		addr := freeAddr(t)
-		o, err := parseArgs([]string{"--config", file, "--http", addr, "--work-interval", "100ms"}, func(string) string { return "" })
+		o, err := parseArgs([]string{"--config", file, "--http", addr, "--admin", "off", "--work-interval", "100ms"}, func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}

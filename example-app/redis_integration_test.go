@@ -51,7 +51,9 @@ func (p *procs) start(args ...string) int {
 	p.t.Helper()
 	i := len(p.cmds)
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), p.env...)
+	// No admin endpoint unless a test asks (--admin, or p.env): its
+	// default address is one per machine.
+	cmd.Env = append(append(os.Environ(), "FXELECTION_ADMIN=off"), p.env...)
 	if !p.noID {
 		cmd.Env = append(cmd.Env, "FXELECTION_ID="+fmt.Sprintf("proc-%d", i))
 	}

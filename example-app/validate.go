@@ -3,29 +3,22 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
-
-	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
 // runValidate is "example-app validate --config FILE", as Caddy's
 // "caddy validate": it parses the file (placeholders resolved, every
-// module's settings decoded strictly and validated), builds its fx options
-// and checks the fx graph they make, and stops there: no module is
+// module's settings decoded strictly and validated) and checks that the
+// runtime "run" uses can run it, and stops there: no module is
 // provisioned, no elector constructed, nothing dialled. A valid file gets
 // one summary line on w; an invalid or unreadable one the same problems,
-// one per line with their JSON paths, as running it would report (exit 2).
+// one per line with their JSON paths, as running or reloading it would
+// report (exit 2).
 func runValidate(o options, w io.Writer) error {
-	doc, opt, err := loadConfig(o)
+	_, doc, err := loadConfig(o)
 	if err != nil {
 		return err
-	}
-	// The graph's shape only: fx.ValidateApp runs no constructor, invoke
-	// or hook.
-	if err := fx.ValidateApp(fx.NopLogger, fx.Supply(slog.New(slog.DiscardHandler)), opt, inDocumentOrder(doc)); err != nil {
-		return configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
 	}
 	fmt.Fprintf(w, "%s: valid: %s, %s, %s (nothing provisioned or dialled)\n", o.configFile,
 		count(len(doc.Elections), "election"), count(backendModules(doc), "backend module"), count(len(doc.Extensions), "extension"))

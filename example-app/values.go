@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,6 +199,43 @@ func (f addrFlag) Set(s string) error {
 	return nil
 }
 func (addrFlag) kind() string { return "host:port" }
+
+// defaultAdmin is --admin's default: loopback, Caddy's port.
+const defaultAdmin = "127.0.0.1:2019"
+
+// adminFlag is --admin: host:port, or "off" (or empty) for none, stored as
+// "".
+type adminFlag struct{ p *string }
+
+func (f adminFlag) String() string {
+	if f.p == nil || *f.p == "" {
+		return "off"
+	}
+	return *f.p
+}
+
+func (f adminFlag) Set(s string) error {
+	if s == "off" {
+		s = ""
+	}
+	return addrFlag{p: f.p}.Set(s)
+}
+
+func (adminFlag) kind() string { return "host:port|off" }
+
+// loopback reports whether addr's host is a loopback IP address or
+// "localhost".
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // oneLine escapes every non-printable rune (and invalid byte) of s as Go
 // does in a quoted string, so s prints as exactly one line.

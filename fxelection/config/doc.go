@@ -100,6 +100,21 @@
 // Provision, Backend and Cleanup are wrapped with the module's path and ID;
 // a panic in them becomes an error.
 //
+// # Running and reloading without an fx app
+//
+// A Runtime runs a Document's elections with the same module life cycle,
+// without an fx app, and Apply replaces the running document by another,
+// as Caddy's config reload does: the new one is validated and its new or
+// changed modules provisioned first (if either fails, nothing changes);
+// then elections whose settings and backend module did not change keep
+// running untouched (the same *fxelection.Elector, no hand-over, the same
+// term), removed ones stop and release their leases, added ones start and
+// changed ones restart. A module is provisioned anew only when its ID or
+// settings changed, compared after placeholder expansion with secrets
+// included. RuntimeOptions.Attach hooks every elector the runtime starts
+// (log lines, metrics, leader work). A Runtime does not run extensions:
+// they are fx options.
+//
 // # Secrets
 //
 // Secrets come from placeholders: "{env.NAME}" (an unset variable is an

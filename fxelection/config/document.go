@@ -546,24 +546,19 @@ func validFxName(s string) bool {
 func Build(doc *Document) (fx.Option, error) {
 	// Secrets to redact from module errors: placeholder values, and every
 	// Secret in the document (also when it was built in Go, not parsed).
-	secrets := redactable(append(values(doc.secrets), collectSecrets(doc)...))
+	secrets := docSecrets(doc)
 	if err := doc.Validate(); err != nil {
 		return nil, redact(err, secrets)
 	}
 	shared := map[string]*provisioned{}
-	newProvisioned := func(path string, m BackendModule) *provisioned {
-		proxy := &lazyBackend{kind: m.ElectionModule().ID.Name()}
-		group, _ := fxelection.NewGroup(proxy) // errs only on a nil Backend
-		return &provisioned{path: path, module: m, secrets: secrets, proxy: proxy, group: group}
-	}
 	for name, ref := range doc.Backends {
-		shared[name] = newProvisioned(joinPath("backends", name), ref.Module)
+		shared[name] = newProvisioned(joinPath("backends", name), ref.Module, secrets)
 	}
 	provs := make([]*provisioned, len(doc.Elections))
 	for i, e := range doc.Elections {
 		provs[i] = shared[e.Backend.Use]
 		if provs[i] == nil {
-			provs[i] = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module)
+			provs[i] = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module, secrets)
 		}
 	}
 	var opts []fx.Option
@@ -703,8 +698,14 @@ func collectSecrets(v any) []string {
 				walk(v.Index(i), depth+1)
 			}
 		case reflect.Map:
-			for it := v.MapRange(); it.Next(); {
-				walk(it.Value(), depth+1)
+			// In key order, so the list is the same for equal maps
+			// (moduleSum digests it).
+			keys := v.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int {
+				return strings.Compare(fmt.Sprint(a.Interface()), fmt.Sprint(b.Interface()))
+			})
+			for _, k := range keys {
+				walk(v.MapIndex(k), depth+1)
 			}
 		}
 	}
@@ -719,21 +720,33 @@ const MaxDocumentBytes = 4 << 20
 // parses it as YAML if its name ends in .yaml or .yml, else as JSON.
 // Errors name the file.
 func (l Loader) ParseFile(path string) (*Document, error) {
-	raw, err := readDocument(path)
+	_, doc, err := l.ReadAndParseFile(path)
+	return doc, err
+}
+
+// ReadAndParseFile is ParseFile that also returns the file's bytes as
+// read, for a program that sends the document on (as "reload" does: the
+// bytes it checked are the bytes it sends). raw is nil when the file could
+// not be read.
+func (l Loader) ReadAndParseFile(path string) (raw []byte, doc *Document, err error) {
+	raw, err = readDocument(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var doc *Document
 	if isYAML(path) {
 		doc, err = l.ParseYAML(raw)
 	} else {
 		doc, err = l.Parse(raw)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return raw, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return doc, nil
+	return raw, doc, nil
 }
+
+// IsYAMLFile reports whether ParseFile parses path as YAML: its name ends
+// in .yaml or .yml (any case).
+func IsYAMLFile(path string) bool { return isYAML(path) }
 
 // LoadFile is Load (or LoadYAML, by the file name's extension, as in
 // ParseFile) for the document at path. Errors name the file.

@@ -36,6 +36,15 @@ type provisioned struct {
 	scope *scope // nested modules provisioned by this one
 }
 
+// newProvisioned returns the provisioned instance of m at path (for
+// errors), with the secrets to withhold from its errors, its lazy Backend
+// and the fxelection.Group of its electors.
+func newProvisioned(path string, m BackendModule, secrets []string) *provisioned {
+	proxy := &lazyBackend{kind: m.ElectionModule().ID.Name()}
+	group, _ := fxelection.NewGroup(proxy) // errs only on a nil Backend
+	return &provisioned{path: path, module: m, secrets: secrets, proxy: proxy, group: group}
+}
+
 // attach appends p's hook to lc the first time an elector using p is built,
 // so it comes before (starts before, stops after) every such elector's hook.
 func (p *provisioned) attach(lc fx.Lifecycle, log *slog.Logger) error {

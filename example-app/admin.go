@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/config"
+)
+
+// The admin endpoint, as Caddy's: GET /config returns the running document
+// (config.Document.RedactedJSON: secrets and placeholder values masked),
+// POST /load replaces it. A load's body is a whole document (JSON, or YAML
+// with Content-Type application/yaml), at most config.MaxDocumentBytes,
+// parsed with the same rules as --config ({env.NAME} and {file.PATH}
+// resolved in this process) and checked before anything changes:
+//
+//   - 200: applied; what did not change kept running (config.Runtime.Apply);
+//   - 400: a bad document, nothing changed; one problem per line, each
+//     naming its JSON path and never a value;
+//   - 415: neither JSON nor YAML (a browser's cross-site form cannot send
+//     either without a preflight, which the endpoint does not answer);
+//   - 500: the document is valid but applying it failed (a backend module
+//     could not be provisioned: nothing changed; or an election could not
+//     release its lease, or a module's clean-up failed: the document runs).
+//
+// On a loopback address the endpoint answers only requests whose Host is a
+// loopback address or localhost, so a web page cannot reach it through a
+// DNS name rebound to 127.0.0.1.
+
+// adminTimeouts bound the admin endpoint's connections: a body of up to
+// MaxDocumentBytes, and a load that provisions modules and stops elections
+// before it answers.
+var adminTimeouts = httpTimeouts{readHeader: 5 * time.Second, read: 30 * time.Second, write: 5 * time.Minute, idle: 60 * time.Second}
+
+// adminEndpoint serves the admin API for the graph's runtime on addr ("":
+// none) between start and stop.
+func adminEndpoint(addr string, remote bool, log *slog.Logger) fx.Option {
+	if addr == "" {
+		return fx.Options()
+	}
+	return fx.Invoke(func(lc fx.Lifecycle, rt *config.Runtime) {
+		serveHTTP(lc, "--admin", addr, adminHandler(rt, !remote, log), adminTimeouts)
+	})
+}
+
+// adminHandler is the admin API over rt; localOnly refuses requests whose
+// Host is not a loopback name.
+func adminHandler(rt *config.Runtime, localOnly bool, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /config", func(w http.ResponseWriter, r *http.Request) {
+		doc := rt.Document()
+		if doc == nil {
+			http.Error(w, "no document running", http.StatusServiceUnavailable)
+			return
+		}
+		raw, err := doc.RedactedJSON()
+		if err != nil {
+			http.Error(w, "cannot show the document", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(raw, '\n'))
+	})
+	mux.HandleFunc("POST /load", func(w http.ResponseWriter, r *http.Request) {
+		code, msg := load(r, rt)
+		if code == http.StatusOK {
+			log.Info("configuration loaded", "elections", len(rt.Electors()))
+		} else {
+			log.Warn("configuration not loaded", "status", code)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, msg+"\n")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if localOnly && !loopbackHost(r.Host) {
+			http.Error(w, "admin endpoint: Host must be a loopback address or localhost", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// load reads, checks and applies a POST /load body and returns the status
+// and the message to answer with.
+func load(r *http.Request, rt *config.Runtime) (int, string) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	yaml := false
+	switch ct {
+	case "application/json":
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		yaml = true
+	default:
+		return http.StatusUnsupportedMediaType, "Content-Type must be application/json or application/yaml"
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, config.MaxDocumentBytes))
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return http.StatusRequestEntityTooLarge, fmt.Sprintf("document larger than %d bytes", config.MaxDocumentBytes)
+		}
+		return http.StatusBadRequest, "cannot read the document"
+	}
+	var doc *config.Document
+	if yaml {
+		doc, err = config.Loader{}.ParseYAML(raw)
+	} else {
+		doc, err = config.Loader{}.Parse(raw)
+	}
+	if err == nil {
+		err = config.ValidateForRuntime(doc)
+	}
+	if err != nil {
+		return http.StatusBadRequest, strings.Join(documentLines(err), "\n")
+	}
+	// The client going away does not cut a load short; its own bound
+	// does.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), startTimeout+stopTimeout(rt.Electors()))
+	defer cancel()
+	if err := rt.Apply(ctx, doc); err != nil {
+		return http.StatusInternalServerError, "load failed: " + strings.Join(documentLines(err), "\n")
+	}
+	return http.StatusOK, fmt.Sprintf("loaded: %s running", count(len(rt.Electors()), "election"))
+}
+
+// documentLines is one line per problem of a config error (each naming
+// its JSON path), or the error on one line, redacted.
+func documentLines(err error) []string {
+	if lines := problemLines("", err); lines != nil {
+		return lines
+	}
+	if errors.As(err, new(*config.PathError)) {
+		return []string{oneLine(err.Error())}
+	}
+	return []string{oneLine(backendkit.RedactText(err.Error()))}
+}
+
+// loopbackHost reports whether a request's Host (host or host:port) names
+// a loopback address or localhost.
+func loopbackHost(host string) bool {
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), "0")
+	}
+	return loopback(host)
+}
+
+// maxAdminAnswer bounds how much of the admin endpoint's answer reload
+// reads.
+const maxAdminAnswer = 64 << 10
+
+// reloadTimeout bounds a reload's request: the server provisions new
+// modules and stops the elections that go before it answers.
+const reloadTimeout = 10 * time.Minute
+
+// errAdminUnreachable is reload's error when the admin endpoint cannot be
+// reached (exit 1).
+var errAdminUnreachable = errors.New("admin endpoint unreachable")
+
+// runReload is "example-app reload --config FILE [--admin ADDR]", as
+// Caddy's "caddy reload": it reads and checks the file as run and validate
+// do (a bad one is bad input, exit 2, and is not sent), then POSTs the
+// bytes it checked to ADDR's /load. Exit 0 when the server applied it, 2
+// when the server found it bad (its lines, each naming the file and a JSON
+// path), 1 when the server cannot be reached or failed to apply it.
+func runReload(ctx context.Context, o options, w io.Writer) error {
+	raw, _, err := loadConfig(o)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+o.adminAddr+"/load", bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("--admin: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if config.IsYAMLFile(o.configFile) {
+		req.Header.Set("Content-Type", "application/yaml")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %w", errAdminUnreachable, o.adminAddr, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAdminAnswer))
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
+		if l != "" {
+			lines = append(lines, oneLine(l))
+		}
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		fmt.Fprintf(w, "%s: %s\n", o.configFile, strings.Join(lines, "; "))
+		return nil
+	case http.StatusBadRequest:
+		for i, l := range lines {
+			lines[i] = o.configFile + ": " + l
+		}
+		return usageError{strings.Join(lines, "\nexample-app: ")}
+	}
+	return fmt.Errorf("--admin %s: %s: %s", o.adminAddr, resp.Status, strings.Join(lines, "; "))
+}

@@ -1,0 +1,385 @@
+package config
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/fxelection/fxelection/fxelection"
+)
+
+// ErrRuntimeClosed is returned by Apply after Close.
+var ErrRuntimeClosed = errors.New("config: runtime closed")
+
+// ErrExtensionsUnsupported is the error (at each "extensions[i]") for a
+// document with extensions given to a Runtime: extensions are fx options,
+// and a Runtime runs no fx app. Build runs them.
+var ErrExtensionsUnsupported = errors.New("extensions add fx options; a Runtime runs none (use Build)")
+
+// RuntimeOptions configure a Runtime. The zero value is usable.
+type RuntimeOptions struct {
+	// Logger is given to every elector (Config.Logger) and to backend
+	// modules (Context.Logger). Default: the core's default logger for
+	// electors, a discarding one for modules.
+	Logger *slog.Logger
+
+	// Attach, if set, is called with each elector the runtime builds, after
+	// its construction and before its Start, so an observer added there
+	// misses no event (log lines, metrics, leader work). The function it
+	// returns (nil for none) is called once, after the elector has stopped
+	// (its lease released), when an Apply removes or replaces it or Close
+	// stops it. Both run with the runtime's lock held: they must not call
+	// the runtime.
+	Attach func(e *fxelection.Elector) (detach func())
+}
+
+// Runtime runs the elections of a Document without an fx app, and replaces
+// the running Document by another with Apply, keeping what did not change:
+//
+//   - an election whose settings (everything but its backend) and backend
+//     module are unchanged keeps running untouched: the same *Elector, no
+//     hand-over, the same term;
+//   - an election no longer in the document stops and releases its lease;
+//   - a new election starts;
+//   - a changed election stops (releasing its lease) before its
+//     replacement starts, so the replacement can take the lease at once.
+//
+// Elections are matched by fx name (Election.FxName, default the name).
+// Backend modules are matched by place: a "backends" entry by its name, an
+// inline module by the fx name of its election. A module is kept, with its
+// provisioned client, when its ID and settings are unchanged: settings are
+// compared after placeholder expansion, secrets included (a secret read
+// from {file.PATH} that changed means the settings changed), through a
+// SHA-256 digest, so the runtime keeps no copy of them. A module whose
+// settings changed is provisioned anew, and every election on it restarts.
+//
+// Its zero value is not usable; call NewRuntime. Its methods are safe for
+// concurrent use: Apply and Close run one at a time.
+type Runtime struct {
+	opts RuntimeOptions
+
+	mu        sync.Mutex // serialises Apply and Close, guards what follows
+	closed    bool
+	doc       *Document
+	modules   map[string]*runModule
+	elections []*runElection // in the running document's order
+
+	// view is the running electors, in the document's order, for readers
+	// that must not wait for an Apply (health handlers, /leader).
+	view sync.Mutex
+	list []*fxelection.Elector
+}
+
+// runModule is one provisioned backend module of a Runtime.
+type runModule struct {
+	key string   // "backends.<name>" or "election <fx name>"
+	sum [32]byte // digest of its ID and settings, secrets included
+	p   *provisioned
+}
+
+// runElection is one running election of a Runtime.
+type runElection struct {
+	fxName string
+	sum    [32]byte // digest of the election's settings but its backend
+	mod    *runModule
+	e      *fxelection.Elector
+	detach func()
+}
+
+// NewRuntime returns a Runtime running nothing; Apply gives it a document.
+func NewRuntime(opts RuntimeOptions) *Runtime {
+	return &Runtime{opts: opts, modules: map[string]*runModule{}}
+}
+
+// ValidateForRuntime checks doc as Apply does before changing anything:
+// Document.Validate's problems and one for each extension
+// (ErrExtensionsUnsupported), each a *PathError, joined with errors.Join,
+// with no setting's value in them. It does no I/O.
+func ValidateForRuntime(doc *Document) error {
+	secrets := docSecrets(doc)
+	err := doc.Validate()
+	for i := range doc.Extensions {
+		err = errors.Join(err, pathErr("extensions["+strconv.Itoa(i)+"]", ErrExtensionsUnsupported))
+	}
+	return redact(err, secrets)
+}
+
+// docSecrets are the values to withhold from doc's errors: placeholder
+// values and every Secret in it.
+func docSecrets(doc *Document) []string {
+	return redactable(append(values(doc.secrets), collectSecrets(doc)...))
+}
+
+// Apply makes doc the running document. It first validates doc
+// (ValidateForRuntime) and provisions the backend modules that are new or
+// changed; if either fails, nothing running changes, the modules it
+// provisioned are cleaned up, and the error says why (a *PathError per
+// problem). Then it stops the elections that are removed or changed (at
+// once, each within its StopTimeout and ctx), cleans up the modules no
+// longer used, and starts the elections that are new or changed. ctx
+// bounds provisioning and stopping; electors keep running after it ends.
+//
+// After the validation and provisioning, Apply always completes; an error
+// from then on (a lease that could not be released, a module whose
+// Cleanup failed) is returned, and the document is running all the same.
+// Apply keeps doc: do not change it afterwards.
+func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrRuntimeClosed
+	}
+	if err := ValidateForRuntime(doc); err != nil {
+		return err
+	}
+	secrets := docSecrets(doc)
+	modules, fresh, err := r.planModules(doc, secrets)
+	if err != nil {
+		return redact(err, secrets)
+	}
+	elections, started, err := r.planElections(doc, modules)
+	if err != nil {
+		return redact(err, secrets)
+	}
+	for i, m := range fresh {
+		if err := m.p.start(ctx); err != nil {
+			for _, prev := range fresh[:i] {
+				err = errors.Join(err, prev.p.stop(ctx))
+			}
+			return err
+		}
+	}
+	kept := map[*runElection]bool{}
+	for _, e := range elections {
+		kept[e] = true
+	}
+	var gone []*runElection
+	for _, e := range r.elections {
+		if !kept[e] {
+			gone = append(gone, e)
+		}
+	}
+	err = stopElections(ctx, gone)
+	for key, m := range r.modules {
+		if modules[key] != m {
+			err = errors.Join(err, m.p.stop(ctx))
+		}
+	}
+	for _, e := range started {
+		if e.detach = r.attach(e.e); e.detach == nil {
+			e.detach = func() {}
+		}
+		// Start only checks its context: the campaign runs until Stop.
+		err = errors.Join(err, e.e.Start(context.WithoutCancel(ctx)))
+	}
+	r.doc, r.modules, r.elections = doc, modules, elections
+	r.publish()
+	return err
+}
+
+// planModules returns the modules doc uses by key (the running ones whose
+// settings did not change, new ones for the rest) and the new ones.
+func (r *Runtime) planModules(doc *Document, secrets []string) (map[string]*runModule, []*runModule, error) {
+	out := map[string]*runModule{}
+	var fresh []*runModule
+	add := func(key, path string, m BackendModule) error {
+		sum, err := moduleSum(m)
+		if err != nil {
+			return pathErr(path, err)
+		}
+		if old := r.modules[key]; old != nil && old.sum == sum {
+			out[key] = old
+			return nil
+		}
+		nm := &runModule{key: key, sum: sum, p: newProvisioned(path, m, secrets)}
+		nm.p.log = r.modLogger()
+		out[key] = nm
+		fresh = append(fresh, nm)
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
+		if err := add("backends."+name, joinPath("backends", name), doc.Backends[name].Module); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, e := range doc.Elections {
+		if e.Backend.Module != nil {
+			if err := add("election "+e.fxName(), "elections["+strconv.Itoa(i)+"].backend", e.Backend.Module); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return out, fresh, nil
+}
+
+// planElections returns doc's elections in order, the running ones that
+// stay and new ones (built, not started) for the rest, and the new ones.
+func (r *Runtime) planElections(doc *Document, modules map[string]*runModule) (all, started []*runElection, err error) {
+	running := map[string]*runElection{}
+	for _, e := range r.elections {
+		running[e.fxName] = e
+	}
+	for i, e := range doc.Elections {
+		mod := modules["backends."+e.Backend.Use]
+		if e.Backend.Module != nil {
+			mod = modules["election "+e.fxName()]
+		}
+		sum, err := electionSum(e)
+		if err != nil {
+			return nil, nil, pathErr("elections["+strconv.Itoa(i)+"]", err)
+		}
+		if old := running[e.fxName()]; old != nil && old.sum == sum && old.mod == mod {
+			all = append(all, old)
+			continue
+		}
+		c := e.Config()
+		c.Logger = r.opts.Logger
+		el, err := mod.p.group.New(c)
+		if err != nil {
+			return nil, nil, pathErr("elections["+strconv.Itoa(i)+"]", err)
+		}
+		ne := &runElection{fxName: e.fxName(), sum: sum, mod: mod, e: el}
+		all, started = append(all, ne), append(started, ne)
+	}
+	return all, started, nil
+}
+
+func (r *Runtime) attach(e *fxelection.Elector) func() {
+	if r.opts.Attach == nil {
+		return nil
+	}
+	return r.opts.Attach(e)
+}
+
+func (r *Runtime) modLogger() *slog.Logger {
+	if r.opts.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.opts.Logger
+}
+
+// stopElections stops es at once, each releasing its lease within its
+// StopTimeout and ctx, then runs their detach functions; it returns the
+// stop errors joined.
+func stopElections(ctx context.Context, es []*runElection) error {
+	errs := make([]error, len(es))
+	var wg sync.WaitGroup
+	for i, e := range es {
+		wg.Go(func() {
+			if err := e.e.Stop(ctx); err != nil {
+				errs[i] = fmt.Errorf("stop election %q: %w", e.fxName, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, e := range es {
+		e.detach()
+	}
+	return errors.Join(errs...)
+}
+
+// publish copies the running electors to the view.
+func (r *Runtime) publish() {
+	list := make([]*fxelection.Elector, len(r.elections))
+	for i, e := range r.elections {
+		list[i] = e.e
+	}
+	r.view.Lock()
+	r.list = list
+	r.view.Unlock()
+}
+
+// Electors returns the running electors in the running document's order
+// (a new slice). It does not wait for an Apply in progress: it sees the
+// electors of the last completed one.
+func (r *Runtime) Electors() []*fxelection.Elector {
+	r.view.Lock()
+	defer r.view.Unlock()
+	return slices.Clone(r.list)
+}
+
+// Document returns the running document (nil before the first Apply and
+// after Close). It waits for an Apply in progress. Do not change it.
+func (r *Runtime) Document() *Document {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.doc
+}
+
+// Close stops every election (at once, each releasing its lease within its
+// StopTimeout and ctx), then cleans up every backend module. Afterwards
+// Apply returns ErrRuntimeClosed; Close again does nothing.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := stopElections(ctx, r.elections)
+	for _, key := range slices.Sorted(maps.Keys(r.modules)) {
+		err = errors.Join(err, r.modules[key].p.stop(ctx))
+	}
+	r.doc, r.modules, r.elections = nil, nil, nil
+	r.publish()
+	return err
+}
+
+// moduleSum digests m's ID and settings: its JSON (Secrets come out
+// masked) followed by every Secret's value, in field order.
+func moduleSum(m Module) ([32]byte, error) {
+	raw, err := marshalModule(m)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h := sha256.New()
+	writeField(h, raw)
+	for _, s := range collectSecrets(m) {
+		writeField(h, []byte(s))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// electionSum digests e's settings but its backend.
+func electionSum(e Election) ([32]byte, error) {
+	e.Backend = BackendRef{}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(raw), nil
+}
+
+// writeField writes b with its length first, so fields cannot run into
+// one another.
+func writeField(h interface{ Write([]byte) (int, error) }, b []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+	_, _ = h.Write(n[:])
+	_, _ = h.Write(b)
+}
+
+// RedactedJSON returns doc as JSON for display (an admin endpoint's GET
+// /config): every Secret setting comes out as "xxxxx", and every value
+// that replaced an {env.NAME} or {file.PATH} placeholder (at least 4 bytes
+// long) is masked wherever it appears. Module settings come out as their
+// decoded values (defaults a module filled in are not shown; placeholders
+// are not restored).
+func (doc *Document) RedactedJSON() ([]byte, error) {
+	raw, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	s := string(raw)
+	return []byte(newMasker(s, docSecrets(doc)).text(s)), nil
+}
