@@ -23,15 +23,24 @@ import (
 // a --config file. A setting the document rejects is bad input naming the
 // flag behind it.
 func runFlags(ctx context.Context, o options, log *slog.Logger) error {
-	doc, err := o.document()
+	doc, opt, err := o.flagsOptions()
 	if err != nil {
 		return err
 	}
+	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, o.provisionProblem, leaderWork(o, log))
+}
+
+// flagsOptions are the flags' document and its fx options.
+func (o options) flagsOptions() (*config.Document, fx.Option, error) {
+	doc, err := o.document()
+	if err != nil {
+		return nil, nil, err
+	}
 	opt, err := config.Build(doc)
 	if err != nil {
-		return usageError{o.documentProblem(err)}
+		return nil, nil, usageError{o.documentProblem(err)}
 	}
-	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, o.provisionProblem)
+	return doc, opt, nil
 }
 
 // runConfig runs every election the --config file describes. A document
@@ -42,7 +51,7 @@ func runConfig(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, func(err error) error { return err })
+	return runApp(ctx, fx.Options(opt, inDocumentOrder(doc)), o, log, func(err error) error { return err }, leaderWork(o, log))
 }
 
 // electorList is every elector of the app, in the order of the document's
@@ -104,13 +113,31 @@ func configProblem(file string, err error) error {
 	return usageError{strings.Join(lines, "\nexample-app: ")}
 }
 
+// appWork is what runApp does with the app's electors.
+type appWork struct {
+	// install adds work to the app's life cycle (nil: none).
+	install func(lc fx.Lifecycle, es electorList)
+	// check runs once the app is built, before it starts: an error ends
+	// the run with nothing started (nil: none).
+	check func(es electorList) error
+	// run runs once the app has started, and the app stops when it
+	// returns (nil: when ctx is done).
+	run func(es electorList) error
+}
+
+// leaderWork is the example's leader work (a log line every
+// --work-interval) for every elector.
+func leaderWork(o options, log *slog.Logger) appWork {
+	return appWork{install: func(lc fx.Lifecycle, es electorList) { startWorkers(lc, es, o.workInterval, log) }}
+}
+
 // runApp runs the fx app of opt (a configuration document's options and
-// inDocumentOrder's electorList) with the example's log contract, leader
-// work and HTTP endpoints for every elector, until ctx is done
-// (SIGINT/SIGTERM), then stops gracefully: leader work drained, leases
+// inDocumentOrder's electorList) with the example's log contract, w's work
+// and HTTP endpoints for every elector, until ctx is done (SIGINT/SIGTERM)
+// or w.run returns, then stops gracefully: leader work drained, leases
 // released, backend modules cleaned up. startProblem classifies an error
 // from the app's start.
-func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, startProblem func(error) error) error {
+func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, startProblem func(error) error, w appWork) error {
 	var electors []*fxelection.Elector
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
@@ -124,11 +151,18 @@ func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, sta
 			for _, e := range es {
 				e.AddObserver(logContract(log))
 			}
-			startWorkers(lc, es, o.workInterval, log)
+			if w.install != nil {
+				w.install(lc, es)
+			}
 		}),
 	)
 	if err := app.Err(); err != nil {
 		return err
+	}
+	if w.check != nil {
+		if err := w.check(electors); err != nil {
+			return err
+		}
 	}
 	startTimeout, stopTimeout := appTimeouts(electors)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -141,10 +175,15 @@ func runApp(ctx context.Context, opt fx.Option, o options, log *slog.Logger, sta
 		}
 		return startProblem(err)
 	}
-	<-ctx.Done()
+	var runErr error
+	if w.run != nil {
+		runErr = w.run(electors)
+	} else {
+		<-ctx.Done()
+	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	return app.Stop(stopCtx)
+	return errors.Join(runErr, app.Stop(stopCtx))
 }
 
 // appTimeouts bound the app's start (backend modules provisioned: the
@@ -237,13 +276,33 @@ func (o options) settingError(msg string, err error) error {
 // JSON path (as LoadFile's errors name the file). Running and validating a
 // document both start here.
 func loadConfig(o options) (*config.Document, fx.Option, error) {
-	doc, err := config.Loader{}.ParseFile(o.configFile)
+	doc, err := parseConfig(o)
 	if err != nil {
-		return nil, nil, configProblem(o.configFile, err)
+		return nil, nil, err
 	}
-	opt, err := config.Build(doc)
+	opt, err := buildConfig(o, doc)
 	if err != nil {
-		return nil, nil, configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
+		return nil, nil, err
 	}
 	return doc, opt, nil
+}
+
+// parseConfig parses and validates --config's document (loadConfig's
+// first half).
+func parseConfig(o options) (*config.Document, error) {
+	doc, err := config.Loader{}.ParseFile(o.configFile)
+	if err != nil {
+		return nil, configProblem(o.configFile, err)
+	}
+	return doc, nil
+}
+
+// buildConfig builds the fx options of doc, read from --config
+// (loadConfig's second half).
+func buildConfig(o options, doc *config.Document) (fx.Option, error) {
+	opt, err := config.Build(doc)
+	if err != nil {
+		return nil, configProblem(o.configFile, fmt.Errorf("%s: %w", o.configFile, err))
+	}
+	return opt, nil
 }

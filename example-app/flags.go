@@ -44,6 +44,7 @@ type options struct {
 	status   bool // the "status" subcommand
 	modules  bool // the "modules" subcommand: list registered modules
 	validate bool // the "validate" subcommand: check --config, run nothing
+	exec     bool // the "exec" subcommand: run argv while leader
 	// help is the command "help COMMAND" asks about ("" for the program).
 	help string
 
@@ -63,6 +64,12 @@ type options struct {
 	httpAddr      string
 	logFormat     string
 	demoDuration  time.Duration
+
+	// exec's: the command after "--", the grace between SIGTERM and
+	// SIGKILL, and the restart policy.
+	argv      []string
+	killAfter time.Duration
+	restart   string
 
 	redisAddr, redisUser, redisPassword string
 	redisDB                             int
@@ -126,6 +133,10 @@ func (o *options) flagTable() []flagDef {
 		{name: "log-format", value: choiceFlag{&o.logFormat, func() []string { return []string{"text", "json"} }, false}, usage: "log format: text|json"},
 		{name: "demo-duration", value: durationFlag{p: &o.demoDuration, zeroOK: true}, usage: "stop the demo after this long (0: until Ctrl-C)"},
 		{name: "watch", value: boolFlag{&o.watch}, usage: "with status: print the leader on every change until interrupted (reads every --retry)"},
+		{name: "kill-after", value: durationFlag{p: &o.killAfter, zeroOK: true},
+			usage: "with exec: SIGKILL the child's process group this long after SIGTERM (default and maximum: --lease − --renew-deadline less a margin of 10% of it, at least 100ms; 0: at once)"},
+		{name: "restart", value: choiceFlag{&o.restart, restartPolicies, false},
+			usage: "with exec: restart the child after it exits while leader: " + strings.Join(restartPolicies(), "|")},
 
 		{name: "redis-addr", value: addrFlag{p: &o.redisAddr, list: true}, backend: "redis", setting: "addr", required: true,
 			usage: "Redis address host:port (comma-separated for Cluster)"},
@@ -199,6 +210,7 @@ func defaults() options {
 		logFormat:     "text",
 		natsBucket:    natslease.DefaultBucket,
 		natsReplicas:  1,
+		restart:       "never",
 	}
 }
 
@@ -274,6 +286,9 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 	case len(args) > 0 && args[0] == "validate":
 		o.validate = true
 		args = args[1:]
+	case len(args) > 0 && args[0] == "exec":
+		o.exec = true
+		args = args[1:]
 	}
 	if len(args) > 0 && args[0] == "modules" {
 		o.modules = true
@@ -303,6 +318,8 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 				o.help = "status"
 			case o.validate:
 				o.help = "validate"
+			case o.exec:
+				o.help = "exec"
 			}
 			return o, err
 		case fail.err != nil:
@@ -310,7 +327,13 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 		}
 		return o, parseProblem(err)
 	}
-	if fs.NArg() > 0 {
+	if o.exec {
+		argv, err := execCommand(args, fs.Args())
+		if err != nil {
+			return o, err
+		}
+		o.argv = argv
+	} else if fs.NArg() > 0 {
 		return o, usagef("unexpected argument %s", show(fs.Arg(0)))
 	}
 	given := map[string]bool{}
@@ -359,6 +382,17 @@ func parseProblem(err error) error {
 // process, not an election.
 var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true}
 
+// execWithConfig are the flags that work with exec --config: the
+// process's, the choice of the document's election, and exec's own.
+var execWithConfig = map[string]bool{"config": true, "http": true, "log-format": true, "election": true, "kill-after": true, "restart": true}
+
+// execOnly are the flags that only exec takes.
+var execOnly = map[string]bool{"kill-after": true, "restart": true}
+
+// notForExec are the flags exec refuses: it runs no demo and no leader
+// work of its own.
+var notForExec = map[string]bool{"work-interval": true, "demo-duration": true, "watch": true}
+
 // validateOnly are the flags "validate" takes.
 var validateOnly = map[string]bool{"config": true}
 
@@ -376,16 +410,31 @@ func (o options) check() error {
 		}
 		return nil
 	}
+	for _, d := range o.flagTable() {
+		switch {
+		case !o.exec && execOnly[d.name] && o.given[d.name]:
+			return usagef("%s works only with exec", o.label(d.name))
+		case o.exec && notForExec[d.name] && o.given[d.name]:
+			return usagef("%s does not work with exec", o.label(d.name))
+		}
+	}
 	if o.configFile != "" {
 		if o.status {
 			return usagef("--config does not work with status (use --backend and its flags)")
 		}
+		allowed := withConfig
+		if o.exec {
+			allowed = execWithConfig
+		}
 		for _, d := range o.flagTable() {
-			if o.given[d.name] && !withConfig[d.name] {
+			if o.given[d.name] && !allowed[d.name] {
 				return usagef("%s conflicts with --config: set it in the configuration file", o.label(d.name))
 			}
 		}
 		return nil
+	}
+	if o.exec && o.backend == "" {
+		return usagef("--backend or --config is required for exec")
 	}
 	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
@@ -407,6 +456,9 @@ func (o options) check() error {
 	// mode: the demo validates its flags too.
 	if err := o.config().Validate(); err != nil {
 		return usageError{o.coreProblem(err)}
+	}
+	if o.exec {
+		return o.checkKillAfter(o.lease, o.renewDeadline, "--lease − --renew-deadline")
 	}
 	return nil
 }

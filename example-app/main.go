@@ -104,8 +104,26 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		}
 		return 0
 	}
-	logger := newLogger(o.logFormat, stdout)
+	logOut := stdout
+	if o.exec {
+		logOut = stderr // exec's stdout is the child's
+	}
+	logger := newLogger(o.logFormat, logOut)
 	routeRedisLogs(logger, o.secrets())
+	if o.exec {
+		code, err := runExec(o, logger, stdout, stderr)
+		switch {
+		case errors.As(err, &ue):
+			fmt.Fprintln(stderr, "example-app:", ue.msg)
+			return 2
+		case err != nil:
+			fmt.Fprintln(stderr, "example-app:", oneLine(backendkit.RedactText(err.Error(), o.secrets()...)))
+			if code == 0 {
+				return 1
+			}
+		}
+		return code
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch {
