@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The test child: this test binary run again with childModeEnv set (see
@@ -573,4 +575,65 @@ func childIntervals(ls []childLine) []interval {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].first.Before(out[j].first) })
 	return out
+}
+
+// TestSidecarManifest: the Kubernetes recipe the README shows
+// (examples/exec/sidecar.yaml) runs a valid exec command line, with its
+// environment, and probes /readyz and /healthz on the --http port.
+func TestSidecarManifest(t *testing.T) {
+	raw, err := os.ReadFile("../examples/exec/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type probe struct {
+		HTTPGet struct {
+			Path string `yaml:"path"`
+			Port string `yaml:"port"`
+		} `yaml:"httpGet"`
+	}
+	var m struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Command []string `yaml:"command"`
+						Args    []string `yaml:"args"`
+						Env     []struct {
+							Name string `yaml:"name"`
+						} `yaml:"env"`
+						Ports []struct {
+							Name          string `yaml:"name"`
+							ContainerPort int    `yaml:"containerPort"`
+						} `yaml:"ports"`
+						ReadinessProbe probe `yaml:"readinessProbe"`
+						LivenessProbe  probe `yaml:"livenessProbe"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	c := m.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = "value-of-" + e.Name
+	}
+	o, err := parseArgs(c.Args, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("the manifest's arguments: %v", err)
+	}
+	if !o.exec || o.id != env["FXELECTION_ID"] || o.redisPassword == "" || len(o.argv) == 0 || !strings.HasPrefix(o.argv[0], "/app/") {
+		t.Fatalf("the manifest runs %+v", o)
+	}
+	_, port, _ := strings.Cut(o.httpAddr, ":")
+	if len(c.Ports) != 1 || strconv.Itoa(c.Ports[0].ContainerPort) != port {
+		t.Fatalf("ports %+v, want --http's %s", c.Ports, port)
+	}
+	for path, p := range map[string]probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
+		if p.HTTPGet.Path != path || p.HTTPGet.Port != c.Ports[0].Name {
+			t.Errorf("probe %+v, want %s on port %s", p.HTTPGet, path, c.Ports[0].Name)
+		}
+	}
 }
