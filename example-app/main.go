@@ -6,7 +6,9 @@
 // document internally, so both take one path. Without --backend or
 // --config it runs a demo of three candidates on the in-memory backend,
 // with hand-overs and failovers to watch. "example-app status" prints the
-// current leader; "example-app validate --config FILE" checks a
+// current leader; "example-app exec [flags] -- CMD [ARGS…]" runs CMD
+// only while this process leads its election (its help states the
+// timing and signal rules); "example-app validate --config FILE" checks a
 // configuration document without running or dialling anything (exit 0 or
 // 2); "example-app modules" lists the registered modules; "example-app help
 // [COMMAND]" prints the usage (of one command).
@@ -28,9 +30,13 @@
 //   - "leader observed": election, identity, leader, term;
 //   - "leader work": election, identity, term (from inside RunIfLeader,
 //     never after the leader context ended);
-//   - "election error": election, identity, op, error.
+//   - "election error": election, identity, op, error;
+//   - exec's, on stderr: "child started" (election, identity, term,
+//     pid), "child signalled" (… pid, signal, reason), "child exited"
+//     (… pid, code), "child restart" (… code, in).
 //
-// SIGTERM or SIGINT drains leader work, releases the lease and exits 0.
+// SIGTERM or SIGINT drains leader work, releases the lease and exits 0
+// (exec: once the child is gone, with the child's exit code).
 // Bad input exits 2 with one line on stderr naming the flag (and the
 // FXELECTION_ variable when the value came from the environment), in
 // every mode, before anything starts; passwords, keys, DSNs and
