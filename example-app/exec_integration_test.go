@@ -64,11 +64,11 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 			"--lease", itLease.String(), "--renew-deadline", itRenew.String(), "--retry", itRetry.String(),
 			"--kill-after", itKillAfter.String())...)
 	}
-	started := func(after uint64) func(execLine) bool {
-		return func(l execLine) bool { return l.Msg == "child started" && l.Term > after }
+	started := func(after uint64) func(logLine) bool {
+		return func(l logLine) bool { return l.Msg == "child started" && l.Term > after }
 	}
-	exited := func(pid int) func(execLine) bool {
-		return func(l execLine) bool { return l.Msg == "child exited" && l.Pid == pid }
+	exited := func(pid int) func(logLine) bool {
+		return func(l logLine) bool { return l.Msg == "child exited" && l.Pid == pid }
 	}
 	appended := func(pid, n int) func([]childLine) bool {
 		return func(ls []childLine) bool {
@@ -81,9 +81,9 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 			return c >= n
 		}
 	}
-	takeover := func(old execLine) execLine {
+	takeover := func(old logLine) logLine {
 		t.Helper()
-		l := p.waitFor(itLease+itSlack+10*time.Second, started(old.Term))
+		l := p.waitLog(itLease+itSlack+10*time.Second, started(old.Term))
 		if l.proc == old.proc {
 			t.Fatalf("process %d led again", l.proc)
 		}
@@ -91,7 +91,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 		return l
 	}
 
-	first := p.waitFor(60*time.Second, started(0))
+	first := p.waitLog(60*time.Second, started(0))
 	p.waitLines(10*time.Second, appended(first.Pid, 5))
 
 	// 1. SIGKILL: the kernel kills the child (Pdeathsig) at once; the
@@ -106,7 +106,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 	p.signal(second.proc, syscall.SIGSTOP)
 	third := takeover(second)
 	contAt := p.signal(second.proc, syscall.SIGCONT)
-	p.waitFor(itKillAfter+itSlack, exited(second.Pid))
+	p.waitLog(itKillAfter+itSlack, exited(second.Pid))
 
 	// 3. Partition: renewals fail, the command steps down at the renew
 	// deadline and stops its child; the others take over once the lease
@@ -114,7 +114,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 	partedAt := time.Now()
 	proxies[third.proc].Partition()
 	fourth := takeover(third)
-	p.waitFor(itSlack, exited(third.Pid))
+	p.waitLog(itSlack, exited(third.Pid))
 	proxies[third.proc].Heal()
 
 	// 4. Graceful SIGTERM: forwarded to the child; once it is gone the
@@ -133,7 +133,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 
 	ls := readChildFile(t, p.file)
 	logs := p.snapshot()
-	logAt := func(msg string, match func(execLine) bool) time.Time {
+	logAt := func(msg string, match func(logLine) bool) time.Time {
 		for _, l := range logs {
 			if l.Msg == msg && match(l) {
 				return l.Time
@@ -160,7 +160,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 	// each started only after the one before had stopped appending, but
 	// for the stopped command's child, which may run until SIGCONT plus
 	// --kill-after.
-	order := []execLine{first, second, third, fourth, fifth}
+	order := []logLine{first, second, third, fourth, fifth}
 	for i, l := range order {
 		iv, ok := ivs[l.Pid]
 		if !ok || iv.term != l.Term {
@@ -188,8 +188,8 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 	}
 
 	// 2. SIGSTOP/SIGCONT.
-	signalled := logAt("child signalled", func(l execLine) bool { return l.Pid == second.Pid && l.Signal == "SIGTERM" })
-	gone := logAt("child exited", func(l execLine) bool { return l.Pid == second.Pid })
+	signalled := logAt("child signalled", func(l logLine) bool { return l.Pid == second.Pid && l.Signal == "SIGTERM" })
+	gone := logAt("child exited", func(l logLine) bool { return l.Pid == second.Pid })
 	t.Logf("SIGSTOP: children overlapped for %s; after SIGCONT the command sent SIGTERM in %s, the child got it in %s, was gone in %s",
 		ms(ivs[second.Pid].last.Sub(ivs[third.Pid].first)), ms(signalled.Sub(contAt)), ms(sigAt(second.Pid, "SIGTERM").Sub(contAt)), ms(gone.Sub(contAt)))
 	if signalled.Sub(contAt) > itSlack {
@@ -202,12 +202,12 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 	for _, tr := range []struct {
 		name     string
 		at       time.Time
-		old, new execLine
+		old, new logLine
 	}{{"partition", partedAt, third, fourth}, {"SIGTERM", termAt, fourth, fifth}} {
-		stepDown := logAt("leadership lost", func(l execLine) bool { return l.proc == tr.old.proc && l.Term == tr.old.Term })
-		signalled := logAt("child signalled", func(l execLine) bool { return l.Pid == tr.old.Pid && l.Signal == "SIGTERM" })
+		stepDown := logAt("leadership lost", func(l logLine) bool { return l.proc == tr.old.proc && l.Term == tr.old.Term })
+		signalled := logAt("child signalled", func(l logLine) bool { return l.Pid == tr.old.Pid && l.Signal == "SIGTERM" })
 		got := sigAt(tr.old.Pid, "SIGTERM")
-		gone := logAt("child exited", func(l execLine) bool { return l.Pid == tr.old.Pid })
+		gone := logAt("child exited", func(l logLine) bool { return l.Pid == tr.old.Pid })
 		next := ivs[tr.new.Pid].first
 		t.Logf("%s: from the fault, step-down logged %s, SIGTERM sent %s, received %s, child gone %s, next child's first append %s",
 			tr.name, ms(stepDown.Sub(tr.at)), ms(signalled.Sub(tr.at)), ms(got.Sub(tr.at)), ms(gone.Sub(tr.at)), ms(next.Sub(tr.at)))
@@ -218,7 +218,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 			t.Errorf("%s: the child was gone %v after the next child's first append", tr.name, gone.Sub(next))
 		}
 		if mode == "ignore-term" {
-			killed := logAt("child signalled", func(l execLine) bool { return l.Pid == tr.old.Pid && l.Signal == "SIGKILL" })
+			killed := logAt("child signalled", func(l logLine) bool { return l.Pid == tr.old.Pid && l.Signal == "SIGKILL" })
 			if d := killed.Sub(signalled); d < itKillAfter-50*time.Millisecond || d > itKillAfter+itSlack {
 				t.Errorf("%s: SIGKILL %v after SIGTERM, want --kill-after (%v)", tr.name, d, itKillAfter)
 			}

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -116,50 +112,21 @@ func readChildFile(t *testing.T, path string) []childLine {
 	return out
 }
 
-// execLine is one JSON log line of an exec process (stderr).
-type execLine struct {
-	Time     time.Time `json:"time"`
-	Msg      string    `json:"msg"`
-	Identity string    `json:"identity"`
-	Term     uint64    `json:"term"`
-	Pid      int       `json:"pid"`
-	Code     int       `json:"code"`
-	Signal   string    `json:"signal"`
-	Reason   string    `json:"reason"`
-
-	proc int
-}
-
-// execProcs runs example-app exec processes, each in its own process
-// group, and collects their log lines. Cleanup kills every process group
-// they and their children made.
+// execProcs runs example-app exec processes (procs reading stderr) with
+// the test child; cleanup also kills the process group of every child
+// they started.
 type execProcs struct {
-	t     *testing.T
-	file  string // the children's file
-	mu    sync.Mutex
-	lines []execLine
-	other []string // stderr lines that are not JSON
-	cmds  []*exec.Cmd
-	eof   []chan struct{}
-	// noID leaves FXELECTION_ID unset (--config: the identity is in the
-	// file).
-	noID bool
+	*procs
+	file string // the children's file
 }
 
 func newExecProcs(t *testing.T) *execProcs {
-	p := &execProcs{t: t, file: filepath.Join(t.TempDir(), "children.log")}
+	p := &execProcs{procs: &procs{t: t, stderr: true}, file: filepath.Join(t.TempDir(), "children.log")}
 	t.Cleanup(func() {
-		// Children first: their pids are in the logs.
 		for _, l := range p.snapshot() {
 			if l.Msg == "child started" {
 				_ = syscall.Kill(-l.Pid, syscall.SIGKILL)
 			}
-		}
-		for i, cmd := range p.cmds {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
-			<-p.eof[i]
-			_ = cmd.Wait()
 		}
 	})
 	return p
@@ -173,66 +140,16 @@ func (p *execProcs) start(mode string, args ...string) int {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	i := len(p.cmds)
-	cmd := exec.Command(binary, append(append([]string{"exec"}, args...), "--", self)...)
 	// The race detector's exit sleep (1s) would delay every child's exit.
-	cmd.Env = append(os.Environ(), childModeEnv+"="+mode, childFileEnv+"="+p.file, "FXELECTION_LOG_FORMAT=json", "GORACE=atexit_sleep_ms=0")
-	if !p.noID {
-		cmd.Env = append(cmd.Env, "FXELECTION_ID="+fmt.Sprintf("proc-%d", i))
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StderrPipe()
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	eof := make(chan struct{})
-	p.cmds, p.eof = append(p.cmds, cmd), append(p.eof, eof)
-	go func() {
-		defer close(eof)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var l execLine
-			p.mu.Lock()
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				p.other = append(p.other, sc.Text())
-			} else {
-				l.proc = i
-				p.lines = append(p.lines, l)
-			}
-			p.mu.Unlock()
-		}
-	}()
-	return i
+	p.env = []string{childModeEnv + "=" + mode, childFileEnv + "=" + p.file, "FXELECTION_LOG_FORMAT=json", "GORACE=atexit_sleep_ms=0"}
+	return p.procs.start(append(append([]string{"exec"}, args...), "--", self)...)
 }
 
-func (p *execProcs) snapshot() []execLine {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]execLine(nil), p.lines...)
-}
-
-// waitFor returns the first log line matching, waiting up to limit.
-func (p *execProcs) waitFor(limit time.Duration, match func(execLine) bool) execLine {
+// waitLog returns the first log line matching, waiting up to limit.
+func (p *execProcs) waitLog(limit time.Duration, match func(logLine) bool) logLine {
 	p.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		for _, l := range p.snapshot() {
-			if match(l) {
-				return l
-			}
-		}
-		if time.Now().After(deadline) {
-			p.mu.Lock()
-			other := strings.Join(p.other, "\n")
-			p.mu.Unlock()
-			p.t.Fatalf("no matching log line within %v; other output:\n%s", limit, other)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	l, _ := p.waitFor(0, limit, match)
+	return l
 }
 
 // signal sends sig to process i.
@@ -306,7 +223,7 @@ func TestExecEnvAndExitCode(t *testing.T) {
 	if code := p.exit(i, 30*time.Second); code != 3 {
 		t.Fatalf("exit code %d, want the child's 3", code)
 	}
-	acquired := p.waitFor(time.Second, func(l execLine) bool { return l.Msg == "leadership acquired" })
+	acquired := p.waitLog(time.Second, func(l logLine) bool { return l.Msg == "leadership acquired" })
 	ls := readChildFile(t, p.file)
 	if len(ls) != 1 || ls[0].kind != "E" {
 		t.Fatalf("child wrote %+v, want one E line", ls)
@@ -394,7 +311,7 @@ func TestExecSignals(t *testing.T) {
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("append", memoryExec...)
-	p.waitFor(30*time.Second, func(l execLine) bool { return l.Msg == "child started" })
+	p.waitLog(30*time.Second, func(l logLine) bool { return l.Msg == "child started" })
 	p.waitLines(30*time.Second, func(ls []childLine) bool { return countKind(ls, "T") > 0 })
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGQUIT, syscall.SIGINT} {
 		p.signal(i, sig)
