@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -552,5 +553,28 @@ func TestSidecarManifest(t *testing.T) {
 		if p.HTTPGet.Path != path || p.HTTPGet.Port != c.Ports[0].Name {
 			t.Errorf("probe %+v, want %s on port %s", p.HTTPGet, path, c.Ports[0].Name)
 		}
+	}
+}
+
+// TestExecStartFailureExitsOne: a command whose app cannot start (here its
+// HTTP address is taken) exits 1 and never runs the child.
+func TestExecStartFailureExitsOne(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	file := filepath.Join(t.TempDir(), "children.log")
+	self, _ := os.Executable()
+	cmd := exec.Command(binary, append(append([]string{"exec"}, memoryExec...), "--http", ln.Addr().String(), "--", self)...)
+	cmd.Env = append(os.Environ(), childModeEnv+"=exit:0", childFileEnv+"="+file)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "example-app: --http") {
+		t.Fatalf("exit %v, want 1 naming --http; output:\n%s", err, out)
+	}
+	if ls := readChildFile(t, file); len(ls) != 0 {
+		t.Fatalf("the child ran: %+v", ls)
 	}
 }
