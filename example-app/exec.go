@@ -236,7 +236,8 @@ const (
 // run campaigns until the command is to end, running the child in every
 // leadership, and returns the exit code: the child's when its exit (and
 // --restart) or a stop signal ended the command while it ran, 0 when a
-// signal stopped a follower.
+// signal stopped a follower, the last child's when the elector stopped
+// campaigning after a loss (no_recampaign).
 func (s *supervisor) run() int {
 	leading := make(chan struct{}, 1)
 	remove := s.e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
@@ -252,14 +253,22 @@ func (s *supervisor) run() int {
 	// too.
 	poll := time.NewTicker(s.e.Config().RetryPeriod)
 	defer poll.Stop()
+	last := 0 // the code of the last child a lost leadership stopped
 	for {
-		end, code := lost, 0
+		end, code := lost, last
 		_, _ = s.e.RunIfLeader(context.Background(), func(ctx context.Context) error {
 			end, code = s.lead(ctx)
 			return nil
 		})
 		if end != lost {
 			return code
+		}
+		last = code
+		if !s.e.Status().Running {
+			// It campaigns no more (no_recampaign after a loss): it
+			// would never run the child again.
+			s.log.Info("no longer campaigning: exiting", "election", s.e.Status().Election, "code", last)
+			return last
 		}
 		select {
 		case <-leading:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -224,4 +226,34 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 			}
 		}
 	}
+}
+
+// TestExecNoRecampaign: with no_recampaign, a command whose leadership
+// ends (its store connection cut) stops its child and exits with the
+// child's code instead of waiting for a leadership that cannot come.
+func TestExecNoRecampaign(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewRedis(t, testserver.RedisOptions{})
+	px, err := electiontest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	doc := filepath.Join(t.TempDir(), "once.json")
+	if err := os.WriteFile(doc, []byte(`{"elections": [{"name": "once", "identity": "solo", "no_recampaign": true,
+		"lease_duration": "2s", "renew_deadline": "1.3s", "retry_period": "300ms",
+		"backend": {"module": "fxelection.backends.redis", "addr": "`+px.Addr()+`"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := newExecProcs(t)
+	p.noID = true
+	i := p.start("append", "--config", doc, "--http", "")
+	child := p.waitLog(30*time.Second, func(l logLine) bool { return l.Msg == "child started" })
+	p.waitLines(10*time.Second, func(ls []childLine) bool { return countKind(ls, "T") > 0 })
+	px.Partition()
+	if code := p.exit(i, itLease+itSlack+10*time.Second); code != 0 {
+		t.Fatalf("exit code %d, want the child's 0 (it exits 0 on SIGTERM)", code)
+	}
+	p.waitLog(time.Second, func(l logLine) bool { return l.Msg == "child exited" && l.Pid == child.Pid })
+	px.Heal()
 }
