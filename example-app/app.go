@@ -22,15 +22,25 @@ import (
 // a --config file (runDocument), without the admin endpoint. A setting the
 // document rejects is bad input naming the flag behind it.
 func runFlags(ctx context.Context, o options, log *slog.Logger) error {
-	doc, err := o.document()
+	doc, err := o.flagsDocument()
 	if err != nil {
 		return err
 	}
-	if err := config.ValidateForRuntime(doc); err != nil {
-		return usageError{o.documentProblem(err)}
-	}
 	o.adminAddr = ""
-	return runDocument(ctx, doc, o, log, o.provisionProblem)
+	return runDocument(ctx, doc, o, log, o.provisionProblem, leaderWork(o, log))
+}
+
+// flagsDocument is the flags' one-election document, checked as
+// runDocument's runtime will check it.
+func (o options) flagsDocument() (*config.Document, error) {
+	doc, err := o.document()
+	if err != nil {
+		return nil, err
+	}
+	if err := config.ValidateForRuntime(doc); err != nil {
+		return nil, usageError{o.documentProblem(err)}
+	}
+	return doc, nil
 }
 
 // runConfig runs every election the --config file describes, with the
@@ -41,7 +51,37 @@ func runConfig(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return runDocument(ctx, doc, o, log, func(err error) error { return err })
+	return runDocument(ctx, doc, o, log, func(err error) error { return err }, leaderWork(o, log))
+}
+
+// docWork is what runDocument does besides running the document's
+// elections with the example's log contract and metrics.
+type docWork struct {
+	// attach runs with each elector the runtime starts, before it starts;
+	// it may refuse the elector (the document then does not run, or a
+	// load is refused), and its detach runs once the elector has stopped.
+	// nil: nothing.
+	attach func(e *fxelection.Elector) (detach func(), err error)
+	// run runs once the document is running, and the program stops when it
+	// returns (nil: when ctx is done).
+	run func() error
+}
+
+// leaderWork is the example's leader work: a log line every
+// --work-interval while leading, for every elector.
+func leaderWork(o options, log *slog.Logger) docWork {
+	return docWork{attach: func(e *fxelection.Elector) (func(), error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			work(ctx, e, o.workInterval, log)
+		}()
+		return func() {
+			cancel()
+			<-done
+		}, nil
+	}}
 }
 
 // maxProblemLines bounds how many problems a bad document reports.
@@ -97,7 +137,7 @@ const startTimeout = time.Minute
 // It runs until ctx is done (SIGINT/SIGTERM), then stops gracefully: leader
 // work drained, leases released, backend modules cleaned up. startProblem
 // classifies an error from the first Apply.
-func runDocument(ctx context.Context, doc *config.Document, o options, log *slog.Logger, startProblem func(error) error) error {
+func runDocument(ctx context.Context, doc *config.Document, o options, log *slog.Logger, startProblem func(error) error, w docWork) error {
 	var rt *config.Runtime
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
@@ -106,7 +146,7 @@ func runDocument(ctx context.Context, doc *config.Document, o options, log *slog
 			// elector; the core's own log lines would repeat it.
 			return config.NewRuntime(config.RuntimeOptions{
 				Logger: slog.New(slog.DiscardHandler),
-				Attach: attachElector(log, o.workInterval, m),
+				Attach: attachElector(log, m, w.attach),
 			})
 		}),
 		fx.Populate(&rt),
@@ -130,12 +170,17 @@ func runDocument(ctx context.Context, doc *config.Document, o options, log *slog
 	if err := app.Start(startCtx); err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
-	<-ctx.Done()
+	var runErr error
+	if w.run != nil {
+		runErr = w.run()
+	} else {
+		<-ctx.Done()
+	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout(rt.Electors()))
 	defer cancel()
 	// The endpoints first (no load starts during the stop), then the
 	// elections.
-	return errors.Join(app.Stop(stopCtx), rt.Close(stopCtx))
+	return errors.Join(runErr, app.Stop(stopCtx), rt.Close(stopCtx))
 }
 
 // stopTimeout bounds stopping electors: each within its stop timeout, plus
@@ -150,24 +195,28 @@ func stopTimeout(es []*fxelection.Elector) time.Duration {
 }
 
 // attachElector returns the runtime's Attach: for each elector it starts,
-// the example's log contract, metrics and leader work (every
-// --work-interval); the detach it returns, called once the elector has
-// stopped, ends the work and removes the elector's series.
-func attachElector(log *slog.Logger, interval time.Duration, m *metrics.Metrics) func(*fxelection.Elector) func() {
-	return func(e *fxelection.Elector) func() {
+// the example's log contract, metrics and then more (the mode's work, if
+// not nil, which may refuse the elector); the detach it returns, called
+// once the elector has stopped, ends the work and removes the elector's
+// series.
+func attachElector(log *slog.Logger, m *metrics.Metrics, more func(*fxelection.Elector) (func(), error)) func(*fxelection.Elector) (func(), error) {
+	return func(e *fxelection.Elector) (func(), error) {
+		stopWork := func() {}
+		if more != nil {
+			stop, err := more(e)
+			if err != nil {
+				return nil, err
+			}
+			if stop != nil {
+				stopWork = stop
+			}
+		}
 		e.AddObserver(logContract(log))
 		detachMetrics := m.Attach(e)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			work(ctx, e, interval, log)
-		}()
 		return func() {
-			cancel()
-			<-done
+			stopWork()
 			detachMetrics()
-		}
+		}, nil
 	}
 }
 

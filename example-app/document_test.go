@@ -227,7 +227,7 @@ func TestConfigExcludesElectionFlags(t *testing.T) {
 	}
 	var o options
 	for _, d := range o.flagTable() {
-		if withConfig[d.name] {
+		if withConfig[d.name] || execOnly[d.name] { // exec's own: TestExecUsage
 			continue
 		}
 		v := "x"

@@ -46,6 +46,7 @@ type options struct {
 	validate bool // the "validate" subcommand: check --config, run nothing
 	reload   bool // the "reload" subcommand: POST --config to --admin
 	run      bool // the "run" subcommand: --config, as without it
+	exec     bool // the "exec" subcommand: run argv while leader
 	// help is the command "help COMMAND" asks about ("" for the program).
 	help string
 
@@ -69,6 +70,12 @@ type options struct {
 	httpAddr      string
 	logFormat     string
 	demoDuration  time.Duration
+
+	// exec's: the command after "--", the grace between SIGTERM and
+	// SIGKILL, and the restart policy.
+	argv      []string
+	killAfter time.Duration
+	restart   string
 
 	redisAddr, redisUser, redisPassword string
 	redisDB                             int
@@ -134,6 +141,10 @@ func (o *options) flagTable() []flagDef {
 		{name: "admin", value: adminFlag{&o.adminAddr}, usage: "admin endpoint host:port with --config: GET /config, POST /load (off: none; loopback only unless --admin-remote); reload's target"},
 		{name: "admin-remote", value: boolFlag{&o.adminRemote}, usage: "allow --admin on a non-loopback address: whoever reaches it can replace the running configuration"},
 		{name: "watch", value: boolFlag{&o.watch}, usage: "with status: print the leader on every change until interrupted (reads every --retry)"},
+		{name: "kill-after", value: durationFlag{p: &o.killAfter, zeroOK: true},
+			usage: "with exec: SIGKILL the child's process group this long after SIGTERM (default and maximum: --lease − --renew-deadline less a margin of 10% of it, at least 100ms; 0: at once)"},
+		{name: "restart", value: choiceFlag{&o.restart, restartPolicies, false},
+			usage: "with exec: restart the child after it exits while leader: " + strings.Join(restartPolicies(), "|")},
 
 		{name: "redis-addr", value: addrFlag{p: &o.redisAddr, list: true}, backend: "redis", setting: "addr", required: true,
 			usage: "Redis address host:port (comma-separated for Cluster)"},
@@ -208,6 +219,7 @@ func defaults() options {
 		logFormat:     "text",
 		natsBucket:    natslease.DefaultBucket,
 		natsReplicas:  1,
+		restart:       "never",
 	}
 }
 
@@ -289,6 +301,9 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 	case len(args) > 0 && args[0] == "run":
 		o.run = true
 		args = args[1:]
+	case len(args) > 0 && args[0] == "exec":
+		o.exec = true
+		args = args[1:]
 	}
 	if len(args) > 0 && args[0] == "modules" {
 		o.modules = true
@@ -322,6 +337,8 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 				o.help = "reload"
 			case o.run:
 				o.help = "run"
+			case o.exec:
+				o.help = "exec"
 			}
 			return o, err
 		case fail.err != nil:
@@ -329,7 +346,13 @@ func parseArgs(args []string, getenv func(string) string) (options, error) {
 		}
 		return o, parseProblem(err)
 	}
-	if fs.NArg() > 0 {
+	if o.exec {
+		argv, err := execCommand(args, fs.Args())
+		if err != nil {
+			return o, err
+		}
+		o.argv = argv
+	} else if fs.NArg() > 0 {
 		return o, usagef("unexpected argument %s", show(fs.Arg(0)))
 	}
 	given := map[string]bool{}
@@ -378,8 +401,23 @@ func parseProblem(err error) error {
 // process, not an election.
 var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true, "admin": true, "admin-remote": true}
 
+// execWithConfig are the flags that work with exec --config: the
+// process's, the choice of the document's election, and exec's own.
+var execWithConfig = map[string]bool{"config": true, "http": true, "log-format": true, "election": true, "kill-after": true, "restart": true}
+
+// execOnly are the flags that only exec takes.
+var execOnly = map[string]bool{"kill-after": true, "restart": true}
+
+// notForExec are the flags exec refuses: it runs no demo and no leader
+// work of its own.
+var notForExec = map[string]bool{"work-interval": true, "demo-duration": true, "watch": true}
+
 // validateOnly are the flags "validate" takes.
 var validateOnly = map[string]bool{"config": true}
+
+// adminFlags are the admin endpoint's flags: for --config runs (and
+// reload's target), ignored elsewhere when they come from the environment.
+var adminFlags = map[string]bool{"admin": true, "admin-remote": true}
 
 // reloadOnly are the flags "reload" takes.
 var reloadOnly = map[string]bool{"config": true, "admin": true}
@@ -399,26 +437,44 @@ func (o options) check() error {
 	case o.run && o.configFile == "":
 		return usagef("--config is required for run")
 	}
+	for _, d := range o.flagTable() {
+		switch {
+		case !o.exec && execOnly[d.name] && o.given[d.name]:
+			return usagef("%s works only with exec", o.label(d.name))
+		case o.exec && notForExec[d.name] && o.given[d.name]:
+			return usagef("%s does not work with exec", o.label(d.name))
+		case o.exec && adminFlags[d.name] && o.given[d.name] && o.fromEnv[d.name] == "":
+			// exec runs one election: there is nothing to reload.
+			return usagef("%s does not work with exec", o.label(d.name))
+		}
+	}
 	if o.configFile != "" {
-		if o.adminAddr != "" && !o.adminRemote && !loopback(o.adminAddr) {
+		if !o.exec && o.adminAddr != "" && !o.adminRemote && !loopback(o.adminAddr) {
 			return usagef("%s: not a loopback address; whoever reaches the admin endpoint can replace the configuration (add --admin-remote to allow it)", o.label("admin"))
 		}
 		if o.status {
 			return usagef("--config does not work with status (use --backend and its flags)")
 		}
+		allowed := withConfig
+		if o.exec {
+			allowed = execWithConfig
+		}
 		for _, d := range o.flagTable() {
-			if o.given[d.name] && !withConfig[d.name] {
+			if o.given[d.name] && !allowed[d.name] && !adminFlags[d.name] {
 				return usagef("%s conflicts with --config: set it in the configuration file", o.label(d.name))
 			}
 		}
 		return nil
 	}
-	for _, name := range []string{"admin", "admin-remote"} {
+	for name := range adminFlags {
 		// Only the command line counts: FXELECTION_ADMIN meant for runs
 		// with --config does not break the others.
 		if o.given[name] && o.fromEnv[name] == "" {
 			return usagef("--%s works only with --config", name)
 		}
+	}
+	if o.exec && o.backend == "" {
+		return usagef("--backend or --config is required for exec")
 	}
 	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
@@ -440,6 +496,9 @@ func (o options) check() error {
 	// mode: the demo validates its flags too.
 	if err := o.config().Validate(); err != nil {
 		return usageError{o.coreProblem(err)}
+	}
+	if o.exec {
+		return o.checkKillAfter(o.lease, o.renewDeadline, "--lease − --renew-deadline")
 	}
 	return nil
 }

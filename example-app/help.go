@@ -38,6 +38,14 @@ var commands = []command{
 		},
 	},
 	{
+		name:  "exec",
+		usage: "example-app exec (--backend NAME [backend flags] [--election NAME] | --config FILE [--election NAME]) [--kill-after D] [--restart never|on-failure|always] -- CMD [ARGS…]",
+		about: execAbout,
+		flags: func(d flagDef) bool {
+			return d.backend != "" || execWithConfig[d.name] || electionFlags[d.name]
+		},
+	},
+	{
 		name:  "validate",
 		usage: "example-app validate --config FILE",
 		about: "Parses and validates a configuration file without connecting to anything: every problem on its own line, exit 0 (valid) or 2.",
@@ -51,9 +59,12 @@ var commands = []command{
 	{
 		name:  "help",
 		usage: "example-app help [COMMAND]",
-		about: "Prints the usage, or COMMAND's (run, reload, status, validate, modules, help).",
+		about: "Prints the usage, or COMMAND's (run, reload, status, exec, validate, modules, help).",
 	},
 }
+
+// electionFlags are the flags of one election but its backend's settings.
+var electionFlags = map[string]bool{"backend": true, "election": true, "id": true, "lease": true, "renew-deadline": true, "retry": true, "stop-timeout": true}
 
 // commandHelp returns the command named name, nil if there is none.
 func commandHelp(name string) *command {
@@ -89,6 +100,7 @@ func printHelp(w io.Writer, topic string) {
        example-app run --config FILE [--http ADDR] [--admin ADDR|off] [--log-format F] [--work-interval D]
        example-app reload --config FILE [--admin ADDR]
        example-app status [flags]
+       example-app exec [flags] -- CMD [ARGS…]
        example-app validate --config FILE
        example-app modules
        example-app help [COMMAND]
@@ -96,6 +108,7 @@ func printHelp(w io.Writer, topic string) {
 With no --backend and no --config, runs a three-candidate demo on the in-memory backend.
 "run" (or just --config FILE) runs every election of a configuration file, with an admin endpoint (--admin) that "reload" sends a changed file to: elections the change did not touch keep running, with the same leader and term.
 "status" prints the election's current leader from the store.
+"exec" campaigns and runs CMD only while leader (see "help exec" for its signal and timing rules).
 "validate" parses and validates a configuration file without connecting to anything: every problem on its own line, exit 0 (valid) or 2.
 "modules" lists the registered modules (backends: fxelection.backends.<name>).
 "help COMMAND" (or "COMMAND --help") describes one command.
@@ -124,3 +137,16 @@ func printFlags(w io.Writer, keep func(flagDef) bool) {
 		fmt.Fprintf(w, "  %s\n    \t%s%s [%s]\n", name, d.usage, def, envName(d.name))
 	}
 }
+
+// execAbout is exec's help: what it does and its timing and signal rules.
+const execAbout = `Campaigns for one election (the flags', or the --config document's election named by --election) and runs CMD only while this process leads. Logs go to stderr; the child's stdout and stderr pass through, its stdin is /dev/null.
+
+The child runs in its own process group with FXELECTION_ELECTION, FXELECTION_IDENTITY and FXELECTION_TERM (the lease's fencing token, decimal) added to this process's environment (the FXELECTION_ variables that set flags are removed: they configure this command and may hold passwords). Guard its writes with FXELECTION_TERM: a paused host or process (SIGSTOP, a frozen VM) cannot stop its child in time.
+
+Timing: when leadership ends (the renew deadline passed, the lease was lost, or a resign), the whole group gets SIGTERM at once and SIGKILL --kill-after later. No other candidate can take the lease before --lease − --renew-deadline after the step-down, so --kill-after defaults to, and may not exceed, that window less a margin of 10% of it (at least 100ms): 4.5s with the defaults (15s, 10s). The next leadership's child starts only once every process of the previous group is gone. If this process dies, even by SIGKILL, the kernel kills the child (its own children are not, unless they die with it); the lease it held then expires as usual.
+
+Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the group while the child runs. SIGINT and SIGTERM also stop the command: once the group is gone (SIGKILL --kill-after after the signal), the lease is released and the command exits.
+
+Child exit while leader, by --restart: never (default): release the lease and exit with the child's code; on-failure: restart after a non-zero exit, release and exit 0 after a zero exit; always: restart. Restarts wait 100ms, doubling per exit in a row up to 10s. Exit codes are the child's (128+N when signal N ended it, 127 when it could not start), 0 when a signal stopped the command with no child running, 2 for bad input, 1 when the store or the app failed. With no_recampaign (a --config setting) the end of a leadership ends the command, with the child's code. The lease is released only after the child is gone.
+
+No -n (semaphore, as consul lock -n): an election has one lease record with one holder on every backend. N holders need either one record listing them, which observed-time backends (S3, NATS KV) cannot expire (a follower takes over only a record unchanged for a whole lease, and N renewing holders change it every RetryPeriod/N), or N elections a candidate campaigns in at once while holding one, where each slot's term counts alone so FXELECTION_TERM orders nothing.`

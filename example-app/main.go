@@ -7,7 +7,9 @@
 // document internally, so both take one path. Without --backend or
 // --config it runs a demo of three candidates on the in-memory backend,
 // with hand-overs and failovers to watch. "example-app status" prints the
-// current leader; "example-app validate --config FILE" checks a
+// current leader; "example-app exec [flags] -- CMD [ARGS…]" runs CMD
+// only while this process leads its election (its help states the
+// timing and signal rules); "example-app validate --config FILE" checks a
 // configuration document without running or dialling anything (exit 0 or
 // 2); "example-app reload --config FILE [--admin ADDR]" checks it too, then
 // sends it to a running process's admin endpoint (exit 0 applied, 2 bad
@@ -46,9 +48,13 @@
 //   - "leader observed": election, identity, leader, term;
 //   - "leader work": election, identity, term (from inside RunIfLeader,
 //     never after the leader context ended);
-//   - "election error": election, identity, op, error.
+//   - "election error": election, identity, op, error;
+//   - exec's, on stderr: "child started" (election, identity, term,
+//     pid), "child signalled" (… pid, signal, reason), "child exited"
+//     (… pid, code), "child restart" (… code, in).
 //
-// SIGTERM or SIGINT drains leader work, releases the lease and exits 0.
+// SIGTERM or SIGINT drains leader work, releases the lease and exits 0
+// (exec: once the child is gone, with the child's exit code).
 // Bad input exits 2 with one line on stderr naming the flag (and the
 // FXELECTION_ variable when the value came from the environment), in
 // every mode, before anything starts; passwords, keys, DSNs and
@@ -123,8 +129,26 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		}
 		return 0
 	}
-	logger := newLogger(o.logFormat, stdout)
+	logOut := stdout
+	if o.exec {
+		logOut = stderr // exec's stdout is the child's
+	}
+	logger := newLogger(o.logFormat, logOut)
 	routeRedisLogs(logger, o.secrets())
+	if o.exec {
+		code, err := runExec(o, logger, stdout, stderr)
+		switch {
+		case errors.As(err, &ue):
+			fmt.Fprintln(stderr, "example-app:", ue.msg)
+			return 2
+		case err != nil:
+			fmt.Fprintln(stderr, "example-app:", oneLine(backendkit.RedactText(err.Error(), o.secrets()...)))
+			if code == 0 {
+				return 1
+			}
+		}
+		return code
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch {

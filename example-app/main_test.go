@@ -18,6 +18,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(childModeEnv); mode != "" {
+		childMain(mode) // exec's tests run this binary as their child
+		return
+	}
 	dir, err := os.MkdirTemp("", "example-app-test-*")
 	if err != nil {
 		panic(err)

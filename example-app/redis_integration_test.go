@@ -21,20 +21,25 @@ import (
 
 // logLine is one JSON log line of an example-app process.
 type logLine struct {
-	Msg      string `json:"msg"`
-	Election string `json:"election"`
-	Identity string `json:"identity"`
-	Leader   string `json:"leader"`
-	Term     uint64 `json:"term"`
-	Reason   string `json:"reason"`
-	Op       string `json:"op"`
+	Time     time.Time `json:"time"`
+	Msg      string    `json:"msg"`
+	Election string    `json:"election"`
+	Identity string    `json:"identity"`
+	Leader   string    `json:"leader"`
+	Term     uint64    `json:"term"`
+	Reason   string    `json:"reason"`
+	Op       string    `json:"op"`
+	// exec's
+	Pid    int    `json:"pid"`
+	Code   int    `json:"code"`
+	Signal string `json:"signal"`
 
 	proc int
 	at   time.Time
 }
 
-// procs runs example-app processes and collects their log lines in the
-// order they arrive.
+// procs runs example-app processes, each in its own process group (which
+// cleanup kills), and collects their log lines in the order they arrive.
 type procs struct {
 	t     *testing.T
 	mu    sync.Mutex
@@ -45,6 +50,8 @@ type procs struct {
 	// is in the file); env is added to every process's environment.
 	noID bool
 	env  []string
+	// stderr reads the log from stderr (exec's) instead of stdout.
+	stderr bool
 }
 
 func (p *procs) start(args ...string) int {
@@ -57,11 +64,19 @@ func (p *procs) start(args ...string) int {
 	if !p.noID {
 		cmd.Env = append(cmd.Env, "FXELECTION_ID="+fmt.Sprintf("proc-%d", i))
 	}
-	out, err := cmd.StdoutPipe()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out io.Reader
+	var err error
+	if p.stderr {
+		out, err = cmd.StderrPipe()
+		cmd.Stdout = io.Discard
+	} else {
+		out, err = cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+	}
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
@@ -72,7 +87,7 @@ func (p *procs) start(args ...string) int {
 		p.read(i, out)
 	}()
 	p.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-eof // read everything before Wait closes the pipe
 		_ = cmd.Wait()
 	})

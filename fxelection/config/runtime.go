@@ -32,13 +32,16 @@ type RuntimeOptions struct {
 	Logger *slog.Logger
 
 	// Attach, if set, is called with each elector the runtime builds, after
-	// its construction and before its Start, so an observer added there
-	// misses no event (log lines, metrics, leader work). The function it
-	// returns (nil for none) is called once, after the elector has stopped
-	// (its lease released), when an Apply removes or replaces it or Close
-	// stops it. Both run with the runtime's lock held: they must not call
-	// the runtime.
-	Attach func(e *fxelection.Elector) (detach func())
+	// its construction and before anything running changes or any new
+	// elector starts, so an observer added there misses no event (log
+	// lines, metrics, leader work). It may refuse an elector: its error (at
+	// the election's path) fails Apply, and nothing running changes (the
+	// electors attached so far are detached). The function it returns (nil
+	// for none) is called once, after the elector has stopped (its lease
+	// released), when an Apply removes or replaces it or Close stops it, or
+	// when the Apply that attached it fails. Both run with the runtime's
+	// lock held: they must not call the runtime.
+	Attach func(e *fxelection.Elector) (detach func(), err error)
 }
 
 // Runtime runs the elections of a Document without an fx app, and replaces
@@ -88,6 +91,7 @@ type runModule struct {
 // runElection is one running election of a Runtime.
 type runElection struct {
 	fxName string
+	path   string   // its JSON path in the document that started it
 	sum    [32]byte // digest of the election's settings but its backend
 	mod    *runModule
 	e      *fxelection.Elector
@@ -157,6 +161,12 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 			return err
 		}
 	}
+	if err := r.attachAll(started); err != nil {
+		for _, m := range fresh {
+			err = errors.Join(err, m.p.stop(ctx))
+		}
+		return redact(err, secrets)
+	}
 	kept := map[*runElection]bool{}
 	for _, e := range elections {
 		kept[e] = true
@@ -174,9 +184,6 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 		}
 	}
 	for _, e := range started {
-		if e.detach = r.attach(e.e); e.detach == nil {
-			e.detach = func() {}
-		}
 		// Start only checks its context: the campaign runs until Stop.
 		err = errors.Join(err, e.e.Start(context.WithoutCancel(ctx)))
 	}
@@ -246,17 +253,33 @@ func (r *Runtime) planElections(doc *Document, modules map[string]*runModule) (a
 		if err != nil {
 			return nil, nil, pathErr("elections["+strconv.Itoa(i)+"]", err)
 		}
-		ne := &runElection{fxName: e.fxName(), sum: sum, mod: mod, e: el}
+		ne := &runElection{fxName: e.fxName(), path: "elections[" + strconv.Itoa(i) + "]", sum: sum, mod: mod, e: el}
 		all, started = append(all, ne), append(started, ne)
 	}
 	return all, started, nil
 }
 
-func (r *Runtime) attach(e *fxelection.Elector) func() {
-	if r.opts.Attach == nil {
-		return nil
+// attachAll calls Attach with every elector of es, setting its detach; if
+// Attach refuses one, it detaches those attached and returns the error at
+// that election's path.
+func (r *Runtime) attachAll(es []*runElection) error {
+	for i, e := range es {
+		e.detach = func() {}
+		if r.opts.Attach == nil {
+			continue
+		}
+		detach, err := r.opts.Attach(e.e)
+		if err != nil {
+			for _, prev := range es[:i] {
+				prev.detach()
+			}
+			return pathErr(e.path, err)
+		}
+		if detach != nil {
+			e.detach = detach
+		}
 	}
-	return r.opts.Attach(e)
+	return nil
 }
 
 func (r *Runtime) modLogger() *slog.Logger {

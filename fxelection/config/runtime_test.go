@@ -22,7 +22,7 @@ type runtimeLog struct {
 	detached []string
 }
 
-func (l *runtimeLog) attach(e *fxelection.Elector) func() {
+func (l *runtimeLog) attach(e *fxelection.Elector) (func(), error) {
 	name := e.Status().Election
 	e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
 		if ev.Kind == fxelection.EventStoppedLeading {
@@ -35,7 +35,7 @@ func (l *runtimeLog) attach(e *fxelection.Elector) func() {
 		l.mu.Lock()
 		l.detached = append(l.detached, name)
 		l.mu.Unlock()
-	}
+	}, nil
 }
 
 func (l *runtimeLog) lostCount(name string) int {
@@ -215,7 +215,14 @@ func TestRuntimeReprovisionsChangedModules(t *testing.T) {
 func TestRuntimeBadDocumentChangesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := journalFor(t.Name())
-		rt := config.NewRuntime(config.RuntimeOptions{})
+		var detached []string
+		rt := config.NewRuntime(config.RuntimeOptions{Attach: func(e *fxelection.Elector) (func(), error) {
+			name := e.Status().Election
+			if name == "refused" {
+				return nil, errors.New("refused by Attach")
+			}
+			return func() { detached = append(detached, name) }, nil
+		}})
 		ctx := context.Background()
 		defer rt.Close(ctx)
 		good := parseDoc(t, `{"elections": [{"name": "x", `+timing+`, "backend": `+probeIn(t.Name(), "g", "")+`}]}`)
@@ -236,6 +243,11 @@ func TestRuntimeBadDocumentChangesNothing(t *testing.T) {
 			{"extensions", `{"elections": [{"name": "x", ` + timing + `, "backend": ` + probeIn(t.Name(), "g", "") + `}],
 				"extensions": [{"module": "fxelection.extensions.census", "journal": "` + t.Name() + `"}]}`,
 				"extensions[0]"},
+			{"Attach refuses an elector", `{"elections": [
+				{"name": "x", ` + timing + `, "backend": ` + probeIn(t.Name(), "g", "") + `},
+				{"name": "y", ` + timing + `, "backend": ` + probeIn(t.Name(), "a", "") + `},
+				{"name": "refused", ` + timing + `, "backend": ` + probeIn(t.Name(), "a2", "") + `}]}`,
+				"elections[2]: refused by Attach"},
 		}
 		for _, b := range bad {
 			d, err := config.Parse([]byte(b.doc))
@@ -264,8 +276,12 @@ func TestRuntimeBadDocumentChangesNothing(t *testing.T) {
 			}
 			return n
 		}
-		if count("g:provision") != 1 || count("g:cleanup") != 0 || count("p:provision") != 1 || count("p:cleanup") != 1 {
-			t.Errorf("module life cycle %v: want the running module provisioned once and kept, the failed one cleaned up", got)
+		if count("g:provision") != 1 || count("g:cleanup") != 0 || count("p:provision") != 1 || count("p:cleanup") != 1 ||
+			count("a:provision") != 1 || count("a:cleanup") != 1 || count("a2:cleanup") != 1 {
+			t.Errorf("module life cycle %v: want the running module provisioned once and kept, the failed ones cleaned up", got)
+		}
+		if len(detached) != 1 || detached[0] != "y" {
+			t.Errorf("detached %v, want y (attached before refused was refused)", detached)
 		}
 	})
 }

@@ -25,6 +25,7 @@ var readmeBlocks = map[string]doctest.Block{
 	"quickstart":     {Src: "examples/quickstart/main.go"},
 	"withfx":         {Src: "examples/withfx/main.go"},
 	"elections.json": {Src: "examples/configs/elections.json"},
+	"sidecar.yaml":   {Src: "examples/exec/sidecar.yaml"},
 	"configfile":     {Src: "examples/configfile/main.go"},
 	"fencing":        {Src: "examples/fencing/main.go"},
 	"metrics":        {Src: "examples/redis/main.go", Excerpt: true},
