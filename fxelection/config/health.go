@@ -224,10 +224,8 @@ func HTTPCheck(rawURL string) (func(context.Context) error, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: want an absolute http or https URL", ErrInvalidValue)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DisableKeepAlives = true
 	client := &http.Client{
-		Transport:     tr,
+		Transport:     &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	target := u.String()
