@@ -152,7 +152,7 @@ func TestCommandCheckKillsGroup(t *testing.T) {
 		name, script string
 		timeout      time.Duration
 	}{
-		{"context ends", `sleep 100 & echo $! > "$0"; wait`, 2 * time.Second},
+		{"context ends", `sleep 100 & echo $! > "$0"; wait`, 5 * time.Second},
 		{"left behind", `sleep 100 >/dev/null 2>&1 & echo $! > "$0"`, time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,6 +172,9 @@ func TestCommandCheckKillsGroup(t *testing.T) {
 				t.Errorf("check returned after %v", waited)
 			}
 			raw, err := os.ReadFile(pidFile)
+			if errors.Is(err, os.ErrNotExist) && tc.timeout < time.Minute {
+				t.Skip("the machine is so busy that the command was killed before it started sleep")
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,14 +295,22 @@ func TestHealthGatesDocumentElections(t *testing.T) {
 	}
 	sick, well := byName["sick"], byName["well"]
 	deadline := time.Now().Add(30 * time.Second)
-	for !well.IsLeader() || sick.Status().HealthError == nil {
+	sickErr := func() string {
+		if err := sick.Status().HealthError; err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	// A check cut short by its interval on a busy machine fails too, with
+	// another message: wait for one that ran to its end.
+	for !well.IsLeader() || !strings.Contains(sickErr(), "health command: exit status 1") {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 30s: well leads %v; sick's health error %v", well.IsLeader(), sick.Status().HealthError)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	s := sick.Status()
-	if s.Healthy || s.Leading || !strings.Contains(s.HealthError.Error(), "health command: exit status 1") {
+	if s.Healthy || s.Leading {
 		t.Errorf("sick: healthy %v, leading %v, error %v", s.Healthy, s.Leading, s.HealthError)
 	}
 	if s := well.Status(); !s.Healthy || s.HealthError != nil {
