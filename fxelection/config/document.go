@@ -29,7 +29,8 @@ import (
 //	    "shared": {"module": "fxelection.backends.memory"}
 //	  },
 //	  "elections": [
-//	    {"name": "billing", "backend": "shared"},
+//	    {"name": "billing", "backend": "shared", "exit_on_loss": true,
+//	     "health": {"command": ["pg_isready", "-h", "127.0.0.1"], "interval": "5s"}},
 //	    {"name": "reports", "identity": "{env.HOSTNAME}", "lease_duration": "30s",
 //	     "renew_deadline": "20s", "retry_period": "4s",
 //	     "metadata": {"addr": "10.0.0.7:8080"},
