@@ -114,6 +114,17 @@ type Config struct {
 	// candidate unhealthy. At least 1. Default: 3.
 	HealthThreshold int
 
+	// ExitOnLoss, for apps built with fx, shuts the app down with exit code
+	// 1 (fx.Shutdowner, fx.ExitCode(1)) when this elector stops leading
+	// for any reason but Stop and the app's stop (lease lost, renew
+	// deadline, Resign, unhealthy), for platforms that restart a process
+	// rather than let it campaign again. The elector runs on until the
+	// app's stop reaches it (set NoRecampaign too to keep it from
+	// campaigning meanwhile), and that stop releases as usual. Only Elector.Hook acts on it, as Module,
+	// Named and configuration documents do; New and Start ignore it.
+	// Default (false): the elector campaigns again (unless NoRecampaign).
+	ExitOnLoss bool
+
 	// StopTimeout bounds Stop (waiting for the campaign loop and leader
 	// work, then releasing) when the context given to Stop has no earlier
 	// deadline; see Elector.Stop for the exact bound. At most

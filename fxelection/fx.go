@@ -1,7 +1,9 @@
 package fxelection
 
 import (
+	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"go.uber.org/fx"
 )
@@ -30,11 +32,12 @@ var Module = fx.Module("fxelection",
 type params struct {
 	fx.In
 
-	Lifecycle fx.Lifecycle
-	Config    Config
-	Backend   Backend
-	Group     *Group       `optional:"true"`
-	Logger    *slog.Logger `optional:"true"`
+	Lifecycle  fx.Lifecycle
+	Shutdowner fx.Shutdowner
+	Config     Config
+	Backend    Backend
+	Group      *Group       `optional:"true"`
+	Logger     *slog.Logger `optional:"true"`
 }
 
 // fxResult is what Module provides: the elector, also in the value group.
@@ -46,7 +49,7 @@ type fxResult struct {
 }
 
 func newFromParams(p params) (fxResult, error) {
-	e, err := newHooked(p.Lifecycle, p.Config, p.Backend, p.Group, p.Logger)
+	e, err := newHooked(p.Lifecycle, p.Shutdowner, p.Config, p.Backend, p.Group, p.Logger)
 	if err != nil {
 		return fxResult{}, err
 	}
@@ -71,11 +74,11 @@ func Named(name string, cfg Config) fx.Option {
 	tag := `name:"` + name + `"`
 	return fx.Options(
 		fx.Provide(fx.Annotate(
-			func(lc fx.Lifecycle, b Backend, g *Group, log *slog.Logger) (*Elector, *Elector, error) {
-				e, err := newHooked(lc, cfg, b, g, log)
+			func(lc fx.Lifecycle, sd fx.Shutdowner, b Backend, g *Group, log *slog.Logger) (*Elector, *Elector, error) {
+				e, err := newHooked(lc, sd, cfg, b, g, log)
 				return e, e, err
 			},
-			fx.ParamTags(``, ``, `optional:"true"`, `optional:"true"`),
+			fx.ParamTags(``, ``, ``, `optional:"true"`, `optional:"true"`),
 			fx.ResultTags(tag, GroupTag),
 		)),
 		fx.Invoke(fx.Annotate(func(*Elector) {}, fx.ParamTags(tag))),
@@ -83,8 +86,8 @@ func Named(name string, cfg Config) fx.Option {
 }
 
 // newHooked builds an elector (in g when g is not nil; g's backend must
-// be b) and ties it to lc: Start on start, Stop on stop.
-func newHooked(lc fx.Lifecycle, cfg Config, b Backend, g *Group, log *slog.Logger) (*Elector, error) {
+// be b) and ties it to the app (Hook).
+func newHooked(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, b Backend, g *Group, log *slog.Logger) (*Elector, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}
@@ -100,6 +103,32 @@ func newHooked(lc fx.Lifecycle, cfg Config, b Backend, g *Group, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	lc.Append(fx.Hook{OnStart: e.Start, OnStop: e.Stop})
+	e.Hook(lc, sd)
 	return e, nil
+}
+
+// Hook ties e to an fx app: Start on the app's start, Stop on its stop,
+// and, with Config.ExitOnLoss and a non-nil sd, sd.Shutdown with
+// fx.ExitCode(1) when e stops leading for any other reason than Stop or
+// after the app's stop has begun. Module, Named and configuration
+// documents call it; call it once for an elector provided to fx otherwise.
+// The shutdown is asked for from an observer (Shutdown does not block)
+// and logged at Warn.
+func (e *Elector) Hook(lc fx.Lifecycle, sd fx.Shutdowner) {
+	var stopping atomic.Bool
+	if e.cfg.ExitOnLoss && sd != nil {
+		e.AddObserver(ObserverFunc(func(ev Event) {
+			if ev.Kind != EventStoppedLeading || ev.Reason == ReasonStopped || stopping.Load() {
+				return
+			}
+			e.log.Warn("leadership ended: shutting the app down (ExitOnLoss)", "reason", string(ev.Reason))
+			if err := sd.Shutdown(fx.ExitCode(1)); err != nil {
+				e.log.Warn("ExitOnLoss: shutdown", "error", err.Error())
+			}
+		}))
+	}
+	lc.Append(fx.Hook{OnStart: e.Start, OnStop: func(ctx context.Context) error {
+		stopping.Store(true)
+		return e.Stop(ctx)
+	}})
 }

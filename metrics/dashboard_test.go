@@ -197,7 +197,7 @@ func TestDashboard(t *testing.T) {
 func TestExportedNames(t *testing.T) {
 	names, histograms, _ := exported(t)
 	for _, n := range []string{NameIsLeader, NameTerm, NameTransitions, NameBackendErrors, NameLastRenew,
-		NameRenewMarginMin, NameLeaderInfo} {
+		NameRenewMarginMin, NameLeaderInfo, NameHealthy} {
 		if !names[n] {
 			t.Errorf("%s not exported", n)
 		}
@@ -207,7 +207,7 @@ func TestExportedNames(t *testing.T) {
 			t.Errorf("%s not an exported histogram", n)
 		}
 	}
-	if got := len(names) - 2*len(histograms); got != 9 {
-		t.Errorf("%d families, want 9 (update the README table)", got)
+	if got := len(names) - 2*len(histograms); got != 10 {
+		t.Errorf("%d families, want 10 (update the README table)", got)
 	}
 }

@@ -56,8 +56,8 @@ type Result struct {
 type Handlers struct {
 	// Liveness fails only for a wedged leader (HealthOptions.Liveness).
 	Liveness http.Handler
-	// Readiness passes while every elector campaigns and its store answers
-	// (HealthOptions.Readiness).
+	// Readiness passes while every elector campaigns, passes its health
+	// check and its store answers (HealthOptions.Readiness).
 	Readiness http.Handler
 	// LeaderOnly passes only while every elector leads
 	// (HealthOptions.LeaderOnly).

@@ -48,16 +48,19 @@ func LeaderOnly(electors ...*fxelection.Elector) http.Handler {
 // for one backend call (Status.InFlight) for more than LeaseDuration+Grace
 // (the elector bounds every call by RenewDeadline, so the backend ignores
 // its context). Everything else, including store outages, stopped electors
-// and followers, passes: a restart would not help.
+// and followers, and an unhealthy candidate (Config.HealthCheck), passes:
+// a restart would not help.
 func (o HealthOptions) Liveness(electors ...*fxelection.Elector) http.Handler {
 	return o.handler("liveness", electors, true, o.live)
 }
 
 // Readiness returns a handler for a "campaigning" readiness probe. It
-// answers 200 while every elector's loop is running and its store answered
-// within MaxContactAge; 503 before the store first answers, during a store
-// outage longer than that, and once an elector has stopped. With no
-// electors it answers 200.
+// answers 200 while every elector's loop is running, passes its health
+// check (Status.Healthy: always, without a Config.HealthCheck) and its
+// store answered within MaxContactAge; 503 before the store first answers,
+// during a store outage longer than that, while an elector is unhealthy
+// (it does not campaign; also before its first check passes), and once an
+// elector has stopped. With no electors it answers 200.
 func (o HealthOptions) Readiness(electors ...*fxelection.Elector) http.Handler {
 	return o.handler("readiness", electors, true, o.ready)
 }
@@ -90,6 +93,10 @@ type ElectorCheck struct {
 	Reason  string `json:"reason,omitempty"`
 	Running bool   `json:"running"`
 	Leading bool   `json:"leading"`
+	// Healthy is Status.Healthy, and HealthError the last failed health
+	// check's error (Status.HealthError), if any.
+	Healthy     bool   `json:"healthy"`
+	HealthError string `json:"health_error,omitempty"`
 	// Leader is the identity of the leader last seen, empty if unknown.
 	Leader string `json:"leader,omitempty"`
 	// Term is the leader's fencing term, 0 if unknown.
@@ -143,7 +150,7 @@ func (o HealthOptions) handler(check string, electors []*fxelection.Elector, vac
 func report(s fxelection.Status) ElectorCheck {
 	c := ElectorCheck{
 		Election: s.Election, Identity: s.Identity, Backend: s.Backend,
-		Running: s.Running, Leading: s.Leading,
+		Running: s.Running, Leading: s.Leading, Healthy: s.Healthy,
 		LastRenew: s.LastRenew, LastContact: s.LastContact, LastErrorAt: s.LastErrorAt,
 	}
 	switch {
@@ -154,6 +161,9 @@ func report(s fxelection.Status) ElectorCheck {
 	}
 	if s.LastError != nil {
 		c.LastError = s.LastError.Error()
+	}
+	if s.HealthError != nil {
+		c.HealthError = s.HealthError.Error()
 	}
 	return c
 }
@@ -183,6 +193,12 @@ func (o HealthOptions) live(s fxelection.Status, now time.Time) (bool, string) {
 func (o HealthOptions) ready(s fxelection.Status, now time.Time) (bool, string) {
 	if !s.Running {
 		return false, "elector not running"
+	}
+	if !s.Healthy {
+		if s.HealthError == nil {
+			return false, "health check has not passed yet"
+		}
+		return false, "health check failing"
 	}
 	if s.LastContact.IsZero() {
 		return false, "store has not answered yet"

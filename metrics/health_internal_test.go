@@ -14,7 +14,7 @@ func TestHealthRules(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	base := fxelection.Status{
-		Election: "jobs", Identity: "a", Backend: "memory", Running: true,
+		Election: "jobs", Identity: "a", Backend: "memory", Running: true, Healthy: true,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		LastContact: ago(time.Second),
 	}
@@ -55,6 +55,10 @@ func TestHealthRules(t *testing.T) {
 		{"follower in a slow backend call", HealthOptions{}, with(base, func(s *fxelection.Status) {
 			s.InFlight, s.InFlightSince = fxelection.OpAcquire, ago(20*time.Second)
 		}), want{true, true, false}},
+		{"unhealthy follower", HealthOptions{}, with(base, func(s *fxelection.Status) {
+			s.Healthy, s.HealthError = false, errors.New("health command: exit status 1")
+		}), want{true, false, false}},
+		{"before the first health check passes", HealthOptions{}, with(base, func(s *fxelection.Status) { s.Healthy = false }), want{true, false, false}},
 		{"follower long after a store error", HealthOptions{}, with(base, func(s *fxelection.Status) {
 			s.LastError, s.LastErrorAt = errors.New("boom"), ago(time.Hour)
 		}), want{true, true, false}},
@@ -89,8 +93,10 @@ func TestReport(t *testing.T) {
 		Election: "jobs", Identity: "b", Backend: "redis", Running: true,
 		Leader: fxelection.Lease{Holder: "a", Term: 4}, LeaderKnown: true,
 		LastContact: at, LastError: errors.New("dial tcp: refused"), LastErrorAt: at,
+		HealthError: errors.New("health http: status 503"),
 	})
-	if follower.Leader != "a" || follower.Term != 4 || follower.Leading || follower.LastError != "dial tcp: refused" {
+	if follower.Leader != "a" || follower.Term != 4 || follower.Leading || follower.LastError != "dial tcp: refused" ||
+		follower.Healthy || follower.HealthError != "health http: status 503" {
 		t.Errorf("follower report = %+v", follower)
 	}
 	lead := report(fxelection.Status{Leading: true, Lease: fxelection.Lease{Holder: "a", Term: 5}, LastRenew: at})

@@ -37,6 +37,7 @@
 //	fxelection_renew_margin_seconds                histogram  election, identity
 //	fxelection_renew_margin_min_seconds            gauge      election, identity
 //	fxelection_leader_info                         gauge      election, identity, leader
+//	fxelection_healthy                             gauge      election, identity
 //
 // See each metric's help text, and metrics/README.md in the repository,
 // for its meaning.
@@ -63,6 +64,7 @@ const (
 	NameRenewMargin       = "fxelection_renew_margin_seconds"
 	NameRenewMarginMin    = "fxelection_renew_margin_min_seconds"
 	NameLeaderInfo        = "fxelection_leader_info"
+	NameHealthy           = "fxelection_healthy"
 )
 
 // Label values of the result label of NameOperationDuration.
@@ -124,6 +126,7 @@ type collector struct {
 	margin      *prometheus.HistogramVec
 	marginMin   *prometheus.GaugeVec
 	leaderInfo  *prometheus.GaugeVec
+	healthy     healthGauge
 
 	mu       sync.Mutex
 	attached map[*fxelection.Elector]*attachment
@@ -134,7 +137,7 @@ var _ prometheus.Collector = (*collector)(nil)
 func newCollector() *collector {
 	base := []string{"election", "identity"}
 	with := func(extra ...string) []string { return append(append([]string(nil), base...), extra...) }
-	return &collector{
+	c := &collector{
 		isLeader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameIsLeader,
 			Help: "Whether this candidate leads the election (1) or not (0).",
@@ -175,11 +178,54 @@ func newCollector() *collector {
 		}, with("leader")),
 		attached: map[*fxelection.Elector]*attachment{},
 	}
+	c.healthy = healthGauge{c: c, desc: prometheus.NewDesc(NameHealthy,
+		"Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.HealthCheck.",
+		base, nil)}
+	return c
 }
 
 func (c *collector) collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.isLeader, c.term, c.transitions, c.opDuration, c.errors,
-		c.lastRenew, c.margin, c.marginMin, c.leaderInfo}
+		c.lastRenew, c.margin, c.marginMin, c.leaderInfo, c.healthy}
+}
+
+// healthGauge is NameHealthy. Health changes are not events, so it is
+// read from each attached elector's Status when scraped, for the
+// electors whose series exist (see attachment.ensure); a stopped or
+// detached elector has none.
+type healthGauge struct {
+	c    *collector
+	desc *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (h healthGauge) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+
+// Collect implements prometheus.Collector.
+func (h healthGauge) Collect(ch chan<- prometheus.Metric) {
+	h.c.mu.Lock()
+	list := make([]*attachment, 0, len(h.c.attached))
+	for _, a := range h.c.attached {
+		list = append(list, a)
+	}
+	h.c.mu.Unlock()
+	for _, a := range list {
+		a.mu.Lock()
+		live := a.live && !a.detached
+		a.mu.Unlock()
+		if !live {
+			continue
+		}
+		v := 0.0
+		if a.e.Status().Healthy {
+			v = 1
+		}
+		m, err := prometheus.NewConstMetric(h.desc, prometheus.GaugeValue, v, a.election, a.identity)
+		if err != nil { // not with labelValue's labels; never panic in a scrape
+			m = prometheus.NewInvalidMetric(h.desc, err)
+		}
+		ch <- m
+	}
 }
 
 // Describe implements prometheus.Collector.

@@ -38,9 +38,17 @@
 // optional extensions. An election takes the fields of fxelection.Config
 // in snake case — name (required), identity, metadata, lease_duration,
 // renew_deadline, retry_period, max_backoff, stop_timeout,
-// keep_lease_on_stop, no_recampaign; durations are strings such as "1.5s",
-// never numbers — plus fx_name (default: the name) and backend: a module
-// object, or the name of an entry of "backends". Elections naming the same
+// keep_lease_on_stop, no_recampaign, exit_on_loss; durations are strings
+// such as "1.5s", never numbers — plus fx_name (default: the name), health
+// and backend: a module object, or the name of an entry of "backends".
+// health gates campaigning on the candidate's own health (see Health): an
+// object with exactly one of command (an argv array, run without a shell:
+// healthy iff it exits 0 within the interval; CommandCheck) and http (an
+// http or https URL: healthy iff a GET answers 2xx within the interval;
+// HTTPCheck), plus interval (default: the retry_period) and threshold
+// (default: 3), as in {"command": ["pg_isready"], "interval": "5s"}.
+// exit_on_loss shuts the app down with exit code 1 when the election's
+// leadership ends other than by the app's stop (fxelection.Config.ExitOnLoss). Elections naming the same
 // entry share one provisioned module (one client, one pool). Every elector
 // is provided under its fx name tag and in the group fxelection.GroupTag,
 // where metrics and health find it. An election without an identity gets

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,8 @@ import (
 //	    "shared": {"module": "fxelection.backends.memory"}
 //	  },
 //	  "elections": [
-//	    {"name": "billing", "backend": "shared"},
+//	    {"name": "billing", "backend": "shared", "exit_on_loss": true,
+//	     "health": {"command": ["pg_isready", "-h", "127.0.0.1"], "interval": "5s"}},
 //	    {"name": "reports", "identity": "{env.HOSTNAME}", "lease_duration": "30s",
 //	     "renew_deadline": "20s", "retry_period": "4s",
 //	     "metadata": {"addr": "10.0.0.7:8080"},
@@ -79,13 +81,22 @@ type Election struct {
 	KeepLeaseOnStop bool `json:"keep_lease_on_stop,omitempty"`
 	// NoRecampaign is Config.NoRecampaign.
 	NoRecampaign bool `json:"no_recampaign,omitempty"`
+	// Health, when set, gates campaigning on a check of this candidate's
+	// own health (Config.HealthCheck, HealthInterval, HealthThreshold):
+	// a command or an HTTP GET.
+	Health *Health `json:"health,omitempty"`
+	// ExitOnLoss is Config.ExitOnLoss: the app shuts down with exit code 1
+	// when this elector stops leading other than by the app's stop.
+	ExitOnLoss bool `json:"exit_on_loss,omitempty"`
 	// Backend is the backend module, inline or by name. Required.
 	Backend BackendRef `json:"backend" config:"required"`
 }
 
 // Config returns e as an fxelection.Config (Callbacks and Logger unset).
+// With Health set, HealthCheck is CommandCheck's or HTTPCheck's check; if
+// Health is invalid (Validate reports it), a check that always fails.
 func (e Election) Config() fxelection.Config {
-	return fxelection.Config{
+	c := fxelection.Config{
 		Name:            e.Name,
 		Identity:        e.Identity,
 		Metadata:        e.Metadata,
@@ -96,7 +107,16 @@ func (e Election) Config() fxelection.Config {
 		StopTimeout:     time.Duration(e.StopTimeout),
 		KeepLeaseOnStop: e.KeepLeaseOnStop,
 		NoRecampaign:    e.NoRecampaign,
+		ExitOnLoss:      e.ExitOnLoss,
 	}
+	if h := e.Health; h != nil {
+		check, _, err := h.check()
+		if err != nil {
+			check = func(context.Context) error { return err }
+		}
+		c.HealthCheck, c.HealthInterval, c.HealthThreshold = check, time.Duration(h.Interval), h.Threshold
+	}
+	return c
 }
 
 // fxName returns the elector's fx name.
@@ -410,6 +430,14 @@ func (doc *Document) Validate() error {
 		default:
 			validateModuleAt(bpath, ref.Module, fail)
 		}
+		if e.Health != nil {
+			if _, at, err := e.Health.check(); err != nil {
+				if at != "" {
+					at = "." + at
+				}
+				fail(path+".health"+at, err)
+			}
+		}
 		if e.Name != "" {
 			if err := e.Config().Validate(); err != nil {
 				fail(configPath(path, err), err)
@@ -437,6 +465,7 @@ var configKeys = map[string]string{
 	"Name": "name", "Identity": "identity", "Metadata": "metadata",
 	"LeaseDuration": "lease_duration", "RenewDeadline": "renew_deadline", "RetryPeriod": "retry_period",
 	"MaxBackoff": "max_backoff", "StopTimeout": "stop_timeout",
+	"HealthInterval": "health.interval", "HealthThreshold": "health.threshold",
 }
 
 // configPath points a Config.Validate error at the key of the field it
@@ -578,8 +607,9 @@ func Build(doc *Document) (fx.Option, error) {
 // buildIn is what Build's constructor takes from the graph.
 type buildIn struct {
 	fx.In
-	Lifecycle fx.Lifecycle
-	Logger    *slog.Logger `optional:"true"`
+	Lifecycle  fx.Lifecycle
+	Shutdowner fx.Shutdowner
+	Logger     *slog.Logger `optional:"true"`
 }
 
 var (
@@ -631,7 +661,7 @@ func electorsOption(elections []Election, provs []*provisioned) fx.Option {
 			if err != nil {
 				return fail(fmt.Errorf("elections[%d]: %w", i, err))
 			}
-			in.Lifecycle.Append(fx.Hook{OnStart: e.Start, OnStop: e.Stop})
+			e.Hook(in.Lifecycle, in.Shutdowner)
 			out.Field(i + 1).Set(reflect.ValueOf(e))
 			all = append(all, e)
 		}

@@ -23,6 +23,9 @@ func FuzzParse(f *testing.F) {
 		doc(`{"name": "a", "metadata": {"k": "{env.NOPE}"}, "backend": {"module": "fxelection.backends.probe", "journal": "fuzz", "tag": 1, "port": 1e999, "count": -0, "labels": {"a": null}}}`),
 		`{"elections": [{"name": "a", "name": "a"}]}`,
 		"{\"elections\": [{\"name\": \"\\u0000\\ud800\"}]}",
+		doc(`{"name": "a", "exit_on_loss": true, "health": {"command": ["true", "{env.PW}"], "interval": "1s", "threshold": 2}, "backend": ` + mem + `}`),
+		doc(`{"name": "a", "health": {"http": "http://u:{env.PW}@127.0.0.1:1/h?token={file./x}"}, "backend": ` + mem + `}`),
+		doc(`{"name": "a", "health": {"http": "ftp://{env.PW}", "command": [], "intervl": 1}, "backend": ` + mem + `}`),
 	} {
 		f.Add([]byte(s))
 	}
