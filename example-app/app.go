@@ -139,6 +139,15 @@ const startTimeout = time.Minute
 // classifies an error from the first Apply.
 func runDocument(ctx context.Context, doc *config.Document, o options, log *slog.Logger, startProblem func(error) error, w docWork) error {
 	var rt *config.Runtime
+	lost := make(chan error, 1) // an exit_on_loss election's end
+	more := w.attach
+	w.attach = func(e *fxelection.Elector) (func(), error) {
+		exitOnLoss(e, lost)
+		if more == nil {
+			return nil, nil
+		}
+		return more(e)
+	}
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }),
 		fx.Provide(func(m *metrics.Metrics) *config.Runtime {
@@ -174,13 +183,36 @@ func runDocument(ctx context.Context, doc *config.Document, o options, log *slog
 	if w.run != nil {
 		runErr = w.run()
 	} else {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case runErr = <-lost:
+		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout(rt.Electors()))
 	defer cancel()
 	// The endpoints first (no load starts during the stop), then the
 	// elections.
 	return errors.Join(runErr, app.Stop(stopCtx), rt.Close(stopCtx))
+}
+
+// exitOnLoss makes the program stop (exit 1, after stopping gracefully)
+// when e, an election with exit_on_loss, stops leading for any reason but
+// its own stop (a reload that removes or changes it, or the program's
+// stop): Config.ExitOnLoss, which the core leaves to the fx app (Hook),
+// acted on by the program that runs the documents.
+func exitOnLoss(e *fxelection.Elector, lost chan<- error) {
+	if !e.Config().ExitOnLoss {
+		return
+	}
+	e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
+		if ev.Kind != fxelection.EventStoppedLeading || ev.Reason == fxelection.ReasonStopped {
+			return
+		}
+		select {
+		case lost <- fmt.Errorf("election %s: leadership ended (%s) and exit_on_loss is set", show(ev.Election), ev.Reason):
+		default:
+		}
+	}))
 }
 
 // stopTimeout bounds stopping electors: each within its stop timeout, plus

@@ -25,6 +25,8 @@ var electionKeyFlags = map[string]string{
 	"name": "election", "identity": "id", "metadata": "http", "lease_duration": "lease",
 	"renew_deadline": "renew-deadline", "retry_period": "retry", "max_backoff": "retry",
 	"stop_timeout": "stop-timeout", "backend": "backend", "fx_name": "election",
+	"health": "health-cmd", "health.command": "health-cmd", "health.interval": "health-interval",
+	"health.threshold": "health-threshold",
 }
 
 // backendModuleID is the module ID for a --backend short name.
@@ -97,6 +99,19 @@ func (o options) documentJSON() ([]byte, error) {
 		"retry_period":   o.retry.String(),
 		"stop_timeout":   o.stopTimeout.String(),
 		"backend":        backend,
+	}
+	if o.healthCmd != "" {
+		if err := o.noPlaceholder("health-cmd", o.healthCmd); err != nil {
+			return nil, err
+		}
+		health := map[string]any{"command": []string{"/bin/sh", "-c", o.healthCmd}}
+		if o.healthInterval > 0 {
+			health["interval"] = o.healthInterval.String()
+		}
+		if o.healthThreshold > 0 {
+			health["threshold"] = o.healthThreshold
+		}
+		election["health"] = health
 	}
 	return json.Marshal(map[string]any{"elections": []any{election}})
 }

@@ -128,6 +128,12 @@ func runExec(o options, log *slog.Logger, stdout, stderr io.Writer) (code int, e
 			if !o.given["kill-after"] {
 				s.killAfter, _ = killAfterLimit(c.LeaseDuration, c.RenewDeadline)
 			}
+			// A resignation (a failing health check) releases the lease
+			// StopTimeout after leader work is told to stop, child gone
+			// or not.
+			if s.killAfter > c.StopTimeout {
+				return nil, usagef("exec: the kill-after grace (%v) must be at most the stop timeout (%v): a resignation releases the lease that long after the child gets SIGTERM", s.killAfter, c.StopTimeout)
+			}
 			return nil, nil
 		},
 		run: func() error {

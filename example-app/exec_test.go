@@ -381,6 +381,10 @@ func TestExecUsage(t *testing.T) {
 		want string
 	}{
 		{"kill-after too long", []string{"exec", "--backend", "memory", "--kill-after", "5s", "--", "true"}, "--kill-after (5s) must be at most 4.5s"},
+		{"kill-after beyond the stop timeout", []string{"exec", "--backend", "memory", "--stop-timeout", "1s", "--", "true"}, "must be at most the stop timeout (1s)"},
+		{"health-interval without health-cmd", []string{"--backend", "memory", "--health-interval", "1s"}, "--health-interval works only with --health-cmd"},
+		{"health-cmd in the demo", []string{"--health-cmd", "true"}, "--health-cmd works only when campaigning"},
+		{"health-cmd with a document", []string{"exec", "--config", doc, "--election", "b", "--health-cmd", "true", "--", "true"}, "--health-cmd conflicts with --config"},
 		{"kill-after too long for short leases", append(append([]string{"exec"}, memoryExec...), "--kill-after", "650ms", "--", "true"), "--kill-after (650ms) must be at most 600ms"},
 		{"kill-after too long in a document", []string{"exec", "--config", doc, "--election", "b", "--kill-after", "1s", "--", "true"}, "--kill-after (1s) must be at most 600ms"},
 		{"no room to stop", []string{"exec", "--backend", "memory", "--lease", "1s", "--renew-deadline", "950ms", "--retry", "100ms", "--", "true"}, "--lease − --renew-deadline (50ms) must be more than 100ms"},

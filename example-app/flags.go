@@ -34,6 +34,11 @@ const (
 	// may state is rejected by every reader, and with every duration at most
 	// a year no sum or multiple the program or the core computes overflows.
 	maxDuration = backendkit.MaxRecordDuration
+	// minHealthInterval is Config.HealthInterval's lower bound.
+	minHealthInterval = 10 * time.Millisecond
+	// maxHealthThreshold bounds --health-threshold: more failures in a row
+	// than this before resigning is no health check.
+	maxHealthThreshold = 1000
 	// maxRedisDB is the highest Redis database number accepted: Redis has
 	// 16 databases (0–15) unless its "databases" setting says otherwise.
 	maxRedisDB = 15
@@ -71,6 +76,12 @@ type options struct {
 	logFormat     string
 	demoDuration  time.Duration
 
+	// The one election's health check (flags mode): a shell command,
+	// the wait between checks, the failures in a row that make it
+	// unhealthy.
+	healthCmd       string
+	healthInterval  time.Duration
+	healthThreshold int
 	// exec's: the command after "--", the grace between SIGTERM and
 	// SIGKILL, and the restart policy.
 	argv      []string
@@ -141,6 +152,12 @@ func (o *options) flagTable() []flagDef {
 		{name: "admin", value: adminFlag{&o.adminAddr}, usage: "admin endpoint host:port with --config: GET /config, POST /load (off: none; loopback only unless --admin-remote); reload's target"},
 		{name: "admin-remote", value: boolFlag{&o.adminRemote}, usage: "allow --admin on a non-loopback address: whoever reaches it can replace the running configuration"},
 		{name: "watch", value: boolFlag{&o.watch}, usage: "with status: print the leader on every change until interrupted (reads every --retry)"},
+		{name: "health-cmd", value: textFlag{&o.healthCmd},
+			usage: "campaign only while this command, run by /bin/sh in its own process group and killed after --health-interval, exits 0; a leader whose check fails --health-threshold times in a row resigns"},
+		{name: "health-interval", value: durationFlag{p: &o.healthInterval, zeroOK: true, min: minHealthInterval},
+			usage: "with --health-cmd: the wait between checks and each check's bound (default: --retry)"},
+		{name: "health-threshold", value: intFlag{p: &o.healthThreshold, min: 0, max: maxHealthThreshold},
+			usage: "with --health-cmd: failed checks in a row that make the candidate unhealthy (0: the default, 3)"},
 		{name: "kill-after", value: durationFlag{p: &o.killAfter, zeroOK: true},
 			usage: "with exec: SIGKILL the child's process group this long after SIGTERM (default and maximum: --lease − --renew-deadline less a margin of 10% of it, at least 100ms; 0: at once)"},
 		{name: "restart", value: choiceFlag{&o.restart, restartPolicies, false},
@@ -476,6 +493,14 @@ func (o options) check() error {
 	if o.exec && o.backend == "" {
 		return usagef("--backend or --config is required for exec")
 	}
+	for _, name := range []string{"health-cmd", "health-interval", "health-threshold"} {
+		switch {
+		case o.given[name] && (o.status || o.backend == ""):
+			return usagef("%s works only when campaigning with --backend (or exec)", o.label(name))
+		case o.given[name] && name != "health-cmd" && o.healthCmd == "":
+			return usagef("%s works only with --health-cmd", o.label(name))
+		}
+	}
 	if o.status && o.backend == "" {
 		return usagef("--backend is required for status")
 	}
@@ -672,5 +697,9 @@ func (o options) config() fxelection.Config {
 		RenewDeadline: o.renewDeadline,
 		RetryPeriod:   o.retry,
 		StopTimeout:   o.stopTimeout,
+		// The check itself is built from the document; its timing is
+		// validated here with the rest.
+		HealthInterval:  o.healthInterval,
+		HealthThreshold: o.healthThreshold,
 	}
 }

@@ -64,7 +64,8 @@ var commands = []command{
 }
 
 // electionFlags are the flags of one election but its backend's settings.
-var electionFlags = map[string]bool{"backend": true, "election": true, "id": true, "lease": true, "renew-deadline": true, "retry": true, "stop-timeout": true}
+var electionFlags = map[string]bool{"backend": true, "election": true, "id": true, "lease": true, "renew-deadline": true, "retry": true, "stop-timeout": true,
+	"health-cmd": true, "health-interval": true, "health-threshold": true}
 
 // commandHelp returns the command named name, nil if there is none.
 func commandHelp(name string) *command {
