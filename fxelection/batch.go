@@ -32,23 +32,39 @@ func renewSlot(t time.Time, p time.Duration) time.Time {
 	return t.Add(-time.Duration(off))
 }
 
-// batcher sends the renewals of every elector sharing one backendkit.BatchRenewer in
-// batches. Its sender goroutines are started by renewals that find every
-// sender busy with a batch in flight (at most maxSenders at once, so that
-// renewals arriving during a slow round trip need not wait for it), and end
-// when no renewal waits: an idle batcher costs nothing and needs no stop.
+// batcher sends the renewals, and the acquisitions where the backend
+// batches those too (backendkit.BatchAcquirer), of every elector sharing
+// one backend in a Group, in batches. Its sender goroutines are started by
+// requests that find every sender busy with a batch in flight (at most
+// maxSenders at once, so that requests arriving during a slow round trip
+// need not wait for it), and end when no request waits: an idle batcher
+// costs nothing and needs no stop.
+//
+// Renewals go first (see acquireTurn): at most maxAcquiring batches of
+// acquisitions are in flight at once and the other senders serve renewals,
+// so that a renewal never waits for more than the batches already in
+// flight, and a store slowed by overload sees a bounded number of requests
+// from the process, the renewals that keep leadership ahead of the
+// attempts that would change it.
 type batcher struct {
 	b    backendkit.BatchRenewer
-	kind string // BackendName, for errors
+	a    backendkit.BatchAcquirer // nil: acquisitions go to Backend.Acquire, one by one
+	kind string                   // BackendName, for errors
 
-	mu      sync.Mutex
-	queue   []*renewReq
-	senders int // sender goroutines running
-	sending int // of which with a batch in flight
+	mu        sync.Mutex
+	queue     []*renewReq
+	acquires  []*acquireReq
+	senders   int // sender goroutines running
+	sending   int // of which with a batch in flight
+	acquiring int // of which with a batch of acquisitions
 }
 
-// maxSenders bounds the batches one backend has in flight at once.
-const maxSenders = 4
+const (
+	// maxSenders bounds the batches one backend has in flight at once.
+	maxSenders = 4
+	// maxAcquiring bounds the batches of acquisitions among them.
+	maxAcquiring = maxSenders / 2
+)
 
 // renewReq is one elector's renewal waiting in a batcher.
 type renewReq struct {
@@ -151,22 +167,81 @@ func (bt *batcher) abandon(q *renewReq) {
 	}
 }
 
-// run is one sender: it sends batches until no renewal waits.
+// run is one sender: it sends batches, renewals first, until no request
+// waits that it may send.
 func (bt *batcher) run() {
 	for {
 		// Renewals that fell due in the same slot are waking now: let them
-		// join before taking the queue.
-		runtime.Gosched()
+		// join before taking the queue, unless a whole batch waits already
+		// (a yield puts the sender behind every runnable goroutine, which
+		// under overload are many).
 		bt.mu.Lock()
-		n := min(len(bt.queue), backendkit.MaxRenewBatch)
-		if n == 0 {
-			bt.senders--
-			if bt.senders == 0 {
-				bt.queue = nil
+		if len(bt.queue) < backendkit.MaxRenewBatch {
+			bt.mu.Unlock()
+			runtime.Gosched()
+			bt.mu.Lock()
+		}
+		if !bt.acquireTurn() {
+			if batch, ctx, cancel := bt.takeRenewals(); batch != nil {
+				bt.sending++
+				bt.mu.Unlock()
+				bt.send(ctx, batch)
+				cancel()
+				bt.mu.Lock()
+				bt.sending--
+				bt.mu.Unlock()
+				continue
+			}
+		}
+		if batch, ctx, cancel := bt.takeAcquires(); batch != nil {
+			bt.sending++
+			bt.acquiring++
+			// Renewals left waiting get a sender of their own.
+			more := len(bt.queue) > 0 && bt.senders == bt.sending && bt.senders < maxSenders
+			if more {
+				bt.senders++
 			}
 			bt.mu.Unlock()
-			return
+			if more {
+				go bt.run()
+			}
+			bt.sendAcquires(ctx, batch)
+			cancel()
+			bt.mu.Lock()
+			bt.sending--
+			bt.acquiring--
+			bt.mu.Unlock()
+			continue
 		}
+		bt.senders--
+		if bt.senders == 0 {
+			bt.queue, bt.acquires = nil, nil
+		}
+		bt.mu.Unlock()
+		return
+	}
+}
+
+// acquireTurn reports whether a free sender takes acquisitions before
+// renewals: only when acquisitions wait, fewer than maxAcquiring batches
+// of them are in flight, and the renewals waiting are fewer than a full
+// batch or already have the senders reserved for them
+// (maxSenders−maxAcquiring) busy. So renewals go first under load, but a
+// steady trickle of renewals cannot starve acquisitions. The caller holds
+// bt.mu.
+func (bt *batcher) acquireTurn() bool {
+	if len(bt.acquires) == 0 || bt.acquiring >= maxAcquiring {
+		return false
+	}
+	return len(bt.queue) < backendkit.MaxRenewBatch || bt.sending-bt.acquiring >= maxSenders-maxAcquiring
+}
+
+// takeRenewals takes the next batch of renewals from the queue, with the
+// context it is sent under (bounded by the latest deadline among them),
+// or nil when none waits. The caller holds bt.mu.
+func (bt *batcher) takeRenewals() ([]*renewReq, context.Context, context.CancelFunc) {
+	for len(bt.queue) > 0 {
+		n := min(len(bt.queue), backendkit.MaxRenewBatch)
 		batch := make([]*renewReq, 0, n)
 		var deadline time.Time
 		for _, q := range bt.queue[:n] {
@@ -184,7 +259,6 @@ func (bt *batcher) run() {
 			bt.queue = nil
 		}
 		if len(batch) == 0 { // all given up
-			bt.mu.Unlock()
 			continue
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -192,14 +266,9 @@ func (bt *batcher) run() {
 		for _, q := range batch {
 			q.batch = s
 		}
-		bt.sending++
-		bt.mu.Unlock()
-		bt.send(ctx, batch)
-		cancel()
-		bt.mu.Lock()
-		bt.sending--
-		bt.mu.Unlock()
+		return batch, ctx, cancel
 	}
+	return nil, nil, nil
 }
 
 // send makes one RenewBatch call and hands each elector its result.
@@ -236,4 +305,158 @@ func (bt *batcher) call(ctx context.Context, leases []Lease) (res []backendkit.R
 		}
 	}()
 	return bt.b.RenewBatch(ctx, leases)
+}
+
+// acquireReq is one elector's acquisition waiting in a batcher.
+type acquireReq struct {
+	req      backendkit.AcquireRequest
+	deadline time.Time
+	// done is called once with the outcome; late with a lease won after
+	// the request was given up (nil: nothing to do with it).
+	done func(Lease, error)
+	late func(Lease)
+	// stop unregisters the request from its context's cancellation.
+	stop func() bool
+	// batch, finished and gaveUp are as in renewReq, guarded by
+	// batcher.mu.
+	batch    *sentBatch
+	finished bool
+	gaveUp   bool
+}
+
+// acquire queues req for the next batch of acquisitions and returns at
+// once. done is called once with the outcome, on a goroutine of the
+// batcher's, or, when ctx ends first, with ctx's error, wrapped: the
+// request is given up, dropped if not yet sent, and a batch in flight is
+// cancelled once every request in it has been given up. A lease that a
+// request given up in flight won all the same is passed to late (when not
+// nil) instead. The batch carrying req is bounded by the latest deadline
+// of its requests.
+func (bt *batcher) acquire(ctx context.Context, deadline time.Time, req backendkit.AcquireRequest, done func(Lease, error), late func(Lease)) {
+	q := &acquireReq{req: req, deadline: deadline, done: done, late: late}
+	// Set before q is queued: only whoever takes q from the queue calls it.
+	q.stop = context.AfterFunc(ctx, func() { bt.giveUp(q, ctx.Err()) })
+	bt.mu.Lock()
+	var start bool
+	if !q.finished { // not given up already
+		bt.acquires = append(bt.acquires, q)
+		start = bt.senders == bt.sending && bt.senders < maxSenders && bt.acquiring < maxAcquiring
+		if start {
+			bt.senders++
+		}
+	}
+	bt.mu.Unlock()
+	if start {
+		go bt.run()
+	}
+}
+
+// giveUp gives up waiting for q, unless it has its outcome already, and
+// calls its done with err.
+func (bt *batcher) giveUp(q *acquireReq, err error) {
+	bt.mu.Lock()
+	if q.finished {
+		bt.mu.Unlock()
+		return
+	}
+	q.finished, q.gaveUp = true, true
+	var cancel context.CancelFunc
+	if s := q.batch; s != nil {
+		if s.waiting--; s.waiting == 0 {
+			cancel = s.cancel
+		}
+	}
+	bt.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	q.done(Lease{}, fmt.Errorf("acquire lease: %w", err))
+}
+
+// takeAcquires takes the next batch of acquisitions, as takeRenewals
+// does renewals, unless maxAcquiring batches of them are in flight. The
+// caller holds bt.mu.
+func (bt *batcher) takeAcquires() ([]*acquireReq, context.Context, context.CancelFunc) {
+	for len(bt.acquires) > 0 && bt.acquiring < maxAcquiring {
+		n := min(len(bt.acquires), backendkit.MaxAcquireBatch)
+		batch := make([]*acquireReq, 0, n)
+		var deadline time.Time
+		for _, q := range bt.acquires[:n] {
+			if q.finished {
+				continue
+			}
+			batch = append(batch, q)
+			if q.deadline.After(deadline) {
+				deadline = q.deadline
+			}
+		}
+		clear(bt.acquires[:n])
+		bt.acquires = bt.acquires[n:]
+		if len(bt.acquires) == 0 {
+			bt.acquires = nil
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		s := &sentBatch{cancel: cancel, waiting: len(batch)}
+		for _, q := range batch {
+			q.batch = s
+		}
+		return batch, ctx, cancel
+	}
+	return nil, nil, nil
+}
+
+// sendAcquires makes one AcquireBatch call and hands each request its
+// outcome, on a goroutine of its own, so that the sender goes on at once.
+func (bt *batcher) sendAcquires(ctx context.Context, batch []*acquireReq) {
+	reqs := make([]backendkit.AcquireRequest, len(batch))
+	for i, q := range batch {
+		reqs[i] = q.req
+	}
+	res := bt.callAcquire(ctx, reqs)
+	if len(res) != len(batch) {
+		err := fmt.Errorf("fxelection: %s AcquireBatch returned %d results for %d requests", bt.kind, len(res), len(batch))
+		res = slices.Repeat([]backendkit.AcquireResult{{Err: err}}, len(batch))
+	}
+	// toLate marks the requests given up meanwhile whose lease goes to late.
+	toLate := make([]bool, len(batch))
+	bt.mu.Lock()
+	for i, q := range batch {
+		if q.finished { // given up meanwhile
+			toLate[i] = res[i].Err == nil && q.late != nil
+			batch[i] = nil
+			if toLate[i] {
+				batch[i] = q
+			}
+			continue
+		}
+		q.finished = true
+	}
+	bt.mu.Unlock()
+	go func() {
+		for i, q := range batch {
+			switch {
+			case q == nil:
+			case toLate[i]:
+				q.late(res[i].Lease)
+			default:
+				q.stop()
+				q.done(res[i].Lease, res[i].Err)
+			}
+		}
+	}()
+}
+
+// callAcquire runs AcquireBatch, turning a panic in it into a failure of
+// the batch, as call does for RenewBatch.
+func (bt *batcher) callAcquire(ctx context.Context, reqs []backendkit.AcquireRequest) (res []backendkit.AcquireResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("fxelection: AcquireBatch panicked: %v", v)
+			res = slices.Repeat([]backendkit.AcquireResult{{Err: err}}, len(reqs))
+		}
+	}()
+	return bt.a.AcquireBatch(ctx, reqs)
 }

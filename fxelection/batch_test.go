@@ -39,6 +39,19 @@ func (b *batchLog) Acquire(ctx context.Context, req backendkit.AcquireRequest) (
 	return l, err
 }
 
+func (b *batchLog) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+	now := time.Now()
+	res := b.Backend.AcquireBatch(ctx, reqs)
+	b.mu.Lock()
+	for i, r := range res {
+		if r.Err == nil {
+			b.times[reqs[i].Election] = append(b.times[reqs[i].Election], now)
+		}
+	}
+	b.mu.Unlock()
+	return res
+}
+
 func (b *batchLog) Renew(context.Context, fxelection.Lease) (fxelection.Lease, error) {
 	panic("renewals must go through RenewBatch")
 }
@@ -153,9 +166,10 @@ func TestStopManyElectorsNoLeak(t *testing.T) {
 
 // gatedBackend is the in-memory backend whose Acquire waits until open is
 // closed (or its context is done), counting the calls waiting at once and
-// the elections asked for.
+// the elections asked for. It does not acquire in batches, so that first
+// steps wait in Acquire on the group's start workers.
 type gatedBackend struct {
-	*memory.Backend
+	renewingMemory
 	open    chan struct{}
 	mu      sync.Mutex
 	waiting int
@@ -164,7 +178,7 @@ type gatedBackend struct {
 }
 
 func newGatedBackend() *gatedBackend {
-	return &gatedBackend{Backend: memory.New(), open: make(chan struct{}), asked: map[string]bool{}}
+	return &gatedBackend{renewingMemory: memory.New(), open: make(chan struct{}), asked: map[string]bool{}}
 }
 
 func (b *gatedBackend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
@@ -183,7 +197,16 @@ func (b *gatedBackend) Acquire(ctx context.Context, req backendkit.AcquireReques
 	case <-ctx.Done():
 		return fxelection.Lease{}, ctx.Err()
 	}
-	return b.Backend.Acquire(ctx, req)
+	return b.renewingMemory.Acquire(ctx, req)
+}
+
+// renewingMemory is the in-memory backend without its
+// backendkit.BatchAcquirer.
+type renewingMemory interface {
+	fxelection.Backend
+	backendkit.BatchRenewer
+	backendkit.Notifier
+	backendkit.NamedBackend
 }
 
 func (b *gatedBackend) counts() (waiting, most int) {

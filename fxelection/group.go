@@ -26,8 +26,10 @@ func (g *Group) New(cfg Config) (*Elector, error) {
 	return e, nil
 }
 
-// batcher returns the group's renewal batcher, or nil when its backend does
-// not renew in batches now. It asks backendkit.BatchProber each time (an
+// batcher returns the group's batcher, or nil when its backend does not
+// renew in batches now. The batcher sends acquisitions in batches too when
+// the backend implements backendkit.BatchAcquirer (and, if it is a
+// backendkit.AcquireBatchProber, can when the batcher is made). It asks backendkit.BatchProber each time (an
 // elector asks when it starts): a wrapper knows only once the app started
 // whether the store behind it batches.
 func (g *Group) batcher() *batcher {
@@ -42,6 +44,11 @@ func (g *Group) batcher() *batcher {
 	defer g.mu.Unlock()
 	if g.batch == nil {
 		g.batch = &batcher{b: br, kind: g.kind}
+		if ba, ok := g.backend.(backendkit.BatchAcquirer); ok {
+			if p, ok := g.backend.(backendkit.AcquireBatchProber); !ok || p.CanAcquireBatch() {
+				g.batch.a = ba
+			}
+		}
 	}
 	return g.batch
 }

@@ -21,14 +21,26 @@ import (
 // begin is the campaign's first step, on a starter worker: the first
 // attempt, then leading (parked) or, for a follower, the rest of the
 // campaign on a goroutine of its own. It never waits between attempts, so
-// that the worker goes on with the next elector.
+// that the worker goes on with the next elector; when the attempt goes in
+// a batch (backendkit.BatchAcquirer) it does not wait for it either: the
+// batch's outcome goes on from there (begun).
 func (e *Elector) begin() {
 	if e.halted.Load() {
 		e.endLoop()
 		return
 	}
+	if e.batchesAcquire() && e.healthy.Load() {
+		e.attemptBatched(e.begun)
+		return
+	}
 	var lease Lease
 	s, err := e.attempt(&lease)
+	e.begun(lease, s, err)
+}
+
+// begun goes on from the campaign's first attempt, which started at s
+// and won lease unless err.
+func (e *Elector) begun(lease Lease, s time.Time, err error) {
 	switch {
 	case err == nil:
 		e.startLead(lease, s, nil)
@@ -70,11 +82,26 @@ func (e *Elector) afterLead(reason StopReason) {
 		e.endLoop()
 		return
 	}
-	var sitOut time.Duration
-	if reason == ReasonResigned {
-		sitOut = 2 * e.cfg.RetryPeriod
+	var delay, ignoreWake time.Duration
+	switch reason {
+	case ReasonResigned:
+		delay, ignoreWake = 2*e.cfg.RetryPeriod, 2*e.cfg.RetryPeriod
+	case ReasonDeadline:
+		// Not at once: a leadership that ended by the renew deadline most
+		// often ended because the store or this process was overloaded
+		// (renewals that did not finish in time), and a re-campaign at once
+		// from every election that lost would add to that load while its
+		// own record, still in the store, keeps others out anyway. The
+		// wait doubles with each such loss in a row from RetryPeriod up to
+		// LeaseDuration−RenewDeadline (by then the old record has expired
+		// and others may take it, so waiting longer gains nothing), drawn
+		// evenly from its upper half; a push wake-up still cuts it short.
+		// A lease lost to another holder (ReasonLost) is asked for again at
+		// once: the answer names the new leader.
+		e.losses = min(e.losses+1, maxLosses)
+		delay = spread(recampaignWait(int(e.losses), e.cfg.RetryPeriod, e.cfg.LeaseDuration-e.cfg.RenewDeadline))
 	}
-	e.loop(sitOut, 0, time.Now().Add(sitOut))
+	e.loop(delay, 0, time.Now().Add(ignoreWake))
 }
 
 // retryDelay returns the wait before the next attempt after one that
@@ -182,26 +209,72 @@ func (e *Elector) opContext(parent context.Context, deadline time.Time) (ctx con
 // Lease otherwise) and records what it learned. The call is bounded by
 // RenewDeadline: a lease won after that long would have to be given up at
 // once (belief is measured from the attempt's start), and a hung store
-// must not keep the loop from TryAcquire, Resign or Stop.
+// must not keep the loop from TryAcquire, Resign or Stop. In a Group on a
+// backend that acquires in batches it goes in the next batch, and attempt
+// waits for its outcome.
 func (e *Elector) attempt(won *Lease) (time.Time, error) {
 	start := time.Now()
 	if !e.healthy.Load() { // Config.HealthCheck; the checker pokes the loop once healthy
 		*won = Lease{}
 		return start, errUnhealthy
 	}
+	if e.batchesAcquire() {
+		done := make(chan struct{})
+		var err error
+		e.attemptBatched(func(l Lease, _ time.Time, aerr error) {
+			*won, err = l, aerr
+			close(done)
+		})
+		<-done
+		return start, err
+	}
 	actx, cancel := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
-	e.mu.Lock()
-	inc := e.incarnation
-	e.mu.Unlock()
 	end := e.during(OpAcquire)
-	l, err := e.backend.Acquire(actx, backendkit.AcquireRequest{
-		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
-		Incarnation: inc,
-	})
+	l, err := e.backend.Acquire(actx, e.acquireRequest())
 	end()
 	cancel()
 	*won = l
 	return start, e.attempted(start, won, err)
+}
+
+// batchesAcquire reports whether the elector's attempts go in batches.
+func (e *Elector) batchesAcquire() bool { return e.batch != nil && e.batch.a != nil }
+
+// attemptBatched queues one attempt in the group's batcher, bounded as
+// attempt's, and calls then with its outcome as attempt returns it (the
+// lease won, the attempt's start, attempted's error), from the batcher.
+func (e *Elector) attemptBatched(then func(won Lease, start time.Time, err error)) {
+	start := time.Now()
+	deadline := start.Add(e.cfg.RenewDeadline)
+	actx, cancel := e.opContext(e.base, deadline)
+	end := e.during(OpAcquire)
+	e.batch.acquire(actx, deadline, e.acquireRequest(), func(l Lease, err error) {
+		end()
+		cancel()
+		err = e.attempted(start, &l, err)
+		then(l, start, err)
+	}, e.wonLate)
+}
+
+// wonLate handles a lease that an attempt given up in its batch won all
+// the same: a stopping elector gives it back (dropLate); otherwise it is
+// the elector's own under its current incarnation, and its next attempt
+// continues it.
+func (e *Elector) wonLate(l Lease) {
+	if e.halted.Load() {
+		go e.dropLate(l) // bounded by RetryPeriod; the batch's other outcomes must not wait
+	}
+}
+
+// acquireRequest is the elector's request to Acquire now.
+func (e *Elector) acquireRequest() backendkit.AcquireRequest {
+	e.mu.Lock()
+	inc := e.incarnation
+	e.mu.Unlock()
+	return backendkit.AcquireRequest{
+		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
+		Incarnation: inc,
+	}
 }
 
 // attempted records the outcome of the attempt that started at start:
@@ -289,7 +362,18 @@ func (t *leaderTerm) rearm(now time.Time) {
 	if !t.due.IsZero() && t.due.Before(next) {
 		next = t.due
 	}
-	t.timer.Reset(next.Sub(now))
+	if next.Before(t.armed) {
+		// Earlier than it is set for: a new timer instead of Reset. The
+		// runtime keeps a timer moved earlier in place and, once it is
+		// due, scans every timer of its P to fix the heap (timers.adjust);
+		// with many elections that scan, at every such timer, ate the
+		// CPU after an overload. A stopped timer is dropped cheaply.
+		t.timer.Stop()
+		t.timer = time.AfterFunc(next.Sub(now), t.fire)
+	} else {
+		t.timer.Reset(next.Sub(now))
+	}
+	t.armed = next
 }
 
 // fire is t's timer. At a renewal's time it wakes the loop to renew and
@@ -491,6 +575,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 			return e.stepDown(t, ReasonDeadline, false), true
 		}
 		e.ls.failures = 0
+		e.losses = 0
 		due := renewStart.Add(e.cfg.RetryPeriod)
 		if e.batch != nil {
 			// Rounded down to the batch grid: up to RetryPeriod/64 early,
@@ -529,7 +614,8 @@ func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
 	// that ignores its context cannot stretch leadership. It also wakes a
 	// parked loop to step down (and to renew, once armRenewal set a time).
 	e.mu.Lock() // fire takes it: t.timer is set before it runs
-	t.timer = time.AfterFunc(time.Until(t.deadline()), t.fire)
+	t.armed = t.deadline()
+	t.timer = time.AfterFunc(time.Until(t.armed), t.fire)
 	e.term = t
 	e.finalLease = nil
 	halted := e.halted.Load() // Stop cancels e.term: this one too
@@ -583,7 +669,9 @@ func (e *Elector) stepDown(t *leaderTerm, reason StopReason, keep bool) StopReas
 // lease for release by Stop also when the timer has announced the end
 // already (Stop began while the loop was stuck).
 func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) StopReason {
+	e.mu.Lock() // rearm replaces t.timer under it
 	t.timer.Stop()
+	e.mu.Unlock()
 	t.cancel()
 	t.stepMu.Lock()
 	defer t.stepMu.Unlock()

@@ -93,6 +93,10 @@ type Elector struct {
 	// startState says where the campaign's first step is (guarded by
 	// group.mu): see startCampaign.
 	startState uint8
+	// losses counts the leaderships in a row that ended by the renew
+	// deadline with no successful renewal since (capped at
+	// maxLosses): afterLead waits longer with each. Only the loop touches it.
+	losses uint8
 	// group is the Group the elector was made in; nil for one on its own.
 	group *Group
 
@@ -198,6 +202,7 @@ type leaderTerm struct {
 	// timer fires at the next renewal (due) or the renew deadline,
 	// whichever is earlier; see fire.
 	timer     *time.Timer
+	armed     time.Time // when timer is set to fire (guarded by Elector.mu)
 	lastRenew time.Time // start of the last successful acquire/renew
 	due       time.Time // when the timer next signals a renewal; zero when none is armed (guarded by Elector.mu)
 	ended     bool      // stepDown ran (guarded by Elector.mu)

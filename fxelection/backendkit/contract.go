@@ -149,8 +149,8 @@ func (r AcquireRequest) Continues(cur Lease) bool {
 // promise.
 //
 // Backends that can tell followers about a release implement Notifier too;
-// backends that can renew many leases in one round trip implement
-// BatchRenewer.
+// backends that can renew or acquire many leases in one round trip
+// implement BatchRenewer and BatchAcquirer.
 type Backend interface {
 	// Acquire takes the lease for req.Election as req.Identity if it is free,
 	// expired, or already held by req.Identity (so a candidate that crashed
@@ -308,6 +308,61 @@ type RenewResult struct {
 
 // MaxRenewBatch is the most leases the core passes to one RenewBatch call.
 const MaxRenewBatch = 1024
+
+// BatchAcquirer is an optional Backend capability, the counterpart of
+// BatchRenewer for acquisitions: many Acquire requests in one round trip to
+// the store (Redis: a pipeline of the acquire script; the in-memory
+// backend: one lock). Followers' polls are acquisitions too, so a process
+// running many elections on a backend with it sends its campaigns' attempts
+// in batches as well as its renewals.
+//
+// Electors in one Group on a backend that implements it use it on their
+// own, and send renewals first: while renewals wait, no acquisition batch
+// is started, and acquisition batches never take more than half of the
+// batches one backend has in flight at once. So work that changes
+// leadership queues behind work that keeps it, and a slow store sees
+// fewer, larger requests rather than a growing pile. Every attempt is
+// still bounded by its elector's RenewDeadline from the moment it was
+// asked for; an attempt given up while its batch is in flight (Stop, or
+// the deadline passed) and won nonetheless is released again by a
+// stopping elector and otherwise kept for its next attempt to continue.
+//
+// Backend authors: AcquireBatch must give every request exactly the
+// outcome Acquire would have given it, as if the requests were made one
+// after another in the order given (two requests for one election: the
+// second sees what the first did). It must return one result per request,
+// in order, honour ctx (which bounds the whole batch), and fail every
+// request a whole-call failure hits. The electiontest conformance suite
+// checks this for every backend that implements it.
+type BatchAcquirer interface {
+	// AcquireBatch makes each request as Acquire would, in as few round
+	// trips as the store allows, and returns one result per request, in
+	// order.
+	AcquireBatch(ctx context.Context, reqs []AcquireRequest) []AcquireResult
+}
+
+// AcquireBatchProber is BatchProber for BatchAcquirer: a wrapper that
+// implements AcquireBatch on behalf of a backend it resolves later reports
+// whether that backend batches acquisitions; false makes electors acquire
+// with Acquire.
+type AcquireBatchProber interface {
+	// CanAcquireBatch reports whether AcquireBatch now reaches a store that
+	// acquires many leases in one round trip.
+	CanAcquireBatch() bool
+}
+
+// AcquireResult is one request's outcome in BatchAcquirer.AcquireBatch:
+// what Acquire would have returned for it.
+type AcquireResult struct {
+	// Lease is the lease won when Err is nil.
+	Lease Lease
+	// Err is nil, a *HeldError, or another error as Acquire returns.
+	Err error
+}
+
+// MaxAcquireBatch is the most requests the core passes to one AcquireBatch
+// call.
+const MaxAcquireBatch = 1024
 
 // LeaseKey is the context key under which a leader context carries its
 // lease (see ContextWithLease and LeaseFromContext).

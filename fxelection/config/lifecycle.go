@@ -150,11 +150,13 @@ type lazyBackend struct {
 }
 
 var (
-	_ fxelection.Backend      = (*lazyBackend)(nil)
-	_ backendkit.Notifier     = (*lazyBackend)(nil)
-	_ backendkit.NamedBackend = (*lazyBackend)(nil)
-	_ backendkit.BatchRenewer = (*lazyBackend)(nil)
-	_ backendkit.BatchProber  = (*lazyBackend)(nil)
+	_ fxelection.Backend            = (*lazyBackend)(nil)
+	_ backendkit.Notifier           = (*lazyBackend)(nil)
+	_ backendkit.NamedBackend       = (*lazyBackend)(nil)
+	_ backendkit.BatchRenewer       = (*lazyBackend)(nil)
+	_ backendkit.BatchProber        = (*lazyBackend)(nil)
+	_ backendkit.BatchAcquirer      = (*lazyBackend)(nil)
+	_ backendkit.AcquireBatchProber = (*lazyBackend)(nil)
 )
 
 func (l *lazyBackend) set(b fxelection.Backend) {
@@ -238,6 +240,41 @@ func (l *lazyBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease)
 		return br.RenewBatch(ctx, leases)
 	}
 	return renewEach(ctx, b, leases)
+}
+
+// CanAcquireBatch implements backendkit.AcquireBatchProber: electors
+// acquire in batches exactly when the provisioned backend implements
+// backendkit.BatchAcquirer.
+func (l *lazyBackend) CanAcquireBatch() bool {
+	b, err := l.get()
+	if err != nil {
+		return false
+	}
+	_, ok := b.(backendkit.BatchAcquirer)
+	return ok
+}
+
+// AcquireBatch implements backendkit.BatchAcquirer: the whole batch goes
+// to the provisioned backend's AcquireBatch, or, on a backend without one
+// (for an elector started before provisioning; see CanAcquireBatch), to
+// its Acquire one request after another, in order. Before provisioning
+// and after the module stopped, every request gets ErrNotProvisioned.
+func (l *lazyBackend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+	out := make([]backendkit.AcquireResult, len(reqs))
+	b, err := l.get()
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	if ba, ok := b.(backendkit.BatchAcquirer); ok {
+		return ba.AcquireBatch(ctx, reqs)
+	}
+	for i, req := range reqs {
+		out[i].Lease, out[i].Err = b.Acquire(ctx, req)
+	}
+	return out
 }
 
 // renewEach renews each lease with b.Renew concurrently and returns their

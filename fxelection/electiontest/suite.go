@@ -134,6 +134,7 @@ type NewBackend func(t *testing.T) fxelection.Backend
 // other (t.Parallel), after the ones that change the store as a whole
 // (Options.Recreate, Options.StoreDown) have ended. A case that does not
 // apply to the backend (RenewBatch without backendkit.BatchRenewer,
+// AcquireBatch without backendkit.BatchAcquirer,
 // TermAboveRepeatedDeletes with Options.DeleteResetsTerms) is not run, and
 // the parent test logs why, rather than being reported as skipped.
 func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
@@ -176,6 +177,11 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 			t.Run("RenewBatch", s.renewBatch)
 		} else {
 			t.Log("RenewBatch not run: the backend does not implement backendkit.BatchRenewer (optional)")
+		}
+		if _, ok := s.newBackend(t).(backendkit.BatchAcquirer); ok {
+			t.Run("AcquireBatch", s.acquireBatch)
+		} else {
+			t.Log("AcquireBatch not run: the backend does not implement backendkit.BatchAcquirer (optional)")
 		}
 		if opts.StoreDown != nil {
 			t.Run("StoreDown", s.storeDown) // stops the whole store

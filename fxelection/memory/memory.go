@@ -39,10 +39,11 @@ type memEntry struct {
 }
 
 var (
-	_ backendkit.Backend      = (*Backend)(nil)
-	_ backendkit.Notifier     = (*Backend)(nil)
-	_ backendkit.NamedBackend = (*Backend)(nil)
-	_ backendkit.BatchRenewer = (*Backend)(nil)
+	_ backendkit.Backend       = (*Backend)(nil)
+	_ backendkit.Notifier      = (*Backend)(nil)
+	_ backendkit.NamedBackend  = (*Backend)(nil)
+	_ backendkit.BatchRenewer  = (*Backend)(nil)
+	_ backendkit.BatchAcquirer = (*Backend)(nil)
 )
 
 // New returns an empty in-memory backend.
@@ -98,6 +99,28 @@ func (m *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (b
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.acquire(req)
+}
+
+// AcquireBatch implements backendkit.BatchAcquirer: every request made as
+// Acquire would, in order, under one acquisition of the lock.
+func (m *Backend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+	out := make([]backendkit.AcquireResult, len(reqs))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, req := range reqs {
+		if err := req.Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Lease, out[i].Err = m.acquire(req)
+	}
+	return out
 }
 
 // acquire is Acquire with m.mu held. It is a function of its own so that

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -40,11 +39,8 @@ func (c *counted) Provision(ctx config.Context) error {
 	if err != nil {
 		return fmt.Errorf("inner: %w", err)
 	}
-	be := &counting{b: inner}
-	c.b = be
-	if _, ok := inner.(backendkit.BatchRenewer); ok {
-		c.b = countingBatch{be}
-	}
+	var be *counting
+	c.b, be = countCalls(inner)
 	lastCounted.Store(be)
 	return nil
 }

@@ -75,6 +75,11 @@ type options struct {
 	progress    bool
 	cpuProfile  string
 	document    bool
+
+	overload        time.Duration
+	overloadLoops   int
+	overloadLatency time.Duration
+	recoverTimeout  time.Duration
 }
 
 func main() {
@@ -92,6 +97,10 @@ func main() {
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the steady state to this file (with -child)")
 	flag.BoolVar(&o.progress, "progress", false, "print leaders, renewals, errors, losses and goroutines every second on stderr (with -child)")
 	flag.BoolVar(&o.document, "document", false, "build the elections from a configuration document run as an fx app (config.Build) instead of fxelection.New")
+	flag.DurationVar(&o.overload, "overload", 0, "after the steady window, an overload phase this long: busy loops hold the CPU and the store is slowed (Redis, through a proxy); 0: none")
+	flag.IntVar(&o.overloadLoops, "overload-loops", 0, "busy loops during the overload phase (0: GOMAXPROCS)")
+	flag.DurationVar(&o.overloadLatency, "overload-latency", 20*time.Millisecond, "latency the proxy adds to every chunk to and from Redis during the overload phase")
+	flag.DurationVar(&o.recoverTimeout, "recover-timeout", 2*time.Minute, "after the overload phase, give up waiting for every election to lead again after this")
 	flag.IntVar(&o.memRate, "memprofilerate", 0, "runtime.MemProfileRate for -memprofile (0: the runtime's default; 1: every allocation)")
 	flag.Parse()
 	if o.memRate > 0 {
@@ -139,6 +148,8 @@ type result struct {
 	Classes        string  `json:"memory_classes_per_el"`
 	LoadBefore     string  `json:"load_before"`
 	LoadAfter      string  `json:"load_after"`
+
+	Overload *overloadResult `json:"overload,omitempty"`
 }
 
 func runParent(o options) error {
@@ -154,6 +165,18 @@ func runParent(o options) error {
 		mode, o.lease, o.deadline, o.retry, o.periods, runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Println("| backend | elections | all lead after | RSS/election | heap/election | stack/election | goroutines/election | CPU (cores) | ops/s (E/RetryPeriod) | round trips/RetryPeriod | renew p50 | renew p99 | lost | load avg |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	var overloads []string
+	defer func() {
+		if len(overloads) == 0 {
+			return
+		}
+		fmt.Println()
+		fmt.Println("| backend | elections | overload | leaderships lost during (fewest led) | lost after | every election led again after | renew p99 during | renew p99 after | round trips/RetryPeriod during → after |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
+		for _, l := range overloads {
+			fmt.Println(l)
+		}
+	}()
 	for _, be := range strings.Split(o.backends, ",") {
 		for _, ns := range strings.Split(o.counts, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(ns))
@@ -166,6 +189,13 @@ func runParent(o options) error {
 				"-pg-conns", strconv.Itoa(o.pgConns)}
 			if o.document {
 				args = append(args, "-document")
+			}
+			if o.progress {
+				args = append(args, "-progress")
+			}
+			if o.overload > 0 {
+				args = append(args, "-overload", o.overload.String(), "-overload-loops", strconv.Itoa(o.overloadLoops),
+					"-overload-latency", o.overloadLatency.String(), "-recover-timeout", o.recoverTimeout.String())
 			}
 			cmd := exec.Command(self, args...)
 			var out bytes.Buffer
@@ -185,6 +215,9 @@ func runParent(o options) error {
 			fmt.Printf("| %s | %d | %s | %.1f KiB | %.2f KB | %.2f KiB | %.2f | %.3f | %.0f (%.0f) | %.0f | %.2f ms | %.2f ms | %d | %s → %s |\n",
 				r.Backend, r.N, lead, r.RSSPerEl/1024, r.HeapPerEl/1000, r.StackPerEl/1024, r.GoroutPerEl,
 				r.CPUCores, r.OpsPerSec, r.Expected, r.RoundTrips, r.RenewP50, r.RenewP99, r.Lost, r.LoadBefore, r.LoadAfter)
+			if r.Overload != nil {
+				overloads = append(overloads, overloadLine(r.Backend, r.N, r.Overload))
+			}
 		}
 	}
 	return nil
@@ -206,6 +239,9 @@ type counting struct {
 	batches    atomic.Int64 // RenewBatch calls
 	batched    atomic.Int64 // leases in them
 	batchTime  histogram    // RenewBatch call durations
+
+	acquireBatches atomic.Int64 // AcquireBatch calls
+	acquired       atomic.Int64 // requests in them
 }
 
 func (c *counting) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
@@ -228,6 +264,20 @@ func (c *counting) Get(ctx context.Context, election string) (fxelection.Lease, 
 	return c.b.Get(ctx, election)
 }
 
+// countCalls wraps inner in a counting backend with the batch
+// capabilities inner has, returned both as the Backend to use and as the
+// counters.
+func countCalls(inner fxelection.Backend) (fxelection.Backend, *counting) {
+	be := &counting{b: inner}
+	if _, ok := inner.(backendkit.BatchRenewer); !ok {
+		return be, be
+	}
+	if _, ok := inner.(backendkit.BatchAcquirer); ok {
+		return countingAcquire{countingBatch{be}}, be
+	}
+	return countingBatch{be}, be
+}
+
 // countingBatch is counting for a backend with the batch capability,
 // which it forwards.
 type countingBatch struct{ *counting }
@@ -247,6 +297,18 @@ func (c countingBatch) RenewBatch(ctx context.Context, leases []fxelection.Lease
 		out[i].Lease, out[i].Err = c.b.Renew(ctx, l)
 	}
 	return out
+}
+
+// countingAcquire is countingBatch for a backend that acquires in batches
+// too.
+type countingAcquire struct{ countingBatch }
+
+// AcquireBatch forwards the batch capability, as one round trip.
+func (c countingAcquire) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+	c.roundTrips.Add(1)
+	c.acquireBatches.Add(1)
+	c.acquired.Add(int64(len(reqs)))
+	return c.b.(backendkit.BatchAcquirer).AcquireBatch(ctx, reqs)
 }
 
 func (c *counting) BackendName() string {
@@ -430,32 +492,39 @@ func loadAvg() string {
 
 // setup starts the store for kind and returns a backend on it and a
 // function that tears everything down.
-func setup(ctx context.Context, kind string, pgConns int) (fxelection.Backend, func(), error) {
+func setup(ctx context.Context, kind string, pgConns int) (fxelection.Backend, func(), slowStore, error) {
 	switch kind {
 	case "memory":
-		return memory.New(), func() {}, nil
+		return memory.New(), func() {}, nil, nil
 	case "redis":
 		srv, err := testserver.StartRedis(testserver.RedisOptions{})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		// Through a proxy, which adds latency in the overload phase.
+		proxy, err := newLatencyProxy(srv.Addr())
+		if err != nil {
+			_ = srv.Close()
+			return nil, nil, nil, err
+		}
+		client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true})
 		be, err := redislease.New(client, redislease.Options{})
 		if err != nil {
 			_ = client.Close()
+			_ = proxy.Close()
 			_ = srv.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return be, func() { _ = client.Close(); _ = srv.Close() }, nil
+		return be, func() { _ = client.Close(); _ = proxy.Close(); _ = srv.Close() }, proxy.SetLatency, nil
 	case "postgres":
 		srv, err := testserver.StartPostgres(testserver.PostgresOptions{})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		cfg, err := pgxpool.ParseConfig(srv.DSN())
 		if err != nil {
 			_ = srv.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if pgConns > 0 {
 			cfg.MaxConns = int32(pgConns)
@@ -463,22 +532,22 @@ func setup(ctx context.Context, kind string, pgConns int) (fxelection.Backend, f
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			_ = srv.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		be, err := pglease.New(pool, pglease.Options{})
 		if err != nil {
 			pool.Close()
 			_ = srv.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err := be.CreateTable(ctx); err != nil {
 			pool.Close()
 			_ = srv.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return be, func() { _ = be.Close(); pool.Close(); _ = srv.Close() }, nil
+		return be, func() { _ = be.Close(); pool.Close(); _ = srv.Close() }, nil, nil
 	}
-	return nil, nil, fmt.Errorf("unknown backend %q", kind)
+	return nil, nil, nil, fmt.Errorf("unknown backend %q", kind)
 }
 
 func runChild(o options) error {
@@ -499,6 +568,7 @@ func runChild(o options) error {
 		base     snapshot
 		startAll func() error // starts every elector
 		stopAll  func()       // stops every elector
+		slow     slowStore    // adds latency to the store (nil: cannot)
 	)
 	if o.document {
 		res.Backend = kind + " (document)"
@@ -530,16 +600,14 @@ func runChild(o options) error {
 			}
 		}
 	} else {
-		inner, teardown, err := setup(ctx, kind, o.pgConns)
+		inner, teardown, slowFn, err := setup(ctx, kind, o.pgConns)
+		slow = slowFn
 		if err != nil {
 			return err
 		}
 		defer teardown()
-		be = &counting{b: inner}
-		var shared fxelection.Backend = be
-		if _, ok := inner.(backendkit.BatchRenewer); ok {
-			shared = countingBatch{be}
-		}
+		var shared fxelection.Backend
+		shared, be = countCalls(inner)
 
 		// Warm the client up (connections, scripts) before the baseline.
 		warm, err := be.Acquire(ctx, backendkit.AcquireRequest{Election: "warm-up", Identity: "bench", Duration: o.lease})
@@ -673,6 +741,10 @@ func runChild(o options) error {
 	res.StackPerEl = (float64(end.stack) - float64(base.stack)) / float64(n)
 	res.GoroutPerEl = float64(end.goroutines-base.goroutines) / float64(n)
 	res.Classes = classDiff(base, end, n)
+
+	if o.overload > 0 {
+		res.Overload = overloadPhase(o, n, obs, be, slow)
+	}
 
 	stopStart := time.Now()
 	stopped := make(chan struct{})

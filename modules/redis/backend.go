@@ -41,10 +41,11 @@ type Backend struct {
 }
 
 var (
-	_ fxelection.Backend      = (*Backend)(nil)
-	_ backendkit.Notifier     = (*Backend)(nil)
-	_ backendkit.NamedBackend = (*Backend)(nil)
-	_ backendkit.BatchRenewer = (*Backend)(nil)
+	_ fxelection.Backend       = (*Backend)(nil)
+	_ backendkit.Notifier      = (*Backend)(nil)
+	_ backendkit.NamedBackend  = (*Backend)(nil)
+	_ backendkit.BatchRenewer  = (*Backend)(nil)
+	_ backendkit.BatchAcquirer = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases through client, which may be a
@@ -150,18 +151,38 @@ func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireReques
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
+	a, err := b.prepareAcquire(req)
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	res, err := b.acquire.Run(ctx, b.client, a.keys, a.args...).Slice()
+	return a.outcome(res, err)
+}
+
+// acquireCall is one Acquire's script call, prepared: its keys and
+// arguments, and what its outcome needs.
+type acquireCall struct {
+	req   backendkit.AcquireRequest
+	keys  []string
+	args  []any
+	nonce string
+	durMS int64
+}
+
+// prepareAcquire checks req and prepares its script call.
+func (b *Backend) prepareAcquire(req backendkit.AcquireRequest) (acquireCall, error) {
 	if req.Identity == "" {
-		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
+		return acquireCall{}, errors.New("acquire lease: empty identity")
 	}
 	if req.Duration < time.Millisecond || req.Duration > backendkit.MaxRecordDuration {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, backendkit.MaxRecordDuration)
+		return acquireCall{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, backendkit.MaxRecordDuration)
 	}
 	if err := req.Validate(); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		return acquireCall{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	meta, err := encodeMetadata(req.Metadata)
 	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		return acquireCall{}, fmt.Errorf("acquire lease: %w", err)
 	}
 	lease, term := b.Keys(req.Election)
 	durMS := req.Duration.Milliseconds()
@@ -169,8 +190,16 @@ func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireReques
 	if req.Incarnation != "" {
 		nonce, derived = incarnationNonce(req.Incarnation), "1"
 	}
-	res, err := b.acquire.Run(ctx, b.client, []string{lease, term},
-		holderPart(req.Identity), meta, durMS, b.clock, nonce, derived).Slice()
+	return acquireCall{
+		req: req, keys: []string{lease, term}, nonce: nonce, durMS: durMS,
+		args: []any{holderPart(req.Identity), meta, durMS, b.clock, nonce, derived},
+	}, nil
+}
+
+// outcome turns the acquire script's reply (or error) into Acquire's
+// result.
+func (a acquireCall) outcome(res []any, err error) (fxelection.Lease, error) {
+	req, durMS := a.req, a.durMS
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", storeError(err))
 	}
@@ -195,7 +224,7 @@ func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireReques
 			Incarnation: req.Incarnation,
 			Metadata:    maps.Clone(req.Metadata),
 			Term:        t,
-			Version:     nonce,
+			Version:     a.nonce,
 			Duration:    time.Duration(durMS) * time.Millisecond,
 			AcquiredAt:  time.UnixMilli(at),
 			ExpiresAt:   time.UnixMilli(now + durMS),
@@ -211,6 +240,81 @@ func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireReques
 	default:
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", foreign(res))
 	}
+}
+
+// AcquireBatch implements backendkit.BatchAcquirer: the acquire script for
+// every request in one pipeline (one round trip; on Redis Cluster, one per
+// node holding some of the keys), run by the server one after another in
+// the order given. Each request gets what Acquire would have returned for
+// it; a failure of the connection fails every request it carried. Scripts
+// not yet cached by the server are sent again in full, in a second
+// pipeline, as RenewBatch does.
+func (b *Backend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+	out := make([]backendkit.AcquireResult, len(reqs))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = b.redact(fmt.Errorf("acquire lease: %w", err))
+		}
+		return out
+	}
+	calls := make([]acquireCall, len(reqs))
+	var idx []int
+	for i, req := range reqs {
+		var err error
+		if calls[i], err = b.prepareAcquire(req); err != nil {
+			out[i].Err = err
+			continue
+		}
+		idx = append(idx, i)
+	}
+	cmds := pipelineScript(ctx, b.client, b.acquire, idx, func(i int) ([]string, []any) { return calls[i].keys, calls[i].args })
+	for _, i := range idx {
+		res, err := cmds[i].Slice()
+		out[i].Lease, out[i].Err = calls[i].outcome(res, err)
+	}
+	for i := range out {
+		out[i].Err = b.redact(out[i].Err)
+	}
+	return out
+}
+
+// pipelineScript runs script for each index in idx, with the keys and
+// arguments call gives for it, in one pipeline, and returns the commands
+// by index (nil for indexes not in idx). Scripts the server does not have
+// cached (NOSCRIPT, as after a restart) are sent again in full, in a
+// second pipeline. Errors are per command.
+func pipelineScript(ctx context.Context, client redis.UniversalClient, script *redis.Script, idx []int, call func(i int) ([]string, []any)) []*redis.Cmd {
+	n := 0
+	for _, i := range idx {
+		n = max(n, i+1)
+	}
+	cmds := make([]*redis.Cmd, n)
+	send := func(idx []int, full bool) {
+		pipe := client.Pipeline()
+		for _, i := range idx {
+			keys, args := call(i)
+			if full {
+				cmds[i] = script.Eval(ctx, pipe, keys, args...)
+			} else {
+				cmds[i] = script.EvalSha(ctx, pipe, keys, args...)
+			}
+		}
+		_, _ = pipe.Exec(ctx) // errors are per command
+	}
+	if len(idx) == 0 {
+		return cmds
+	}
+	send(idx, false)
+	var again []int
+	for _, i := range idx {
+		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		send(again, true)
+	}
+	return cmds
 }
 
 // Renew implements fxelection.Backend: one script that extends the lease by
@@ -304,20 +408,6 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []b
 		return out
 	}
 	start := time.Now()
-	cmds := make([]*redis.Cmd, len(leases))
-	send := func(idx []int, full bool) {
-		pipe := b.client.Pipeline()
-		for _, i := range idx {
-			l := leases[i]
-			keys, args := []string{b.leaseKey(l.Election)}, []any{termPart(l), l.Duration.Milliseconds()}
-			if full {
-				cmds[i] = b.renew.Eval(ctx, pipe, keys, args...)
-			} else {
-				cmds[i] = b.renew.EvalSha(ctx, pipe, keys, args...)
-			}
-		}
-		_, _ = pipe.Exec(ctx) // errors are per command
-	}
 	var idx []int
 	for i, l := range leases {
 		if l.Duration < time.Millisecond || l.Duration > backendkit.MaxRecordDuration {
@@ -326,18 +416,10 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []b
 		}
 		idx = append(idx, i)
 	}
-	if len(idx) > 0 {
-		send(idx, false)
-		var again []int
-		for _, i := range idx {
-			if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			send(again, true)
-		}
-	}
+	cmds := pipelineScript(ctx, b.client, b.renew, idx, func(i int) ([]string, []any) {
+		l := leases[i]
+		return []string{b.leaseKey(l.Election)}, []any{termPart(l), l.Duration.Milliseconds()}
+	})
 	for _, i := range idx {
 		res, err := cmds[i].Slice()
 		out[i].Lease, out[i].Err = renewOutcome(leases[i], start, res, err)

@@ -7,17 +7,21 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// BatchBackend is a Backend that also implements backendkit.BatchRenewer,
-// so that electors on it renew in batches. A fault set for
-// fxelection.OpRenew (or for all operations) hits a whole batch as it
-// would hit one Renew call; each lease in a batch counts as one call in
-// Calls. Batches go to the wrapped backend's RenewBatch, or, if it has
-// none, to its Renew one lease at a time.
+// BatchBackend is a Backend that also implements backendkit.BatchRenewer
+// and backendkit.BatchAcquirer, so that electors on it in a Group renew
+// and acquire in batches. A fault set for fxelection.OpRenew or
+// fxelection.OpAcquire (or for all operations) hits a whole batch as it
+// would hit one call; each lease or request in a batch counts as one call
+// in Calls. Batches go to the wrapped backend's RenewBatch or
+// AcquireBatch, or, if it has none, to its Renew or Acquire one at a time.
 type BatchBackend struct {
 	*Backend
 }
 
-var _ backendkit.BatchRenewer = (*BatchBackend)(nil)
+var (
+	_ backendkit.BatchRenewer  = (*BatchBackend)(nil)
+	_ backendkit.BatchAcquirer = (*BatchBackend)(nil)
+)
 
 // NewBatch wraps inner like New, with batched renewals.
 func NewBatch(inner fxelection.Backend) *BatchBackend {
@@ -45,6 +49,31 @@ func (f *BatchBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease
 	}
 	for i, l := range leases {
 		out[i].Lease, out[i].Err = f.inner.Renew(ctx, l)
+	}
+	return out
+}
+
+// AcquireBatch implements backendkit.BatchAcquirer.
+func (f *BatchBackend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+	out := make([]backendkit.AcquireResult, len(reqs))
+	if len(reqs) == 0 {
+		return out
+	}
+	err := f.before(ctx, fxelection.OpAcquire)
+	f.mu.Lock()
+	f.calls[fxelection.OpAcquire] += len(reqs) - 1
+	f.mu.Unlock()
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	if ba, ok := f.inner.(backendkit.BatchAcquirer); ok {
+		return ba.AcquireBatch(ctx, reqs)
+	}
+	for i, req := range reqs {
+		out[i].Lease, out[i].Err = f.inner.Acquire(ctx, req)
 	}
 	return out
 }
