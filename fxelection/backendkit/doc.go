@@ -20,7 +20,8 @@
 //     leaves a backend passes.
 //
 // It also holds the contract itself: Backend, Lease, AcquireRequest and
-// HeldError, the optional Notifier, BatchRenewer, BatchProber and
+// HeldError, the optional Notifier, BatchRenewer, BatchAcquirer,
+// BatchProber, AcquireBatchProber and
 // NamedBackend, the errors (ErrLeaseHeld, ErrLeaseLost, ErrNoLease,
 // ErrInvalidRecord, ErrTermExhausted) and the limits on what a record may
 // hold (MaxTerm, MaxRecordDuration, MaxNameLen, …).
@@ -38,7 +39,7 @@
 // # Writing a backend
 //
 // Implement Backend (optionally Notifier, with WakeHub for the
-// bookkeeping, and BatchRenewer), then run
+// bookkeeping, BatchRenewer and BatchAcquirer), then run
 // electiontest.RunBackendTests (the conformance suite, including a
 // linearizability check of concurrent histories) and electiontest.RunChaos
 // (the fault schedule every backend here runs on its real server) against

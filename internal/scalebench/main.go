@@ -19,6 +19,15 @@
 // Provision, after the baseline, so its memory counts in the per-election
 // figures (a few hundred KiB over E).
 //
+// With -overload D, a phase follows the steady window: GOMAXPROCS busy
+// loops hold the process's CPU and, on Redis, a latency proxy between the
+// client and the server adds -overload-latency to each direction, for D;
+// then both stop, and the bench reports the leaderships lost during and
+// after, how long until every election led again, renew p99 during and
+// after, and round trips per RetryPeriod (a second table):
+//
+//	go run ./internal/scalebench -backends redis -n 100000 -overload 30s
+//
 // Each (backend, E) runs in a fresh child process (the command re-executes
 // itself), so that memory left behind by one run does not count in the
 // next. Memory per election is the difference from a baseline taken after
