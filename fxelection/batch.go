@@ -66,20 +66,82 @@ const (
 	maxAcquiring = maxSenders / 2
 )
 
-// renewReq is one elector's renewal waiting in a batcher.
-type renewReq struct {
+// waiting is what every request in a batcher has (renewReq, acquireReq):
+// its deadline and, guarded by batcher.mu, the batch carrying it once it
+// has been sent, whether it is finished (its outcome is set, or it was
+// given up) and whether it was given up.
+type waiting struct {
 	deadline time.Time
-	lease    Lease
-	done     chan struct{} // closed when finished
-	out      Lease
-	err      error
-	// batch is the batch carrying the request once it has been sent;
-	// finished is set when out and err are, or the elector gave up
-	// waiting (gaveUp: its leader context was cancelled). All three are
-	// guarded by batcher.mu.
 	batch    *sentBatch
 	finished bool
 	gaveUp   bool
+}
+
+func (w *waiting) wait() *waiting { return w }
+
+// giveUp marks w given up unless it is finished already (false), and
+// returns the cancel of its batch in flight when w was the last request
+// in it still waiting. The caller holds batcher.mu.
+func (w *waiting) giveUp() (cancel context.CancelFunc, ok bool) {
+	if w.finished {
+		return nil, false
+	}
+	w.finished, w.gaveUp = true, true
+	if s := w.batch; s != nil {
+		if s.waiting--; s.waiting == 0 {
+			cancel = s.cancel
+		}
+	}
+	return cancel, true
+}
+
+// queued is a request in a batcher's queue.
+type queued interface{ wait() *waiting }
+
+// takeBatch takes the next batch of at most limit requests from *queue,
+// skipping those given up, with the context it is sent under (bounded by
+// the latest deadline among them), or nil when none waits. The caller
+// holds batcher.mu.
+func takeBatch[Q queued](queue *[]Q, limit int) ([]Q, context.Context, context.CancelFunc) {
+	for len(*queue) > 0 {
+		n := min(len(*queue), limit)
+		batch := make([]Q, 0, n)
+		var deadline time.Time
+		for _, q := range (*queue)[:n] {
+			if w := q.wait(); !w.gaveUp {
+				batch = append(batch, q)
+				if w.deadline.After(deadline) {
+					deadline = w.deadline
+				}
+			}
+		}
+		clear((*queue)[:n])
+		*queue = (*queue)[n:]
+		if len(*queue) == 0 {
+			*queue = nil
+		}
+		if len(batch) == 0 { // all given up
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		s := &sentBatch{cancel: cancel, waiting: len(batch)}
+		for _, q := range batch {
+			q.wait().batch = s
+		}
+		return batch, ctx, cancel
+	}
+	return nil, nil, nil
+}
+
+// renewReq is one elector's renewal waiting in a batcher. finished is set
+// when out and err are, or the elector gave up waiting (gaveUp: its leader
+// context was cancelled).
+type renewReq struct {
+	waiting
+	lease Lease
+	done  chan struct{} // closed when finished
+	out   Lease
+	err   error
 }
 
 // sentBatch is one RenewBatch call: cancelled when every elector in it has
@@ -109,7 +171,7 @@ func (bt *batcher) renew(ctx waitContext, deadline time.Time, lease, out *Lease)
 	if ctx.Err() != nil {
 		return gaveUpErr(deadline)
 	}
-	req := &renewReq{deadline: deadline, lease: *lease, done: make(chan struct{})}
+	req := &renewReq{waiting: waiting{deadline: deadline}, lease: *lease, done: make(chan struct{})}
 	// Cancelled meanwhile: abandon runs at once and the request is not
 	// queued (finished).
 	stop := ctx.AfterFunc(func() { bt.abandon(req) })
@@ -149,18 +211,10 @@ func gaveUpErr(deadline time.Time) error {
 // cancelled once every renewal in it has been given up. It never blocks.
 func (bt *batcher) abandon(q *renewReq) {
 	bt.mu.Lock()
-	if q.finished {
-		bt.mu.Unlock()
-		return
+	cancel, ok := q.giveUp()
+	if ok {
+		close(q.done)
 	}
-	q.finished, q.gaveUp = true, true
-	var cancel context.CancelFunc
-	if s := q.batch; s != nil {
-		if s.waiting--; s.waiting == 0 {
-			cancel = s.cancel
-		}
-	}
-	close(q.done)
 	bt.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -182,7 +236,7 @@ func (bt *batcher) run() {
 			bt.mu.Lock()
 		}
 		if !bt.acquireTurn() {
-			if batch, ctx, cancel := bt.takeRenewals(); batch != nil {
+			if batch, ctx, cancel := takeBatch(&bt.queue, backendkit.MaxRenewBatch); batch != nil {
 				bt.sending++
 				bt.mu.Unlock()
 				bt.send(ctx, batch)
@@ -236,41 +290,6 @@ func (bt *batcher) acquireTurn() bool {
 	return len(bt.queue) < backendkit.MaxRenewBatch || bt.sending-bt.acquiring >= maxSenders-maxAcquiring
 }
 
-// takeRenewals takes the next batch of renewals from the queue, with the
-// context it is sent under (bounded by the latest deadline among them),
-// or nil when none waits. The caller holds bt.mu.
-func (bt *batcher) takeRenewals() ([]*renewReq, context.Context, context.CancelFunc) {
-	for len(bt.queue) > 0 {
-		n := min(len(bt.queue), backendkit.MaxRenewBatch)
-		batch := make([]*renewReq, 0, n)
-		var deadline time.Time
-		for _, q := range bt.queue[:n] {
-			if q.gaveUp {
-				continue
-			}
-			batch = append(batch, q)
-			if q.deadline.After(deadline) {
-				deadline = q.deadline
-			}
-		}
-		clear(bt.queue[:n])
-		bt.queue = bt.queue[n:]
-		if len(bt.queue) == 0 {
-			bt.queue = nil
-		}
-		if len(batch) == 0 { // all given up
-			continue
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		s := &sentBatch{cancel: cancel, waiting: len(batch)}
-		for _, q := range batch {
-			q.batch = s
-		}
-		return batch, ctx, cancel
-	}
-	return nil, nil, nil
-}
-
 // send makes one RenewBatch call and hands each elector its result.
 func (bt *batcher) send(ctx context.Context, batch []*renewReq) {
 	leases := make([]Lease, len(batch))
@@ -309,19 +328,14 @@ func (bt *batcher) call(ctx context.Context, leases []Lease) (res []backendkit.R
 
 // acquireReq is one elector's acquisition waiting in a batcher.
 type acquireReq struct {
-	req      backendkit.AcquireRequest
-	deadline time.Time
+	waiting
+	req backendkit.AcquireRequest
 	// done is called once with the outcome; late with a lease won after
 	// the request was given up (nil: nothing to do with it).
 	done func(Lease, error)
 	late func(Lease)
 	// stop unregisters the request from its context's cancellation.
 	stop func() bool
-	// batch, finished and gaveUp are as in renewReq, guarded by
-	// batcher.mu.
-	batch    *sentBatch
-	finished bool
-	gaveUp   bool
 }
 
 // acquire queues req for the next batch of acquisitions and returns at
@@ -333,7 +347,7 @@ type acquireReq struct {
 // nil) instead. The batch carrying req is bounded by the latest deadline
 // of its requests.
 func (bt *batcher) acquire(ctx context.Context, deadline time.Time, req backendkit.AcquireRequest, done func(Lease, error), late func(Lease)) {
-	q := &acquireReq{req: req, deadline: deadline, done: done, late: late}
+	q := &acquireReq{waiting: waiting{deadline: deadline}, req: req, done: done, late: late}
 	// Set before q is queued: only whoever takes q from the queue calls it.
 	q.stop = context.AfterFunc(ctx, func() { bt.giveUp(q, ctx.Err()) })
 	bt.mu.Lock()
@@ -355,57 +369,23 @@ func (bt *batcher) acquire(ctx context.Context, deadline time.Time, req backendk
 // calls its done with err.
 func (bt *batcher) giveUp(q *acquireReq, err error) {
 	bt.mu.Lock()
-	if q.finished {
-		bt.mu.Unlock()
-		return
-	}
-	q.finished, q.gaveUp = true, true
-	var cancel context.CancelFunc
-	if s := q.batch; s != nil {
-		if s.waiting--; s.waiting == 0 {
-			cancel = s.cancel
-		}
-	}
+	cancel, ok := q.waiting.giveUp()
 	bt.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	q.done(Lease{}, fmt.Errorf("acquire lease: %w", err))
+	if ok {
+		q.done(Lease{}, fmt.Errorf("acquire lease: %w", err))
+	}
 }
 
-// takeAcquires takes the next batch of acquisitions, as takeRenewals
-// does renewals, unless maxAcquiring batches of them are in flight. The
-// caller holds bt.mu.
+// takeAcquires takes the next batch of acquisitions, unless
+// maxAcquiring batches of them are in flight. The caller holds bt.mu.
 func (bt *batcher) takeAcquires() ([]*acquireReq, context.Context, context.CancelFunc) {
-	for len(bt.acquires) > 0 && bt.acquiring < maxAcquiring {
-		n := min(len(bt.acquires), backendkit.MaxAcquireBatch)
-		batch := make([]*acquireReq, 0, n)
-		var deadline time.Time
-		for _, q := range bt.acquires[:n] {
-			if q.finished {
-				continue
-			}
-			batch = append(batch, q)
-			if q.deadline.After(deadline) {
-				deadline = q.deadline
-			}
-		}
-		clear(bt.acquires[:n])
-		bt.acquires = bt.acquires[n:]
-		if len(bt.acquires) == 0 {
-			bt.acquires = nil
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		s := &sentBatch{cancel: cancel, waiting: len(batch)}
-		for _, q := range batch {
-			q.batch = s
-		}
-		return batch, ctx, cancel
+	if bt.acquiring >= maxAcquiring {
+		return nil, nil, nil
 	}
-	return nil, nil, nil
+	return takeBatch(&bt.acquires, backendkit.MaxAcquireBatch)
 }
 
 // sendAcquires makes one AcquireBatch call and hands each request its
@@ -420,31 +400,33 @@ func (bt *batcher) sendAcquires(ctx context.Context, batch []*acquireReq) {
 		err := fmt.Errorf("fxelection: %s AcquireBatch returned %d results for %d requests", bt.kind, len(res), len(batch))
 		res = slices.Repeat([]backendkit.AcquireResult{{Err: err}}, len(batch))
 	}
-	// toLate marks the requests given up meanwhile whose lease goes to late.
-	toLate := make([]bool, len(batch))
+	// Outcomes are handed over outside the lock: done for the requests
+	// still waiting, late for a lease won by one given up meanwhile.
+	type outcome struct {
+		q    *acquireReq
+		r    backendkit.AcquireResult
+		late bool
+	}
+	outs := make([]outcome, 0, len(batch))
 	bt.mu.Lock()
 	for i, q := range batch {
-		if q.finished { // given up meanwhile
-			toLate[i] = res[i].Err == nil && q.late != nil
-			batch[i] = nil
-			if toLate[i] {
-				batch[i] = q
-			}
-			continue
+		switch {
+		case !q.finished:
+			q.finished = true
+			outs = append(outs, outcome{q: q, r: res[i]})
+		case res[i].Err == nil && q.late != nil:
+			outs = append(outs, outcome{q: q, r: res[i], late: true})
 		}
-		q.finished = true
 	}
 	bt.mu.Unlock()
 	go func() {
-		for i, q := range batch {
-			switch {
-			case q == nil:
-			case toLate[i]:
-				q.late(res[i].Lease)
-			default:
-				q.stop()
-				q.done(res[i].Lease, res[i].Err)
+		for _, o := range outs {
+			if o.late {
+				o.q.late(o.r.Lease)
+				continue
 			}
+			o.q.stop()
+			o.q.done(o.r.Lease, o.r.Err)
 		}
 	}()
 }

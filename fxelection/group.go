@@ -27,11 +27,11 @@ func (g *Group) New(cfg Config) (*Elector, error) {
 }
 
 // batcher returns the group's batcher, or nil when its backend does not
-// renew in batches now. The batcher sends acquisitions in batches too when
-// the backend implements backendkit.BatchAcquirer (and, if it is a
-// backendkit.AcquireBatchProber, can when the batcher is made). It asks backendkit.BatchProber each time (an
+// renew in batches now. It asks backendkit.BatchProber each time (an
 // elector asks when it starts): a wrapper knows only once the app started
-// whether the store behind it batches.
+// whether the store behind it batches. The batcher sends acquisitions in
+// batches too when the backend implements backendkit.BatchAcquirer (and,
+// if it is a backendkit.AcquireBatchProber, can when the batcher is made).
 func (g *Group) batcher() *batcher {
 	br, ok := g.backend.(backendkit.BatchRenewer)
 	if !ok {
