@@ -130,8 +130,8 @@
 // per backend module; on a module whose backend cannot batch they renew
 // lease by lease (backendkit.BatchProber).
 //
-// Where the backend implements backendkit.BatchAcquirer too (Redis, the
-// in-memory backend), the Group's campaign attempts, followers' polls
+// Where the backend implements backendkit.BatchAcquirer too (Redis,
+// Postgres, the in-memory backend), the Group's campaign attempts, followers' polls
 // included, go in batches of up to backendkit.MaxAcquireBatch, and
 // renewals go first: at most two batches of acquisitions are in flight at
 // once beside the renewals, and a free sender takes renewals first while a
@@ -142,9 +142,8 @@
 // overload: renewals that did not finish in time) campaigns again only
 // after a wait of RetryPeriod, doubling with each such loss in a row up to
 // LeaseDuration−RenewDeadline, drawn from the upper half of that; a push
-// wake-up cuts it short. Postgres acquisitions are not batched: one
-// statement per attempt, as a Group of one. Figures, overload and
-// recovery included: BENCHMARKS.md in the repository.
+// wake-up cuts it short. Figures, overload and recovery included:
+// BENCHMARKS.md in the repository.
 //
 // # Packages
 //

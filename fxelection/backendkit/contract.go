@@ -311,8 +311,9 @@ const MaxRenewBatch = 1024
 
 // BatchAcquirer is an optional Backend capability, the counterpart of
 // BatchRenewer for acquisitions: many Acquire requests in one round trip to
-// the store (Redis: a pipeline of the acquire script; the in-memory
-// backend: one lock). Followers' polls are acquisitions too, so a process
+// the store (Redis: a pipeline of the acquire script; Postgres: a pipeline
+// of the acquire statement, each in a transaction of its own; the
+// in-memory backend: one lock). Followers' polls are acquisitions too, so a process
 // running many elections on a backend with it sends its campaigns' attempts
 // in batches as well as its renewals.
 //

@@ -225,22 +225,9 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
-	if req.Identity == "" {
-		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
-	}
-	if req.Duration <= 0 || req.Duration > backendkit.MaxRecordDuration {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, backendkit.MaxRecordDuration)
-	}
-	if err := req.Validate(); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
-	}
-	md := req.Metadata
-	if md == nil {
-		md = map[string]string{}
-	}
-	mdJSON, err := json.Marshal(md)
+	md, err := checkAcquire(req)
 	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: encode metadata: %w", err)
+		return fxelection.Lease{}, err
 	}
 	if err := b.ensureTable(ctx); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -252,55 +239,95 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			found = true
 		)
 		sql := b.stmts()
-		args := []any{req.Election, req.Identity, string(mdJSON), durationMS(req.Duration)}
-		if sql.incarnations {
-			args = append(args, req.Incarnation)
-		}
-		err := b.db.QueryRow(ctx, sql.acquire, args...).Scan(append([]any{&won}, r.dest()...)...)
+		err := b.db.QueryRow(ctx, sql.acquire, acquireArgs(sql, req, md)...).Scan(append([]any{&won}, r.dest()...)...)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			found = false
 		case err != nil:
 			return fxelection.Lease{}, b.storeErr("acquire lease", err)
 		}
-		if won {
-			l, err := r.lease(req.Election)
-			if err != nil {
-				return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
-			}
-			return l, nil
+		if l, err, again := b.acquired(ctx, req, sql, won, found, r); !again {
+			return l, err
 		}
-		// Refused. The row the statement returned comes from its snapshot,
-		// which predates a row a concurrent winner committed while we waited
-		// for its lock; if it does not explain the refusal, read again.
-		if !found || !r.held() || (r.holder != nil && *r.holder == req.Identity) {
-			r, found, err = b.read(ctx, req.Election)
-			if err != nil {
-				return fxelection.Lease{}, b.storeErr("acquire lease", err)
-			}
-		}
-		if found && !r.held() && r.term != nil && *r.term >= backendkit.MaxTerm {
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted)
-		}
-		if !found || !r.held() {
-			continue // freed meanwhile: try again
-		}
-		cur, err := r.lease(req.Election)
-		if err != nil {
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
-		}
-		if cur.Holder != req.Identity {
-			return fxelection.Lease{}, &backendkit.HeldError{Holder: cur}
-		}
-		if sql.incarnations && !req.Continues(cur) && cur.Term >= backendkit.MaxTerm {
-			// Ours, but a new leadership (another incarnation) would need a
-			// term above the largest.
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted)
-		}
-		// Ours and valid now, though the statement refused: changed
-		// meanwhile; try again.
 	}
 	return fxelection.Lease{}, errors.New("acquire lease: the row kept changing during the attempt")
+}
+
+// checkAcquire checks req before the acquire statement and returns its
+// metadata as JSON.
+func checkAcquire(req backendkit.AcquireRequest) (string, error) {
+	if req.Identity == "" {
+		return "", errors.New("acquire lease: empty identity")
+	}
+	if req.Duration <= 0 || req.Duration > backendkit.MaxRecordDuration {
+		return "", fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, backendkit.MaxRecordDuration)
+	}
+	if err := req.Validate(); err != nil {
+		return "", fmt.Errorf("acquire lease: %w", err)
+	}
+	md := req.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	mdJSON, err := json.Marshal(md)
+	if err != nil {
+		return "", fmt.Errorf("acquire lease: encode metadata: %w", err)
+	}
+	return string(mdJSON), nil
+}
+
+// acquireArgs are the acquire statement's arguments for req.
+func acquireArgs(sql *statements, req backendkit.AcquireRequest, md string) []any {
+	args := []any{req.Election, req.Identity, md, durationMS(req.Duration)}
+	if sql.incarnations {
+		args = append(args, req.Incarnation)
+	}
+	return args
+}
+
+// acquired decides an acquisition from what the acquire statement
+// returned: won and the row r, or found false when it returned no row.
+// again reports that the row changed hands meanwhile and the statement
+// must be run again.
+func (b *Backend) acquired(ctx context.Context, req backendkit.AcquireRequest, sql *statements, won, found bool, r row) (_ fxelection.Lease, _ error, again bool) {
+	if won {
+		l, err := r.lease(req.Election)
+		if err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err), false
+		}
+		return l, nil, false
+	}
+	// Refused. The row the statement returned comes from its snapshot,
+	// which predates a row a concurrent winner committed while we waited
+	// for its lock; if it does not explain the refusal, read again.
+	if !found || !r.held() || (r.holder != nil && *r.holder == req.Identity) {
+		var err error
+		r, found, err = b.read(ctx, req.Election)
+		if err != nil {
+			return fxelection.Lease{}, b.storeErr("acquire lease", err), false
+		}
+	}
+	if found && !r.held() && r.term != nil && *r.term >= backendkit.MaxTerm {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted), false
+	}
+	if !found || !r.held() {
+		return fxelection.Lease{}, nil, true // freed meanwhile: try again
+	}
+	cur, err := r.lease(req.Election)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err), false
+	}
+	if cur.Holder != req.Identity {
+		return fxelection.Lease{}, &backendkit.HeldError{Holder: cur}, false
+	}
+	if sql.incarnations && !req.Continues(cur) && cur.Term >= backendkit.MaxTerm {
+		// Ours, but a new leadership (another incarnation) would need a
+		// term above the largest.
+		return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted), false
+	}
+	// Ours and valid now, though the statement refused: changed
+	// meanwhile; try again.
+	return fxelection.Lease{}, nil, true
 }
 
 // read returns election's row with a fresh snapshot.

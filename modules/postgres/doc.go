@@ -21,7 +21,10 @@
 //     within LeaseDuration + 1.2 × RetryPeriod of that renewal, plus a round
 //     trip. A released lease is taken within milliseconds (push).
 //   - Batching: Backend implements backendkit.BatchRenewer (one UPDATE …
-//     FROM unnest(…) over every row of the batch).
+//     FROM unnest(…) over every row of the batch) and
+//     backendkit.BatchAcquirer (the acquire statements in one pipeline on
+//     one connection, a Sync after each, so that each holds its row lock
+//     only for its own transaction).
 //   - Logging: the push listener logs its connection problems and
 //     reconnections, and a table without the incarnation columns is
 //     reported as a warning, to Options.Logger (none by default); the

@@ -19,8 +19,9 @@
 //     last renewal ran in Redis, and a follower takes it at its next retry:
 //     within LeaseDuration + 1.2 × RetryPeriod of that renewal, plus a round
 //     trip. A released lease is taken within milliseconds (push).
-//   - Batching: Backend implements backendkit.BatchRenewer (the renew
-//     script for many leases in one pipeline).
+//   - Batching: Backend implements backendkit.BatchRenewer and
+//     backendkit.BatchAcquirer (the renew or acquire script for many
+//     leases in one pipeline).
 //   - What it cannot promise: Redis without persistence loses leases on a
 //     restart, and so do FLUSHALL, eviction and a failover to a replica that
 //     had not received the last write; the election is then free at once,
