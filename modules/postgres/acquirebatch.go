@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
@@ -98,6 +99,12 @@ func (b *Backend) pipelineAcquire(ctx context.Context, sql *statements, reqs []b
 	}
 	defer conn.Release()
 	types := conn.Conn().TypeMap()
+	// Prepared once per connection (pgx keeps it, named after the SQL, as
+	// it does for QueryRow), so the server does not parse every statement.
+	sd, err := conn.Conn().Prepare(ctx, sql.acquire, sql.acquire)
+	if err != nil {
+		return nil, err
+	}
 	pl := conn.Conn().PgConn().StartPipeline(ctx)
 	defer func() {
 		if cerr := pl.Close(); err == nil && cerr != nil {
@@ -109,7 +116,7 @@ func (b *Backend) pipelineAcquire(ctx context.Context, sql *statements, reqs []b
 		if err != nil {
 			return nil, err
 		}
-		pl.SendQueryParams(sql.acquire, params, nil, nil, nil)
+		pl.SendQueryStatement(sd, params, nil, nil)
 		pl.SendPipelineSync()
 	}
 	if err := pl.Flush(); err != nil {
@@ -117,39 +124,15 @@ func (b *Backend) pipelineAcquire(ctx context.Context, sql *statements, reqs []b
 	}
 	answers := make([]answer, len(idx))
 	for k := range idx {
+		a := &answers[k]
 		res, err := pl.GetResults()
 		if err != nil {
-			return nil, err
-		}
-		rr, ok := res.(*pgconn.ResultReader)
-		if !ok {
-			return nil, fmt.Errorf("pipeline: got %T, want a result", res)
-		}
-		a := &answers[k]
-		for rr.NextRow() {
-			if a.found { // one row at most; more is not our statement's answer
-				continue
-			}
-			a.found = true
-			fds, vals := rr.FieldDescriptions(), rr.Values()
-			dest := append([]any{&a.won}, a.r.dest()...)
-			if len(fds) != len(dest) {
-				a.err = fmt.Errorf("acquire statement returned %d columns, want %d", len(fds), len(dest))
-				continue
-			}
-			for c := range dest {
-				if err := types.Scan(fds[c].DataTypeOID, fds[c].Format, vals[c], dest[c]); err != nil {
-					a.err = fmt.Errorf("column %s: %w", fds[c].Name, err)
-					break
-				}
-			}
-		}
-		if _, err := rr.Close(); err != nil {
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) {
+			if !isStatementErr(err) {
 				return nil, err // the connection, not the statement
 			}
 			a.err = err
+		} else if err := readAnswer(res, types, a); err != nil {
+			return nil, err
 		}
 		if res, err := pl.GetResults(); err != nil {
 			return nil, err
@@ -158,6 +141,49 @@ func (b *Backend) pipelineAcquire(ctx context.Context, sql *statements, reqs []b
 		}
 	}
 	return answers, nil
+}
+
+// readAnswer reads one acquire statement's result res into a. Its error
+// is a failure of the connection or the pipeline; a statement's own error
+// goes in a.err.
+func readAnswer(res any, types *pgtype.Map, a *answer) error {
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return fmt.Errorf("pipeline: got %T, want a result", res)
+	}
+	for rr.NextRow() {
+		if a.found || a.err != nil { // one row at most; more is not our statement's answer
+			continue
+		}
+		a.found = true
+		fds, vals := rr.FieldDescriptions(), rr.Values()
+		dest := append([]any{&a.won}, a.r.dest()...)
+		if len(fds) != len(dest) {
+			a.err = fmt.Errorf("acquire statement returned %d columns, want %d", len(fds), len(dest))
+			continue
+		}
+		for c := range dest {
+			if err := types.Scan(fds[c].DataTypeOID, fds[c].Format, vals[c], dest[c]); err != nil {
+				a.err = fmt.Errorf("column %s: %w", fds[c].Name, err)
+				break
+			}
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		if !isStatementErr(err) {
+			return err
+		}
+		a.err = err
+	}
+	return nil
+}
+
+// isStatementErr reports whether err is the server's error for one
+// statement (the pipeline goes on at its Sync) rather than a failure of
+// the connection.
+func isStatementErr(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }
 
 // textParams encodes the acquire statement's arguments (strings and an

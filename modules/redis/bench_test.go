@@ -262,3 +262,45 @@ func keepSubscribed(b *testing.B, backends [2]*Backend) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BenchmarkBatch measures one RenewBatch and one AcquireBatch call of 1024
+// leases (the most the core sends at once): what a batch costs the client
+// and the server together.
+func BenchmarkBatch(b *testing.B) {
+	srv := newServer(b, testserver.RedisOptions{})
+	client := newClient(b, srv.Addr())
+	ctx := context.Background()
+	be := mustNew(b, client, Options{})
+	base := fmt.Sprintf("bench-batch-%d", time.Now().UnixNano())
+	reqs := make([]backendkit.AcquireRequest, 1024)
+	for i := range reqs {
+		reqs[i] = backendkit.AcquireRequest{Election: fmt.Sprintf("%s-%d", base, i), Identity: "a", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()}
+	}
+	leases := make([]fxelection.Lease, len(reqs))
+	for i, r := range be.AcquireBatch(ctx, reqs) {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		leases[i] = r.Lease
+	}
+	b.Run("RenewBatch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, r := range be.RenewBatch(ctx, leases) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		}
+	})
+	b.Run("AcquireBatch", func(b *testing.B) { // every request continues its own lease
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, r := range be.AcquireBatch(ctx, reqs) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		}
+	})
+}
