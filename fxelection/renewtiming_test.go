@@ -95,3 +95,115 @@ func TestRenewTiming(t *testing.T) {
 		}
 	})
 }
+
+// campaignClock is renewClock recording the instant of every Acquire too.
+type campaignClock struct {
+	*renewClock
+	amu      sync.Mutex
+	acquires []time.Time
+}
+
+func (c *campaignClock) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	c.amu.Lock()
+	c.acquires = append(c.acquires, time.Now())
+	c.amu.Unlock()
+	return c.renewClock.Acquire(ctx, req)
+}
+
+// TestRecampaignAfterDeadline checks the wait the package doc states after
+// a leadership ended by the renew deadline, on fake time: the n-th such
+// loss in a row is followed by a campaign attempt after a wait drawn from
+// [d/2, d), where d is RetryPeriod doubled n−1 times, at most
+// LeaseDuration−RenewDeadline; a successful renewal starts the count anew.
+func TestRecampaignAfterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &campaignClock{renewClock: &renewClock{b: memory.New()}}
+		var mu sync.Mutex
+		var downs []time.Time
+		c := cfg("a") // lease 3s, deadline 2s, retry 500ms: the cap is 1s
+		e, err := fxelection.New(c, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
+			if ev.Kind == fxelection.EventStoppedLeading && ev.Reason == fxelection.ReasonDeadline {
+				mu.Lock()
+				downs = append(downs, time.Now())
+				mu.Unlock()
+			}
+		}))
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = e.Stop(context.Background()) }()
+		synctest.Wait()
+		// nextAcquire returns the first Acquire at or after t0.
+		nextAcquire := func(t0 time.Time) time.Time {
+			b.amu.Lock()
+			defer b.amu.Unlock()
+			for _, a := range b.acquires {
+				if !a.Before(t0) {
+					return a
+				}
+			}
+			t.Fatalf("no Acquire after %v", t0)
+			return time.Time{}
+		}
+		check := func(down time.Time, d time.Duration) {
+			t.Helper()
+			if wait := nextAcquire(down).Sub(down); wait < d/2 || wait >= d {
+				t.Fatalf("campaigned %v after a renew-deadline loss, want in [%v, %v)", wait, d/2, d)
+			}
+		}
+		b.mu.Lock()
+		b.failing = true
+		b.mu.Unlock()
+		for {
+			mu.Lock()
+			n := len(downs)
+			mu.Unlock()
+			if n >= 3 {
+				break
+			}
+			time.Sleep(retry)
+			synctest.Wait()
+		}
+		time.Sleep(lease - deadline) // the third loss's wait
+		synctest.Wait()
+		mu.Lock()
+		first := append([]time.Time(nil), downs...)
+		mu.Unlock()
+		check(first[0], retry)          // 500ms
+		check(first[1], 2*retry)        // 1s
+		check(first[2], lease-deadline) // capped at 1s
+		// A renewal that succeeds starts the count anew.
+		b.mu.Lock()
+		b.failing = false
+		b.mu.Unlock()
+		for !e.IsLeader() {
+			time.Sleep(retry)
+			synctest.Wait()
+		}
+		time.Sleep(2 * retry) // renewals succeed
+		b.mu.Lock()
+		b.failing = true
+		b.mu.Unlock()
+		n := len(first)
+		for {
+			mu.Lock()
+			more := len(downs) > n
+			mu.Unlock()
+			if more {
+				break
+			}
+			time.Sleep(retry)
+			synctest.Wait()
+		}
+		time.Sleep(2 * retry)
+		synctest.Wait()
+		mu.Lock()
+		down := downs[n]
+		mu.Unlock()
+		check(down, retry)
+	})
+}
