@@ -114,6 +114,18 @@ type Config struct {
 	// candidate unhealthy. At least 1. Default: 3.
 	HealthThreshold int
 
+	// Defer, when set, is asked before every attempt to acquire; while it
+	// returns true this candidate leaves a free lease to others: it reads
+	// the record (Backend.Get) instead of acquiring, and takes the lease
+	// only when the record is held by its own identity — a hint handed to
+	// it by ResignTo, or its own record from before a restart. It does not
+	// affect a leader. Pools use it to stop taking shards beyond their
+	// share; a standby that should lead only when handed the lease can
+	// return true always (then nobody else may be able to take an expired
+	// lease if every candidate defers). It must be fast and must not block;
+	// one that panics counts as false. Default (nil): never defer.
+	Defer func() bool
+
 	// ExitOnLoss, for apps built with fx, shuts the app down with exit code
 	// 1 (fx.Shutdowner, fx.ExitCode(1)) when this elector stops leading
 	// for any reason but Stop and the app's stop (lease lost, renew

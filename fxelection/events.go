@@ -90,6 +90,14 @@ const (
 	// EventPanic: an Observer or a callback panicked and was recovered; Err
 	// is the *PanicError. A panic while observing EventPanic is only logged.
 	EventPanic
+	// EventHandOver: ResignTo's hand-over ended. Lease is the hint record
+	// written (its Holder the successor), or the successor's lease if it
+	// had taken the lease already; Duration is the time from the start of
+	// the hand-over; Err is nil, an error matching ErrLeaseHeld when
+	// another candidate took the lease first (its holder in the
+	// *HeldError), one matching ErrLeaseLost when the lease was no longer
+	// this candidate's (nothing was written), or a store failure.
+	EventHandOver
 )
 
 // String returns the kind's name.
@@ -109,17 +117,23 @@ func (k EventKind) String() string {
 		return "detached"
 	case EventPanic:
 		return "panic"
+	case EventHandOver:
+		return "hand-over"
 	}
 	return "unknown"
 }
 
 // Backend operation names used in events and OpError: an Elector calls
-// Acquire, Renew and Release; a Watcher calls Get.
+// Acquire, Renew and Release, and Get while it defers (Config.Defer); a
+// Watcher calls Get.
 const (
 	OpAcquire = "acquire"
 	OpRenew   = "renew"
 	OpRelease = "release"
 	OpGet     = "get"
+	// OpHandOver is ResignTo's write of the hint record (after a release,
+	// or in one step with it on a backendkit.Transferer).
+	OpHandOver = "handover"
 )
 
 // Event is what an Observer receives.

@@ -29,7 +29,7 @@ func (e *Elector) begin() {
 		e.endLoop()
 		return
 	}
-	if e.batchesAcquire() && e.healthy.Load() {
+	if e.batchesAcquire() && e.healthy.Load() && !e.deferring() {
 		e.attemptBatched(e.begun)
 		return
 	}
@@ -218,7 +218,13 @@ func (e *Elector) attempt(won *Lease) (time.Time, error) {
 		*won = Lease{}
 		return start, errUnhealthy
 	}
-	if e.batchesAcquire() {
+	if e.deferring() {
+		if err := e.look(start); err != nil {
+			*won = Lease{}
+			return start, err
+		}
+		// Handed to this candidate (or its own record): take it.
+	} else if e.batchesAcquire() {
 		done := make(chan struct{})
 		var err error
 		e.attemptBatched(func(l Lease, _ time.Time, aerr error) {
@@ -448,7 +454,11 @@ func (e *Elector) leadStep() {
 // ask posts a request of kind to the loop, resuming it if parked, and
 // waits for the answer, for ctx, or for the loop to end (ErrNotRunning).
 func (e *Elector) ask(ctx context.Context, kind requestKind) (result, error) {
-	req := request{kind: kind, ctx: ctx, reply: make(chan result, 1)}
+	return e.askRequest(ctx, request{kind: kind, ctx: ctx, reply: make(chan result, 1)})
+}
+
+// askRequest is ask for a request made by the caller (req.reply buffered).
+func (e *Elector) askRequest(ctx context.Context, req request) (result, error) {
 	posted, resume := e.post(req)
 	if !posted {
 		return result{}, ErrNotRunning
@@ -517,9 +527,14 @@ func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 	// Bounded, and cut short by Stop: a hung store must not keep
 	// the loop (and so Stop) waiting on the caller's context.
 	rctx, end := e.opContext(r.ctx, time.Now().Add(e.cfg.RenewDeadline))
-	endOp := e.during(OpRelease)
-	err := e.release(rctx, t.lease)
-	endOp()
+	var err error
+	if r.kind == reqResignTo {
+		err = e.handOver(rctx, t.lease, r.to)
+	} else {
+		endOp := e.during(OpRelease)
+		err = e.release(rctx, t.lease)
+		endOp()
+	}
 	end()
 	r.reply <- result{err: err}
 	return reason

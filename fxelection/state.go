@@ -255,12 +255,14 @@ const (
 	reqTryAcquire requestKind = iota
 	reqResign
 	reqUnhealthy // from the health checker: resign with ReasonUnhealthy
+	reqResignTo  // ResignTo: resign, handing the lease to request.to
 )
 
 type request struct {
 	kind  requestKind
 	ctx   context.Context
 	reply chan result
+	to    string // reqResignTo's successor
 }
 
 type result struct {

@@ -381,3 +381,32 @@ func LeaseFromContext(ctx context.Context) (Lease, bool) {
 	l, ok := ctx.Value(LeaseKey{}).(Lease)
 	return l, ok
 }
+
+// Transferer is the optional capability of handing a held lease to
+// another identity in one atomic step, which Elector.ResignTo uses. A
+// backend without it still hands over: the elector releases, then writes
+// the hint record with Acquire, and a candidate woken in between may take
+// the free lease first. A wrapper (fault injection, a backend made
+// later) implements it by forwarding with Transfer, and returns an error
+// matching errors.ErrUnsupported, having changed nothing, when the
+// backend behind it cannot transfer; the elector then releases and
+// writes the hint itself.
+type Transferer interface {
+	// Transfer ends lease (the caller's own, matched as Release matches
+	// it) and, in the same atomic step, writes the record Acquire would
+	// write for req on a free lease: held by req.Identity, with a term
+	// strictly greater than any the election had, for req.Duration. It
+	// wakes subscribers (Notifier) as Release does. If lease is no longer
+	// the caller's it changes nothing and returns an error matching
+	// ErrLeaseLost.
+	Transfer(ctx context.Context, lease Lease, req AcquireRequest) (Lease, error)
+}
+
+// Transfer calls b.Transfer when b is a Transferer, and otherwise returns
+// an error matching errors.ErrUnsupported without calling b.
+func Transfer(ctx context.Context, b Backend, lease Lease, req AcquireRequest) (Lease, error) {
+	if t, ok := b.(Transferer); ok {
+		return t.Transfer(ctx, lease, req)
+	}
+	return Lease{}, fmt.Errorf("fxelection: transfer: %w", errors.ErrUnsupported)
+}

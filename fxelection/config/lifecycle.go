@@ -330,6 +330,17 @@ func (l *lazyBackend) Release(ctx context.Context, lease fxelection.Lease) error
 	return b.Release(ctx, lease)
 }
 
+// Transfer implements backendkit.Transferer by forwarding, or returns an
+// error matching errors.ErrUnsupported, having changed nothing, when the
+// backend behind it cannot transfer.
+func (l *lazyBackend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	b, err := l.get()
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	return backendkit.Transfer(ctx, b, lease, req)
+}
+
 // Get implements fxelection.Backend.
 func (l *lazyBackend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
 	b, err := l.get()

@@ -21,12 +21,18 @@ type candidate struct {
 }
 
 func (s *suite) candidates(t *testing.T, election string, n int, rec *electiontesting.Recorder) []*candidate {
+	return s.candidatesWith(t, election, n, rec, nil)
+}
+
+// candidatesWith is candidates, with edit (when set) changing candidate
+// i's Config before it starts.
+func (s *suite) candidatesWith(t *testing.T, election string, n int, rec *electiontesting.Recorder, edit func(i int, c *fxelection.Config)) []*candidate {
 	t.Helper()
 	out := make([]*candidate, n)
 	for i := range out {
 		inner := s.newBackend(t)
 		f := faultinject.New(inner)
-		e, err := fxelection.New(fxelection.Config{
+		cfg := fxelection.Config{
 			Name:          election,
 			Identity:      fmt.Sprintf("e2e-%d", i),
 			Metadata:      map[string]string{"i": fmt.Sprint(i)},
@@ -34,7 +40,11 @@ func (s *suite) candidates(t *testing.T, election string, n int, rec *electionte
 			RenewDeadline: s.o.Timing.RenewDeadline,
 			RetryPeriod:   s.o.Timing.RetryPeriod,
 			MaxBackoff:    4 * s.o.Timing.RetryPeriod,
-		}, f)
+		}
+		if edit != nil {
+			edit(i, &cfg)
+		}
+		e, err := fxelection.New(cfg, f)
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

@@ -195,6 +195,8 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		waits(t, "VanishedLeaderReplaced", s.vanished)
 		waits(t, "FixedIdentityRestart", s.fixedIdentityRestart)
 		waits(t, "StepDownWhileBackendHangs", s.stepDownWhileBackendHangs)
+		waits(t, "ResignToNamed", s.resignToNamed)
+		waits(t, "ResignToAbsent", s.resignToAbsent)
 		t.Run("ManyElectionsOneBackend", s.manyElections)
 	})
 }

@@ -44,6 +44,7 @@ var (
 	_ backendkit.NamedBackend  = (*Backend)(nil)
 	_ backendkit.BatchRenewer  = (*Backend)(nil)
 	_ backendkit.BatchAcquirer = (*Backend)(nil)
+	_ backendkit.Transferer    = (*Backend)(nil)
 )
 
 // New returns an empty in-memory backend.
@@ -213,6 +214,34 @@ func (m *Backend) Release(ctx context.Context, lease backendkit.Lease) error {
 	ent.lease, ent.held, ent.version = backendkit.Lease{}, false, m.version
 	m.hub.Wake(lease.Election)
 	return nil
+}
+
+// Transfer implements backendkit.Transferer: the release of lease and
+// the acquisition for req under one acquisition of the lock.
+func (m *Backend) Transfer(ctx context.Context, lease backendkit.Lease, req backendkit.AcquireRequest) (backendkit.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return backendkit.Lease{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return backendkit.Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ent, cur, held, err := m.current(lease.Election)
+	switch {
+	case err != nil:
+		return backendkit.Lease{}, err
+	case !held || cur.Holder != lease.Holder || cur.Term != lease.Term || req.Election != lease.Election:
+		return backendkit.Lease{}, backendkit.ErrLeaseLost
+	case ent.lastTerm >= backendkit.MaxTerm:
+		return backendkit.Lease{}, backendkit.ErrTermExhausted
+	}
+	ent.lastTerm++
+	l := backendkit.Lease{Election: req.Election, Holder: req.Identity, Metadata: req.Metadata, Duration: req.Duration,
+		Incarnation: req.Incarnation, Term: ent.lastTerm, AcquiredAt: time.Now()}
+	out, err := m.write(ent, l.Clone())
+	m.hub.Wake(lease.Election)
+	return out, err
 }
 
 // Get implements backendkit.Backend.

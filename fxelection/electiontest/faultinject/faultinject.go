@@ -44,6 +44,7 @@ type Backend struct {
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ backendkit.Notifier     = (*Backend)(nil)
+	_ backendkit.Transferer   = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
 )
 
@@ -189,6 +190,16 @@ func (f *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 		return fxelection.Lease{}, err
 	}
 	return f.inner.Get(ctx, election)
+}
+
+// Transfer implements backendkit.Transferer by forwarding (an error
+// matching errors.ErrUnsupported when the wrapped backend cannot); faults
+// set for OpRelease apply to it.
+func (f *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	if err := f.before(ctx, fxelection.OpRelease); err != nil {
+		return fxelection.Lease{}, err
+	}
+	return backendkit.Transfer(ctx, f.inner, l, req)
 }
 
 // Subscribe implements backendkit.Notifier by forwarding to the wrapped
