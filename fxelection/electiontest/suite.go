@@ -183,6 +183,11 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		} else {
 			t.Log("AcquireBatch not run: the backend does not implement backendkit.BatchAcquirer (optional)")
 		}
+		if _, ok := s.newBackend(t).(backendkit.Transferer); ok {
+			t.Run("Transfer", s.transfer)
+		} else {
+			t.Log("Transfer not run: the backend does not implement backendkit.Transferer (optional)")
+		}
 		if opts.StoreDown != nil {
 			t.Run("StoreDown", s.storeDown) // stops the whole store
 		}
