@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"time"
@@ -114,6 +115,42 @@ type Config struct {
 	// candidate unhealthy. At least 1. Default: 3.
 	HealthThreshold int
 
+	// Priority orders candidates: higher is preferred. It is advertised in
+	// the lease record (metadata key MetaPriority; Config.Metadata must not
+	// use that key) when not 0. A candidate that has seen one of higher
+	// priority within the last LeaseDuration + PriorityGrace waits until
+	// it has found the lease free for PriorityGrace before taking it, so
+	// that the higher one takes it first if it is still there; with
+	// Preempt, a candidate of higher priority than the leader's asks it to
+	// hand over. In a mixed-version fleet give the new version the higher
+	// priority: leadership moves to it as it arrives, and does not move
+	// back to the old. Default: 0.
+	Priority int
+
+	// PriorityGrace is how long a candidate waits, once it found the lease
+	// free, before taking it while a candidate of higher priority was seen
+	// recently (see Priority). At most backendkit.MaxRecordDuration.
+	// Default: 2 × RetryPeriod.
+	PriorityGrace time.Duration
+
+	// Preempt turns on preemption by priority, on both sides: as a
+	// follower of a leader with a lower priority this candidate holds the
+	// election's preemption request record ("<Name>#preempt", so Name must
+	// leave room for those 8 bytes); as a leader it reads that record
+	// after each successful renewal once it has led for MinTenure, and
+	// hands over (ResignTo; ReasonPreempted) to its holder when that
+	// holder's priority is above its own. Leadership therefore only moves
+	// to a strictly higher priority and at most once per MinTenure: it
+	// never flaps between equal or alternating candidates. The cost: one
+	// more read per renewal while leading, one more write per attempt
+	// while following a leader of lower priority. Default: off.
+	Preempt bool
+
+	// MinTenure is how long a leader leads before it honours a preemption
+	// request (Preempt). At most backendkit.MaxRecordDuration. Default:
+	// LeaseDuration.
+	MinTenure time.Duration
+
 	// Defer, when set, is asked before every attempt to acquire; while it
 	// returns true this candidate leaves a free lease to others: it reads
 	// the record (Backend.Get) instead of acquiring, and takes the lease
@@ -175,6 +212,12 @@ func (c Config) withDefaults() Config {
 	if c.HealthThreshold == 0 {
 		c.HealthThreshold = defaultHealthThreshold
 	}
+	if c.PriorityGrace == 0 {
+		c.PriorityGrace = 2 * c.RetryPeriod
+	}
+	if c.MinTenure == 0 {
+		c.MinTenure = c.LeaseDuration
+	}
 	if c.Identity == "" {
 		c.Identity = DefaultIdentity()
 	}
@@ -198,6 +241,19 @@ func (c Config) normalize() (Config, error) {
 	if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, c.Metadata); field != "" {
 		return c, &ConfigError{Field: field, Reason: problem}
 	}
+	if _, ok := c.Metadata[MetaPriority]; ok {
+		return c, configErr("Metadata", "key %s is the core's (set Priority instead)", MetaPriority)
+	}
+	if c.Priority != 0 {
+		if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, requestMetadata(c)); field != "" {
+			return c, &ConfigError{Field: field, Reason: problem + " (with Priority's metadata)"}
+		}
+	}
+	if c.Preempt {
+		if problem := backendkit.NameProblem(c.Name + preemptSuffix); problem != "" {
+			return c, configErr("Name", "%s (with Preempt's suffix %q)", problem, preemptSuffix)
+		}
+	}
 	// Every duration is checked against backendkit.MaxRecordDuration first, so that
 	// no sum or product below (nor LeaseDuration+StopTimeout in a caller)
 	// can overflow.
@@ -207,6 +263,7 @@ func (c Config) normalize() (Config, error) {
 	}{
 		{"LeaseDuration", c.LeaseDuration}, {"RenewDeadline", c.RenewDeadline}, {"RetryPeriod", c.RetryPeriod},
 		{"MaxBackoff", c.MaxBackoff}, {"StopTimeout", c.StopTimeout}, {"HealthInterval", c.HealthInterval},
+		{"PriorityGrace", c.PriorityGrace}, {"MinTenure", c.MinTenure},
 	} {
 		switch {
 		case d.v < 0:
@@ -265,4 +322,35 @@ func DefaultIdentity() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+}
+
+// MetaPriority is the metadata key under which a candidate whose
+// Config.Priority is not 0 advertises it in its lease record (and in its
+// preemption request), as a decimal integer.
+const MetaPriority = "fxelection.priority"
+
+// preemptSuffix names an election's preemption request record.
+const preemptSuffix = "#preempt"
+
+// requestMetadata returns the metadata an elector's records carry: the
+// Config's, plus MetaPriority when Priority is not 0.
+func requestMetadata(c Config) map[string]string {
+	if c.Priority == 0 {
+		return c.Metadata
+	}
+	md := maps.Clone(c.Metadata)
+	if md == nil {
+		md = make(map[string]string, 1)
+	}
+	md[MetaPriority] = strconv.Itoa(c.Priority)
+	return md
+}
+
+// priorityOf returns the priority a lease record advertises (0 when none).
+func priorityOf(l Lease) int {
+	p, err := strconv.Atoi(l.Metadata[MetaPriority])
+	if err != nil {
+		return 0
+	}
+	return p
 }

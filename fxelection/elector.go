@@ -2,6 +2,7 @@ package fxelection
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
@@ -185,4 +186,51 @@ func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 		return result{}, ErrNotRunning
 	}
 	return e.ask(ctx, kind)
+}
+
+// ResignTo gives up leadership, as Resign does, and hands the lease to the
+// candidate named successor: the lease is replaced by a hint record held
+// by successor's identity (with MetaHandOverFrom set to this candidate's),
+// which successor takes at its next attempt — at once when the backend
+// pushes wake-ups, else within 1.2 × its RetryPeriod — with a higher term.
+// Other candidates find the lease held meanwhile. If successor does not
+// take it (it is not running, or not a candidate of this election), the
+// hint expires after LeaseDuration and any candidate may then take it:
+// a successor that never comes delays the election by one LeaseDuration,
+// as a leader that dies does, and no more.
+//
+// What it cannot promise. On a backend that does not implement
+// backendkit.Transferer the lease is released first and the hint written
+// just after, so a candidate woken by the release may take the free lease
+// in between; that candidate then leads and the hint is not written
+// (the outcome is reported to observers as an EventHandOver whose Err
+// matches ErrLeaseHeld). If successor itself took the free lease in
+// between, the hint is not written either: it leads already. Candidates
+// that defer (Config.Defer) never take a free lease, so in a fleet where
+// every other candidate defers the hand-over always reaches successor. A
+// leader paused past its lease cannot hand over: its lease has expired or
+// moved on, and the hand-over writes nothing (ErrLeaseLost is not
+// returned: the leadership had ended anyway).
+//
+// It does nothing if this candidate does not lead. The error is a store
+// failure (an *OpError), ctx's error, or ErrBadSuccessor.
+func (e *Elector) ResignTo(ctx context.Context, successor string) error {
+	if successor == e.cfg.Identity {
+		return fmt.Errorf("%w: it is this candidate", ErrBadSuccessor)
+	}
+	if err := (backendkit.AcquireRequest{Election: e.cfg.Name, Identity: successor, Duration: e.cfg.LeaseDuration}).Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSuccessor, err)
+	}
+	e.mu.Lock()
+	running := e.started && !e.stopped
+	e.mu.Unlock()
+	if !running {
+		return ErrNotRunning
+	}
+	req := request{kind: reqResignTo, ctx: ctx, reply: make(chan result, 1), to: successor}
+	r, err := e.askRequest(ctx, req)
+	if err != nil {
+		return err
+	}
+	return r.err
 }

@@ -20,6 +20,9 @@ const (
 	ReasonResigned StopReason = "resigned"
 	// ReasonStopped: the elector was stopped.
 	ReasonStopped StopReason = "stopped"
+	// ReasonPreempted: a candidate of higher priority asked for the lease
+	// (Config.Preempt) and it was handed over to it.
+	ReasonPreempted StopReason = "preempted"
 	// ReasonUnhealthy: Config.HealthCheck failed HealthThreshold times in a
 	// row; the lease was released so that a healthy candidate takes over.
 	ReasonUnhealthy StopReason = "unhealthy"

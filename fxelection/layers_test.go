@@ -10,7 +10,8 @@ import (
 // to what it or a file before it declares.
 var coreLayers = []string{
 	"doc.go", "redact.go", "spread.go", "backend.go", "events.go", "config.go", "panic.go", "dispatch.go",
-	"batch.go", "state.go", "leadctx.go", "report.go", "mailbox.go", "push.go", "loop.go", "health.go",
+	"batch.go", "state.go", "leadctx.go", "report.go", "mailbox.go", "push.go", "ops.go", "handover.go",
+	"priority.go", "loop.go", "health.go",
 	"group.go", "lifecycle.go", "elector.go", "fx.go",
 }
 

@@ -29,7 +29,7 @@ func (e *Elector) begin() {
 		e.endLoop()
 		return
 	}
-	if e.batchesAcquire() && e.healthy.Load() && !e.deferring() {
+	if e.batchesAcquire() && e.healthy.Load() && !e.deferring() && !e.inGrace() {
 		e.attemptBatched(e.begun)
 		return
 	}
@@ -84,7 +84,7 @@ func (e *Elector) afterLead(reason StopReason) {
 	}
 	var delay, ignoreWake time.Duration
 	switch reason {
-	case ReasonResigned:
+	case ReasonResigned, ReasonPreempted:
 		delay, ignoreWake = 2*e.cfg.RetryPeriod, 2*e.cfg.RetryPeriod
 	case ReasonDeadline:
 		// Not at once: a leadership that ended by the renew deadline most
@@ -133,6 +133,12 @@ func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil ti
 			}
 		}
 		s, err := e.attempt(&lease)
+		if e.cfg.Preempt {
+			var held *backendkit.HeldError
+			if errors.As(err, &held) {
+				e.requestPreemption(held.Holder)
+			}
+		}
 		switch {
 		case err == nil:
 			return lease, s, req, true
@@ -180,31 +186,6 @@ func (e *Elector) pause(delay time.Duration, ignoreWakeUntil time.Time) (req *re
 	}
 }
 
-// opContext returns the context of one backend call of the loop: parent's
-// values and cancellation, ending at deadline (none when zero), and
-// cancelled when Stop begins. Call end when the call has returned.
-func (e *Elector) opContext(parent context.Context, deadline time.Time) (ctx context.Context, end func()) {
-	var cancel context.CancelFunc
-	if deadline.IsZero() {
-		ctx, cancel = context.WithCancel(parent)
-	} else {
-		ctx, cancel = context.WithDeadline(parent, deadline)
-	}
-	e.mu.Lock()
-	if e.halted.Load() {
-		cancel()
-	} else {
-		e.opCancel = cancel
-	}
-	e.mu.Unlock()
-	return ctx, func() {
-		e.mu.Lock()
-		e.opCancel = nil
-		e.mu.Unlock()
-		cancel()
-	}
-}
-
 // attempt makes one Acquire call, stores the lease won in *won (the zero
 // Lease otherwise) and records what it learned. The call is bounded by
 // RenewDeadline: a lease won after that long would have to be given up at
@@ -218,12 +199,20 @@ func (e *Elector) attempt(won *Lease) (time.Time, error) {
 		*won = Lease{}
 		return start, errUnhealthy
 	}
-	if e.deferring() {
-		if err := e.look(start); err != nil {
+	if d, grace := e.deferring(), e.inGrace(); d || grace {
+		err := e.look(start)
+		switch {
+		case err == nil:
+			// Handed to this candidate (or its own record): take it.
+		case grace && !d && errors.Is(err, backendkit.ErrNoLease) && e.graceOver(true):
+			// Free for PriorityGrace: the higher one did not come.
+		default:
+			if grace {
+				e.graceOver(errors.Is(err, backendkit.ErrNoLease))
+			}
 			*won = Lease{}
 			return start, err
 		}
-		// Handed to this candidate (or its own record): take it.
 	} else if e.batchesAcquire() {
 		done := make(chan struct{})
 		var err error
@@ -269,17 +258,6 @@ func (e *Elector) attemptBatched(then func(won Lease, start time.Time, err error
 func (e *Elector) wonLate(l Lease) {
 	if e.halted.Load() {
 		go e.dropLate(l) // bounded by RetryPeriod; the batch's other outcomes must not wait
-	}
-}
-
-// acquireRequest is the elector's request to Acquire now.
-func (e *Elector) acquireRequest() backendkit.AcquireRequest {
-	e.mu.Lock()
-	inc := e.incarnation
-	e.mu.Unlock()
-	return backendkit.AcquireRequest{
-		Election: e.cfg.Name, Identity: e.cfg.Identity, Metadata: e.cfg.Metadata, Duration: e.cfg.LeaseDuration,
-		Incarnation: inc,
 	}
 }
 
@@ -514,8 +492,11 @@ func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, e
 // (request r): end the leadership, wait for leader work, release the lease.
 func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 	reason := ReasonResigned
-	if r.kind == reqUnhealthy {
+	switch r.kind {
+	case reqUnhealthy:
 		reason = ReasonUnhealthy
+	case reqPreempt:
+		reason = ReasonPreempted
 	}
 	e.stepDown(t, reason, false)
 	wctx, endWait := e.opContext(r.ctx, time.Time{})
@@ -528,7 +509,7 @@ func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 	// the loop (and so Stop) waiting on the caller's context.
 	rctx, end := e.opContext(r.ctx, time.Now().Add(e.cfg.RenewDeadline))
 	var err error
-	if r.kind == reqResignTo {
+	if r.kind == reqResignTo || r.kind == reqPreempt {
 		err = e.handOver(rctx, t.lease, r.to)
 	} else {
 		endOp := e.during(OpRelease)
@@ -591,6 +572,10 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 		}
 		e.ls.failures = 0
 		e.losses = 0
+		if to, ok := e.preemptor(t); ok {
+			e.log.Info("preempted: handing over to a candidate of higher priority", "successor", to)
+			return e.resign(t, request{kind: reqPreempt, ctx: context.WithoutCancel(e.base), reply: make(chan result, 1), to: to}), true
+		}
 		due := renewStart.Add(e.cfg.RetryPeriod)
 		if e.batch != nil {
 			// Rounded down to the batch grid: up to RetryPeriod/64 early,
@@ -619,7 +604,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 
 // becomeLeader records a new leadership and announces it.
 func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
-	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start}
+	t := &leaderTerm{e: e, lease: lease, acquired: lease.Clone(), lastRenew: start, since: start}
 	// Until the leadership is announced, a step-down by the timer (whose
 	// deadline may have passed already, after an Acquire that ignored its
 	// context) waits: "stopped" never comes before "started".
@@ -717,18 +702,4 @@ func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) S
 	e.observe(Event{Kind: EventStoppedLeading, Lease: t.lease.Clone(), Reason: reason})
 	e.stoppedLeading(t, reason)
 	return reason
-}
-
-// release gives the lease back, reporting a store failure.
-func (e *Elector) release(ctx context.Context, l Lease) error {
-	start := time.Now()
-	err := redactErr(e.backend.Release(ctx, l))
-	e.observe(Event{Kind: EventOperation, Op: OpRelease, Duration: time.Since(start), Err: err})
-	if err != nil {
-		e.fail(OpRelease, err)
-		return &OpError{Election: e.cfg.Name, Op: OpRelease, Err: err}
-	}
-	e.contact()
-	e.log.Debug("lease released", "term", l.Term)
-	return nil
 }

@@ -104,6 +104,7 @@ func (e *Elector) observeLeader(l Lease) {
 	changed := !e.leaderKnown || e.leader.Holder != l.Holder || e.leader.Term != l.Term
 	e.leader, e.leaderKnown = l.Clone(), true
 	e.mu.Unlock()
+	e.sawLeader(l)
 	if !changed {
 		return
 	}
@@ -212,4 +213,19 @@ func (e *Elector) awaitStarted(t *leaderTerm) {
 	case <-timer.C:
 		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
 	}
+}
+
+// sawLeader records the priority of a leader seen in the store.
+func (e *Elector) sawLeader(l Lease) {
+	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Priority {
+		return
+	}
+	p := e.prio.Load()
+	if p == nil {
+		e.prio.CompareAndSwap(nil, &priorityState{})
+		p = e.prio.Load()
+	}
+	p.mu.Lock()
+	p.higherSeen = time.Now()
+	p.mu.Unlock()
 }

@@ -137,6 +137,13 @@ type Elector struct {
 	// ends (stepDown), so every announced leadership has a term of its own
 	// while a retry after a lost response keeps the term it won.
 	incarnation string
+	// reqMeta is the metadata sent with every Acquire: Config.Metadata,
+	// plus MetaPriority when Config.Priority is not 0.
+	reqMeta map[string]string
+	// prio is the state of the priority rules (priority.go), made when
+	// the elector first sees a candidate of higher priority or, with
+	// Config.Preempt, at New.
+	prio atomic.Pointer[priorityState]
 }
 
 // errUnhealthy is an attempt skipped because Config.HealthCheck says this
@@ -178,6 +185,7 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		mail:    make(chan struct{}, 1),
 
 		incarnation: backendkit.NewIncarnation(),
+		reqMeta:     requestMetadata(cfg),
 	}
 	e.healthy.Store(cfg.HealthCheck == nil) // unhealthy until a first check succeeds
 	return e, nil
@@ -204,6 +212,7 @@ type leaderTerm struct {
 	timer     *time.Timer
 	armed     time.Time // when timer is set to fire (guarded by Elector.mu)
 	lastRenew time.Time // start of the last successful acquire/renew
+	since     time.Time // start of the attempt that acquired it
 	due       time.Time // when the timer next signals a renewal; zero when none is armed (guarded by Elector.mu)
 	ended     bool      // stepDown ran (guarded by Elector.mu)
 	expired   bool      // the timer found the renew deadline passed (guarded by Elector.mu)
@@ -256,6 +265,7 @@ const (
 	reqResign
 	reqUnhealthy // from the health checker: resign with ReasonUnhealthy
 	reqResignTo  // ResignTo: resign, handing the lease to request.to
+	reqPreempt   // a preemption request: as reqResignTo, with ReasonPreempted
 )
 
 type request struct {
@@ -306,4 +316,13 @@ type starter struct {
 type startTask struct {
 	e *Elector
 	n backendkit.Notifier
+}
+
+// priorityState is an elector's state for the grace rule, made when it
+// first sees a candidate of higher priority (most electors never do: it
+// costs them nothing).
+type priorityState struct {
+	mu         sync.Mutex
+	higherSeen time.Time // last sight of a candidate of higher priority
+	freeSince  time.Time // a grace wait: when the lease was first found free
 }

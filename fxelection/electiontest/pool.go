@@ -1,0 +1,187 @@
+package electiontest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
+	"github.com/fxelection/fxelection/fxelection/pool"
+	"github.com/fxelection/fxelection/internal/electiontesting"
+)
+
+// PoolOptions tune CheckPool; zero fields take the defaults.
+type PoolOptions struct {
+	// Shards and Workers: the pool's size before the extra worker joins.
+	// Defaults: 256 shards, 4 workers.
+	Shards, Workers int
+	// Timing of the shards and member records. Default: LeaseDuration 3s,
+	// RenewDeadline 2s, RetryPeriod 500ms.
+	Timing Timing
+	// Slack is added to every time bound: scheduling on a loaded machine
+	// (0 on fake time, where the bounds are exact).
+	Slack time.Duration
+}
+
+// PoolFigures are what CheckPool measured.
+type PoolFigures struct {
+	// Spread is the time from the last worker's start until every worker
+	// held its share ±1; Join the time from the extra worker's start until
+	// every worker held floor or ceil of the new share; Failover the time
+	// from a worker's partition until its shards were all owned again.
+	Spread, Join, Failover time.Duration
+	// MaxGap is the longest time a shard had no owner while shards moved
+	// to the worker that joined.
+	MaxGap time.Duration
+	// Moves is how many shards were handed over in all.
+	Moves uint64
+}
+
+// CheckPool runs a pool of Workers workers over Shards shards on the
+// backends newBackend makes (one per worker, as separate processes would
+// have), and checks the pool's promises:
+//
+//   - every worker holds ceil or floor of Shards/Workers, ±1, within three
+//     RetryPeriods of the last start;
+//   - when one more worker joins, every worker holds floor or ceil of the
+//     new share within five RetryPeriods, and no shard is without an owner
+//     for longer than one RetryPeriod meanwhile;
+//   - when a worker is cut off from the store (as a killed process is),
+//     its shards are all owned again within LeaseDuration plus two
+//     RetryPeriods;
+//   - never two believing owners of a shard at once, and each shard's terms
+//     strictly increase.
+//
+// Each bound gets opts.Slack on top. It works on fake time (testing/synctest
+// with the in-memory backend) as well as against real stores.
+func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigures {
+	t.Helper()
+	if opts.Shards == 0 {
+		opts.Shards = 256
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 4
+	}
+	tm := opts.Timing
+	if tm.LeaseDuration == 0 {
+		tm = Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+	}
+	name := electiontesting.Election(t)
+	shards := make([]string, opts.Shards)
+	recs := make(map[string]*electiontesting.Recorder, opts.Shards)
+	for i := range shards {
+		shards[i] = fmt.Sprintf("s%03d", i)
+		recs[shards[i]] = &electiontesting.Recorder{}
+	}
+	type worker struct {
+		p     *pool.Pool
+		fault *faultinject.Backend
+	}
+	var workers []*worker
+	startWorker := func(i int) *worker {
+		f := faultinject.New(newBackend(t))
+		p, err := pool.New(pool.Config{
+			Name: name, Shards: shards, Identity: fmt.Sprintf("w%d", i),
+			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
+		}, f)
+		if err != nil {
+			t.Fatalf("pool.New: %v", err)
+		}
+		for _, s := range shards {
+			p.Elector(s).AddObserver(recs[s])
+		}
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatalf("pool Start: %v", err)
+		}
+		w := &worker{p: p, fault: f}
+		workers = append(workers, w)
+		return w
+	}
+	defer func() {
+		for _, w := range workers {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*tm.RenewDeadline)
+			_ = w.p.Stop(ctx) // a partitioned worker cannot release
+			cancel()
+		}
+	}()
+	counts := func(ws []*worker) []int {
+		out := make([]int, len(ws))
+		for i, w := range ws {
+			out[i] = len(w.p.Owned())
+		}
+		return out
+	}
+	// waitShare waits until the workers ws hold every shard, each between
+	// lo and hi, and returns how long it took.
+	waitShare := func(what string, ws []*worker, lo, hi int, since time.Time, limit time.Duration) time.Duration {
+		t.Helper()
+		for {
+			c := counts(ws)
+			sum := 0
+			for _, n := range c {
+				sum += n
+			}
+			if sum == opts.Shards && slices.Min(c) >= lo && slices.Max(c) <= hi {
+				return time.Since(since)
+			}
+			if time.Since(since) > limit {
+				t.Fatalf("%s: shards per worker %v after %v, want %d..%d each and %d in all", what, c, limit, lo, hi, opts.Shards)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	var fig PoolFigures
+
+	for i := range opts.Workers {
+		startWorker(i)
+	}
+	lastStart := time.Now()
+	share := opts.Shards / opts.Workers
+	fig.Spread = waitShare("spread", workers, share-1, (opts.Shards+opts.Workers-1)/opts.Workers+1, lastStart, 3*tm.RetryPeriod+opts.Slack)
+
+	// One more joins: the others hand shards over to it.
+	joined := time.Now()
+	startWorker(opts.Workers)
+	w := opts.Workers + 1
+	fig.Join = waitShare("join", workers, opts.Shards/w, (opts.Shards+w-1)/w, joined, 5*tm.RetryPeriod+opts.Slack)
+	for s, rec := range recs {
+		iv := rec.Intervals()
+		for i := 1; i < len(iv); i++ {
+			if iv[i-1].End.IsZero() || iv[i].Start.Before(joined) {
+				continue
+			}
+			gap := iv[i].Start.Sub(iv[i-1].End)
+			fig.MaxGap = max(fig.MaxGap, gap)
+			if gap > tm.RetryPeriod+opts.Slack {
+				t.Errorf("shard %s had no owner for %v while shards moved (from %s to %s), want at most RetryPeriod %v", s, gap, iv[i-1].Identity, iv[i].Identity, tm.RetryPeriod)
+			}
+		}
+	}
+
+	// One is cut off from the store, as a killed process would be.
+	cut := time.Now()
+	workers[0].fault.Partition(true)
+	fig.Failover = waitShare("failover", workers[1:], 0, opts.Shards, cut, tm.LeaseDuration+2*tm.RetryPeriod+opts.Slack)
+
+	for _, w := range workers {
+		fig.Moves += w.p.Status().Moves
+	}
+	for s, rec := range recs {
+		if a, b, found := rec.Overlap(); found {
+			t.Errorf("shard %s: two owners at once: %+v and %+v", s, a, b)
+		}
+		var last uint64
+		for _, iv := range rec.Intervals() {
+			if iv.Term <= last {
+				t.Errorf("shard %s: terms not increasing: %+v", s, rec.Intervals())
+				break
+			}
+			last = iv.Term
+		}
+	}
+	t.Logf("pool of %d shards: spread over %d workers in %v; a worker joined, spread in %v with %d moves, longest gap %v; a worker cut off, its shards re-owned in %v (RetryPeriod %v, LeaseDuration %v)",
+		opts.Shards, opts.Workers, fig.Spread, fig.Join, fig.Moves, fig.MaxGap, fig.Failover, tm.RetryPeriod, tm.LeaseDuration)
+	return fig
+}

@@ -1,0 +1,638 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+)
+
+// Defaults for Config's zero values.
+const (
+	defaultMaxWorkers = 32
+	// maxWorkersLimit bounds MaxWorkers: every worker reads every member
+	// slot once per RetryPeriod.
+	maxWorkersLimit = 1024
+	// maxShards bounds len(Shards): each is an Elector in this process.
+	maxShards = 100_000
+)
+
+// Config configures one worker's Pool. The zero value of every field but
+// Name and Shards means its documented default.
+type Config struct {
+	// Name names the pool; workers with the same Name on the same backend
+	// share its shards. Shard s is the election "<Name>/shard/<s>";
+	// member slot k is the election "<Name>/member/<k>". Required; with
+	// the longest shard name it must fit an election name (200 bytes).
+	Name string
+
+	// Shards are the shards' names: non-empty, distinct, and the same on
+	// every worker of the pool. Required; at most 100,000.
+	Shards []string
+
+	// Identity names this worker; unique among the pool's workers.
+	// Default: fxelection.DefaultIdentity().
+	Identity string
+
+	// MaxWorkers is the number of member slots: at most this many workers
+	// count towards the share (a worker that finds every slot taken still
+	// campaigns for free shards, but others do not leave it any). Every
+	// worker reads every slot once per RetryPeriod. At most 1024.
+	// Default: 32.
+	MaxWorkers int
+
+	// MaxMoves bounds how many shards this worker hands over per
+	// RetryPeriod while rebalancing (it never hands over more than its
+	// excess). Set it to move shards gradually, at the price of a slower
+	// spread. Default: len(Shards), no bound beyond the excess.
+	MaxMoves int
+
+	// LeaseDuration, RenewDeadline and RetryPeriod are every shard's and
+	// member record's timings, as in fxelection.Config (same defaults and
+	// rules). The pool's own loop runs every RetryPeriod.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+
+	// OnAcquired runs, in a goroutine of its own, when this worker takes a
+	// shard; ctx ends the moment it loses it and carries the shard's lease
+	// for fencing (fxelection.LeaseFromContext). As
+	// fxelection.Callbacks.OnStartedLeading.
+	OnAcquired func(ctx context.Context, shard string)
+
+	// OnReleased is called once after every OnAcquired, when the shard's
+	// leadership ended, and why (fxelection.ReasonResigned when it was
+	// handed to another worker). As fxelection.Callbacks.OnStoppedLeading.
+	OnReleased func(shard string, lease fxelection.Lease, reason fxelection.StopReason)
+
+	// Logger receives the pool's and its electors' logs. Default: none.
+	Logger *slog.Logger
+}
+
+// Shard is one shard this worker owns.
+type Shard struct {
+	// Name is the shard's name (one of Config.Shards).
+	Name string
+	// Lease is its lease; Lease.Term fences writes made for the shard.
+	Lease fxelection.Lease
+}
+
+// Status is a snapshot of a pool worker.
+type Status struct {
+	// Members is the number of live workers seen at the last scan (this
+	// one included once it holds a member slot); 0 before the first.
+	Members int
+	// Slot is this worker's member slot, -1 while it holds none.
+	Slot int
+	// Owned is how many shards this worker owns; Target the share it
+	// aims at: ceil(len(Shards)/Members).
+	Owned  int
+	Target int
+	// Moves is how many shards this worker has handed over since Start.
+	Moves uint64
+}
+
+// Pool is one worker of a pool: it keeps about an equal share of the
+// shards, holding each with an fxelection.Elector of its own in one
+// fxelection.Group.
+//
+// Membership lives in the store, through the same Backend contract as
+// the shards: each worker holds one of MaxWorkers member slots, a lease
+// whose metadata carries how many shards it owns, renewed (re-acquired)
+// every RetryPeriod; every worker reads every slot each RetryPeriod. A
+// slot counts while the store reports it held (on observed-time stores,
+// while its version changed within its lease).
+//
+// The share is hi = ceil(N/W) of N shards over W live workers. A worker
+// below hi campaigns for free shards; at hi or above its electors defer
+// (fxelection.Config.Defer): they read instead of acquiring and take
+// only a shard handed to them. A worker above hi — or above floor(N/W)
+// while another is below it — hands its excess over with
+// Elector.ResignTo to the workers furthest below their share, at most
+// MaxMoves per RetryPeriod, and then waits one RetryPeriod for the
+// others' counts to catch up.
+//
+// What it guarantees is what each shard's election guarantees: never two
+// believing owners of a shard outside the renew-deadline rules, terms per
+// shard strictly increasing (a moved shard gets a new term twice: the
+// hand-over hint's, then the new owner's). What it does not: the share is
+// reached within a few RetryPeriods, not at once; a worker that dies holds
+// its shards until their leases expire (LeaseDuration) and counts as a
+// member until its slot expires, so its shards are taken about one
+// LeaseDuration after it stopped.
+type Pool struct {
+	cfg     Config
+	backend fxelection.Backend
+	group   *fxelection.Group
+	shards  []*shardElector
+	log     *slog.Logger
+	inc     string // member slot incarnation
+
+	owned atomic.Int64 // shards led, from the electors' events
+	hi    atomic.Int64 // the share; electors defer at or above it
+	moves atomic.Uint64
+
+	mu      sync.Mutex
+	slot    int
+	members int
+	seen    []slotSeen // per member slot, for observed-time stores
+	cool    bool       // handed over at the last tick: skip this one
+	started bool
+	stopped bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type shardElector struct {
+	name string
+	e    *fxelection.Elector
+}
+
+// slotSeen is the last version read of a member slot and when it was
+// first read, for stores that report no expiry (observed time).
+type slotSeen struct {
+	version string
+	since   time.Time
+}
+
+// New returns a worker for cfg on backend. It validates cfg (an error
+// naming the bad field) and makes the shard electors; Start starts them.
+func New(cfg Config, backend fxelection.Backend) (*Pool, error) {
+	if backend == nil {
+		return nil, errors.New("pool: Backend is required")
+	}
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	g, err := fxelection.NewGroup(backend)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{cfg: cfg, backend: backend, group: g, slot: -1, log: cfg.Logger, inc: backendkit.NewIncarnation()}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.seen = make([]slotSeen, cfg.MaxWorkers)
+	for _, name := range cfg.Shards {
+		se := &shardElector{name: name}
+		e, err := g.New(fxelection.Config{
+			Name: shardElection(cfg.Name, name), Identity: cfg.Identity,
+			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+			Defer:     p.full,
+			Logger:    cfg.Logger,
+			Callbacks: p.callbacks(name),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pool: shard %d: %w", len(p.shards), err)
+		}
+		e.AddObserver(fxelection.ObserverFunc(p.count))
+		se.e = e
+		p.shards = append(p.shards, se)
+	}
+	return p, nil
+}
+
+func (c Config) normalize() (Config, error) {
+	if c.Identity == "" {
+		c.Identity = fxelection.DefaultIdentity()
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = defaultMaxWorkers
+	}
+	if c.MaxMoves == 0 {
+		c.MaxMoves = max(1, len(c.Shards))
+	}
+	switch {
+	case c.Name == "":
+		return c, configErr("Name", "is required")
+	case len(c.Shards) == 0:
+		return c, configErr("Shards", "is required")
+	case len(c.Shards) > maxShards:
+		return c, configErr("Shards", "at most %d (is %d)", maxShards, len(c.Shards))
+	case c.MaxWorkers < 1 || c.MaxWorkers > maxWorkersLimit:
+		return c, configErr("MaxWorkers", "must be in [1, %d] (is %d)", maxWorkersLimit, c.MaxWorkers)
+	case c.MaxMoves < 1:
+		return c, configErr("MaxMoves", "must be positive (is %d)", c.MaxMoves)
+	}
+	seen := make(map[string]bool, len(c.Shards))
+	for i, s := range c.Shards {
+		switch {
+		case s == "":
+			return c, configErr("Shards", "shard %d is empty", i)
+		case seen[s]:
+			return c, configErr("Shards", "shard %d repeats an earlier one", i)
+		}
+		seen[s] = true
+	}
+	// The elections' names and timings are checked as an Elector's: the
+	// longest shard name and the last member slot make the longest names.
+	longest := slices.MaxFunc(c.Shards, func(a, b string) int { return len(a) - len(b) })
+	for _, name := range []string{shardElection(c.Name, longest), memberElection(c.Name, c.MaxWorkers-1)} {
+		err := fxelection.Config{
+			Name: name, Identity: c.Identity,
+			LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
+		}.Validate()
+		var ce *fxelection.ConfigError
+		if errors.As(err, &ce) {
+			field := ce.Field
+			if field == "Name" {
+				field = "Name or Shards"
+			}
+			return c, configErr(field, "%s", ce.Reason)
+		}
+		if err != nil {
+			return c, fmt.Errorf("pool: %w", err)
+		}
+	}
+	// The timings' defaults, for the pool's own loop.
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 15 * time.Second
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = 2 * time.Second
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = 10 * time.Second
+	}
+	return c, nil
+}
+
+// ConfigError names the Config field that is wrong.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string { return "pool: " + e.Field + ": " + e.Reason }
+
+func configErr(field, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+func shardElection(pool, shard string) string  { return pool + "/shard/" + shard }
+func memberElection(pool string, k int) string { return pool + "/member/" + strconv.Itoa(k) }
+
+// callbacks are shard's elector callbacks: the Config's, named by shard.
+func (p *Pool) callbacks(shard string) fxelection.Callbacks {
+	var cb fxelection.Callbacks
+	if f := p.cfg.OnAcquired; f != nil {
+		cb.OnStartedLeading = func(ctx context.Context) { f(ctx, shard) }
+	}
+	if f := p.cfg.OnReleased; f != nil {
+		cb.OnStoppedLeading = func(l fxelection.Lease, r fxelection.StopReason) { f(shard, l, r) }
+	}
+	return cb
+}
+
+// count keeps the owned count from the electors' events, synchronously.
+func (p *Pool) count(ev fxelection.Event) {
+	switch ev.Kind {
+	case fxelection.EventStartedLeading:
+		p.owned.Add(1)
+	case fxelection.EventStoppedLeading:
+		p.owned.Add(-1)
+	}
+}
+
+// full is every shard elector's Config.Defer: at or above the share,
+// take only what is handed over.
+func (p *Pool) full() bool { return p.owned.Load() >= p.hi.Load() }
+
+// Start claims a member slot, reads the others, starts the shard electors
+// and the pool's loop. Its store calls are bounded by ctx; a store that
+// does not answer does not fail Start (the loop goes on trying).
+func (p *Pool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("pool: already started")
+	}
+	p.started = true
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	p.mu.Unlock()
+	p.tick(ctx)
+	for i, s := range p.shards {
+		if err := s.e.Start(ctx); err != nil {
+			for _, t := range p.shards[:i] {
+				_ = t.e.Stop(context.Background())
+			}
+			close(p.done)
+			return fmt.Errorf("pool: start shard %q: %w", s.name, err)
+		}
+	}
+	go p.run()
+	return nil
+}
+
+// Stop stops the loop and every shard elector (releasing their leases,
+// within ctx) and releases this worker's member slot.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.started || p.stopped {
+		p.mu.Unlock()
+		return nil
+	}
+	p.stopped = true
+	close(p.stop)
+	p.mu.Unlock()
+	<-p.done
+	var errs []error
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for _, s := range p.shards {
+		wg.Go(func() {
+			if err := s.e.Stop(ctx); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("shard %q: %w", s.name, err))
+				emu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	p.mu.Lock()
+	slot := p.slot
+	p.slot = -1
+	p.mu.Unlock()
+	if slot >= 0 {
+		l, err := p.backend.Get(ctx, memberElection(p.cfg.Name, slot))
+		if err == nil && l.Holder == p.cfg.Identity {
+			if err := p.backend.Release(ctx, l); err != nil {
+				errs = append(errs, fmt.Errorf("member slot: %w", err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("pool: stop: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// run is the pool's loop: a tick every RetryPeriod until Stop.
+func (p *Pool) run() {
+	defer close(p.done)
+	t := time.NewTimer(p.cfg.RetryPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RenewDeadline)
+		go func() { // Stop cuts a tick short
+			select {
+			case <-p.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		p.tick(ctx)
+		cancel()
+		t.Reset(p.cfg.RetryPeriod)
+	}
+}
+
+// tick is one round: heartbeat, read the members, set the share, hand
+// over the excess.
+func (p *Pool) tick(ctx context.Context) {
+	p.heartbeat(ctx)
+	counts, ok := p.scan(ctx)
+	if !ok {
+		return // the store did not answer: keep the last share
+	}
+	n := len(p.cfg.Shards)
+	w := len(counts)
+	p.mu.Lock()
+	mine := p.slot >= 0
+	p.members = w
+	p.mu.Unlock()
+	if !mine {
+		w++ // this worker campaigns all the same
+	}
+	hi, lo := (n+w-1)/w, n/w
+	p.hi.Store(int64(hi))
+	p.rebalance(ctx, counts, int(p.owned.Load()), hi, lo)
+}
+
+// heartbeat claims a member slot, or renews this worker's (an Acquire
+// that continues its record).
+func (p *Pool) heartbeat(ctx context.Context) {
+	p.mu.Lock()
+	slot := p.slot
+	p.mu.Unlock()
+	req := backendkit.AcquireRequest{Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.LeaseDuration}
+	if slot >= 0 {
+		req.Election = memberElection(p.cfg.Name, slot)
+		_, err := p.backend.Acquire(ctx, req)
+		if err == nil || backendkit.IsStoreFailure(err) {
+			return
+		}
+		p.log.Warn("pool: member slot lost", "slot", slot, "error", err)
+		slot = -1
+	}
+	// Claim: from a slot derived from the identity, the first free one.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(p.cfg.Identity))
+	first := int(h.Sum32() % uint32(p.cfg.MaxWorkers))
+	for i := range p.cfg.MaxWorkers {
+		k := (first + i) % p.cfg.MaxWorkers
+		req.Election = memberElection(p.cfg.Name, k)
+		_, err := p.backend.Acquire(ctx, req)
+		if err == nil {
+			slot = k
+			break
+		}
+		if backendkit.IsStoreFailure(err) {
+			break
+		}
+	}
+	p.mu.Lock()
+	p.slot = slot
+	p.mu.Unlock()
+}
+
+// member is a live worker seen at a scan, and the shards it owns.
+type member struct {
+	identity string
+	owned    int
+}
+
+// scan reads every member slot and returns the live members, each with
+// the number of shards it owns as this worker's electors last saw their
+// holders (a shard handed over counts for its successor); ok is false when
+// the store failed. The shards' holders are fresher than anything a member
+// could write in its own record: every elector reads its shard's holder
+// at every attempt.
+func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
+	now := time.Now()
+	live := make(map[string]bool)
+	for k := range p.cfg.MaxWorkers {
+		l, err := p.backend.Get(ctx, memberElection(p.cfg.Name, k))
+		if err != nil {
+			p.seen[k] = slotSeen{}
+			if backendkit.IsStoreFailure(err) && !errors.Is(err, backendkit.ErrInvalidRecord) {
+				return nil, false
+			}
+			continue
+		}
+		if l.ExpiresAt.IsZero() {
+			// Observed time: live while its version changes within its
+			// lease.
+			if s := p.seen[k]; s.version != l.Version || s.since.IsZero() {
+				p.seen[k] = slotSeen{version: l.Version, since: now}
+			} else if now.Sub(s.since) >= l.Duration {
+				continue
+			}
+		}
+		live[l.Holder] = true
+	}
+	counts := make(map[string]int, len(live))
+	for _, s := range p.shards {
+		if l, ok := s.e.Leader(); ok && live[l.Holder] {
+			counts[l.Holder]++
+		}
+	}
+	counts[p.cfg.Identity] = int(p.owned.Load())
+	for id := range live {
+		members = append(members, member{identity: id, owned: counts[id]})
+	}
+	return members, true
+}
+
+// rebalance hands over this worker's excess: down to hi, or to lo while
+// another member is below lo, each to the member furthest below its
+// share, at most MaxMoves, and then skips a tick.
+func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo int) {
+	p.mu.Lock()
+	cool := p.cool
+	p.cool = false
+	p.mu.Unlock()
+	if cool {
+		return
+	}
+	var below []member // candidates to receive, furthest below first
+	over, under := 0, 0
+	for _, m := range members {
+		if m.identity == p.cfg.Identity {
+			continue
+		}
+		if m.owned < hi {
+			below = append(below, m)
+		}
+		if m.owned > hi {
+			over++
+		}
+		if m.owned < lo {
+			under++
+		}
+	}
+	if len(below) == 0 {
+		return
+	}
+	target := hi
+	if owned <= hi && under > 0 {
+		target = lo // only the workers below lo are owed anything
+		over = 0
+		for _, m := range members {
+			if m.identity != p.cfg.Identity && m.owned > lo {
+				over++
+			}
+		}
+	}
+	excess := min(owned-target, p.cfg.MaxMoves)
+	if excess <= 0 {
+		return
+	}
+	sort.SliceStable(below, func(i, j int) bool { return below[i].owned < below[j].owned })
+	// Each of the over-share workers (this one included) gives a member
+	// its deficit's share, so that together they do not overshoot it.
+	givers := over + 1
+	var plan []string
+	for _, m := range below {
+		limit := lo
+		if target == hi {
+			limit = hi
+		}
+		give := (limit - m.owned + givers - 1) / givers
+		for ; give > 0 && len(plan) < excess; give-- {
+			plan = append(plan, m.identity)
+		}
+	}
+	if len(plan) == 0 {
+		return
+	}
+	held := p.held()
+	rand.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+	moved := 0
+	for i, to := range plan {
+		if i >= len(held) {
+			break
+		}
+		if err := held[i].e.ResignTo(ctx, to); err != nil {
+			p.log.Warn("pool: hand-over failed", "shard", held[i].name, "to", to, "error", err)
+			continue
+		}
+		moved++
+	}
+	if moved > 0 {
+		p.moves.Add(uint64(moved))
+		p.mu.Lock()
+		p.cool = true
+		p.mu.Unlock()
+		p.log.Info("pool: shards handed over", "count", moved)
+	}
+}
+
+// held returns the shard electors that lead now.
+func (p *Pool) held() []*shardElector {
+	var out []*shardElector
+	for _, s := range p.shards {
+		if s.e.IsLeader() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Owned returns the shards this worker owns now, with their leases, in
+// Config.Shards order.
+func (p *Pool) Owned() []Shard {
+	var out []Shard
+	for _, s := range p.shards {
+		if l, ok := s.e.Lease(); ok {
+			out = append(out, Shard{Name: s.name, Lease: l})
+		}
+	}
+	return out
+}
+
+// Elector returns the elector of shard, for its Status, RunIfLeader or
+// observers; nil for a name that is not one of Config.Shards.
+func (p *Pool) Elector(shard string) *fxelection.Elector {
+	for _, s := range p.shards {
+		if s.name == shard {
+			return s.e
+		}
+	}
+	return nil
+}
+
+// Status returns a snapshot of the worker.
+func (p *Pool) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Status{Members: p.members, Slot: p.slot, Owned: int(p.owned.Load()), Target: int(p.hi.Load()), Moves: p.moves.Load()}
+}
