@@ -18,8 +18,9 @@ import (
 )
 
 // Backend is the PostgreSQL lease backend. It implements fxelection.Backend,
-// backendkit.Notifier (push wake-up via LISTEN/NOTIFY) and
-// backendkit.NamedBackend. It is safe for concurrent use; create one per
+// backendkit.Notifier (push wake-up via LISTEN/NOTIFY),
+// backendkit.NamedBackend, backendkit.BatchRenewer,
+// backendkit.BatchAcquirer and backendkit.Transferer. It is safe for concurrent use; create one per
 // pool and share it between the process's elections.
 type Backend struct {
 	db    DB
@@ -45,6 +46,7 @@ var (
 	_ backendkit.Notifier     = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
 	_ backendkit.BatchRenewer = (*Backend)(nil)
+	_ backendkit.Transferer   = (*Backend)(nil)
 )
 
 // querier is what RenewBatch needs beyond DB to renew many rows in one
@@ -256,14 +258,21 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 // checkAcquire checks req before the acquire statement and returns its
 // metadata as JSON.
 func checkAcquire(req backendkit.AcquireRequest) (string, error) {
+	return checkRequest("acquire lease", req)
+}
+
+// checkRequest checks req before a statement that writes the row Acquire
+// writes (op names the operation in errors) and returns its metadata as
+// JSON.
+func checkRequest(op string, req backendkit.AcquireRequest) (string, error) {
 	if req.Identity == "" {
-		return "", errors.New("acquire lease: empty identity")
+		return "", fmt.Errorf("%s: empty identity", op)
 	}
 	if req.Duration <= 0 || req.Duration > backendkit.MaxRecordDuration {
-		return "", fmt.Errorf("acquire lease: duration %v is not in (0, %v]", req.Duration, backendkit.MaxRecordDuration)
+		return "", fmt.Errorf("%s: duration %v is not in (0, %v]", op, req.Duration, backendkit.MaxRecordDuration)
 	}
 	if err := req.Validate(); err != nil {
-		return "", fmt.Errorf("acquire lease: %w", err)
+		return "", fmt.Errorf("%s: %w", op, err)
 	}
 	md := req.Metadata
 	if md == nil {
@@ -271,7 +280,7 @@ func checkAcquire(req backendkit.AcquireRequest) (string, error) {
 	}
 	mdJSON, err := json.Marshal(md)
 	if err != nil {
-		return "", fmt.Errorf("acquire lease: encode metadata: %w", err)
+		return "", fmt.Errorf("%s: encode metadata: %w", op, err)
 	}
 	return string(mdJSON), nil
 }
@@ -525,6 +534,101 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 		return b.storeErr("release lease", err)
 	}
 	return nil
+}
+
+// Transfer implements backendkit.Transferer with one statement: an UPDATE
+// that matches the row exactly as Release does (election, holder and term,
+// and expires_at when lease.ExpiresAt is not zero) and, further, an
+// unexpired lease by the server's now(), and rewrites it as Acquire would
+// write it for req on a free lease: holder req.Identity, req.Metadata,
+// req.Incarnation (none on a table without the incarnation columns),
+// acquired now() and expiring req.Duration after now(), with a new term by
+// Acquire's rule (the larger of the row's term plus one and the server's
+// clock in microseconds), so strictly above every term of the election.
+// The same statement sends pg_notify on Options.Channel with the election's
+// name, as Release does (names of 8000 bytes or more go unannounced); it
+// is delivered when the statement commits, with the new row. The row is
+// never free in between: a subscriber woken by it, or any other
+// candidate, finds the lease held by req.Identity until it expires.
+//
+// A lease that is no longer the caller's (no row, another holder or term,
+// an expires_at moved by a later acquire or renewal, a lease released or
+// expired) is left as it is, and Transfer returns an error matching
+// backendkit.ErrLeaseLost; so does a lease with a zero term or holder. A
+// Lease with a zero ExpiresAt is matched on holder and term alone, as in
+// Release. A lease at backendkit.MaxTerm cannot be transferred (no higher
+// term exists): Transfer changes nothing and returns an error matching
+// backendkit.ErrTermExhausted if the row is still that lease, read in a
+// separate statement, or ErrLeaseLost if not. req is checked as Acquire
+// checks it, and req.Election must be lease.Election; otherwise Transfer
+// returns an error without running any statement. A store failure is
+// returned as such, and the transfer may or may not have happened (the
+// reply can be lost after the commit): Get tells.
+func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.transfer(ctx, lease, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	md, err := checkRequest("transfer lease", req)
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	if req.Election != lease.Election {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: the request is for election %q, the lease of election %q", req.Election, lease.Election)
+	}
+	if lease.Term == 0 || lease.Term > math.MaxInt64 || lease.Holder == "" {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost) // cannot be a lease of ours
+	}
+	if err := b.ensureTable(ctx); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	if lease.Term >= backendkit.MaxTerm {
+		return fxelection.Lease{}, b.transferAtMaxTerm(ctx, lease)
+	}
+	var expires any // NULL: not checked
+	if !lease.ExpiresAt.IsZero() {
+		expires = lease.ExpiresAt
+	}
+	sql := b.stmts()
+	args := []any{lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires, req.Identity, md, durationMS(req.Duration)}
+	if sql.incarnations {
+		args = append(args, req.Incarnation)
+	}
+	var (
+		r        row
+		notified int64 // notifications sent: 1, or 0 for a name too long
+	)
+	err = b.db.QueryRow(ctx, sql.transfer, args...).Scan(append(r.dest(), &notified)...)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
+	case err != nil:
+		return fxelection.Lease{}, b.storeErr("transfer lease", err)
+	}
+	l, err := r.lease(req.Election)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	return l, nil
+}
+
+// transferAtMaxTerm is Transfer's answer for a lease at MaxTerm, which the
+// transfer statement never matches: ErrTermExhausted if the row is still
+// that lease, as Release would match it and live, else ErrLeaseLost.
+func (b *Backend) transferAtMaxTerm(ctx context.Context, lease fxelection.Lease) error {
+	r, found, err := b.read(ctx, lease.Election)
+	if err != nil {
+		return b.storeErr("transfer lease", err)
+	}
+	if found && r.held() && *r.holder == lease.Holder && r.term != nil && uint64(*r.term) == lease.Term &&
+		(lease.ExpiresAt.IsZero() || (r.expiresAt.Valid && r.expiresAt.InfinityModifier == pgtype.Finite && r.expiresAt.Time.Equal(lease.ExpiresAt))) {
+		return fmt.Errorf("transfer lease: election %q: %w", lease.Election, backendkit.ErrTermExhausted)
+	}
+	return fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
 }
 
 // Get implements fxelection.Backend with one SELECT. A missing row, a

@@ -12,10 +12,10 @@
 //     is the larger of the row's term plus one and the server's clock in
 //     microseconds (clock_timestamp()), so it survives a DELETE or TRUNCATE
 //     too (see the terms paragraph below).
-//   - Push wake-up: Release sends pg_notify on Options.Channel; each
-//     Backend LISTENs on one connection of its own, taken from the pool and
-//     hijacked (one connection beyond the pool's MaxConns while any
-//     subscription is open).
+//   - Push wake-up: Release and Transfer send pg_notify on
+//     Options.Channel; each Backend LISTENs on one connection of its own,
+//     taken from the pool and hijacked (one connection beyond the pool's
+//     MaxConns while any subscription is open).
 //   - Failover: a crashed leader's row expires LeaseDuration after its last
 //     renewal's statement, and a follower takes it at its next retry:
 //     within LeaseDuration + 1.2 × RetryPeriod of that renewal, plus a round
@@ -25,6 +25,10 @@
 //     backendkit.BatchAcquirer (the acquire statements in one pipeline on
 //     one connection, a Sync after each, so that each holds its row lock
 //     only for its own transaction).
+//   - Hand-over: Backend implements backendkit.Transferer (used by
+//     Elector.ResignTo): one statement ends the caller's lease, matched as
+//     Release matches it, and writes the successor's record with a new
+//     term, so the lease is never free in between.
 //   - Logging: the push listener logs its connection problems and
 //     reconnections, and a table without the incarnation columns is
 //     reported as a warning, to Options.Logger (none by default); the
@@ -41,7 +45,10 @@
 // identity (whatever the incarnation: see below);
 // Renew is an UPDATE that matches holder, term and an unexpired lease;
 // Release is an UPDATE that frees our own row and sends pg_notify in the
-// same statement; Get is a SELECT. Acquire may run its statement up to three
+// same statement; Transfer is an UPDATE that rewrites our own live row
+// (matched as by Release) as Acquire would write it for another request on
+// a free lease, with a new term, and sends pg_notify in the same
+// statement; Get is a SELECT. Acquire may run its statement up to three
 // times: when the row changed hands between the statement and the re-read
 // that reports the holder, it tries again rather than report a holder that
 // is already gone.
@@ -154,10 +161,10 @@
 // prepared statements (PgBouncer 1.21+ with max_prepared_statements), add
 // default_query_exec_mode=exec to the pool's connection string.
 //
-// Push wake-up: Release notifies the channel Options.Channel with the
-// election's name; each Backend listens on one connection of its own and
-// wakes the electors waiting for that election, so they acquire within
-// milliseconds. While the listener is down it reconnects with backoff
+// Push wake-up: Release and Transfer notify the channel Options.Channel
+// with the election's name; each Backend listens on one connection of its
+// own and wakes the electors waiting for that election, so they acquire
+// within milliseconds. While the listener is down it reconnects with backoff
 // (100ms doubling to 5s, jittered) and electors poll every RetryPeriod as
 // usual.
 //

@@ -43,7 +43,7 @@ WHERE attrelid = to_regclass($1) AND attname IN ('incarnation', 'incarnation_ter
 // statements are the backend's SQL, built once per table by
 // buildStatements.
 type statements struct {
-	ensure, acquire, renew, renewBatch, release, get string
+	ensure, acquire, renew, renewBatch, release, transfer, get string
 	// incarnations says the statements read and write the incarnation
 	// columns; without them (a table of an earlier version that could not
 	// be upgraded) Acquire ignores incarnations, as earlier versions did.
@@ -121,7 +121,11 @@ $fxelection$`
 	if incarnations {
 		cont += ` AND (excluded.incarnation IS NULL OR (l.incarnation = excluded.incarnation AND l.incarnation_term = l.term))`
 	}
-	newTerm := `CASE WHEN ` + cont + ` THEN l.term ELSE greatest(l.term + 1, excluded.term) END`
+	// startTerm is the term of a lease that starts anew on row l, given
+	// the server's clock term read once for the statement (clockTermSQL);
+	// the caller keeps l.term below maxTermSQL.
+	startTerm := func(clock string) string { return `greatest(l.term + 1, ` + clock + `)` }
+	newTerm := `CASE WHEN ` + cont + ` THEN l.term ELSE ` + startTerm(`excluded.term`) + ` END`
 	insCols := `name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at`
 	insVals := `$1::text, $2::text, $3::text::jsonb, c.t, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond'`
 	incSet := ``
@@ -179,8 +183,43 @@ RETURNING l.name, l.holder, l.term, l.expires_at`
 )
 SELECT pg_notify($4::text, name) FROM r WHERE octet_length(name) < 8000`
 
+	// Release ($1 to $5 as there) and, in the same UPDATE, the row Acquire
+	// writes on a free lease for holder $6 with metadata $7 for $8
+	// milliseconds (and incarnation $9): a new term by Acquire's rule, one
+	// clock reading for the whole statement. The row must be the caller's
+	// as Release matches it, and live by the server's clock; a row at the
+	// largest term is left alone (the caller reports ErrTermExhausted). The
+	// final SELECT reads n, so the notification is sent whenever a row was
+	// transferred (on commit, like Release's).
+	transferTerm := startTerm(`c.t`)
+	transferInc := ``
+	if incarnations {
+		transferInc = `,
+		incarnation      = nullif($9::text, ''),
+		incarnation_term = ` + transferTerm
+	}
+	transfer := `WITH t AS (
+	UPDATE ` + table + ` AS l
+	SET holder      = $6::text,
+		metadata    = $7::text::jsonb,
+		term        = ` + transferTerm + `,
+		duration_ms = $8::bigint,
+		acquired_at = now(),
+		renewed_at  = now(),
+		expires_at  = now() + $8::bigint * interval '1 millisecond'` + transferInc + `
+	FROM (SELECT ` + clockTermSQL + ` AS t) AS c
+	WHERE l.name = $1 AND l.holder = $2 AND l.term = $3::bigint
+		AND ($5::timestamptz IS NULL OR l.expires_at = $5::timestamptz)
+		AND l.expires_at > now() AND l.term < ` + maxTermSQL + `
+	RETURNING l.name, l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at, ` + incRet("l.") + `
+), n AS (
+	SELECT pg_notify($4::text, name) FROM t WHERE octet_length(name) < 8000
+)
+SELECT holder, metadata, term, duration_ms, acquired_at, expires_at, incarnation, incarnation_term, true, (SELECT count(*) FROM n)
+FROM t`
+
 	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, ` + incRet("") + `, coalesce(expires_at > now(), true)
 FROM ` + table + ` WHERE name = $1`
 
-	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, get: get, incarnations: incarnations}
+	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, transfer: transfer, get: get, incarnations: incarnations}
 }
