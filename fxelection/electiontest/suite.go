@@ -74,6 +74,12 @@ type Options struct {
 	// elections, how long). The zero value is a run of a few seconds.
 	Linearizable LinearizableOptions
 
+	// PushDisabled says the backends under test are configured not to push
+	// wake-ups although they implement backendkit.Notifier (their
+	// Subscribe does nothing): cases that wait for a wake-up then check
+	// nothing about it.
+	PushDisabled bool
+
 	// SkipEndToEnd skips the end-to-end part (for quick local runs only;
 	// every backend must pass it in CI).
 	SkipEndToEnd bool
@@ -202,6 +208,9 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		waits(t, "StepDownWhileBackendHangs", s.stepDownWhileBackendHangs)
 		waits(t, "ResignToNamed", s.resignToNamed)
 		waits(t, "ResignToAbsent", s.resignToAbsent)
+		waits(t, "Preempt", s.preempt)
+		waits(t, "PriorityGrace", s.priorityGrace)
+		waits(t, "RollingUpgrade", s.rollingUpgrade)
 		t.Run("ManyElectionsOneBackend", s.manyElections)
 	})
 }

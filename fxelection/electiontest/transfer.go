@@ -26,7 +26,7 @@ func (s *suite) transfer(t *testing.T) {
 	e := electiontesting.Election(t)
 
 	var woken chan struct{}
-	if n, ok := other.(backendkit.Notifier); ok {
+	if n, ok := other.(backendkit.Notifier); ok && !s.o.PushDisabled {
 		woken = make(chan struct{}, 1)
 		cancel := n.Subscribe(e, func() {
 			select {

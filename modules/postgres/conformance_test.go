@@ -64,5 +64,5 @@ func TestConformanceSchemaNoPush(t *testing.T) {
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf-nopush", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts)})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts), PushDisabled: true})
 }

@@ -45,6 +45,7 @@ func TestConformance(t *testing.T) {
 			// (documented).
 			DeleteRecord:      deleteRecord,
 			DeleteResetsTerms: true,
+			PushDisabled:      true,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.RPush(ctxT(t), lease, "foreign").Err(); err != nil {
