@@ -33,7 +33,7 @@ type Backend struct {
 	clock   string        // "1" for clock-based terms, "0" for sequential
 	health  time.Duration // pushHealthInterval; shorter in tests
 
-	acquire, renew, release, get *redis.Script
+	acquire, renew, release, get, transfer *redis.Script
 
 	hub *backendkit.WakeHub // push wake-up: subscriptions and the pub/sub listener
 
@@ -46,6 +46,7 @@ var (
 	_ backendkit.NamedBackend  = (*Backend)(nil)
 	_ backendkit.BatchRenewer  = (*Backend)(nil)
 	_ backendkit.BatchAcquirer = (*Backend)(nil)
+	_ backendkit.Transferer    = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases through client, which may be a
@@ -65,16 +66,17 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		clock = "0"
 	}
 	b := &Backend{
-		client:  client,
-		prefix:  prefix,
-		channel: prefix + "wake",
-		push:    !opts.DisablePush,
-		clock:   clock,
-		health:  pushHealthInterval,
-		acquire: redis.NewScript(acquireSrc),
-		renew:   redis.NewScript(renewSrc),
-		release: redis.NewScript(releaseSrc),
-		get:     redis.NewScript(getSrc),
+		client:   client,
+		prefix:   prefix,
+		channel:  prefix + "wake",
+		push:     !opts.DisablePush,
+		clock:    clock,
+		health:   pushHealthInterval,
+		acquire:  redis.NewScript(acquireSrc),
+		renew:    redis.NewScript(renewSrc),
+		release:  redis.NewScript(releaseSrc),
+		get:      redis.NewScript(getSrc),
+		transfer: redis.NewScript(transferSrc),
 	}
 	b.secrets = clientSecrets(client)
 	b.hub = backendkit.NewWakeHub(b.listen)
@@ -117,8 +119,8 @@ func (b *Backend) leaseKey(election string) string {
 	return rediskey.Key(b.prefix, election, "lease")
 }
 
-// WakeChannel returns the pub/sub channel on which Release publishes the
-// released election's name.
+// WakeChannel returns the pub/sub channel on which Release and Transfer
+// publish the released election's name.
 func (b *Backend) WakeChannel() string { return b.channel }
 
 // Acquire implements fxelection.Backend: one script that takes the lease
@@ -151,7 +153,7 @@ func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireReques
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
-	a, err := b.prepareAcquire(req)
+	a, err := b.prepareAcquire(opAcquire, req)
 	if err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -159,9 +161,19 @@ func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireReques
 	return a.outcome(res, err)
 }
 
+// The operations whose errors acquireCall words: Acquire (and
+// AcquireBatch) and Transfer.
+const (
+	opAcquire  = "acquire lease"
+	opTransfer = "transfer lease"
+)
+
 // acquireCall is one Acquire's script call, prepared: its keys and
-// arguments, and what its outcome needs.
+// arguments, and what its outcome needs. Transfer prepares its call as
+// one too (its script takes the same arguments first), and op, which
+// starts every error, tells the two apart.
 type acquireCall struct {
+	op    string
 	req   backendkit.AcquireRequest
 	keys  []string
 	args  []any
@@ -169,20 +181,21 @@ type acquireCall struct {
 	durMS int64
 }
 
-// prepareAcquire checks req and prepares its script call.
-func (b *Backend) prepareAcquire(req backendkit.AcquireRequest) (acquireCall, error) {
+// prepareAcquire checks req and prepares its script call for op
+// (opAcquire or opTransfer).
+func (b *Backend) prepareAcquire(op string, req backendkit.AcquireRequest) (acquireCall, error) {
 	if req.Identity == "" {
-		return acquireCall{}, errors.New("acquire lease: empty identity")
+		return acquireCall{}, fmt.Errorf("%s: empty identity", op)
 	}
 	if req.Duration < time.Millisecond || req.Duration > backendkit.MaxRecordDuration {
-		return acquireCall{}, fmt.Errorf("acquire lease: duration %v is not between 1ms and %v", req.Duration, backendkit.MaxRecordDuration)
+		return acquireCall{}, fmt.Errorf("%s: duration %v is not between 1ms and %v", op, req.Duration, backendkit.MaxRecordDuration)
 	}
 	if err := req.Validate(); err != nil {
-		return acquireCall{}, fmt.Errorf("acquire lease: %w", err)
+		return acquireCall{}, fmt.Errorf("%s: %w", op, err)
 	}
 	meta, err := encodeMetadata(req.Metadata)
 	if err != nil {
-		return acquireCall{}, fmt.Errorf("acquire lease: %w", err)
+		return acquireCall{}, fmt.Errorf("%s: %w", op, err)
 	}
 	lease, term := b.Keys(req.Election)
 	durMS := req.Duration.Milliseconds()
@@ -191,32 +204,33 @@ func (b *Backend) prepareAcquire(req backendkit.AcquireRequest) (acquireCall, er
 		nonce, derived = incarnationNonce(req.Incarnation), "1"
 	}
 	return acquireCall{
-		req: req, keys: []string{lease, term}, nonce: nonce, durMS: durMS,
+		op: op, req: req, keys: []string{lease, term}, nonce: nonce, durMS: durMS,
 		args: []any{holderPart(req.Identity), meta, durMS, b.clock, nonce, derived},
 	}, nil
 }
 
 // outcome turns the acquire script's reply (or error) into Acquire's
-// result.
+// result, or the transfer script's into Transfer's (which never replies
+// with another holder's record).
 func (a acquireCall) outcome(res []any, err error) (fxelection.Lease, error) {
 	req, durMS := a.req, a.durMS
 	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", storeError(err))
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, storeError(err))
 	}
 	status, err := replyStatus(res)
 	if err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, err)
 	}
 	switch status {
 	case 1:
 		if len(res) != 4 {
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", errReply)
+			return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, errReply)
 		}
 		t, err1 := replyUint(res[1])
 		at, err2 := replyInt(res[2])
 		now, err3 := replyInt(res[3])
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, err)
 		}
 		return fxelection.Lease{
 			Election:    req.Election,
@@ -232,13 +246,13 @@ func (a acquireCall) outcome(res []any, err error) (fxelection.Lease, error) {
 	case 0:
 		holder, err := decodeReply(req.Election, res)
 		if err != nil {
-			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+			return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, err)
 		}
 		return fxelection.Lease{}, &backendkit.HeldError{Holder: holder}
 	case -2:
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", backendkit.ErrTermExhausted)
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, backendkit.ErrTermExhausted)
 	default:
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", foreign(res))
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", a.op, foreign(res))
 	}
 }
 
@@ -261,7 +275,7 @@ func (b *Backend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireReq
 	var idx []int
 	for i, req := range reqs {
 		var err error
-		if calls[i], err = b.prepareAcquire(req); err != nil {
+		if calls[i], err = b.prepareAcquire(opAcquire, req); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -465,6 +479,60 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
+}
+
+// Transfer implements backendkit.Transferer: one script that ends lease,
+// matched as Release matches it (holder, term and the nonce in
+// lease.Version; holder and term alone for an empty Version or an fxe1
+// record), and in the same atomic step writes the record Acquire would
+// write for req on a free lease: held by req.Identity, with a new term
+// from the counter (after raising the counter to the released record's
+// term, so the new term is above it even when the counter was lost; see
+// the package documentation for what that promises), for req.Duration,
+// with req.Metadata and the nonce derived from req.Incarnation (random
+// when req names none). It then publishes the election's name on
+// WakeChannel, as Release does. The returned lease is what Acquire would
+// have returned for req.
+//
+// When lease is no longer the caller's — no key, another holder, term or
+// nonce, a foreign value or a key of another type — or req.Election is
+// not lease.Election, Transfer changes nothing and returns an error
+// matching backendkit.ErrLeaseLost. req is checked first, as Acquire
+// checks it. A term counter that is not a term (backendkit.ErrInvalidRecord)
+// or that has reached backendkit.MaxTerm (backendkit.ErrTermExhausted)
+// also changes nothing: the lease stays the caller's. A store failure
+// (say, a lost reply) leaves it unknown whether the transfer happened.
+func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	out, err := b.transferLease(ctx, l, req)
+	return out, b.redact(err)
+}
+
+func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
+	}
+	a, err := b.prepareAcquire(opTransfer, req)
+	if err != nil {
+		return fxelection.Lease{}, err
+	}
+	if req.Election != l.Election {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w: the request is for another election", opTransfer, backendkit.ErrLeaseLost)
+	}
+	part, withNonce := termPart(l), "0"
+	if l.Version != "" {
+		if !validNonce(l.Version) {
+			return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, backendkit.ErrLeaseLost) // cannot be a lease of ours
+		}
+		part, withNonce = part+l.Version+"|", "1"
+	}
+	args := append(a.args[:len(a.args):len(a.args)], part, l.Election, b.channel, withNonce)
+	res, err := b.transfer.Run(ctx, b.client, a.keys, args...).Slice()
+	if err == nil {
+		if status, err := replyStatus(res); err == nil && status == 0 {
+			return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, backendkit.ErrLeaseLost)
+		}
+	}
+	return a.outcome(res, err)
 }
 
 // Get implements fxelection.Backend: the current holder, read in one

@@ -13,7 +13,7 @@
 //   - Fencing term: the larger of a per-election counter plus one and the
 //     server's clock in microseconds, exact up to backendkit.MaxTerm; with
 //     Options.SequentialTerms 1, 2, 3, … (see Fencing terms).
-//   - Push wake-up: Release publishes on <prefix>wake; each Backend
+//   - Push wake-up: Release and Transfer publish on <prefix>wake; each Backend
 //     listens on one pub/sub connection of its own (see Push wake-up).
 //   - Failover: a crashed leader's lease expires LeaseDuration after its
 //     last renewal ran in Redis, and a follower takes it at its next retry:
@@ -22,6 +22,10 @@
 //   - Batching: Backend implements backendkit.BatchRenewer and
 //     backendkit.BatchAcquirer (the renew or acquire script for many
 //     leases in one pipeline).
+//   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
+//     Elector.ResignTo uses): the caller's lease released and the
+//     successor's record written in one script, with a new term above the
+//     released one, so no other candidate can take the lease in between.
 //   - What it cannot promise: Redis without persistence loses leases on a
 //     restart, and so do FLUSHALL, eviction and a failover to a replica that
 //     had not received the last write; the election is then free at once,
@@ -60,16 +64,21 @@
 // The braces are Redis Cluster's hash tag; '{', '}' and '%' in an election
 // name are percent-escaped inside it, so every name maps to one slot. The prefix
 // defaults to "fxelection:" and must not contain braces (Options.Validate
-// refuses them). Release publishes the election's name on the channel
-// <prefix>wake.
+// refuses them). Release and Transfer publish the election's name on the
+// channel <prefix>wake.
 //
-// Acquire, Renew and Release are one Lua script each (one round trip, run
+// Acquire, Renew, Release and Transfer are one Lua script each (one round trip, run
 // with EVALSHA and re-sent on NOSCRIPT), and so is Get. Acquire takes the
 // lease if the key is absent (free, expired or released), refreshes it if
 // the caller's run already holds it (same term), takes it at once with a
 // new term if another run of the caller's identity holds it (see
 // Incarnations), and otherwise reports the holder. Renew extends the lease only while the holder and the term match. Release
-// deletes only the caller's own lease and publishes a wake-up. Redis
+// deletes only the caller's own lease and publishes a wake-up. Transfer
+// is Release's check and the acquire script's write for the successor in
+// one script: it ends only the caller's own lease (matched as Release
+// matches it), writes the record Acquire would write for the successor on
+// a free lease, with a new term, and publishes a wake-up; a lease no
+// longer the caller's is left alone (backendkit.ErrLeaseLost). Redis
 // expires the lease; no client clock is involved.
 //
 // # Incarnations and fixed identities

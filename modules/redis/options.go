@@ -20,8 +20,8 @@ type Options struct {
 
 	// DisablePush turns push wake-up off for this Backend: Subscribe does
 	// nothing and followers find a released lease at their next retry.
-	// Release still publishes, so candidates on other Backends that use push
-	// keep waking at once. Default (false): push on.
+	// Release and Transfer still publish, so candidates on other Backends
+	// that use push keep waking at once. Default (false): push on.
 	DisablePush bool
 
 	// SequentialTerms makes terms 1, 2, 3, … instead of taking the Redis

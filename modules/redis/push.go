@@ -22,9 +22,10 @@ const (
 )
 
 // Subscribe implements backendkit.Notifier: wake is called when a lease of
-// election is released through any Backend with the same key prefix, and
-// (spuriously) for every election after the shared pub/sub connection
-// (re)subscribes, since a release may have been missed while it was down.
+// election is released (or transferred) through any Backend with the same
+// key prefix, and (spuriously) for every election after the shared pub/sub
+// connection (re)subscribes, since a release may have been missed while it
+// was down.
 // All subscriptions share one pub/sub connection (backendkit.WakeHub): the
 // first starts its goroutine and the last cancel stops it; cancel returns
 // after wake can no longer be called. wake must not block or call back into

@@ -83,52 +83,104 @@ local NONCE = string.rep('[0-9a-f]', 16)
 // microseconds (a string built from TIME's two fields) when that is larger.
 // The counter is first raised to the live record's term when it is below
 // it (the counter was deleted while the record lived).
-const acquireSrc = termLib + nonceLib + `
-local v = redis.call('GET', KEYS[1])
-local floor
-if v then
-  local f, term = string.match(v, '^(fxe[12])|(%d+)|')
-  if not term then return {-1, 'the lease key holds a value that is not a lease record'} end
+//
+// The script is the Lua function acquire (acquireLib), which transferSrc
+// calls too.
+const acquireSrc = acquireLib + `
+return acquire()
+`
+
+// acquireLib defines the Lua function acquire, acquireSrc's body, with
+// termLib and nonceLib before it.
+const acquireLib = termLib + nonceLib + `
+local function acquire()
+  local v = redis.call('GET', KEYS[1])
+  local floor
+  if v then
+    local f, term = string.match(v, '^(fxe[12])|(%d+)|')
+    if not term then return {-1, 'the lease key holds a value that is not a lease record'} end
+    local t = redis.call('TIME')
+    local now = t[1] * 1000 + math.floor(t[2] / 1000)
+    local head = f .. '|' .. term .. ARGV[1]
+    if string.sub(v, 1, #head) ~= head then
+      return {0, v, redis.call('PTTL', KEYS[1]), now}
+    end
+    local n, at
+    if f == 'fxe1' then
+      at = string.match(v, '^%d+|(%d+)|', #head + 1)
+    else
+      n, at = string.match(v, '^(' .. NONCE .. ')|%d+|(%d+)|', #head + 1)
+    end
+    if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
+    if ARGV[6] ~= '1' or n == ARGV[5] then
+      redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
+      return {1, term, at, now}
+    end
+    floor = term
+  end
+  local c = redis.call('GET', KEYS[2])
+  if c and not canon(c, true) then
+    return {-1, 'the term counter holds a value that is not a term'}
+  end
+  local base = c or '0'
+  if floor and less(base, floor) then base = floor end
+  if base == MAXTERM then return {-2} end
+  if base ~= (c or '0') then redis.call('SET', KEYS[2], base) end
   local t = redis.call('TIME')
-  local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  local head = f .. '|' .. term .. ARGV[1]
-  if string.sub(v, 1, #head) ~= head then
-    return {0, v, redis.call('PTTL', KEYS[1]), now}
-  end
-  local n, at
-  if f == 'fxe1' then
-    at = string.match(v, '^%d+|(%d+)|', #head + 1)
+  local us = t[1] .. string.format('%06d', tonumber(t[2]))
+  local ts
+  if ARGV[4] == '1' and less(base, us) then
+    ts = us
+    redis.call('SET', KEYS[2], ts)
   else
-    n, at = string.match(v, '^(' .. NONCE .. ')|%d+|(%d+)|', #head + 1)
+    redis.call('INCR', KEYS[2])
+    ts = redis.call('GET', KEYS[2])
   end
-  if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
-  if ARGV[6] ~= '1' or n == ARGV[5] then
-    redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
-    return {1, term, at, now}
-  end
-  floor = term
+  local ats = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+  redis.call('SET', KEYS[1], 'fxe2|' .. ts .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
+  return {1, ts, ats, tonumber(ats)}
 end
-local c = redis.call('GET', KEYS[2])
-if c and not canon(c, true) then
+`
+
+// transferSrc: KEYS lease, term; ARGV 1 to 6 as for acquireSrc (the
+// request), then ARGV 7 to 10 as releaseSrc's 1 to 4 (the lease ended):
+// "|<term>|<len>|<holder>|" followed by "<nonce>|" when the releaser has
+// one, election, wake channel, "1" when a nonce was given.
+//
+// Replies {0}, changing nothing, when the lease is not the releaser's (no
+// key, a key of another type, another holder, term or nonce, or an fxe1
+// record when a nonce was given: matched as releaseSrc matches), {-1,
+// reason} for a term counter that is not a term and {-2} when the counter,
+// raised to the released record's term, has reached backendkit.MaxTerm,
+// both changing nothing too; otherwise acquireSrc's {1, term, acquired
+// ms, now ms}. It checks everything that could fail first, and only then
+// writes: the counter raised to the released record's term when it is
+// below it (so the new term is above it even when the counter was lost),
+// the lease deleted, acquire() on the now absent key (which cannot fail:
+// the counter is a term below MaxTerm), and the wake-up published. A
+// Redis script that fails half way keeps the writes it made, hence the
+// order, and redis.pcall for the reads that could meet a key of another
+// type.
+const transferSrc = acquireLib + `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' then return {0} end
+local f = string.sub(v, 1, 4)
+if f ~= 'fxe2' and (f ~= 'fxe1' or ARGV[10] == '1') then return {0} end
+if string.sub(v, 5, 4 + #ARGV[7]) ~= ARGV[7] then return {0} end
+local term = string.match(v, '^fxe[12]|(%d+)|')
+if not term or not canon(term, false) then return {0} end
+local c = redis.pcall('GET', KEYS[2])
+if type(c) == 'table' or (c and not canon(c, true)) then
   return {-1, 'the term counter holds a value that is not a term'}
 end
 local base = c or '0'
-if floor and less(base, floor) then base = floor end
+if less(base, term) then base = term end
 if base == MAXTERM then return {-2} end
 if base ~= (c or '0') then redis.call('SET', KEYS[2], base) end
-local t = redis.call('TIME')
-local us = t[1] .. string.format('%06d', tonumber(t[2]))
-local ts
-if ARGV[4] == '1' and less(base, us) then
-  ts = us
-  redis.call('SET', KEYS[2], ts)
-else
-  redis.call('INCR', KEYS[2])
-  ts = redis.call('GET', KEYS[2])
-end
-local ats = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-redis.call('SET', KEYS[1], 'fxe2|' .. ts .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
-return {1, ts, ats, tonumber(ats)}
+redis.call('DEL', KEYS[1])
+local r = acquire()
+redis.call('PUBLISH', ARGV[9], ARGV[8])
+return r
 `
 
 // renewSrc: KEYS lease; ARGV "|<term>|<len>|<holder>|", duration ms.
