@@ -60,10 +60,19 @@ func (e *Elector) handOver(ctx context.Context, lease Lease, successor string) e
 		end()
 		transferred = !errors.Is(err, errors.ErrUnsupported)
 		err = redactErr(err)
-		if errors.Is(err, backendkit.ErrLeaseLost) {
-			err = nil // no longer ours: nothing to hand over
+		switch {
+		case errors.Is(err, backendkit.ErrLeaseLost):
+			// No longer ours: nothing to hand over.
 			e.observe(Event{Kind: EventHandOver, Duration: time.Since(start), Err: backendkit.ErrLeaseLost})
 			return nil
+		case transferred && err != nil:
+			// Refused (a term counter at its end, a foreign value) or a
+			// store failure: still give the lease back, so that it does
+			// not stay held by a leadership that has ended.
+			e.observe(Event{Kind: EventHandOver, Duration: time.Since(start), Err: err})
+			e.fail(OpHandOver, err)
+			_ = e.release(ctx, lease) // reported by release
+			return &OpError{Election: e.cfg.Name, Op: OpHandOver, Err: err}
 		}
 	}
 	if !transferred {

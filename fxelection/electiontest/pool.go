@@ -127,7 +127,11 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 				return time.Since(since)
 			}
 			if time.Since(since) > limit {
-				t.Fatalf("%s: shards per worker %v after %v, want %d..%d each and %d in all", what, c, limit, lo, hi, opts.Shards)
+				var st []pool.Status
+				for _, w := range ws {
+					st = append(st, w.p.Status())
+				}
+				t.Fatalf("%s: shards per worker %v after %v, want %d..%d each and %d in all (workers: %+v)", what, c, limit, lo, hi, opts.Shards, st)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

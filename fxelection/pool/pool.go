@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -21,8 +20,13 @@ import (
 // Defaults for Config's zero values.
 const (
 	defaultMaxWorkers = 32
-	// maxWorkersLimit bounds MaxWorkers: every worker reads every member
-	// slot once per RetryPeriod.
+	// handOverParallel bounds the hand-overs a worker runs at once.
+	handOverParallel = 16
+	// scanParallel bounds the member slots a worker reads at once.
+	scanParallel = 8
+	// scanAhead is how many slots past the highest live one a scan reads.
+	scanAhead = 8
+	// maxWorkersLimit bounds MaxWorkers.
 	maxWorkersLimit = 1024
 	// maxShards bounds len(Shards): each is an Elector in this process.
 	maxShards = 100_000
@@ -47,8 +51,9 @@ type Config struct {
 
 	// MaxWorkers is the number of member slots: at most this many workers
 	// count towards the share (a worker that finds every slot taken still
-	// campaigns for free shards, but others do not leave it any). Every
-	// worker reads every slot once per RetryPeriod. At most 1024.
+	// campaigns for free shards, but others do not leave it any). A
+	// worker takes the lowest free slot and reads, once per RetryPeriod,
+	// the slots up to eight past the highest live one. At most 1024.
 	// Default: 32.
 	MaxWorkers int
 
@@ -108,11 +113,14 @@ type Status struct {
 // fxelection.Group.
 //
 // Membership lives in the store, through the same Backend contract as
-// the shards: each worker holds one of MaxWorkers member slots, a lease
-// whose metadata carries how many shards it owns, renewed (re-acquired)
-// every RetryPeriod; every worker reads every slot each RetryPeriod. A
-// slot counts while the store reports it held (on observed-time stores,
-// while its version changed within its lease).
+// the shards: each worker holds the lowest free of MaxWorkers member
+// slots, a lease of RenewDeadline renewed (re-acquired) every
+// RetryPeriod; every worker reads, each RetryPeriod, the slots up to two
+// past the highest live one. A slot counts while the store
+// reports it held (on observed-time stores, while its version changed
+// within its lease). How many shards each member owns is read from the
+// shards themselves: each of this worker's electors knows its shard's
+// holder from its last attempt.
 //
 // The share is hi = ceil(N/W) of N shards over W live workers. A worker
 // below hi campaigns for free shards; at hi or above its electors defer
@@ -129,8 +137,8 @@ type Status struct {
 // hand-over hint's, then the new owner's). What it does not: the share is
 // reached within a few RetryPeriods, not at once; a worker that dies holds
 // its shards until their leases expire (LeaseDuration) and counts as a
-// member until its slot expires, so its shards are taken about one
-// LeaseDuration after it stopped.
+// member until its slot expires (RenewDeadline), so its shards are taken
+// within about LeaseDuration plus a retry period after it stopped.
 type Pool struct {
 	cfg     Config
 	backend fxelection.Backend
@@ -146,7 +154,8 @@ type Pool struct {
 	mu      sync.Mutex
 	slot    int
 	members int
-	seen    []slotSeen // per member slot, for observed-time stores
+	seen    []slotSeen // per member slot: the last read (only the loop touches it)
+	top     int        // the highest live slot at the last scan, -1 when none
 	cool    bool       // handed over at the last tick: skip this one
 	started bool
 	stopped bool
@@ -164,6 +173,7 @@ type shardElector struct {
 type slotSeen struct {
 	version string
 	since   time.Time
+	holder  string // the live holder at the last read, "" when none
 }
 
 // New returns a worker for cfg on backend. It validates cfg (an error
@@ -180,7 +190,7 @@ func New(cfg Config, backend fxelection.Backend) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, backend: backend, group: g, slot: -1, log: cfg.Logger, inc: backendkit.NewIncarnation()}
+	p := &Pool{cfg: cfg, backend: backend, group: g, slot: -1, top: -1, log: cfg.Logger, inc: backendkit.NewIncarnation()}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -433,7 +443,13 @@ func (p *Pool) heartbeat(ctx context.Context) {
 	p.mu.Lock()
 	slot := p.slot
 	p.mu.Unlock()
-	req := backendkit.AcquireRequest{Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.LeaseDuration}
+	// The slot lasts RenewDeadline, less than a shard's lease: a worker
+	// that stopped renewing leaves the membership before its shards
+	// expire, so the others' share has grown by the time those shards are
+	// free, and they take them at their next attempt. A worker whose
+	// heartbeat is RenewDeadline late is near its shards' renew deadlines
+	// too.
+	req := backendkit.AcquireRequest{Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.RenewDeadline}
 	if slot >= 0 {
 		req.Election = memberElection(p.cfg.Name, slot)
 		_, err := p.backend.Acquire(ctx, req)
@@ -443,12 +459,9 @@ func (p *Pool) heartbeat(ctx context.Context) {
 		p.log.Warn("pool: member slot lost", "slot", slot, "error", err)
 		slot = -1
 	}
-	// Claim: from a slot derived from the identity, the first free one.
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(p.cfg.Identity))
-	first := int(h.Sum32() % uint32(p.cfg.MaxWorkers))
-	for i := range p.cfg.MaxWorkers {
-		k := (first + i) % p.cfg.MaxWorkers
+	// Claim the lowest free slot, so that the live members sit in the
+	// lowest slots and a scan reads only a few past the highest.
+	for k := range p.cfg.MaxWorkers {
 		req.Election = memberElection(p.cfg.Name, k)
 		_, err := p.backend.Acquire(ctx, req)
 		if err == nil {
@@ -477,15 +490,43 @@ type member struct {
 // could write in its own record: every elector reads its shard's holder
 // at every attempt.
 func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
+	// Members claim the lowest free slot: reading up to scanAhead slots
+	// past the highest live one (or this worker's) finds every member. The
+	// slots are read in parallel, a few at a time.
+	type read struct {
+		l   fxelection.Lease
+		err error
+	}
+	p.mu.Lock()
+	top := max(p.top, p.slot)
+	p.mu.Unlock()
+	reads := make([]read, min(p.cfg.MaxWorkers, top+1+scanAhead))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, scanParallel)
+	for k := range reads {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			reads[k].l, reads[k].err = p.backend.Get(ctx, memberElection(p.cfg.Name, k))
+		})
+	}
+	wg.Wait()
 	now := time.Now()
 	live := make(map[string]bool)
-	for k := range p.cfg.MaxWorkers {
-		l, err := p.backend.Get(ctx, memberElection(p.cfg.Name, k))
+	newTop, failed := -1, 0
+	for k, r := range reads {
+		l, err := r.l, r.err
 		if err != nil {
-			p.seen[k] = slotSeen{}
 			if backendkit.IsStoreFailure(err) && !errors.Is(err, backendkit.ErrInvalidRecord) {
-				return nil, false
+				// Unknown this time: it counts as it did at the last scan.
+				failed++
+				if h := p.seen[k].holder; h != "" {
+					live[h] = true
+					newTop = k
+				}
+				continue
 			}
+			p.seen[k] = slotSeen{}
 			continue
 		}
 		if l.ExpiresAt.IsZero() {
@@ -494,11 +535,20 @@ func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
 			if s := p.seen[k]; s.version != l.Version || s.since.IsZero() {
 				p.seen[k] = slotSeen{version: l.Version, since: now}
 			} else if now.Sub(s.since) >= l.Duration {
+				p.seen[k].holder = ""
 				continue
 			}
 		}
+		p.seen[k].holder = l.Holder
 		live[l.Holder] = true
+		newTop = k
 	}
+	if failed == len(reads) {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.top = newTop
+	p.mu.Unlock()
 	counts := make(map[string]int, len(live))
 	for _, s := range p.shards {
 		if l, ok := s.e.Leader(); ok && live[l.Holder] {
@@ -576,23 +626,35 @@ func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo in
 	}
 	held := p.held()
 	rand.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
-	moved := 0
+	// In parallel, a few at a time: each hand-over waits for its shard's
+	// leader work and a store round trip or two.
+	var (
+		moved atomic.Int64
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, handOverParallel)
+	)
 	for i, to := range plan {
 		if i >= len(held) {
 			break
 		}
-		if err := held[i].e.ResignTo(ctx, to); err != nil {
-			p.log.Warn("pool: hand-over failed", "shard", held[i].name, "to", to, "error", err)
-			continue
-		}
-		moved++
+		s := held[i]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := s.e.ResignTo(ctx, to); err != nil {
+				p.log.Warn("pool: hand-over failed", "shard", s.name, "to", to, "error", err)
+				return
+			}
+			moved.Add(1)
+		})
 	}
-	if moved > 0 {
-		p.moves.Add(uint64(moved))
+	wg.Wait()
+	if n := moved.Load(); n > 0 {
+		p.moves.Add(uint64(n))
 		p.mu.Lock()
 		p.cool = true
 		p.mu.Unlock()
-		p.log.Info("pool: shards handed over", "count", moved)
+		p.log.Info("pool: shards handed over", "count", n)
 	}
 }
 
