@@ -194,6 +194,7 @@ func TestParseValid(t *testing.T) {
 			{"name": "reports", "fx_name": "rep", "identity": "node-1", "metadata": {"addr": "10.0.0.7:8080"},
 			 "lease_duration": "30s", "renew_deadline": "20s", "retry_period": "4s", "max_backoff": "1m",
 			 "stop_timeout": "5s", "keep_lease_on_stop": true, "no_recampaign": true,
+			 "priority": 3, "priority_grace": "9s", "preempt": true, "min_tenure": "1m",
 			 "backend": {"module": "fxelection.backends.probe", "journal": "valid", "tag": "t", "port": 6379,
 			             "ratio": 0.5, "count": 3, "timeout": "1.5s", "labels": {"a": "b"}, "hosts": ["h1", "h2"],
 			             "password": null}}
@@ -207,7 +208,8 @@ func TestParseValid(t *testing.T) {
 	c := d.Elections[1].Config()
 	if c.Name != "reports" || c.Identity != "node-1" || c.Metadata["addr"] != "10.0.0.7:8080" || c.LeaseDuration != 30*time.Second ||
 		c.RenewDeadline != 20*time.Second || c.RetryPeriod != 4*time.Second || c.MaxBackoff != time.Minute ||
-		c.StopTimeout != 5*time.Second || !c.KeepLeaseOnStop || !c.NoRecampaign {
+		c.StopTimeout != 5*time.Second || !c.KeepLeaseOnStop || !c.NoRecampaign ||
+		c.Priority != 3 || c.PriorityGrace != 9*time.Second || !c.Preempt || c.MinTenure != time.Minute {
 		t.Fatalf("config = %+v", c)
 	}
 	p := d.Elections[1].Backend.Module.(*Probe)

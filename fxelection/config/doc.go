@@ -38,7 +38,8 @@
 // optional extensions. An election takes the fields of fxelection.Config
 // in snake case — name (required), identity, metadata, lease_duration,
 // renew_deadline, retry_period, max_backoff, stop_timeout,
-// keep_lease_on_stop, no_recampaign, exit_on_loss; durations are strings
+// keep_lease_on_stop, no_recampaign, exit_on_loss, priority,
+// priority_grace, preempt, min_tenure; durations are strings
 // such as "1.5s", never numbers — plus fx_name (default: the name), health
 // and backend: a module object, or the name of an entry of "backends".
 // health gates campaigning on the candidate's own health (see Health): an

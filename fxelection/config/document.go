@@ -88,6 +88,14 @@ type Election struct {
 	// ExitOnLoss is Config.ExitOnLoss: the app shuts down with exit code 1
 	// when this elector stops leading other than by the app's stop.
 	ExitOnLoss bool `json:"exit_on_loss,omitempty"`
+	// Priority is Config.Priority. Default: 0.
+	Priority int `json:"priority,omitempty"`
+	// PriorityGrace is Config.PriorityGrace. Default: 2 × RetryPeriod.
+	PriorityGrace Duration `json:"priority_grace,omitempty"`
+	// Preempt is Config.Preempt.
+	Preempt bool `json:"preempt,omitempty"`
+	// MinTenure is Config.MinTenure. Default: LeaseDuration.
+	MinTenure Duration `json:"min_tenure,omitempty"`
 	// Backend is the backend module, inline or by name. Required.
 	Backend BackendRef `json:"backend" config:"required"`
 }
@@ -108,6 +116,10 @@ func (e Election) Config() fxelection.Config {
 		KeepLeaseOnStop: e.KeepLeaseOnStop,
 		NoRecampaign:    e.NoRecampaign,
 		ExitOnLoss:      e.ExitOnLoss,
+		Priority:        e.Priority,
+		PriorityGrace:   time.Duration(e.PriorityGrace),
+		Preempt:         e.Preempt,
+		MinTenure:       time.Duration(e.MinTenure),
 	}
 	if h := e.Health; h != nil {
 		check, _, err := h.check()

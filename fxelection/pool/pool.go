@@ -321,9 +321,11 @@ func (p *Pool) count(ev fxelection.Event) {
 // take only what is handed over.
 func (p *Pool) full() bool { return p.owned.Load() >= p.hi.Load() }
 
-// Start claims a member slot, reads the others, starts the shard electors
-// and the pool's loop. Its store calls are bounded by ctx; a store that
-// does not answer does not fail Start (the loop goes on trying).
+// Start starts the shard electors and the pool's loop, whose first round
+// (claiming a member slot, reading the others) comes at once. It does no
+// I/O itself: until that round has set the share, the electors take free
+// shards as if this worker were alone, and a joining worker finds few
+// free. Start after Stop is an error.
 func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	if p.started {
@@ -333,7 +335,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.started = true
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	p.mu.Unlock()
-	p.tick(ctx)
+	p.hi.Store(int64(len(p.shards))) // until the first round
 	for i, s := range p.shards {
 		if err := s.e.Start(ctx); err != nil {
 			for _, t := range p.shards[:i] {
@@ -393,7 +395,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 // run is the pool's loop: a tick every RetryPeriod until Stop.
 func (p *Pool) run() {
 	defer close(p.done)
-	t := time.NewTimer(p.cfg.RetryPeriod)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
