@@ -3,6 +3,7 @@ package electiontest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ type PoolOptions struct {
 	// Slack is added to every time bound: scheduling on a loaded machine
 	// (0 on fake time, where the bounds are exact).
 	Slack time.Duration
+	// ChaosRounds is how many rounds of the chaos phase run: each cuts a
+	// random worker off the store for a random time up to twice
+	// LeaseDuration, then heals it. Default: 6. ChaosSeed seeds the
+	// choices (0: random; the seed is logged).
+	ChaosRounds int
+	ChaosSeed   uint64
 }
 
 // PoolFigures are what CheckPool measured.
@@ -51,8 +58,11 @@ type PoolFigures struct {
 //   - when a worker is cut off from the store (as a killed process is),
 //     its shards are all owned again within LeaseDuration plus two
 //     RetryPeriods;
+//   - after a chaos phase (ChaosRounds workers cut off and healed in
+//     turn), every worker holds its share ±1 again within LeaseDuration
+//     plus eight RetryPeriods;
 //   - never two believing owners of a shard at once, and each shard's terms
-//     strictly increase.
+//     strictly increase, throughout.
 //
 // Each bound gets opts.Slack on top. It works on fake time (testing/synctest
 // with the in-memory backend) as well as against real stores.
@@ -168,6 +178,29 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 	cut := time.Now()
 	workers[0].fault.Partition(true)
 	fig.Failover = waitShare("failover", workers[1:], 0, opts.Shards, cut, tm.LeaseDuration+2*tm.RetryPeriod+opts.Slack)
+
+	// Chaos: the cut-off worker comes back; then random workers are cut
+	// off and healed. Afterwards every shard is owned again.
+	workers[0].fault.Partition(false)
+	rounds, seed := opts.ChaosRounds, opts.ChaosSeed
+	if rounds == 0 {
+		rounds = 6
+	}
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("pool chaos: %d rounds, seed %d", rounds, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for range rounds {
+		w := workers[rng.IntN(len(workers))]
+		w.fault.Partition(true)
+		time.Sleep(time.Duration(rng.Int64N(int64(2 * tm.LeaseDuration))))
+		w.fault.Partition(false)
+		time.Sleep(time.Duration(rng.Int64N(int64(tm.LeaseDuration))))
+	}
+	healed := time.Now()
+	n := len(workers)
+	waitShare("after chaos", workers, opts.Shards/n-1, (opts.Shards+n-1)/n+1, healed, tm.LeaseDuration+8*tm.RetryPeriod+opts.Slack)
 
 	for _, w := range workers {
 		fig.Moves += w.p.Status().Moves

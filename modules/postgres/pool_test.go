@@ -22,7 +22,8 @@ func TestPool(t *testing.T) {
 		// A retry period of 1s: 1,280 electors under the race detector on a
 		// loaded machine must keep their leases without the store's and
 		// the process's scheduling eating the renew deadline.
-		Timing: electiontest.Timing{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second},
-		Slack:  5 * time.Second,
+		Timing:      electiontest.Timing{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second},
+		Slack:       5 * time.Second,
+		ChaosRounds: 3,
 	})
 }
