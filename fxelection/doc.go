@@ -145,6 +145,19 @@
 // wake-up cuts it short. Figures, overload and recovery included:
 // BENCHMARKS.md in the repository.
 //
+// # Choosing the leader
+//
+// ResignTo hands the lease to a named candidate through a hint record held
+// by its identity, which it takes at its next attempt with a higher term;
+// one that never comes leaves the hint to expire after LeaseDuration.
+// Config.Priority orders candidates: a lower one waits PriorityGrace
+// before taking a free lease while a higher one was seen, and with
+// Config.Preempt a higher one asks the leader to hand over once it has led
+// MinTenure. Config.Defer keeps a candidate from taking a free lease at
+// all (it takes only what is handed to it). ResignTo's doc says what a
+// hand-over cannot promise; package fxelection/pool spreads many
+// elections over workers with these pieces.
+//
 // # Packages
 //
 // The core owns all timing, events and metrics hooks; a Backend is only four
@@ -155,6 +168,8 @@
 //     events and the fx modules (fx.go).
 //   - fxelection/memory: the in-memory backend (one process; tests, demos).
 //   - fxelection/watch: following the leader without campaigning.
+//   - fxelection/pool: many leases (shards) spread over the workers that
+//     share them, each worker holding about an equal share.
 //   - modules/redis (redislease), modules/postgres (pglease), modules/s3
 //     (s3lease), modules/blob (bloblease), modules/cache (cachelease) with
 //     modules/cache/memcached (memcachedlease) and modules/cache/nats
@@ -175,7 +190,7 @@
 //     leader; fxelection/schedule/fxgocron does it for gocron v2, with or
 //     without fx.
 //   - fxelection/backendkit: backend authors; the Backend contract (Lease,
-//     AcquireRequest, HeldError, Notifier, BatchRenewer, the errors and
+//     AcquireRequest, HeldError, Notifier, BatchRenewer, Transferer, the errors and
 //     limits), redaction, record encoding, observed-time expiry, push wake-up
 //     and backoff helpers.
 //   - fxelection/electiontest: backend authors and tests; the conformance

@@ -21,7 +21,8 @@
 //
 // It also holds the contract itself: Backend, Lease, AcquireRequest and
 // HeldError, the optional Notifier, BatchRenewer, BatchAcquirer,
-// BatchProber, AcquireBatchProber and
+// BatchProber, AcquireBatchProber, Transferer (with Transfer for
+// wrappers) and
 // NamedBackend, the errors (ErrLeaseHeld, ErrLeaseLost, ErrNoLease,
 // ErrInvalidRecord, ErrTermExhausted) and the limits on what a record may
 // hold (MaxTerm, MaxRecordDuration, MaxNameLen, …).
@@ -39,7 +40,7 @@
 // # Writing a backend
 //
 // Implement Backend (optionally Notifier, with WakeHub for the
-// bookkeeping, BatchRenewer and BatchAcquirer), then run
+// bookkeeping, BatchRenewer, BatchAcquirer and Transferer), then run
 // electiontest.RunBackendTests (the conformance suite, including a
 // linearizability check of concurrent histories) and electiontest.RunChaos
 // (the fault schedule every backend here runs on its real server) against

@@ -29,6 +29,8 @@ var readmeBlocks = map[string]doctest.Block{
 	"configfile":     {Src: "examples/configfile/main.go"},
 	"fencing":        {Src: "examples/fencing/main.go"},
 	"metrics":        {Src: "examples/redis/main.go", Excerpt: true},
+	"handover":       {Src: "examples/handover/main.go", Excerpt: true},
+	"pool":           {Src: "examples/pool/main.go", Excerpt: true},
 }
 
 // TestReadmeBlocks: every Go, JSON and YAML block of the README is a
