@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
@@ -34,6 +35,27 @@ import (
 //   - 500: the document is valid but applying it failed (a backend module
 //     could not be provisioned: nothing changed; or an election could not
 //     release its lease, or a module's clean-up failed: the document runs).
+//
+// POST /resign hands an election's leadership over, as
+// fxelection.Elector.ResignTo does (or gives it up, as Resign, without
+// "to"). Its parameters, in the query or a form body (at most 64 KiB):
+// election, the election's name (required), and to, the successor's
+// identity (optional). Every elector of that name in this process that
+// leads resigns, each within its stop_timeout and the request's life; the
+// answer is text/plain:
+//
+//   - 200: "handed over to ID", "resigned", or "not leading: nothing to
+//     do" when no elector of that name leads here;
+//   - 400: no election, or a bad successor (not a valid identity, or the
+//     leader itself); the problem is described, never quoted;
+//   - 403: a cross-origin browser request (http.CrossOriginProtection: a
+//     web page's form cannot make the leader resign);
+//   - 404: no running election has that name;
+//   - 500: the store failed or the time ran out (the leadership has ended
+//     all the same; the lease may stay held until it expires);
+//   - 503: the election stopped meanwhile (a load replaced it).
+//
+// Other methods than POST on /load and /resign answer 405.
 //
 // On a loopback address the endpoint answers only requests whose Host is a
 // loopback address or localhost, so a web page cannot reach it through a
@@ -84,6 +106,13 @@ func adminHandler(rt *config.Runtime, localOnly bool, log *slog.Logger) http.Han
 		w.WriteHeader(code)
 		_, _ = io.WriteString(w, msg+"\n")
 	})
+	mux.Handle("POST /resign", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, msg := resign(r, rt, log)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, msg+"\n")
+	})))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if localOnly && !loopbackHost(r.Host) {
 			http.Error(w, "admin endpoint: Host must be a loopback address or localhost", http.StatusForbidden)
@@ -132,6 +161,87 @@ func load(r *http.Request, rt *config.Runtime) (int, string) {
 		return http.StatusInternalServerError, "load failed: " + strings.Join(documentLines(err), "\n")
 	}
 	return http.StatusOK, fmt.Sprintf("loaded: %s running", count(len(rt.Electors()), "election"))
+}
+
+// maxResignForm bounds a POST /resign body.
+const maxResignForm = 64 << 10
+
+// resign acts on a POST /resign request and returns the status and the
+// message to answer with. The electors of the election named by the
+// "election" parameter that lead when it is called resign (ResignTo the
+// "to" parameter, if any), one after the other, each bounded by the
+// request's context and its StopTimeout; the first failure decides the
+// answer.
+func resign(r *http.Request, rt *config.Runtime, log *slog.Logger) (int, string) {
+	r.Body = http.MaxBytesReader(nil, r.Body, maxResignForm)
+	if err := r.ParseForm(); err != nil {
+		return http.StatusBadRequest, "cannot read the form"
+	}
+	name, to := r.Form.Get("election"), r.Form.Get("to")
+	if name == "" {
+		return http.StatusBadRequest, "election: required"
+	}
+	var picked []*fxelection.Elector
+	for _, e := range rt.Electors() {
+		if e.Status().Election == name {
+			picked = append(picked, e)
+		}
+	}
+	if len(picked) == 0 {
+		return http.StatusNotFound, "no such election"
+	}
+	// A bad identity is bad whether or not this process leads; ResignTo
+	// checks it again, and that it is not the leader's own.
+	if _, problem := backendkit.CheckConfigTexts(name, to, nil); to != "" && problem != "" {
+		return http.StatusBadRequest, "to: bad successor: " + problem
+	}
+	// The leaders are those before any call: a hand-over makes the
+	// successor, which may be one of picked, lead.
+	var leaders []*fxelection.Elector
+	for _, e := range picked {
+		if e.IsLeader() {
+			leaders = append(leaders, e)
+		}
+	}
+	if len(leaders) == 0 {
+		return http.StatusOK, "not leading: nothing to do"
+	}
+	for _, e := range leaders {
+		ctx, cancel := context.WithTimeout(r.Context(), e.Config().StopTimeout)
+		var err error
+		if to != "" {
+			err = e.ResignTo(ctx, to)
+		} else {
+			err = e.Resign(ctx)
+		}
+		cancel()
+		st := e.Status()
+		switch {
+		case errors.Is(err, fxelection.ErrBadSuccessor):
+			return http.StatusBadRequest, "to: bad successor: " + badSuccessor(err)
+		case errors.Is(err, fxelection.ErrNotRunning):
+			return http.StatusServiceUnavailable, "election not running: it stopped meanwhile"
+		case err != nil:
+			log.Warn("admin resign failed", "election", st.Election, "identity", st.Identity, "error", err)
+			return http.StatusInternalServerError, "resign failed: " + oneLine(backendkit.RedactText(err.Error()))
+		}
+		log.Info("admin resign", "election", st.Election, "identity", st.Identity, "successor", to)
+	}
+	if to != "" {
+		return http.StatusOK, "handed over to " + show(to)
+	}
+	return http.StatusOK, "resigned"
+}
+
+// badSuccessor is what is wrong with a successor ResignTo refused
+// (fxelection.ErrBadSuccessor), without the library's prefix. The library
+// describes the problem and never quotes the identity.
+func badSuccessor(err error) string {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, fxelection.ErrBadSuccessor.Error()+": "); ok {
+		msg = rest
+	}
+	return oneLine(backendkit.RedactText(msg))
 }
 
 // documentLines is one line per problem of a config error (each naming

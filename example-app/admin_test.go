@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -135,5 +137,121 @@ func TestAdminFlags(t *testing.T) {
 	}
 	if _, err := parseArgs([]string{"--backend", "memory"}, env); err != nil {
 		t.Errorf("--backend with FXELECTION_ADMIN: %v", err)
+	}
+}
+
+// resignDoc has two candidates, n1 and n2, of election e on one shared
+// in-memory store, and one candidate of election g that does not campaign
+// again once it has stopped leading.
+const resignDoc = `{"backends": {"m": {"module": "fxelection.backends.memory"}}, "elections": [
+	{"name": "e", "fx_name": "e1", "identity": "n1", "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "200ms", "backend": "m"},
+	{"name": "e", "fx_name": "e2", "identity": "n2", "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "200ms", "backend": "m"},
+	{"name": "g", "identity": "solo", "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "200ms", "no_recampaign": true,
+		"backend": {"module": "fxelection.backends.memory"}}]}`
+
+// TestAdminResign checks POST /resign in process: a hand-over from the
+// leader of e to the other candidate, a plain resign, "not leading", and
+// the refusals (400, 403, 404, 405), none of which changes the leader.
+func TestAdminResign(t *testing.T) {
+	rt := config.NewRuntime(config.RuntimeOptions{})
+	defer rt.Close(context.Background())
+	doc, err := config.Parse([]byte(resignDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Apply(context.Background(), doc); err != nil {
+		t.Fatal(err)
+	}
+	h := adminHandler(rt, true, slog.New(slog.DiscardHandler))
+	do := func(method, host, target string, header ...string) *httptest.ResponseRecorder {
+		t.Helper()
+		r := httptest.NewRequest(method, "http://"+host+target, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	// leaderOf waits (generously) for exactly one candidate of name to
+	// lead and returns it.
+	leaderOf := func(name string) *fxelection.Elector {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			var leaders []*fxelection.Elector
+			for _, e := range rt.Electors() {
+				if e.Status().Election == name && e.IsLeader() {
+					leaders = append(leaders, e)
+				}
+			}
+			if len(leaders) == 1 {
+				return leaders[0]
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no single leader of %s within 30s", name)
+		return nil
+	}
+	leader := leaderOf("e")
+	leaderID := leader.Status().Identity
+	followerID := map[string]string{"n1": "n2", "n2": "n1"}[leaderID]
+
+	refusals := []struct {
+		method, host, target string
+		header               []string
+		code                 int
+		want                 string
+	}{
+		{"POST", "127.0.0.1:2019", "/resign", nil, http.StatusBadRequest, "election: required"},
+		{"POST", "127.0.0.1:2019", "/resign?to=n2", nil, http.StatusBadRequest, "election: required"},
+		{"POST", "127.0.0.1:2019", "/resign?election=nope&to=n2", nil, http.StatusNotFound, "no such election"},
+		{"POST", "127.0.0.1:2019", "/resign?election=e&to=" + leaderID, nil, http.StatusBadRequest, "to: bad successor: it is this candidate"},
+		{"POST", "127.0.0.1:2019", "/resign?election=e&to=evil%1b%5b2J", nil, http.StatusBadRequest, "to: bad successor: must be printable (byte 4 is a control character)"},
+		{"GET", "127.0.0.1:2019", "/resign?election=e&to=" + followerID, nil, http.StatusMethodNotAllowed, ""},
+		{"POST", "attacker.example:2019", "/resign?election=e&to=" + followerID, nil, http.StatusForbidden, ""},
+		{"POST", "127.0.0.1:2019", "/resign?election=e&to=" + followerID, []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden, ""},
+		{"POST", "127.0.0.1:2019", "/resign?election=e&to=" + followerID, []string{"Origin", "https://attacker.example"}, http.StatusForbidden, ""},
+	}
+	for _, tt := range refusals {
+		w := do(tt.method, tt.host, tt.target, tt.header...)
+		if w.Code != tt.code || !strings.Contains(w.Body.String(), tt.want) || strings.Contains(w.Body.String(), "evil") {
+			t.Errorf("%s %s (Host %s, %q): %d %q, want %d with %q", tt.method, tt.target, tt.host, tt.header, w.Code, w.Body, tt.code, tt.want)
+		}
+	}
+	if !leader.IsLeader() {
+		t.Fatal("a refused request made the leader resign")
+	}
+
+	// The hand-over, as a form body.
+	r := httptest.NewRequest("POST", "http://127.0.0.1:2019/resign", strings.NewReader("election=e&to="+followerID))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 || w.Body.String() != "handed over to \""+followerID+"\"\n" || w.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("POST /resign election=e&to=%s: %d %q %q", followerID, w.Code, w.Body, w.Header().Get("Content-Type"))
+	}
+	if next := leaderOf("e"); next.Status().Identity != followerID {
+		t.Fatalf("after the hand-over to %s, %s leads", followerID, next.Status().Identity)
+	}
+
+	// A plain resign: the new leader resigns (either candidate may lead
+	// next).
+	if w := do("POST", "localhost:2019", "/resign?election=e"); w.Code != 200 || w.Body.String() != "resigned\n" {
+		t.Errorf("POST /resign?election=e: %d %q", w.Code, w.Body)
+	}
+
+	// A single candidate hands over to one that never comes: it stops
+	// leading (and, with no_recampaign, stays a follower), and then has
+	// nothing to do.
+	solo := leaderOf("g")
+	if w := do("POST", "[::1]:2019", "/resign?election=g&to=absent"); w.Code != 200 || w.Body.String() != "handed over to \"absent\"\n" {
+		t.Errorf("POST /resign?election=g&to=absent: %d %q", w.Code, w.Body)
+	}
+	if solo.IsLeader() {
+		t.Error("g still leads after handing over")
+	}
+	if w := do("POST", "127.0.0.1", "/resign?election=g&to=absent"); w.Code != 200 || w.Body.String() != "not leading: nothing to do\n" {
+		t.Errorf("POST /resign?election=g to a follower: %d %q", w.Code, w.Body)
 	}
 }

@@ -20,7 +20,7 @@ var commands = []command{
 	{
 		name:  "run",
 		usage: "example-app run --config FILE [--http ADDR] [--admin ADDR|off [--admin-remote]] [--log-format F] [--work-interval D]",
-		about: "Runs every election of the configuration file (as example-app --config FILE does) with /metrics, /healthz, /readyz and /leader on --http, and the admin endpoint on --admin (default " + defaultAdmin + ", loopback only unless --admin-remote): GET /config shows the running document (secrets and placeholder values masked), POST /load replaces it. A load keeps every election whose settings and backend did not change running untouched (same leader, same term); removed elections stop and release their leases, added ones start, changed ones restart; a bad document changes nothing.",
+		about: "Runs every election of the configuration file (as example-app --config FILE does) with /metrics, /healthz, /readyz and /leader on --http, and the admin endpoint on --admin (default " + defaultAdmin + ", loopback only unless --admin-remote): GET /config shows the running document (secrets and placeholder values masked), POST /load replaces it, POST /resign?election=NAME[&to=ID] makes this process's leader of NAME resign, handing the lease to the candidate ID when given (200 with what happened, \"not leading: nothing to do\" when it does not lead here; 404 for an unknown election). A load keeps every election whose settings and backend did not change running untouched (same leader, same term); removed elections stop and release their leases, added ones start, changed ones restart; a bad document changes nothing.",
 		flags: func(d flagDef) bool { return withConfig[d.name] },
 	},
 	{

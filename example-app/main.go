@@ -30,6 +30,14 @@
 // restart; a backend module is provisioned anew only when its settings
 // (after placeholder expansion, secrets included) changed. Documents with
 // extensions are refused: the program serves metrics and health itself.
+// POST /resign?election=NAME[&to=ID] (query or form parameters) makes
+// this process's leader of NAME resign (Elector.Resign), or hand the lease
+// to the candidate ID (Elector.ResignTo), within its stop_timeout: 200
+// "handed over to …", "resigned" or "not leading: nothing to do"; 400
+// without a name or for a bad successor (not an identity, or the leader
+// itself); 404 for an unknown election; 500 when the store failed; a
+// cross-origin browser request is refused (403). /load and /resign answer
+// only POST (405).
 //
 // Without flags it runs the demo: three candidates; every 5 s it stops the
 // leader gracefully (hand-over at once) or cuts it off the store without a
