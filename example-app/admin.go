@@ -169,9 +169,10 @@ const maxResignForm = 64 << 10
 // resign acts on a POST /resign request and returns the status and the
 // message to answer with. The electors of the election named by the
 // "election" parameter that lead when it is called resign (ResignTo the
-// "to" parameter, if any), one after the other, each bounded by the
-// request's context and its StopTimeout; the first failure decides the
-// answer.
+// "to" parameter, if any), one after the other, each bounded by its
+// StopTimeout but not by the client: a client that goes away mid-way must
+// not leave a lease neither released nor handed over. The first failure
+// decides the answer.
 func resign(r *http.Request, rt *config.Runtime, log *slog.Logger) (int, string) {
 	r.Body = http.MaxBytesReader(nil, r.Body, maxResignForm)
 	if err := r.ParseForm(); err != nil {
@@ -207,7 +208,7 @@ func resign(r *http.Request, rt *config.Runtime, log *slog.Logger) (int, string)
 		return http.StatusOK, "not leading: nothing to do"
 	}
 	for _, e := range leaders {
-		ctx, cancel := context.WithTimeout(r.Context(), e.Config().StopTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), e.Config().StopTimeout)
 		var err error
 		if to != "" {
 			err = e.ResignTo(ctx, to)
