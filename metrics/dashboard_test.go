@@ -14,12 +14,13 @@ import (
 
 // exported returns every series name the package can expose (histograms
 // with their _bucket, _sum and _count series, not the bare name) and
-// every label name, taken from the collector itself.
+// every label name (variable or constant), taken from the collectors
+// themselves: New's and RegisterPool's.
 func exported(t *testing.T) (names map[string]bool, histograms map[string]bool, labels map[string]bool) {
 	t.Helper()
 	names, histograms, labels = map[string]bool{}, map[string]bool{}, map[string]bool{"le": true}
-	descRe := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
-	for _, col := range newCollector().collectors() {
+	descRe := regexp.MustCompile(`fqName: "([^"]+)".*constLabels: \{([^}]*)\}, variableLabels: \{([^}]*)\}`)
+	for _, col := range append(newCollector().collectors(), newPoolCollector("p", nil)) {
 		ch := make(chan *prometheus.Desc, 1)
 		go func() { col.Describe(ch); close(ch) }()
 		for d := range ch {
@@ -27,8 +28,15 @@ func exported(t *testing.T) (names map[string]bool, histograms map[string]bool, 
 			if m == nil {
 				t.Fatalf("cannot parse %s", d)
 			}
+			for _, l := range strings.Split(m[3], ",") {
+				if l != "" {
+					labels[l] = true
+				}
+			}
 			for _, l := range strings.Split(m[2], ",") {
-				labels[l] = true
+				if name, _, _ := strings.Cut(l, "="); name != "" {
+					labels[name] = true
+				}
 			}
 			if _, ok := col.(*prometheus.HistogramVec); ok {
 				histograms[m[1]] = true
@@ -180,7 +188,7 @@ func TestDashboard(t *testing.T) {
 	// The panels the issue asks for, by what they query.
 	for _, n := range []string{
 		NameIsLeader, NameTransitions, NameTerm, NameOperationDuration + "_bucket",
-		NameBackendErrors, NameRenewMarginMin,
+		NameBackendErrors, NameRenewMarginMin, NameHandOvers, NamePoolOwned, NamePoolTarget,
 	} {
 		if !used[n] {
 			t.Errorf("dashboard does not use %s", n)
@@ -197,7 +205,8 @@ func TestDashboard(t *testing.T) {
 func TestExportedNames(t *testing.T) {
 	names, histograms, _ := exported(t)
 	for _, n := range []string{NameIsLeader, NameTerm, NameTransitions, NameBackendErrors, NameLastRenew,
-		NameRenewMarginMin, NameLeaderInfo, NameHealthy} {
+		NameRenewMarginMin, NameLeaderInfo, NameHealthy, NameHandOvers,
+		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves} {
 		if !names[n] {
 			t.Errorf("%s not exported", n)
 		}
@@ -207,7 +216,7 @@ func TestExportedNames(t *testing.T) {
 			t.Errorf("%s not an exported histogram", n)
 		}
 	}
-	if got := len(names) - 2*len(histograms); got != 10 {
-		t.Errorf("%d families, want 10 (update the README table)", got)
+	if got := len(names) - 2*len(histograms); got != 15 {
+		t.Errorf("%d families, want 15 (update the README tables)", got)
 	}
 }

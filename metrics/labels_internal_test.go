@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +84,8 @@ func TestObserverHostileEvent(t *testing.T) {
 		{Kind: fxelection.EventRenewed, Lease: bad, Margin: -time.Hour},
 		{Kind: fxelection.EventStoppedLeading, Lease: bad, Reason: "\xff"},
 		{Kind: fxelection.EventPanic, Err: &fxelection.PanicError{Where: "\xff"}},
+		{Kind: fxelection.EventHandOver, Lease: bad, Err: backendkit.ErrInvalidRecord, Duration: -1},
+		{Kind: fxelection.EventHandOver, Lease: bad, Err: &backendkit.HeldError{Holder: bad}},
 		{Kind: fxelection.EventKind(99), Lease: bad},
 		{Kind: fxelection.EventNewLeader, Lease: fxelection.Lease{Holder: "\x1b]0;title\x07"}},
 	} {
@@ -94,5 +99,33 @@ func TestObserverHostileEvent(t *testing.T) {
 	a.mu.Unlock()
 	if leader != "]0;title" {
 		t.Fatalf("leader label %q", leader)
+	}
+}
+
+// TestOutcomeAndOpLabels: hand-over outcomes and operation names map to
+// their fixed label values; anything else to "error" and "other".
+func TestOutcomeAndOpLabels(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, OutcomeHanded},
+		{&backendkit.HeldError{Holder: fxelection.Lease{Holder: "c"}}, OutcomeOvertaken},
+		{fmt.Errorf("wrapped: %w", backendkit.ErrLeaseHeld), OutcomeOvertaken},
+		{backendkit.ErrLeaseLost, OutcomeLost},
+		{&fxelection.OpError{Op: fxelection.OpHandOver, Err: errors.New("dial tcp: i/o timeout")}, OutcomeError},
+		{context.Canceled, OutcomeError},
+	} {
+		if got := outcomeLabel(tc.err); got != tc.want {
+			t.Errorf("outcomeLabel(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	for op, want := range map[string]string{
+		fxelection.OpAcquire: "acquire", fxelection.OpRenew: "renew", fxelection.OpRelease: "release",
+		fxelection.OpGet: "get", fxelection.OpHandOver: "handover", "\xffop": "other", "": "other",
+	} {
+		if got := opLabel(op); got != want {
+			t.Errorf("opLabel(%q) = %q, want %q", op, got, want)
+		}
 	}
 }

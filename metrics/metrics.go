@@ -21,10 +21,10 @@
 // Every series carries the labels election and identity (the elector's
 // Config.Name and Config.Identity), so several electors in one process,
 // even for the same election, never share a series. Label values are
-// bounded: one set per attached elector, plus the fixed operation, result
-// and direction values. When an elector stops (or is detached) all of its
-// series are deleted, so a stopped elector never leaves a stale
-// is_leader 1 or leader_info behind. Default identities contain the pid
+// bounded: one set per attached elector, plus the fixed operation, result,
+// direction and outcome values. When an elector stops (or is detached)
+// all of its series are deleted, so a stopped elector never leaves a
+// stale is_leader 1 or leader_info behind. Default identities contain the pid
 // and a random suffix and change on every restart, like a pod name; set
 // Config.Identity to a stable name (the pod name) to limit series churn.
 //
@@ -38,6 +38,21 @@
 //	fxelection_renew_margin_min_seconds            gauge      election, identity
 //	fxelection_leader_info                         gauge      election, identity, leader
 //	fxelection_healthy                             gauge      election, identity
+//	fxelection_handovers_total                     counter    election, identity, outcome
+//
+// fxelection_handovers_total counts the hand-overs of Elector.ResignTo
+// (and of preemption) by outcome: handed, overtaken, lost or error (see
+// the Outcome constants); all four start at zero.
+//
+// # Pools
+//
+// RegisterPool exports one pool.Pool worker's state, read from its Status
+// at each scrape, under the label pool:
+//
+//	fxelection_pool_owned_shards                   gauge      pool
+//	fxelection_pool_target_shards                  gauge      pool
+//	fxelection_pool_members                        gauge      pool
+//	fxelection_pool_moves_total                    counter    pool
 //
 // See each metric's help text, and metrics/README.md in the repository,
 // for its meaning.
@@ -65,6 +80,7 @@ const (
 	NameRenewMarginMin    = "fxelection_renew_margin_min_seconds"
 	NameLeaderInfo        = "fxelection_leader_info"
 	NameHealthy           = "fxelection_healthy"
+	NameHandOvers         = "fxelection_handovers_total"
 )
 
 // Label values of the result label of NameOperationDuration.
@@ -81,6 +97,23 @@ const (
 	ResultCanceled = "canceled"
 	// ResultError: a store failure; also counted in NameBackendErrors.
 	ResultError = "error"
+)
+
+// Label values of the outcome label of NameHandOvers: how a hand-over
+// (Elector.ResignTo, or a preemption) ended, as its
+// fxelection.EventHandOver says.
+const (
+	// OutcomeHanded: the hint record naming the successor was written (or
+	// the successor had taken the lease already).
+	OutcomeHanded = "handed"
+	// OutcomeOvertaken: another candidate took the lease between the
+	// release and the hint's write (backendkit.ErrLeaseHeld).
+	OutcomeOvertaken = "overtaken"
+	// OutcomeLost: the lease was no longer this candidate's; nothing was
+	// written (backendkit.ErrLeaseLost).
+	OutcomeLost = "lost"
+	// OutcomeError: a store failure, or the hand-over was cancelled.
+	OutcomeError = "error"
 )
 
 // Label values of the direction label of NameTransitions.
@@ -126,6 +159,7 @@ type collector struct {
 	margin      *prometheus.HistogramVec
 	marginMin   *prometheus.GaugeVec
 	leaderInfo  *prometheus.GaugeVec
+	handOvers   *prometheus.CounterVec
 	healthy     healthGauge
 
 	mu       sync.Mutex
@@ -176,6 +210,10 @@ func newCollector() *collector {
 			Name: NameLeaderInfo,
 			Help: "Leader of the election as last observed by this candidate: one series with value 1, absent while unknown.",
 		}, with("leader")),
+		handOvers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameHandOvers,
+			Help: "Hand-overs of the lease by this candidate (ResignTo, preemption), by outcome (handed, overtaken, lost, error).",
+		}, with("outcome")),
 		attached: map[*fxelection.Elector]*attachment{},
 	}
 	c.healthy = healthGauge{c: c, desc: prometheus.NewDesc(NameHealthy,
@@ -186,7 +224,7 @@ func newCollector() *collector {
 
 func (c *collector) collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.isLeader, c.term, c.transitions, c.opDuration, c.errors,
-		c.lastRenew, c.margin, c.marginMin, c.leaderInfo, c.healthy}
+		c.lastRenew, c.margin, c.marginMin, c.leaderInfo, c.handOvers, c.healthy}
 }
 
 // healthGauge is NameHealthy. Health changes are not events, so it is
@@ -247,6 +285,7 @@ func (c *collector) deleteSeries(election, identity string) {
 	match := prometheus.Labels{"election": election, "identity": identity}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		c.isLeader, c.term, c.transitions, c.opDuration, c.errors, c.lastRenew, c.margin, c.marginMin, c.leaderInfo,
+		c.handOvers,
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -146,6 +146,12 @@ fxelection_healthy{` + l + `} 1
 # HELP fxelection_leader_info Leader of the election as last observed by this candidate: one series with value 1, absent while unknown.
 # TYPE fxelection_leader_info gauge
 fxelection_leader_info{` + l + `,leader="b"} 1
+# HELP fxelection_handovers_total Hand-overs of the lease by this candidate (ResignTo, preemption), by outcome (handed, overtaken, lost, error).
+# TYPE fxelection_handovers_total counter
+fxelection_handovers_total{` + l + `,outcome="error"} 0
+fxelection_handovers_total{` + l + `,outcome="handed"} 0
+fxelection_handovers_total{` + l + `,outcome="lost"} 0
+fxelection_handovers_total{` + l + `,outcome="overtaken"} 0
 `
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 			t.Errorf("metrics after the scripted sequence:\n%v", err)

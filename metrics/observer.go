@@ -38,6 +38,7 @@ type attachment struct {
 	margin                               prometheus.Observer
 	errs                                 map[string]prometheus.Counter
 	ops                                  map[opResult]prometheus.Observer
+	handOvers                            map[string]prometheus.Counter // by outcome
 }
 
 type opResult struct{ op, result string }
@@ -85,6 +86,8 @@ func (a *attachment) Observe(ev fxelection.Event) {
 		if res == ResultOK && (ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew) {
 			a.okStart = ev.Time.Add(-ev.Duration)
 		}
+	case fxelection.EventHandOver:
+		a.handOvers[outcomeLabel(ev.Err)].Inc()
 	case fxelection.EventRenewed:
 		a.isLeader.Set(1)
 		a.gauge(&a.term, a.c.term).Set(float64(ev.Lease.Term))
@@ -110,9 +113,9 @@ func (a *attachment) renewStart(at time.Time) time.Time {
 }
 
 // ensure creates the series every attached elector has: is_leader 0 and
-// zeroed transition and error counters. Gauges without a meaningful value
-// yet (term, last_renew, margin) appear when first set. Called with a.mu
-// held.
+// zeroed transition, error and hand-over counters. Gauges without a
+// meaningful value yet (term, last_renew, margin) appear when first set.
+// Called with a.mu held.
 func (a *attachment) ensure() {
 	if a.live {
 		return
@@ -127,6 +130,12 @@ func (a *attachment) ensure() {
 	a.ops = map[opResult]prometheus.Observer{}
 	for _, op := range []string{fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet} {
 		a.errCounter(op)
+	}
+	// Hand-overs are rare: a counter that appeared only with its first
+	// increment would hide that increment from increase() and rate().
+	a.handOvers = make(map[string]prometheus.Counter, len(outcomes))
+	for _, o := range outcomes {
+		a.handOvers[o] = c.handOvers.WithLabelValues(el, id, o)
 	}
 }
 
@@ -193,10 +202,28 @@ func (a *attachment) applyStatus(s fxelection.Status) {
 // opLabel bounds the operation label to the elector's operations.
 func opLabel(op string) string {
 	switch op {
-	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet:
+	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, fxelection.OpHandOver:
 		return op
 	}
 	return "other"
+}
+
+// outcomes are the values of the outcome label of NameHandOvers.
+var outcomes = []string{OutcomeHanded, OutcomeOvertaken, OutcomeLost, OutcomeError}
+
+// outcomeLabel classifies a hand-over's outcome (fxelection.EventHandOver's
+// Err). Anything but nil, ErrLeaseHeld and ErrLeaseLost is an error: a
+// store failure, or a hand-over cut short by its context or by Stop.
+func outcomeLabel(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeHanded
+	case errors.Is(err, backendkit.ErrLeaseHeld):
+		return OutcomeOvertaken
+	case errors.Is(err, backendkit.ErrLeaseLost):
+		return OutcomeLost
+	}
+	return OutcomeError
 }
 
 // resultLabel classifies an operation's outcome.

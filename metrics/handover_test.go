@@ -1,0 +1,82 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/metrics"
+)
+
+// TestHandOverCounted: a leader that hands the lease to a follower with
+// ResignTo counts one hand-over with outcome handed; the follower, which
+// handed nothing over, has its four outcomes at zero; both disappear when
+// the electors stop.
+func TestHandOverCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg, m := newMetrics(t)
+		mem := memory.New()
+		a := newElector(t, "jobs", "a", mem)
+		b := newElector(t, "jobs", "b", mem)
+		defer m.Attach(a)()
+		defer m.Attach(b)()
+		start(t, a)
+		synctest.Wait()
+		start(t, b)
+		synctest.Wait()
+		if !a.IsLeader() {
+			t.Fatal("a should lead")
+		}
+
+		// Before any hand-over every outcome is there, at zero.
+		for k, v := range series(t, reg, metrics.NameHandOvers) {
+			if v != 0 {
+				t.Errorf("%s{%s} = %v before any hand-over", metrics.NameHandOvers, k, v)
+			}
+		}
+		if n := len(series(t, reg, metrics.NameHandOvers)); n != 8 {
+			t.Errorf("%d hand-over series, want 4 outcomes × 2 electors", n)
+		}
+
+		if err := a.ResignTo(context.Background(), "b"); err != nil {
+			t.Fatalf("ResignTo: %v", err)
+		}
+		synctest.Wait()
+		if !b.IsLeader() {
+			t.Fatal("b should lead after the hand-over")
+		}
+
+		const want = `
+# HELP fxelection_handovers_total Hand-overs of the lease by this candidate (ResignTo, preemption), by outcome (handed, overtaken, lost, error).
+# TYPE fxelection_handovers_total counter
+fxelection_handovers_total{election="jobs",identity="a",outcome="error"} 0
+fxelection_handovers_total{election="jobs",identity="a",outcome="handed"} 1
+fxelection_handovers_total{election="jobs",identity="a",outcome="lost"} 0
+fxelection_handovers_total{election="jobs",identity="a",outcome="overtaken"} 0
+fxelection_handovers_total{election="jobs",identity="b",outcome="error"} 0
+fxelection_handovers_total{election="jobs",identity="b",outcome="handed"} 0
+fxelection_handovers_total{election="jobs",identity="b",outcome="lost"} 0
+fxelection_handovers_total{election="jobs",identity="b",outcome="overtaken"} 0
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metrics.NameHandOvers); err != nil {
+			t.Errorf("after a.ResignTo(b):\n%v", err)
+		}
+		if got := series(t, reg, metrics.NameTransitions)["direction=lost,election=jobs,identity=a"]; got != 1 {
+			t.Errorf("a's lost transitions = %v, want 1", got)
+		}
+		if got := series(t, reg, metrics.NameLeaderInfo)["election=jobs,identity=a,leader=b"]; got != 1 {
+			t.Errorf("a's leader_info after the hand-over: %v", series(t, reg, metrics.NameLeaderInfo))
+		}
+		lintClean(t, reg)
+
+		stop(t, a)
+		stop(t, b)
+		if n, _ := testutil.GatherAndCount(reg); n != 0 {
+			t.Errorf("%d series left after both stopped", n)
+		}
+	})
+}

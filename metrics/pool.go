@@ -1,0 +1,111 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fxelection/fxelection/fxelection/pool"
+)
+
+// Metric names of a pool worker, exported by RegisterPool.
+const (
+	NamePoolOwned   = "fxelection_pool_owned_shards"
+	NamePoolTarget  = "fxelection_pool_target_shards"
+	NamePoolMembers = "fxelection_pool_members"
+	NamePoolMoves   = "fxelection_pool_moves_total"
+)
+
+// RegisterPool registers on reg (prometheus.DefaultRegisterer when nil) the
+// series of one pool worker p, labelled pool=name (name is the pool's
+// Config.Name, as a label value made safe like the others). They are read
+// from p.Status at each scrape:
+//
+//	fxelection_pool_owned_shards   gauge    shards this worker owns (Status.Owned)
+//	fxelection_pool_target_shards  gauge    the share it aims at (Status.Target)
+//	fxelection_pool_members        gauge    live workers at its last scan (Status.Members)
+//	fxelection_pool_moves_total    counter  shards it has handed over since Start (Status.Moves)
+//
+// Register p before or after p.Start; call unregister (idempotent) when p
+// has stopped, which removes its series. RegisterPool fails for a nil p or
+// an empty name, or if reg already has a pool of that name: register each
+// worker once, and give two workers of one pool in one process (tests)
+// registerers that tell them apart (prometheus.WrapRegistererWith).
+//
+// The per-shard electors of p are ordinary electors: attach them with
+// Metrics.Attach (p.Elector) for their own series.
+func RegisterPool(reg prometheus.Registerer, name string, p *pool.Pool) (unregister func(), err error) {
+	if p == nil {
+		return nil, errors.New("metrics: RegisterPool: nil pool")
+	}
+	if name == "" {
+		return nil, errors.New("metrics: RegisterPool: empty pool name")
+	}
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	c := newPoolCollector(name, p)
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("register fxelection pool %q metrics: %w", labelValue(name), err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { reg.Unregister(c) }) }, nil
+}
+
+// poolCollector exports one pool worker's Status, read at each scrape. The
+// pool label is a constant label of its descriptors, so that the workers
+// of several pools register side by side on one registry.
+type poolCollector struct {
+	p                             *pool.Pool
+	owned, target, members, moves *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*poolCollector)(nil)
+
+// newPoolCollector returns the collector of p, labelled pool=name; p may be
+// nil for Describe only.
+func newPoolCollector(name string, p *pool.Pool) *poolCollector {
+	l := prometheus.Labels{"pool": labelValue(name)}
+	return &poolCollector{
+		p: p,
+		owned: prometheus.NewDesc(NamePoolOwned,
+			"Shards this pool worker owns now (Status.Owned), read at each scrape.", nil, l),
+		target: prometheus.NewDesc(NamePoolTarget,
+			"Share of the shards this pool worker aims at: ceil(shards / members) (Status.Target), read at each scrape.", nil, l),
+		members: prometheus.NewDesc(NamePoolMembers,
+			"Live workers of the pool at this worker's last scan, itself included once it holds a member slot (Status.Members).", nil, l),
+		moves: prometheus.NewDesc(NamePoolMoves,
+			"Shards this pool worker has handed over to others since it started (Status.Moves).", nil, l),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.owned
+	ch <- c.target
+	ch <- c.members
+	ch <- c.moves
+}
+
+// Collect implements prometheus.Collector.
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.p.Status()
+	for _, m := range []struct {
+		d *prometheus.Desc
+		t prometheus.ValueType
+		v float64
+	}{
+		{c.owned, prometheus.GaugeValue, float64(s.Owned)},
+		{c.target, prometheus.GaugeValue, float64(s.Target)},
+		{c.members, prometheus.GaugeValue, float64(s.Members)},
+		{c.moves, prometheus.CounterValue, float64(s.Moves)},
+	} {
+		metric, err := prometheus.NewConstMetric(m.d, m.t, m.v)
+		if err != nil { // not with constant labels only; never panic in a scrape
+			metric = prometheus.NewInvalidMetric(m.d, err)
+		}
+		ch <- metric
+	}
+}
