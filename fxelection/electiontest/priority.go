@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/electiontesting"
@@ -34,9 +35,14 @@ func moves(rec *electiontesting.Recorder, since time.Time) (n int, order []strin
 
 // preempt: with Preempt on, a candidate of higher priority than the
 // leader's takes over once the leader has led MinTenure, in one move, and
-// keeps the lease: equal priorities never preempt each other.
+// keeps the lease: equal priorities never preempt each other. On a backend
+// that cannot transfer in one step (backendkit.Transferer) the other
+// candidate may take the lease between the release and the hint, as
+// ResignTo documents; the higher priority then preempts it in turn: two
+// moves are allowed there.
 func (s *suite) preempt(t *testing.T) {
 	rec := &electiontesting.Recorder{}
+	allowed := s.allowedMoves(t)
 	tm := s.o.Timing
 	tenure := 2 * tm.RetryPeriod
 	name := electiontesting.Election(t)
@@ -52,20 +58,17 @@ func (s *suite) preempt(t *testing.T) {
 	cfg := low[0].e.Config()
 	cfg.Identity, cfg.Priority = "e2e-high", 5
 	high := []*candidate{s.startCandidate(t, cfg, rec)}
-	all := append(low, high...)
-	limit := tenure + 4*backoff.JitterMax(tm.RetryPeriod)
-	next, at := waitLeader(t, all, first, limit+5*time.Second)
-	if next != high[0] {
-		t.Fatalf("%s leads after a candidate of higher priority joined, want %s", next.e.Status().Identity, high[0].e.Status().Identity)
-	}
-	if took := at.Sub(joined); took > limit+2*time.Second {
+	limit := time.Duration(allowed) * (tenure + 4*backoff.JitterMax(tm.RetryPeriod))
+	electiontesting.WaitFor(t, limit+5*time.Second, "the higher priority to lead", high[0].e.IsLeader)
+	took := time.Since(joined)
+	if took > limit+2*time.Second {
 		t.Errorf("preemption took %v, want within MinTenure + 4 retry periods (%v) and slack", took, limit)
 	}
 	time.Sleep(2 * tenure)
-	if n, order := moves(rec, joined); n != 1 || !high[0].e.IsLeader() {
-		t.Fatalf("after the higher priority joined, leadership moved %d times (%v), want once, to it", n, order)
+	if n, order := moves(rec, joined); n < 1 || n > allowed || !high[0].e.IsLeader() {
+		t.Fatalf("after the higher priority joined (first leader %s), leadership moved %d times (%v), want 1 (at most %d), to it", first.e.Status().Identity, n, order, allowed)
 	}
-	t.Logf("preempted by a higher priority in %v (MinTenure %v)", at.Sub(joined), tenure)
+	t.Logf("preempted by a higher priority in %v (MinTenure %v)", took, tenure)
 	checkNoOverlap(t, rec)
 }
 
@@ -121,9 +124,11 @@ func (s *suite) priorityGrace(t *testing.T) {
 // rollingUpgrade: three candidates with fixed identities that keep their
 // lease on stop are restarted in turn, each with a priority above all
 // others (a new version rolling out): after each restart the restarted
-// one leads, and leadership moved to another identity at most once.
+// one leads, and leadership moved to another identity at most once (twice
+// on a backend that cannot transfer in one step: see preempt).
 func (s *suite) rollingUpgrade(t *testing.T) {
 	rec := &electiontesting.Recorder{}
+	allowed := s.allowedMoves(t)
 	tm := s.o.Timing
 	tenure := 2 * tm.RetryPeriod
 	name := electiontesting.Election(t)
@@ -142,14 +147,14 @@ func (s *suite) rollingUpgrade(t *testing.T) {
 		cfg.Priority = i + 1
 		edit(&cfg)
 		cs[i] = s.startCandidate(t, cfg, rec)
-		limit := tenure + 4*backoff.JitterMax(tm.RetryPeriod) + 5*time.Second
+		limit := time.Duration(allowed)*(tenure+4*backoff.JitterMax(tm.RetryPeriod)) + 5*time.Second
 		if next, _ := waitLeader(t, cs, nil, limit); next != cs[i] {
 			// Not yet: the preemption may be on its way.
 			electiontesting.WaitFor(t, limit, fmt.Sprintf("restarted %s to lead", cfg.Identity), cs[i].e.IsLeader)
 		}
 		time.Sleep(tenure)
-		if n, order := moves(rec, since); n > 1 {
-			t.Fatalf("restart %d (%s, priority %d): leadership moved %d times: %v", i, cfg.Identity, cfg.Priority, n, order)
+		if n, order := moves(rec, since); n > allowed {
+			t.Fatalf("restart %d (%s, priority %d): leadership moved %d times: %v, want at most %d", i, cfg.Identity, cfg.Priority, n, order, allowed)
 		}
 	}
 	checkNoOverlap(t, rec)
@@ -171,4 +176,14 @@ func (s *suite) startCandidate(t *testing.T, cfg fxelection.Config, rec *electio
 	}
 	t.Cleanup(func() { _ = e.Stop(context.Background()) })
 	return &candidate{e: e, faulty: f, inner: inner}
+}
+
+// allowedMoves is how many times leadership may move for one preemption:
+// once where the backend transfers in one step, twice where a candidate
+// woken by the release may take the lease before the hint is written.
+func (s *suite) allowedMoves(t *testing.T) int {
+	if _, ok := s.newBackend(t).(backendkit.Transferer); ok {
+		return 1
+	}
+	return 2
 }
