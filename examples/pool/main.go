@@ -65,10 +65,10 @@ func run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// spread reports whether every worker owns n shards.
+// spread reports whether every worker owns n shards, and knows it.
 func spread(workers []*pool.Pool, n int) bool {
 	for _, p := range workers {
-		if len(p.Owned()) != n {
+		if st := p.Status(); len(p.Owned()) != n || st.Target != n || st.Members != len(workers) {
 			return false
 		}
 	}
