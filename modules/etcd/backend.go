@@ -19,8 +19,8 @@ import (
 // lost a race to a release or to another Backend with the same identity.
 const maxAcquireAttempts = 3
 
-// Backend is the etcd implementation of fxelection.Backend and
-// backendkit.Notifier. It is safe for concurrent use and does not own its
+// Backend is the etcd implementation of fxelection.Backend,
+// backendkit.Notifier and backendkit.Transferer. It is safe for concurrent use and does not own its
 // client: closing the client is the caller's business (after the electors
 // using the Backend have stopped).
 type Backend struct {
@@ -37,6 +37,7 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ backendkit.Notifier     = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.Transferer   = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases through client. It validates opts
@@ -126,18 +127,33 @@ func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 	return l, b.redact(err)
 }
 
+// The operations whose errors checkRequest words: Acquire and Transfer.
+const (
+	opAcquire  = "acquire lease"
+	opTransfer = "transfer lease"
+)
+
+// checkRequest checks req as Acquire and Transfer (op) need it: an
+// identity, a duration etcd can hold, and req.Validate.
+func checkRequest(op string, req backendkit.AcquireRequest) error {
+	if req.Identity == "" {
+		return fmt.Errorf("%s: empty identity", op)
+	}
+	if err := checkDuration(req.Duration); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
-	if req.Identity == "" {
-		return fxelection.Lease{}, errors.New("acquire lease: empty identity")
-	}
-	if err := checkDuration(req.Duration); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
-	}
-	if err := req.Validate(); err != nil {
-		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	if err := checkRequest(opAcquire, req); err != nil {
+		return fxelection.Lease{}, err
 	}
 	key := b.Key(req.Election)
 	resp, err := b.client.Get(ctx, key)
@@ -232,6 +248,13 @@ func (b *Backend) tryAcquire(ctx context.Context, req backendkit.AcquireRequest,
 		}
 		term = uint64(rev)
 	}
+	return grantedLease(req, term, g, start), nil, nil
+}
+
+// grantedLease is the Lease a write of req's record on etcd lease g, with
+// term, gives its caller: ExpiresAt is start (the local clock before the
+// Grant) plus the TTL etcd granted.
+func grantedLease(req backendkit.AcquireRequest, term uint64, g *clientv3.LeaseGrantResponse, start time.Time) fxelection.Lease {
 	return fxelection.Lease{
 		Election:    req.Election,
 		Holder:      req.Identity,
@@ -241,7 +264,7 @@ func (b *Backend) tryAcquire(ctx context.Context, req backendkit.AcquireRequest,
 		Version:     formatLeaseID(int64(g.ID)),
 		Duration:    req.Duration,
 		ExpiresAt:   start.Add(time.Duration(g.TTL) * time.Second),
-	}, nil, nil
+	}
 }
 
 // revoke revokes an etcd lease this Backend granted, ignoring failures: a
@@ -378,6 +401,105 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 		return fmt.Errorf("release lease: revoke: %w", err)
 	}
 	return nil
+}
+
+// Transfer implements backendkit.Transferer: it ends lease, matched as
+// Release matches it (the key attached to lease's etcd lease, naming
+// lease.Holder with lease.Term), and in the same etcd transaction writes
+// the record Acquire writes for req on a free key: held by req.Identity,
+// with req.Incarnation and req.Metadata, attached to a new etcd lease
+// granted for req.Duration (whole seconds, rounded up). It reads the key,
+// checks it is lease's, grants the new etcd lease and runs one
+// transaction: if the key is still on lease's etcd lease and its mod
+// revision is the one read, put the record on the new etcd lease. The
+// value states no term, so the term is that transaction's revision, as
+// for any new leadership: above every revision etcd ever had, so above
+// every term the election had. The key is never absent in between: no
+// other candidate can take it. lease's etcd lease, which holds the key no
+// longer, is then revoked, as Release revokes it (best effort: if that
+// fails it expires with its TTL, and the record is not on it either way);
+// its holder's Renew then fails. The put wakes the election's
+// subscribers through the push watch (see Subscribe). The returned lease
+// is what Acquire would have returned for req.
+//
+// When lease is no longer the caller's (expired, released, taken over or
+// re-acquired on another etcd lease, a foreign value, a Version this
+// backend did not issue) or req.Election is not lease.Election, Transfer
+// changes nothing and returns an error matching backendkit.ErrLeaseLost.
+// req is checked first, as Acquire checks it. The new etcd lease of an
+// attempt that fails is revoked; when the transaction's reply is lost the
+// put may have been applied, and that revocation then deletes the record:
+// the election is left either the caller's or free (or, if the revocation
+// fails too, held by req.Identity until its TTL runs out). Get tells.
+func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	out, err := b.transferLease(ctx, l, req)
+	return out, b.redact(err)
+}
+
+func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
+	}
+	if err := checkRequest(opTransfer, req); err != nil {
+		return fxelection.Lease{}, err
+	}
+	if req.Election != l.Election {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w: the request is for another election", opTransfer, backendkit.ErrLeaseLost)
+	}
+	id, ok := parseLeaseID(l.Version)
+	if !ok {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w: not a lease this backend issued", opTransfer, backendkit.ErrLeaseLost)
+	}
+	key := b.Key(l.Election)
+	resp, err := b.client.Get(ctx, key)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
+	}
+	kv := firstKV(resp.Kvs)
+	if kv == nil || kv.Lease != id {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, backendkit.ErrLeaseLost)
+	}
+	if got, err := decodeKV(l.Election, kv); err != nil || got.Holder != l.Holder || got.Term != l.Term {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, backendkit.ErrLeaseLost)
+	}
+	// No term in the value: a new leadership, whose term is the
+	// transaction's revision.
+	value, err := encodeRecord(fxelection.Lease{
+		Holder:      req.Identity,
+		Incarnation: req.Incarnation,
+		Metadata:    req.Metadata,
+		Duration:    req.Duration,
+	})
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
+	}
+	start := time.Now()
+	g, err := b.client.Grant(ctx, ttlSeconds(req.Duration))
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("%s: grant: %w", opTransfer, err)
+	}
+	old := clientv3.LeaseID(id)
+	tr, err := b.client.Txn(ctx).If(
+		clientv3.Compare(clientv3.LeaseValue(key), "=", old),
+		clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision),
+	).Then(clientv3.OpPut(key, value, clientv3.WithLease(g.ID))).Commit()
+	if err != nil {
+		// The put may have been applied: revoking the lease deletes it.
+		b.revoke(ctx, g.ID)
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
+	}
+	if !tr.Succeeded {
+		b.revoke(ctx, g.ID)
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, backendkit.ErrLeaseLost)
+	}
+	// The old etcd lease holds the key no longer: revoking it, as Release
+	// does, deletes nothing of the new record.
+	b.revoke(ctx, old)
+	rev := tr.Header.Revision
+	if rev <= kv.ModRevision {
+		return fxelection.Lease{}, fmt.Errorf("%s: %w: revision %d", opTransfer, backendkit.ErrInvalidRecord, rev)
+	}
+	return grantedLease(req, uint64(rev), g, start), nil
 }
 
 // Get implements fxelection.Backend: the key's record and its etcd lease's

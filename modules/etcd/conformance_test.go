@@ -50,6 +50,7 @@ func TestConformance(t *testing.T) {
 			TTL:                 time.Second,
 			DeleteRecord:        deleteRecord(prefix),
 			GarbageNeverExpires: true,
+			PushDisabled:        true,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				// A valid-looking record on no etcd lease: it would never
 				// expire, so it is not a lease.

@@ -25,13 +25,19 @@
 //     leadership; revisions only grow, so terms survive release, expiry,
 //     deletes, restarts and compaction (see Guarantees).
 //   - Push wake-up: one watch per Backend on the key prefix for deletions
-//     (release, expiry, a delete from outside).
+//     (release, expiry, a delete from outside) and for puts that start a
+//     new leadership on a live key (Transfer, a new incarnation).
 //   - Failover: etcd deletes a crashed leader's key when its TTL has run
 //     out since its last renewal and the etcd leader revokes the lease; the
 //     watch wakes the followers at once, and without push a follower takes
 //     it at its next retry, within 1.2 × RetryPeriod after that: at most
 //     TTL + revocation + 1.2 × RetryPeriod after the last renewal, plus a
 //     round trip.
+//   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
+//     Elector.ResignTo uses): one transaction, with Release's checks as its
+//     compares, moves the key from the caller's etcd lease to the
+//     successor's record on a new etcd lease, with a new term (the
+//     transaction's revision), so the key is never free in between.
 //   - What it cannot promise: terms go back only if etcd's data is replaced
 //     by an older copy (restore snapshots with a revision bump); candidates
 //     behind a minority member cannot acquire; a deposed leader paused past
@@ -80,13 +86,24 @@
 //   - Release: revoke the etcd lease after checking the key is still ours
 //     (that etcd lease, holder, term); etcd deletes the key with it,
 //     atomically. A key on another etcd lease is never touched.
+//   - Transfer: a read of the key and Release's checks (that etcd lease,
+//     holder, term), a Grant for the successor and one transaction: if the
+//     key is still on the caller's etcd lease with the mod revision read,
+//     put the successor's record (no term: a new leadership, whose term is
+//     the transaction's revision) attached to the new etcd lease. The
+//     caller's etcd lease, holding nothing now, is then revoked as Release
+//     revokes it. A lease no longer the caller's changes nothing
+//     (backendkit.ErrLeaseLost).
 //   - Get: the key, plus the etcd lease's remaining TTL (TimeToLive) for
 //     ExpiresAt. A key is a lease for as long as etcd keeps it, as Acquire
 //     and Renew see it: an etcd lease in its last second (etcd reports TTL
 //     0) or past its TTL but not yet revoked by the etcd leader is still
 //     reported; ErrNoLease means the key is gone.
-//   - Push wake-up (backendkit.Notifier): one watch on the prefix for
-//     deletions.
+//   - Push wake-up (backendkit.Notifier): one watch on the prefix; a
+//     deletion wakes the election's subscribers, and so does a put of a
+//     record without a term on a key that was live (a Transfer, or a new
+//     incarnation taking its holder's record over). Other puts (renewals,
+//     acquisitions of an absent key) wake no one.
 //
 // etcd's concurrency.Election offers the same fencing (its leader key's
 // create revision) with a different shape: candidates queue as keys and wait

@@ -22,8 +22,8 @@ type Options struct {
 	KeyPrefix string
 
 	// DisablePush turns push wake-up off for this Backend: Subscribe does
-	// nothing and followers find a released or expired lease at their next
-	// retry. Default (false): push on.
+	// nothing and followers find a released, expired or transferred lease
+	// at their next retry. Default (false): push on.
 	DisablePush bool
 }
 
