@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -23,11 +24,11 @@ const (
 	watchMaxBackoff = 2 * time.Second
 )
 
-// Backend implements fxelection.Backend (and backendkit.Notifier) on any
-// Store; see the package documentation. It is safe for concurrent use.
-// Each Backend has its own expiry tracker: on a store without server TTL,
-// the observations that allow a takeover belong to the candidate (process)
-// that made them.
+// Backend implements fxelection.Backend (and backendkit.Notifier and
+// backendkit.Transferer) on any Store; see the package documentation. It
+// is safe for concurrent use. Each Backend has its own expiry tracker: on
+// a store without server TTL, the observations that allow a takeover
+// belong to the candidate (process) that made them.
 type Backend struct {
 	store   Store
 	caps    Capabilities
@@ -43,6 +44,7 @@ var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ backendkit.Notifier     = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.Transferer   = (*Backend)(nil)
 )
 
 // New returns a Backend on store, which the caller owns. It does no I/O.
@@ -300,6 +302,78 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 	return nil
 }
 
+// Transfer implements backendkit.Transferer: it ends lease, matched as
+// Release matches it (own: holder, incarnation and term, not released; not
+// the version), and in the same write replaces it with the record Acquire
+// would write for req on a free lease: held by req.Identity under
+// req.Incarnation, with req.Metadata, for req.Duration (the store's TTL as
+// Acquire sets it), acquired now, and the term backendkit.Claim gives a
+// released value of the lease's term (backendkit.NextTerm of it), so
+// strictly above every term the election had. That write is one
+// compare-and-swap on the version own read, so the lease is never free in
+// between and nothing written since the read is overwritten.
+//
+// req is checked first (AcquireRequest.Validate, and a duration the store's
+// TTL can express). A req for another election than lease's, a lease that
+// is no longer the caller's (taken over, released, deleted, expired or
+// evicted where the store has TTL, or another incarnation's or term's) and
+// a compare-and-swap that loses to a write made since the read (as for
+// Renew, even one of the holder's own that landed late) change nothing
+// and give an error matching backendkit.ErrLeaseLost. On a store without
+// server TTL a lease nobody has taken over is still the caller's, however
+// old, as for Release. A lease at backendkit.MaxTerm changes nothing
+// either and gives backendkit.ErrTermExhausted. A transfer stored whose
+// version the store cannot return (ErrVersionUnknown) gives a store error:
+// it happened, but the hint's version is unknown.
+//
+// Watchers of the store see the new holder's value, which wakes the
+// election's subscribers although the lease was never free (see
+// Subscribe); on a Store without Watcher followers learn of the new holder
+// at their next retry.
+func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	const op = "transfer lease"
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	if req.Election != lease.Election {
+		return fxelection.Lease{}, b.fail(op, fmt.Errorf("%w: the request is for another election", backendkit.ErrLeaseLost))
+	}
+	ttl, err := b.ttl(req.Duration)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	cur, err := b.own(ctx, lease)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	// What Acquire decides for req once the lease is released: the release
+	// and the acquisition are this one write.
+	free := cur
+	free.Released = true
+	next, err := backendkit.Claim(req, free, true, nil, time.Now().UTC().Round(0))
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	next.Metadata = maps.Clone(req.Metadata)
+	if err := next.Validate(); err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	value, err := encode(next, false)
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
+	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
+		return fxelection.Lease{}, b.fail(op, backendkit.ErrLeaseLost)
+	}
+	if err != nil {
+		return fxelection.Lease{}, b.fail(op, err)
+	}
+	b.tracker.Forget(lease.Election) // the version changed under our own hand
+	next.Version = version
+	return next, nil
+}
+
 // Get returns election's current holder with Version set to the store's
 // version and a zero ExpiresAt, or backendkit.ErrNoLease if the key is
 // absent or released. It changes nothing in the store; on a store without
@@ -320,12 +394,15 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 }
 
 // Subscribe implements backendkit.Notifier. On a Store that implements
-// Watcher, wake is called when a lease of election is released or its key
-// deleted, and (spuriously) for every election each time the watch is
-// (re)established, since a release may have been missed while it was down.
-// All subscriptions share one watch (backendkit.WakeHub). On any other
-// Store, or with Options.DisablePush, Subscribe does nothing and followers
-// poll.
+// Watcher, wake is called when a lease of election is released, handed to
+// another leadership in one write (Transfer, a takeover, another
+// incarnation's acquisition) or its key deleted, but not when its holder
+// renews it; and (spuriously) for every election each time the watch is
+// (re)established, since a release may have been missed while it was down,
+// and when the watch sees an election's first write since then, which may
+// have been a hand-over. All subscriptions share one watch
+// (backendkit.WakeHub). On any other Store, or with Options.DisablePush,
+// Subscribe does nothing and followers poll.
 func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 	if b.watcher == nil {
 		return func() {}
@@ -338,10 +415,11 @@ func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
 func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	failures := 0
 	for {
+		seen := &watched{} // what this watch saw: a new one knows nothing
 		err := b.watcher.Watch(ctx, b.prefix, func() {
 			failures = 0
 			hub.WakeAll()
-		}, func(key string, value []byte) { b.changed(hub, key, value) })
+		}, func(key string, value []byte) { b.changed(hub, seen, key, value) })
 		if ctx.Err() != nil {
 			return
 		}
@@ -353,14 +431,58 @@ func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 	}
 }
 
+// leadership is what a renewal of a lease value keeps: its holder,
+// incarnation and term, live or released.
+type leadership struct {
+	holder, incarnation string
+	term                uint64
+	released            bool
+}
+
+// watched is what one watch has seen of the keys under the prefix: the
+// leadership of each key's last value (none for a key deleted since). It
+// holds at most one small entry per key in the store under the prefix.
+type watched struct {
+	mu   sync.Mutex
+	last map[string]leadership
+}
+
+// swap records l as key's last value and returns the one before it; known
+// is false when the watch has seen none (or the key was deleted since).
+func (w *watched) swap(key string, l leadership) (prev leadership, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = make(map[string]leadership)
+	}
+	prev, known = w.last[key]
+	w.last[key] = l
+	return prev, known
+}
+
+// forget drops what the watch saw of key.
+func (w *watched) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
+}
+
 // changed wakes the subscribers of the election whose key changed, if the
-// change freed the lease: a delete, or a released marker.
-func (b *Backend) changed(hub *backendkit.WakeHub, key string, value []byte) {
+// change may have freed the lease or handed it to another candidate: a
+// delete, a released marker, or a live value whose leadership (holder,
+// incarnation, term) is not that of the live value seen before it — a
+// Transfer's new holder, a takeover of an expired lease, another
+// incarnation's acquisition — or whose predecessor this watch did not see.
+// A renewal (the same leadership) wakes nobody, deliberately: it comes
+// every RetryPeriod and frees nothing; nor does a lease taken after a
+// release, whose followers the release woke already.
+func (b *Backend) changed(hub *backendkit.WakeHub, seen *watched, key string, value []byte) {
 	name, ok := strings.CutPrefix(key, b.prefix)
 	if !ok {
 		return
 	}
 	if value == nil {
+		seen.forget(key)
 		if election, ok := unescapeName(name); ok {
 			hub.Wake(election)
 		} else {
@@ -369,7 +491,13 @@ func (b *Backend) changed(hub *backendkit.WakeHub, key string, value []byte) {
 		return
 	}
 	s, err := decode(value, "")
-	if err == nil && s.Released && b.Key(s.Lease.Election) == key {
+	if err != nil || b.Key(s.Lease.Election) != key {
+		seen.forget(key) // a foreign value: what follows it is a change
+		return
+	}
+	l := leadership{holder: s.Lease.Holder, incarnation: s.Lease.Incarnation, term: s.Lease.Term, released: s.Released}
+	prev, known := seen.swap(key, l)
+	if s.Released || !known || !prev.released && prev != l {
 		hub.Wake(s.Lease.Election)
 	}
 }

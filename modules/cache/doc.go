@@ -25,6 +25,11 @@
 // and optionally Watcher (change notifications) for push wake-up. Release
 // is a compare-and-swap to a "released" marker, which is the conditional
 // delete the election needs and also keeps the last term in the store.
+// Transfer (Backend implements backendkit.Transferer, which
+// Elector.ResignTo uses) is Release's check and Acquire's write for the
+// successor in one compare-and-swap: the caller's lease is replaced by the
+// successor's record with a new term, so the lease is never free in
+// between and no other candidate can take it first.
 //
 // # Why a cache without compare-and-swap cannot host an election
 //
@@ -94,8 +99,13 @@
 // absent, a released value, another incarnation of the holder's identity
 // (at once, without waiting for expiry), an expired record — writes a new
 // term, strictly above the one in the store, with a compare-and-swap on
-// the version read (or an add-if-absent). Renew and Release act only on a
-// record with the caller's holder, incarnation and term.
+// the version read (or an add-if-absent). Renew, Release and Transfer act
+// only on a record with the caller's holder, incarnation and term, not
+// released (the version is not compared: only the holder writes its own
+// term), and write with a compare-and-swap on the version they read; one
+// that loses to another write changes nothing. Transfer gives the
+// successor the term Acquire would give it after a release: NextTerm of
+// the transferred lease's term.
 //
 // A new holder's term is backendkit.NextTerm of the last term in the store:
 // the larger of that term plus one and the clock in microseconds. A

@@ -17,6 +17,11 @@
 //   - Push wake-up: none (memcached has no change notifications):
 //     followers learn of a release at their next retry, within
 //     1.2 × RetryPeriod.
+//   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
+//     Elector.ResignTo uses): the caller's lease ended and the successor's
+//     record written in one cas, with a new term above the ended one and
+//     the successor's TTL, so no other candidate can take the lease in
+//     between; without push, the successor takes it at its next retry.
 //   - Failover: the key of a crashed leader lives at least LeaseDuration
 //     and less than LeaseDuration + 2s after its last renewal's write, and a
 //     follower takes it at its next retry: within LeaseDuration + 2s +

@@ -44,10 +44,12 @@ func TestConformance(t *testing.T) {
 			return newBackend(t, srv.URL(), cachelease.Options{})
 		}, hooks)
 	})
+	polling := hooks
+	polling.PushDisabled = true // Subscribe does nothing: no wake-up to wait for
 	t.Run("ManagedBucketPolling", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 			return newBucketBackend(t, srv.URL(), cachelease.Options{DisablePush: true})
-		}, hooks)
+		}, polling)
 	})
 }
 

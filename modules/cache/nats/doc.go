@@ -15,7 +15,13 @@
 //     plus one and the acquiring candidate's clock in microseconds; a
 //     released lease keeps its term (see package cachelease).
 //   - Push wake-up: one KV watch per Backend wakes followers when a lease
-//     is released or its key deleted (see Push wake-up).
+//     is released, handed over (Transfer) or its key deleted, not when it
+//     is renewed (see Push wake-up).
+//   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
+//     Elector.ResignTo uses): the caller's lease ended and the successor's
+//     record written in one Update on the revision read, with a new term
+//     above the ended one, so no other candidate can take the lease in
+//     between; the watch wakes the successor.
 //   - Failover: a follower first sees a crashed leader's last write at its
 //     next poll (up to 1.2 × RetryPeriod after the write), then needs
 //     LeaseDuration more on its own clock and takes over at the retry after
@@ -75,9 +81,13 @@
 //
 // A Backend watches the bucket's keys under its prefix (one watch shared by
 // all its elections, started by the first subscription); a release or a
-// deleted key wakes the waiting candidates at once. The watch is
-// re-established with backoff when it breaks, and every subscriber is woken
-// then, since a release may have been missed. A KV watch does not survive
+// deleted key wakes the waiting candidates at once, and so does a value
+// that hands the lease to another leadership than the live value before
+// it (another holder, incarnation or term: a Transfer, a takeover), or the
+// first value of a key the watch sees, which may have been one. A renewal
+// wakes nobody. The watch is re-established with backoff when it breaks,
+// and every subscriber is woken then, since a release may have been
+// missed. A KV watch does not survive
 // a server restart by itself: a Store that knows its connection (New or
 // NewStore given the *nats.Conn, NewBucketStore, ConfigModule, Module when
 // the graph has a *nats.Conn) re-establishes it as soon as the connection
