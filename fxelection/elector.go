@@ -200,9 +200,9 @@ func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 // as a leader that dies does, and no more.
 //
 // What it cannot promise. On a backend that does not implement
-// backendkit.Transferer the lease is released first and the hint written
-// just after, so a candidate woken by the release may take the free lease
-// in between; that candidate then leads and the hint is not written
+// backendkit.Transferer (here: S3 and Azure Blob) the lease is released
+// first and the hint written just after, so a candidate whose attempt
+// lands in between may take the free lease; that candidate then leads and the hint is not written
 // (the outcome is reported to observers as an EventHandOver whose Err
 // matches ErrLeaseHeld). If successor itself took the free lease in
 // between, the hint is not written either: it leads already. Candidates
