@@ -259,6 +259,13 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	next := cur.Lease.Clone()
 	next.Metadata = maps.Clone(lease.Metadata)
 	next.Duration = lease.Duration
+	return b.replaceOwn(ctx, op, next, cur.Lease.Version, ttl)
+}
+
+// replaceOwn writes next over the caller's own value, read at version,
+// with one compare-and-swap: a lost compare-and-swap is ErrLeaseLost (the
+// value changed since own read it). Renew and Transfer share it.
+func (b *Backend) replaceOwn(ctx context.Context, op string, next fxelection.Lease, version string, ttl time.Duration) (fxelection.Lease, error) {
 	if err := next.Validate(); err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
@@ -266,7 +273,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	if err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
-	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
+	version, err = b.store.CompareAndSwap(ctx, b.Key(next.Election), value, version, ttl)
 	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
 		return fxelection.Lease{}, b.fail(op, backendkit.ErrLeaseLost)
 	}
@@ -355,23 +362,11 @@ func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req back
 		return fxelection.Lease{}, b.fail(op, err)
 	}
 	next.Metadata = maps.Clone(req.Metadata)
-	if err := next.Validate(); err != nil {
-		return fxelection.Lease{}, b.fail(op, err)
+	out, err := b.replaceOwn(ctx, op, next, cur.Lease.Version, ttl)
+	if err == nil {
+		b.tracker.Forget(lease.Election) // the version changed under our own hand
 	}
-	value, err := encode(next, false)
-	if err != nil {
-		return fxelection.Lease{}, b.fail(op, err)
-	}
-	version, err := b.store.CompareAndSwap(ctx, b.Key(lease.Election), value, cur.Lease.Version, ttl)
-	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrVersionUnknown) {
-		return fxelection.Lease{}, b.fail(op, backendkit.ErrLeaseLost)
-	}
-	if err != nil {
-		return fxelection.Lease{}, b.fail(op, err)
-	}
-	b.tracker.Forget(lease.Election) // the version changed under our own hand
-	next.Version = version
-	return next, nil
+	return out, err
 }
 
 // Get returns election's current holder with Version set to the store's
