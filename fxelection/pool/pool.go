@@ -151,16 +151,17 @@ type Pool struct {
 	hi    atomic.Int64 // the share; electors defer at or above it
 	moves atomic.Uint64
 
-	mu      sync.Mutex
-	slot    int
-	members int
-	seen    []slotSeen // per member slot: the last read (only the loop touches it)
-	top     int        // the highest live slot at the last scan, -1 when none
-	cool    bool       // handed over at the last tick: skip this one
-	started bool
-	stopped bool
-	stop    chan struct{}
-	done    chan struct{}
+	mu        sync.Mutex
+	slot      int
+	slotLease fxelection.Lease // the member slot's lease as last written
+	members   int
+	seen      []slotSeen // per member slot: the last read (only the loop touches it)
+	top       int        // the highest live slot at the last scan, -1 when none
+	cool      bool       // handed over at the last tick: skip this one
+	started   bool
+	stopped   bool
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 type shardElector struct {
@@ -350,7 +351,10 @@ func (p *Pool) Start(ctx context.Context) error {
 }
 
 // Stop stops the loop and every shard elector (releasing their leases,
-// within ctx) and releases this worker's member slot.
+// within ctx) and releases this worker's member slot. It returns within
+// ctx's deadline plus the electors' own Stop bounds, even if a round of
+// the loop is stuck in a backend call that ignores its context (that
+// round's goroutine then ends when the call returns).
 func (p *Pool) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.started || p.stopped {
@@ -360,8 +364,14 @@ func (p *Pool) Stop(ctx context.Context) error {
 	p.stopped = true
 	close(p.stop)
 	p.mu.Unlock()
-	<-p.done
 	var errs []error
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		// A round stuck in a backend call that ignores its context: the
+		// loop ends when the call returns; the shards are stopped anyway.
+		errs = append(errs, fmt.Errorf("the pool's loop did not end in time: %w", ctx.Err()))
+	}
 	var wg sync.WaitGroup
 	var emu sync.Mutex
 	for _, s := range p.shards {
@@ -375,15 +385,21 @@ func (p *Pool) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	p.mu.Lock()
-	slot := p.slot
-	p.slot = -1
+	slot, held := p.slot, p.slotLease
+	p.slot, p.slotLease = -1, fxelection.Lease{}
 	p.mu.Unlock()
 	if slot >= 0 {
-		l, err := p.backend.Get(ctx, memberElection(p.cfg.Name, slot))
-		if err == nil && l.Holder == p.cfg.Identity {
-			if err := p.backend.Release(ctx, l); err != nil {
+		// On a goroutine of its own, waited for within ctx: a backend
+		// that ignores its context must not hold Stop.
+		released := make(chan error, 1)
+		go func() { released <- p.backend.Release(ctx, held) }()
+		select {
+		case err := <-released:
+			if err != nil {
 				errs = append(errs, fmt.Errorf("member slot: %w", err))
 			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("member slot: %w", ctx.Err()))
 		}
 	}
 	if len(errs) > 0 {
@@ -443,8 +459,11 @@ func (p *Pool) tick(ctx context.Context) {
 // that continues its record).
 func (p *Pool) heartbeat(ctx context.Context) {
 	p.mu.Lock()
-	slot := p.slot
+	slot, stopped := p.slot, p.stopped
 	p.mu.Unlock()
+	if stopped { // a round that outlived Stop claims nothing
+		return
+	}
 	// The slot lasts RenewDeadline, less than a shard's lease: a worker
 	// that stopped renewing leaves the membership before its shards
 	// expire, so the others' share has grown by the time those shards are
@@ -454,8 +473,16 @@ func (p *Pool) heartbeat(ctx context.Context) {
 	req := backendkit.AcquireRequest{Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.RenewDeadline}
 	if slot >= 0 {
 		req.Election = memberElection(p.cfg.Name, slot)
-		_, err := p.backend.Acquire(ctx, req)
-		if err == nil || backendkit.IsStoreFailure(err) {
+		l, err := p.backend.Acquire(ctx, req)
+		if err == nil {
+			p.mu.Lock()
+			if p.slot == slot {
+				p.slotLease = l
+			}
+			p.mu.Unlock()
+			return
+		}
+		if backendkit.IsStoreFailure(err) {
 			return
 		}
 		p.log.Warn("pool: member slot lost", "slot", slot, "error", err)
@@ -463,11 +490,12 @@ func (p *Pool) heartbeat(ctx context.Context) {
 	}
 	// Claim the lowest free slot, so that the live members sit in the
 	// lowest slots and a scan reads only a few past the highest.
+	var held fxelection.Lease
 	for k := range p.cfg.MaxWorkers {
 		req.Election = memberElection(p.cfg.Name, k)
-		_, err := p.backend.Acquire(ctx, req)
+		l, err := p.backend.Acquire(ctx, req)
 		if err == nil {
-			slot = k
+			slot, held = k, l
 			break
 		}
 		if backendkit.IsStoreFailure(err) {
@@ -475,7 +503,9 @@ func (p *Pool) heartbeat(ctx context.Context) {
 		}
 	}
 	p.mu.Lock()
-	p.slot = slot
+	if !p.stopped {
+		p.slot, p.slotLease = slot, held
+	}
 	p.mu.Unlock()
 }
 

@@ -1,12 +1,16 @@
 package pool_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
 // TestPoolFakeTime runs CheckPool on the in-memory backend in fake time,
@@ -15,5 +19,37 @@ func TestPoolFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		electiontest.CheckPool(t, func(*testing.T) fxelection.Backend { return store }, electiontest.PoolOptions{})
+	})
+}
+
+// TestStopBoundedWhenWedged: Stop returns within its context's deadline
+// (plus the electors' own bounds) while a round of the loop is stuck in a
+// backend call that ignores its context, on fake time.
+func TestStopBoundedWhenWedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := faultinject.New(memory.New())
+		p, err := pool.New(pool.Config{
+			Name: "wedged", Shards: []string{"a", "b"},
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		}, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		f.Wedge(fxelection.OpGet, true) // the next round's member scan hangs
+		time.Sleep(time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		began := time.Now()
+		err = p.Stop(ctx)
+		took := time.Since(began)
+		f.Wedge(fxelection.OpGet, false)
+		if err == nil || took > time.Second+3*time.Second {
+			t.Fatalf("Stop with a wedged round: %v after %v, want an error within 1s plus the electors' bounds", err, took)
+		}
+		t.Logf("Stop returned after %v: %v", took, err)
 	})
 }
