@@ -73,6 +73,7 @@ type Backend struct {
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.Transferer   = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases as blobs in opts.Container through
@@ -669,6 +670,102 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
+}
+
+// Transfer implements backendkit.Transferer. It matches lease as Release
+// does (the Azure lease named by lease.Version is the blob's active one,
+// the record has lease's holder and term, and the blob has the ETag
+// lease.Version carries), then, under that Azure lease, writes the record
+// Acquire would write for req on a free lease (held by req.Identity under
+// req.Incarnation, with req.Metadata, acquired now, with the next
+// clock-seeded term, so above every term the election had) and changes
+// the Azure lease's id to req.Identity's (LeaseID) with Change Lease,
+// conditioned on the ETag that write returned. The lease is never free in
+// between: nobody else can write the blob or take its lease. Change Lease
+// keeps the lease's duration, which is the one the leader acquired it
+// for, not req.Duration (they are equal when the elector hands over: both
+// are its LeaseDuration); Transfer then renews the lease under its new id
+// so that the hint lasts that whole duration.
+//
+// Between the two writes, readers find a record naming req.Identity under
+// an Azure lease of another id and wait for it to resolve (as Acquire and
+// Get already wait on a record being replaced). If Change Lease fails,
+// Transfer releases the leader's Azure lease: the blob is then free under
+// the hint's record (its term kept, so the next holder's is higher), as
+// after a release followed by the hint, and the error is returned. A req
+// that fails Validate, is for another election or asks for a duration
+// Azure cannot lease, and a lease that is no longer the caller's, change
+// nothing: the last gives an error matching backendkit.ErrLeaseLost.
+func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	next, err := b.transfer(ctx, l, req)
+	return next, b.redact(err)
+}
+
+func (b *Backend) transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	secs, err := durationSeconds(req.Duration)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	id, want := splitVersion(l.Version)
+	if req.Election != l.Election || l.Holder == "" || id == "" {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
+	}
+	bc := b.blobClient(l.Election)
+	s, err := b.props(ctx, bc, l.Election, id)
+	switch {
+	case err != nil && ctx.Err() == nil && isLost(err):
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w: %w", backendkit.ErrLeaseLost, err)
+	case err != nil:
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	case !s.leased || s.state != recordValid || s.rec.Holder != l.Holder || s.rec.Term != l.Term ||
+		want != "" && s.etag != want:
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
+	}
+	now := time.Now()
+	term, err := backendkit.NextTerm(s.rec.Term, now)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	newID := LeaseID(req.Identity)
+	hint := fxelection.Lease{
+		Election: req.Election, Holder: req.Identity, Incarnation: req.Incarnation,
+		Metadata: maps.Clone(req.Metadata), Version: id, Duration: req.Duration,
+		Term: term, AcquiredAt: now,
+	}
+	etag, err := b.writeRecord(ctx, bc, hint, s.etag)
+	switch {
+	case err != nil && ctx.Err() == nil && isLost(err):
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w: %w", backendkit.ErrLeaseLost, err)
+	case err != nil:
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	lc, err := leaseClient(bc, id)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	if _, err := lc.ChangeLease(ctx, newID, &lease.BlobChangeOptions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+	}); err != nil {
+		// Free the blob under the hint rather than leave it leased by
+		// an id that no record names.
+		// (lc keeps the old id when Change Lease fails.)
+		_, _ = lc.ReleaseLease(context.WithoutCancel(ctx), &lease.BlobReleaseOptions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+		})
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: change lease: %w", err)
+	}
+	hint.Version = leaseVersion(newID, etag)
+	// The hint's full duration from now: a renewal under the new id. Not
+	// fatal if it fails: the lease then ends when the leader's would have.
+	if resp, err := lc.RenewLease(ctx, &lease.BlobRenewOptions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+	}); err == nil && resp.Date != nil {
+		hint.ExpiresAt = resp.Date.Add(time.Duration(secs) * time.Second)
+	}
+	return hint, nil
 }
 
 // Get returns the holder of election's active Azure lease, as named by the

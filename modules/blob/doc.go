@@ -24,6 +24,12 @@
 //   - Timers: Acquire and Get wait, on a timer, for a record that names
 //     the active lease's holder (see Guarantees and requirements); the
 //     Backend has no goroutine of its own.
+//   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
+//     Elector.ResignTo uses): the successor's record, with a new term, is
+//     written under the leader's Azure lease, and that lease is then given
+//     the successor's lease id (Change Lease), so no other candidate can
+//     take it in between; readers that land between the two requests wait
+//     for the record and the lease to agree, as they do during Acquire.
 //   - What it cannot promise: Azure cannot tell two live processes with one
 //     identity apart (they present one lease id; see the fixed identities
 //     paragraph); a term can repeat only after the record is lost and the

@@ -38,6 +38,7 @@ type Backend struct {
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
+	_ backendkit.Transferer   = (*Backend)(nil)
 )
 
 // New returns a Backend storing leases in opts.Bucket through client, which
@@ -292,6 +293,59 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
+}
+
+// Transfer implements backendkit.Transferer: it ends lease, matched as
+// Release matches it (same ETag, holder and term, not released), and in
+// the same write replaces it with the record Acquire would write for req
+// on a free lease: held by req.Identity under req.Incarnation, with
+// req.Metadata, for req.Duration, acquired now, with the next
+// clock-seeded term (backendkit.NextTerm of the lease's), so strictly
+// above every term the election had. That write is one PUT conditional
+// on the ETag just read (If-Match), so the lease is never free in between
+// and nothing written since the read is overwritten.
+//
+// A req that fails AcquireRequest.Validate or is for another election,
+// and a lease that is no longer the caller's (taken over, released,
+// renewed by another run, deleted) or that changes between the read and
+// the write, change nothing: the first gives an error, the others one
+// matching backendkit.ErrLeaseLost. S3 has no notifications here:
+// followers learn of the new holder at their next retry.
+func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.transfer(ctx, lease, req)
+	return l, b.redact(err)
+}
+
+func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	if err := req.Validate(); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	if req.Election != lease.Election {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w: the request is for another election", backendkit.ErrLeaseLost)
+	}
+	cur, err := b.own(ctx, lease)
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	// What Acquire decides for req once the lease is released: the release
+	// and the acquisition are this one write.
+	free := cur
+	free.Released = true
+	next, err := backendkit.Claim(req, free, true, nil, time.Now())
+	if err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	version, err := b.write(ctx, next, false, cur.Lease.Version)
+	if err != nil {
+		if isConflict(err) {
+			return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
+		}
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
+	b.tracker.Forget(req.Election)
+	next.Version = version
+	next.Metadata = cloneMeta(req.Metadata)
+	return next, nil
 }
 
 // Get returns election's current holder with Version set to the object's

@@ -25,6 +25,11 @@
 //     last renewal, plus round trips. A candidate that starts later waits a
 //     full LeaseDuration from its first read, however long ago the holder
 //     died. Until then Get still names the old holder.
+//   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
+//     Elector.ResignTo uses): the caller's lease replaced by the
+//     successor's record in one PUT conditional on the ETag read, with a
+//     new term above the old one, so no other candidate can take the
+//     lease in between.
 //   - What it cannot promise: the store must be strongly consistent and
 //     honour conditional writes; a foreign object blocks the election until
 //     an operator deletes it; a term can repeat only after the object is
