@@ -106,6 +106,18 @@ type Status struct {
 	Target int
 	// Moves is how many shards this worker has handed over since Start.
 	Moves uint64
+	// Acquired is how many shard leaderships this worker has taken since
+	// Start, whichever way: free, handed to it, or after their owner's
+	// lease ended. Lost is how many of its shard leaderships ended other
+	// than by a hand-over or Stop (lease lost, renew deadline, health).
+	//
+	// A pool never steals: a shard whose owner still renews moves only by
+	// that owner's hand-over (Moves, at most MaxMoves per RetryPeriod), so
+	// that there are never two owners. What other systems count as
+	// steals, forced takeovers of live leases, shows here as nothing; a
+	// takeover after an owner failed shows as its Lost (where it can
+	// still count) and another worker's Acquired.
+	Acquired, Lost uint64
 }
 
 // Pool is one worker of a pool: it keeps about an equal share of the
@@ -128,8 +140,10 @@ type Status struct {
 // only a shard handed to them. A worker above hi — or above floor(N/W)
 // while another is below it — hands its excess over with
 // Elector.ResignTo to the workers furthest below their share, at most
-// MaxMoves per RetryPeriod, and then waits one RetryPeriod for the
-// others' counts to catch up.
+// MaxMoves per round. After a round with moves the next comes 1.25
+// RetryPeriods later, not one: by then each of its electors has read its
+// shard again (they retry within 1.2 RetryPeriods), so the counts include
+// every worker's moves of that round.
 //
 // What it guarantees is what each shard's election guarantees: never two
 // believing owners of a shard outside the renew-deadline rules, terms per
@@ -147,9 +161,10 @@ type Pool struct {
 	log     *slog.Logger
 	inc     string // member slot incarnation
 
-	owned atomic.Int64 // shards led, from the electors' events
-	hi    atomic.Int64 // the share; electors defer at or above it
-	moves atomic.Uint64
+	owned          atomic.Int64 // shards led, from the electors' events
+	hi             atomic.Int64 // the share; electors defer at or above it
+	moves          atomic.Uint64
+	acquired, lost atomic.Uint64
 
 	mu        sync.Mutex
 	slot      int
@@ -157,7 +172,6 @@ type Pool struct {
 	members   int
 	seen      []slotSeen // per member slot: the last read (only the loop touches it)
 	top       int        // the highest live slot at the last scan, -1 when none
-	cool      bool       // handed over at the last tick: skip this one
 	started   bool
 	stopped   bool
 	stop      chan struct{}
@@ -308,13 +322,19 @@ func (p *Pool) callbacks(shard string) fxelection.Callbacks {
 	return cb
 }
 
-// count keeps the owned count from the electors' events, synchronously.
+// count keeps the owned, acquired and lost counts from the electors'
+// events, synchronously.
 func (p *Pool) count(ev fxelection.Event) {
 	switch ev.Kind {
 	case fxelection.EventStartedLeading:
 		p.owned.Add(1)
+		p.acquired.Add(1)
 	case fxelection.EventStoppedLeading:
 		p.owned.Add(-1)
+		switch ev.Reason {
+		case fxelection.ReasonLost, fxelection.ReasonDeadline, fxelection.ReasonUnhealthy:
+			p.lost.Add(1)
+		}
 	}
 }
 
@@ -427,32 +447,46 @@ func (p *Pool) run() {
 			case <-ctx.Done():
 			}
 		}()
-		p.tick(ctx)
+		moved := p.tick(ctx)
 		cancel()
-		t.Reset(p.cfg.RetryPeriod)
+		t.Reset(p.nextTick(moved))
 	}
 }
 
+// nextTick is the time to the next round: RetryPeriod, or after a round
+// that handed shards over a little more than the electors' longest retry
+// interval (1.2 × RetryPeriod), so that by then every elector of this
+// worker has read its shard again and the counts include the moves of
+// this round, this worker's and the others'. Rebalancing on counts older
+// than that would hand over shards that others have handed over already.
+func (p *Pool) nextTick(moved bool) time.Duration {
+	if !moved {
+		return p.cfg.RetryPeriod
+	}
+	return p.cfg.RetryPeriod + p.cfg.RetryPeriod/4
+}
+
 // tick is one round: heartbeat, read the members, set the share, hand
-// over the excess.
-func (p *Pool) tick(ctx context.Context) {
+// over the excess. It reports whether it handed any shard over.
+func (p *Pool) tick(ctx context.Context) bool {
 	p.heartbeat(ctx)
 	counts, ok := p.scan(ctx)
 	if !ok {
-		return // the store did not answer: keep the last share
+		return false // the store did not answer: keep the last share
 	}
 	n := len(p.cfg.Shards)
 	w := len(counts)
 	p.mu.Lock()
-	mine := p.slot >= 0
 	p.members = w
 	p.mu.Unlock()
-	if !mine {
-		w++ // this worker campaigns all the same
+	if !slices.ContainsFunc(counts, func(m member) bool { return m.identity == p.cfg.Identity }) {
+		// This worker campaigns all the same: without a slot, or with one
+		// whose read failed (a round cut short by Stop, say).
+		w++
 	}
 	hi, lo := (n+w-1)/w, n/w
 	p.hi.Store(int64(hi))
-	p.rebalance(ctx, counts, int(p.owned.Load()), hi, lo)
+	return p.rebalance(ctx, counts, int(p.owned.Load()), hi, lo) > 0
 }
 
 // heartbeat claims a member slot, or renews this worker's (an Acquire
@@ -596,15 +630,8 @@ func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
 
 // rebalance hands over this worker's excess: down to hi, or to lo while
 // another member is below lo, each to the member furthest below its
-// share, at most MaxMoves, and then skips a tick.
-func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo int) {
-	p.mu.Lock()
-	cool := p.cool
-	p.cool = false
-	p.mu.Unlock()
-	if cool {
-		return
-	}
+// share, at most MaxMoves. It returns how many shards it handed over.
+func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo int) int {
 	var below []member // candidates to receive, furthest below first
 	over, under := 0, 0
 	for _, m := range members {
@@ -622,7 +649,7 @@ func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo in
 		}
 	}
 	if len(below) == 0 {
-		return
+		return 0
 	}
 	target := hi
 	if owned <= hi && under > 0 {
@@ -636,7 +663,7 @@ func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo in
 	}
 	excess := min(owned-target, p.cfg.MaxMoves)
 	if excess <= 0 {
-		return
+		return 0
 	}
 	sort.SliceStable(below, func(i, j int) bool { return below[i].owned < below[j].owned })
 	// Each of the over-share workers (this one included) gives a member
@@ -654,7 +681,7 @@ func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo in
 		}
 	}
 	if len(plan) == 0 {
-		return
+		return 0
 	}
 	held := p.held()
 	rand.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
@@ -681,13 +708,12 @@ func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo in
 		})
 	}
 	wg.Wait()
-	if n := moved.Load(); n > 0 {
+	n := moved.Load()
+	if n > 0 {
 		p.moves.Add(uint64(n))
-		p.mu.Lock()
-		p.cool = true
-		p.mu.Unlock()
 		p.log.Info("pool: shards handed over", "count", n)
 	}
+	return int(n)
 }
 
 // held returns the shard electors that lead now.
@@ -728,5 +754,8 @@ func (p *Pool) Elector(shard string) *fxelection.Elector {
 func (p *Pool) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Status{Members: p.members, Slot: p.slot, Owned: int(p.owned.Load()), Target: int(p.hi.Load()), Moves: p.moves.Load()}
+	return Status{
+		Members: p.members, Slot: p.slot, Owned: int(p.owned.Load()), Target: int(p.hi.Load()),
+		Moves: p.moves.Load(), Acquired: p.acquired.Load(), Lost: p.lost.Load(),
+	}
 }
