@@ -206,7 +206,7 @@ func TestExportedNames(t *testing.T) {
 	names, histograms, _ := exported(t)
 	for _, n := range []string{NameIsLeader, NameTerm, NameTransitions, NameBackendErrors, NameLastRenew,
 		NameRenewMarginMin, NameLeaderInfo, NameHealthy, NameHandOvers,
-		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves} {
+		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves, NamePoolAcquired, NamePoolLost} {
 		if !names[n] {
 			t.Errorf("%s not exported", n)
 		}
@@ -216,7 +216,7 @@ func TestExportedNames(t *testing.T) {
 			t.Errorf("%s not an exported histogram", n)
 		}
 	}
-	if got := len(names) - 2*len(histograms); got != 15 {
-		t.Errorf("%d families, want 15 (update the README tables)", got)
+	if got := len(names) - 2*len(histograms); got != 17 {
+		t.Errorf("%d families, want 17 (update the README tables)", got)
 	}
 }

@@ -53,6 +53,8 @@
 //	fxelection_pool_target_shards                  gauge      pool
 //	fxelection_pool_members                        gauge      pool
 //	fxelection_pool_moves_total                    counter    pool
+//	fxelection_pool_acquired_total                 counter    pool
+//	fxelection_pool_lost_total                     counter    pool
 //
 // See each metric's help text, and metrics/README.md in the repository,
 // for its meaning.

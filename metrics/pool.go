@@ -12,10 +12,12 @@ import (
 
 // Metric names of a pool worker, exported by RegisterPool.
 const (
-	NamePoolOwned   = "fxelection_pool_owned_shards"
-	NamePoolTarget  = "fxelection_pool_target_shards"
-	NamePoolMembers = "fxelection_pool_members"
-	NamePoolMoves   = "fxelection_pool_moves_total"
+	NamePoolOwned    = "fxelection_pool_owned_shards"
+	NamePoolTarget   = "fxelection_pool_target_shards"
+	NamePoolMembers  = "fxelection_pool_members"
+	NamePoolMoves    = "fxelection_pool_moves_total"
+	NamePoolAcquired = "fxelection_pool_acquired_total"
+	NamePoolLost     = "fxelection_pool_lost_total"
 )
 
 // RegisterPool registers on reg (prometheus.DefaultRegisterer when nil) the
@@ -27,6 +29,8 @@ const (
 //	fxelection_pool_target_shards  gauge    the share it aims at (Status.Target)
 //	fxelection_pool_members        gauge    live workers at its last scan (Status.Members)
 //	fxelection_pool_moves_total    counter  shards it has handed over since Start (Status.Moves)
+//	fxelection_pool_acquired_total counter  shard leaderships it has taken since Start (Status.Acquired)
+//	fxelection_pool_lost_total     counter  shard leaderships it lost, not handed over or stopped (Status.Lost)
 //
 // Register p before or after p.Start; call unregister (idempotent) when p
 // has stopped, which removes its series. RegisterPool fails for a nil p or
@@ -60,6 +64,7 @@ func RegisterPool(reg prometheus.Registerer, name string, p *pool.Pool) (unregis
 type poolCollector struct {
 	p                             *pool.Pool
 	owned, target, members, moves *prometheus.Desc
+	acquired, lost                *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*poolCollector)(nil)
@@ -78,6 +83,10 @@ func newPoolCollector(name string, p *pool.Pool) *poolCollector {
 			"Live workers of the pool at this worker's last scan, itself included once it holds a member slot (Status.Members).", nil, l),
 		moves: prometheus.NewDesc(NamePoolMoves,
 			"Shards this pool worker has handed over to others since it started (Status.Moves).", nil, l),
+		acquired: prometheus.NewDesc(NamePoolAcquired,
+			"Shard leaderships this pool worker has taken since it started, free, handed over or after an owner failed (Status.Acquired).", nil, l),
+		lost: prometheus.NewDesc(NamePoolLost,
+			"Shard leaderships of this pool worker that ended other than by a hand-over or Stop: lease lost, renew deadline, health (Status.Lost).", nil, l),
 	}
 }
 
@@ -87,6 +96,8 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.target
 	ch <- c.members
 	ch <- c.moves
+	ch <- c.acquired
+	ch <- c.lost
 }
 
 // Collect implements prometheus.Collector.
@@ -101,6 +112,8 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		{c.target, prometheus.GaugeValue, float64(s.Target)},
 		{c.members, prometheus.GaugeValue, float64(s.Members)},
 		{c.moves, prometheus.CounterValue, float64(s.Moves)},
+		{c.acquired, prometheus.CounterValue, float64(s.Acquired)},
+		{c.lost, prometheus.CounterValue, float64(s.Lost)},
 	} {
 		metric, err := prometheus.NewConstMetric(m.d, m.t, m.v)
 		if err != nil { // not with constant labels only; never panic in a scrape

@@ -55,6 +55,12 @@ func TestPoolMetrics(t *testing.T) {
 		}
 
 		const want = `
+# HELP fxelection_pool_acquired_total Shard leaderships this pool worker has taken since it started, free, handed over or after an owner failed (Status.Acquired).
+# TYPE fxelection_pool_acquired_total counter
+fxelection_pool_acquired_total{pool="jobs"} 4
+# HELP fxelection_pool_lost_total Shard leaderships of this pool worker that ended other than by a hand-over or Stop: lease lost, renew deadline, health (Status.Lost).
+# TYPE fxelection_pool_lost_total counter
+fxelection_pool_lost_total{pool="jobs"} 0
 # HELP fxelection_pool_members Live workers of the pool at this worker's last scan, itself included once it holds a member slot (Status.Members).
 # TYPE fxelection_pool_members gauge
 fxelection_pool_members{pool="jobs"} 1
@@ -106,7 +112,7 @@ func TestRegisterPoolSideBySide(t *testing.T) {
 	}
 	// Not started: no slot, no shards, no members seen yet.
 	want := map[string]float64{"pool=alpha": 0, "pool=beta": 0}
-	for _, name := range []string{metrics.NamePoolOwned, metrics.NamePoolTarget, metrics.NamePoolMembers, metrics.NamePoolMoves} {
+	for _, name := range []string{metrics.NamePoolOwned, metrics.NamePoolTarget, metrics.NamePoolMembers, metrics.NamePoolMoves, metrics.NamePoolAcquired, metrics.NamePoolLost} {
 		if got := series(t, reg, name); !equal(got, want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
