@@ -113,10 +113,11 @@ func (doc *Document) validatePools(used map[string]bool, fail func(string, error
 	names := map[string]int{}
 	for i, p := range doc.Pools {
 		path := "pools[" + strconv.Itoa(i) + "]"
+		nameOK := p.Name != "" && validFxName(p.Name)
 		switch j, dup := names[p.Name]; {
 		case p.Name == "":
 			fail(path+".name", ErrRequired)
-		case !validFxName(p.Name):
+		case !nameOK:
 			fail(path+".name", fmt.Errorf("%w: a pool name is its fx name tag: want 1 to %d ASCII letters, digits or _.-:/", ErrInvalidValue, backendkit.MaxNameLen))
 		case dup:
 			fail(path+".name", fmt.Errorf("%w: pool name already used by pools[%d]", ErrInvalidValue, j))
@@ -125,7 +126,7 @@ func (doc *Document) validatePools(used map[string]bool, fail func(string, error
 		}
 		shardsOK := validateShards(path, p, fail)
 		doc.validateBackendRef(path+".backend", p.Backend, used, fail)
-		if p.Name != "" && shardsOK {
+		if nameOK && shardsOK { // else pool.New would report the same problem again
 			if err := checkPool(p); err != nil {
 				fail(poolPath(path, p, err), err)
 			}

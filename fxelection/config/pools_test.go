@@ -120,6 +120,8 @@ func TestPoolDocumentErrors(t *testing.T) {
 		{"no elections, no pools", `{"elections": [], "pools": []}`, []string{`elections: required`}, config.ErrRequired},
 		{"missing name", pools(`{` + ok + `}`), []string{`pools[0].name: required`}, config.ErrRequired},
 		{"empty name", pools(`{"name": "", ` + ok + `}`), []string{`pools[0].name: required`}, config.ErrRequired},
+		{"name unprintable", pools(`{"name": "a\u0001", ` + ok + `}`),
+			[]string{`pools[0].name: invalid value: a pool name is its fx name tag`}, config.ErrInvalidValue},
 		{"name unfit for a tag", pools(`{"name": "a b", ` + ok + `}`),
 			[]string{`pools[0].name: invalid value: a pool name is its fx name tag`}, config.ErrInvalidValue},
 		{"name too long with its shards", pools(`{"name": "` + strings.Repeat("n", 195) + `", ` + ok + `}`),
