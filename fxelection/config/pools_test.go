@@ -39,6 +39,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// settled reports whether p owns exactly shards and has finished a round
+// of its loop (it counts itself a member). The tests stop a pool only
+// once it is settled: a pool.Pool stopped while its first round is
+// reading the member slots can divide by zero in that round (a bug of
+// package pool, reported, not fixed here), which these tests are not
+// about.
+func settled(p *pool.Pool, shards ...string) bool {
+	return slices.Equal(ownedNames(p), shards) && p.Status().Members >= 1
+}
+
 // ownedNames returns the names of the shards p owns.
 func ownedNames(p *pool.Pool) []string {
 	var out []string
@@ -275,7 +285,7 @@ func TestPoolDocumentApp(t *testing.T) {
 	app.RequireStart()
 	want := []string{"0", "1", "2", "3", "4", "5", "6", "7"}
 	eventually(t, "the pool owns every shard and the elector leads", func() bool {
-		return slices.Equal(ownedNames(got.Pool), want) && got.Elector.IsLeader()
+		return settled(got.Pool, want...) && got.Elector.IsLeader()
 	})
 	for _, s := range got.Pool.Owned() {
 		if s.Lease.Holder != "worker-1" {
@@ -314,7 +324,7 @@ func TestPoolRuntime(t *testing.T) {
 			jobs, gone, rt.Pool("nope"), len(rt.Pools()), len(rt.Electors()))
 	}
 	eventually(t, "the pools own their shards", func() bool {
-		return slices.Equal(ownedNames(jobs), []string{"a", "b"}) && slices.Equal(ownedNames(gone), []string{"0"})
+		return settled(jobs, "a", "b") && settled(gone, "0")
 	})
 	// The same pool; "gone" removed; a new pool with a changed setting.
 	second := parseDoc(t, `{
@@ -338,7 +348,7 @@ func TestPoolRuntime(t *testing.T) {
 		t.Fatal("no pool more")
 	}
 	eventually(t, "the new pool owns its shards", func() bool {
-		return slices.Equal(ownedNames(more), []string{"0", "1"})
+		return settled(more, "0", "1")
 	})
 	third := parseDoc(t, strings.Replace(string(mustJSON(t, second)), `"shards": [`, `"max_moves": 1, "shards": [`, 1))
 	if err := rt.Apply(ctx, third); err != nil {
@@ -349,6 +359,9 @@ func TestPoolRuntime(t *testing.T) {
 	}
 	if rt.Pool("more") != more {
 		t.Error("an unchanged pool was replaced")
+	}
+	if p := rt.Pool("jobs"); p != nil {
+		eventually(t, "the changed pool owns its shards", func() bool { return settled(p, "a", "b") })
 	}
 	if err := rt.Close(ctx); err != nil {
 		t.Fatal(err)
