@@ -34,8 +34,9 @@
 //
 // A document (see Document), JSON or YAML (LoadFile reads .yaml and .yml
 // files as YAML), lists elections, each with its timing, identity,
-// metadata and backend module, inline or shared through "backends"; and
-// optional extensions. An election takes the fields of fxelection.Config
+// metadata and backend module, inline or shared through "backends"; pools
+// (package fxelection/pool); and optional extensions. It has at least one
+// election or one pool. An election takes the fields of fxelection.Config
 // in snake case — name (required), identity, metadata, lease_duration,
 // renew_deadline, retry_period, max_backoff, stop_timeout,
 // keep_lease_on_stop, no_recampaign, exit_on_loss, priority,
@@ -56,6 +57,22 @@
 // the default (host, pid and a random suffix, new at every start); a fixed
 // one, which lets a restarted process re-acquire its lease at once, comes
 // from a placeholder such as "{env.POD_NAME}".
+//
+// A pool (see Pool) spreads shards over the workers that share its name
+// and store: its keys are pool.Config's in snake case — name (required),
+// identity, max_workers, max_moves, lease_duration, renew_deadline,
+// retry_period — plus exactly one of shards (the shards' names) and
+// shard_count (N shards named "0" to "N-1"), at most 100,000
+// (MaxPoolShards), and backend, as an election's. For example
+// {"name": "orders", "shard_count": 64, "identity": "{env.HOSTNAME}",
+// "backend": "shared"}. Every pool is provided as a *pool.Pool under the
+// fx name tag of its name, started and stopped with the app; its shard
+// electors are not in fxelection.GroupTag's group. Pool names are unique
+// among pools and fit an fx name tag; a pool and an election may share a
+// name (they are different types in the graph, and looked up apart in a
+// Runtime), but no election or other pool may be named under a pool's
+// name and "/": that is where the pool's own elections are
+// ("<name>/shard/<shard>", "<name>/member/<k>").
 //
 // # Bounds
 //
@@ -89,40 +106,44 @@
 //  4. Validate: every module implementing Validator checks its settings
 //     (no I/O: unlike Caddy, Validate runs before Provision, so that a bad
 //     setting anywhere in the document stops the app before any client is
-//     created), and each election's fxelection.Config passes
-//     Config.Validate.
-//  5. Build returns fx options. Electors are constructed with the graph; on
-//     app start each backend module's hook runs first: Provision(ctx) (if
-//     implemented), then Backend(), whose result the electors use; then the
-//     electors start campaigning.
-//  6. On app stop the electors stop first (releasing their leases), then
-//     each module's clean-up runs, then that of the modules it provisioned:
+//     created), each election's fxelection.Config passes
+//     Config.Validate, and each pool's pool.Config passes pool.New's
+//     checks.
+//  5. Build returns fx options. Electors and pools are constructed with
+//     the graph; on app start each backend module's hook runs first:
+//     Provision(ctx) (if implemented), then Backend(), whose result the
+//     electors and pools use; then the electors start campaigning and the
+//     pools start.
+//  6. On app stop the electors and pools stop first (releasing their
+//     leases), then each module's clean-up runs, then that of the modules
+//     it provisioned:
 //     CleanupContext with fx's stop context where the module implements
 //     ContextCleanerUpper (so it can return by the stop deadline), else
 //     Cleanup (fx stops waiting for it at the deadline; the call runs on).
 //     If Provision or Backend fails, the module is cleaned up at once; fx
-//     then stops, and so cleans up, every module and elector that had
-//     started. A failed start therefore leaks nothing.
+//     then stops, and so cleans up, every module, elector and pool that
+//     had started. A failed start therefore leaks nothing.
 //
 // A module shared through "backends" is provisioned once and cleaned up
-// after the last elector using it has stopped. Errors from Validate,
+// after the last elector or pool using it has stopped. Errors from Validate,
 // Provision, Backend and Cleanup are wrapped with the module's path and ID;
 // a panic in them becomes an error.
 //
 // # Running and reloading without an fx app
 //
-// A Runtime runs a Document's elections with the same module life cycle,
-// without an fx app, and Apply replaces the running document by another,
-// as Caddy's config reload does: the new one is validated and its new or
-// changed modules provisioned first (if either fails, nothing changes);
-// then elections whose settings and backend module did not change keep
-// running untouched (the same *fxelection.Elector, no hand-over, the same
-// term), removed ones stop and release their leases, added ones start and
-// changed ones restart. A module is provisioned anew only when its ID or
-// settings changed, compared after placeholder expansion with secrets
-// included. RuntimeOptions.Attach hooks every elector the runtime starts
-// (log lines, metrics, leader work). A Runtime does not run extensions:
-// they are fx options.
+// A Runtime runs a Document's elections and pools with the same module
+// life cycle, without an fx app, and Apply replaces the running document
+// by another, as Caddy's config reload does: the new one is validated and
+// its new or changed modules provisioned first (if either fails, nothing
+// changes); then elections whose settings and backend module did not
+// change keep running untouched (the same *fxelection.Elector, no
+// hand-over, the same term), removed ones stop and release their leases,
+// added ones start and changed ones restart; pools likewise (the same
+// *pool.Pool, found by name with Runtime.Pool). A module is provisioned
+// anew only when its ID or settings changed, compared after placeholder
+// expansion with secrets included. RuntimeOptions.Attach hooks every
+// elector of an election the runtime starts (log lines, metrics, leader
+// work). A Runtime does not run extensions: they are fx options.
 //
 // # Secrets
 //

@@ -21,6 +21,7 @@ func TestDocNumbers(t *testing.T) {
 		fmt.Sprintf("at most %d MiB (MaxPlaceholderFile)", MaxPlaceholderFile>>20),
 		fmt.Sprintf("a value of %d bytes or more wherever any %d-byte run", window, window),
 		"a shorter one of at least 4 bytes where it appears whole",
+		fmt.Sprintf("at most %s (MaxPoolShards)", thousands(MaxPoolShards)),
 	)
 }
 

@@ -19,10 +19,11 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
-// Document is a configuration document: the elections one process runs and
-// the backends they use. In JSON:
+// Document is a configuration document: the elections and pools one
+// process runs and the backends they use. In JSON:
 //
 //	{
 //	  "backends": {
@@ -35,16 +36,39 @@ import (
 //	     "renew_deadline": "20s", "retry_period": "4s",
 //	     "metadata": {"addr": "10.0.0.7:8080"},
 //	     "backend": {"module": "fxelection.backends.memory"}}
+//	  ],
+//	  "pools": [
+//	    {"name": "orders", "shard_count": 64, "identity": "{env.HOSTNAME}",
+//	     "max_workers": 16, "retry_period": "1s", "backend": "shared"},
+//	    {"name": "tenants", "shards": ["acme", "globex", "initech"],
+//	     "backend": {"module": "fxelection.backends.memory"}}
 //	  ]
 //	}
+//
+// A document has at least one election or one pool. A pool (see Pool)
+// names its shards with "shards" or numbers them with "shard_count" (one
+// of the two), and takes a backend as an election does. Built (Build), each
+// pool is a *pool.Pool tagged `name:"<pool name>"` in the fx graph; in a
+// Runtime, Runtime.Pool returns it by name. Pool names are unique among
+// pools; an election may have a pool's name (elections and pools are
+// looked up apart), but no election or pool may be named under a pool's
+// name and "/", where that pool's own elections are
+// ("<name>/shard/<shard>", "<name>/member/<k>"). A document cannot hold
+// callbacks: the application reads a pool's Owned shards, or observes
+// each shard's elector (pool.Pool.Elector) before the pool starts.
 type Document struct {
 	// Backends are backend modules shared by name: every election whose
 	// backend is that name uses one provisioned instance (one client, one
 	// pool). Each must be a module object; each must be used.
 	Backends map[string]BackendRef `json:"backends,omitempty"`
 
-	// Elections are the elections this process campaigns in; at least one.
-	Elections []Election `json:"elections" config:"required"`
+	// Elections are the elections this process campaigns in. A document
+	// has at least one election or one pool.
+	Elections []Election `json:"elections,omitempty"`
+
+	// Pools are the pools this process is a worker of (package
+	// fxelection/pool), each on a backend as an election is.
+	Pools []Pool `json:"pools,omitempty"`
 
 	// Extensions are modules in ExtensionsNamespace (metrics, health, …),
 	// each a module object; their fx options join the app's.
@@ -383,17 +407,22 @@ func redactable(secrets []string) []string {
 }
 
 // Validate checks the whole document and reports every problem as a
-// *PathError: at least one election; each backends entry is a module object
-// used by some election; each election's backend is a module object or the
-// name of a backends entry; each extension is a module object; fx names are
-// unique and fit a tag; every module that implements Validator (nested
-// backend modules included) passes Validate; and every election's
-// fxelection.Config passes Config.Validate. It does no I/O.
+// *PathError: at least one election or pool; each backends entry is a
+// module object used by some election or pool; each election's and pool's
+// backend is a module object or the name of a backends entry; each
+// extension is a module object; fx names are unique and fit a tag (pool
+// names among pools); every module that implements Validator (nested
+// backend modules included) passes Validate; every election's
+// fxelection.Config passes Config.Validate; each pool sets exactly one of
+// shards and shard_count (at most MaxPoolShards), its shards are non-empty
+// and distinct, and its pool.Config passes pool.New's checks; and no
+// election or other pool is named under a pool's name and "/" (where the
+// pool's own elections are). It does no I/O.
 func (doc *Document) Validate() error {
 	var errs []error
 	fail := func(path string, err error) { errs = append(errs, pathErr(path, err)) }
-	if len(doc.Elections) == 0 {
-		fail("elections", ErrRequired)
+	if len(doc.Elections) == 0 && len(doc.Pools) == 0 {
+		fail("elections", fmt.Errorf("%w: a document needs at least one election (elections) or pool (pools)", ErrRequired))
 	}
 	used := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
@@ -427,21 +456,7 @@ func (doc *Document) Validate() error {
 				fxNames[name] = i
 			}
 		}
-		bpath := path + ".backend"
-		switch ref := e.Backend; {
-		case ref.Use != "" && ref.Module != nil:
-			fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
-		case ref.Use != "":
-			if _, ok := doc.Backends[ref.Use]; !ok {
-				fail(bpath, fmt.Errorf("%w: no backends entry by that name%s (defined: %s)", ErrInvalidValue,
-					didYouMean(ref.Use, slices.Sorted(maps.Keys(doc.Backends))), backendNames(doc.Backends)))
-			}
-			used[ref.Use] = true
-		case ref.Module == nil:
-			fail(bpath, ErrRequired)
-		default:
-			validateModuleAt(bpath, ref.Module, fail)
-		}
+		doc.validateBackendRef(path+".backend", e.Backend, used, fail)
 		if e.Health != nil {
 			if _, at, err := e.Health.check(); err != nil {
 				if at != "" {
@@ -456,6 +471,7 @@ func (doc *Document) Validate() error {
 			}
 		}
 	}
+	doc.validatePools(used, fail)
 	for i, x := range doc.Extensions {
 		path := "extensions[" + strconv.Itoa(i) + "]"
 		if x.Module == nil {
@@ -466,10 +482,29 @@ func (doc *Document) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
 		if !used[name] {
-			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election", ErrInvalidValue))
+			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election or pool", ErrInvalidValue))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateBackendRef checks an election's or a pool's backend at bpath: a
+// module object, or the name of a backends entry (marked in used).
+func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[string]bool, fail func(string, error)) {
+	switch {
+	case ref.Use != "" && ref.Module != nil:
+		fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
+	case ref.Use != "":
+		if _, ok := doc.Backends[ref.Use]; !ok {
+			fail(bpath, fmt.Errorf("%w: no backends entry by that name%s (defined: %s)", ErrInvalidValue,
+				didYouMean(ref.Use, slices.Sorted(maps.Keys(doc.Backends))), backendNames(doc.Backends)))
+		}
+		used[ref.Use] = true
+	case ref.Module == nil:
+		fail(bpath, ErrRequired)
+	default:
+		validateModuleAt(bpath, ref.Module, fail)
+	}
 }
 
 // configKeys maps fxelection.Config's field names to an Election's keys.
@@ -574,11 +609,18 @@ func validFxName(s string) bool {
 // in the group fxelection.GroupTag (where the metrics and health modules
 // find every elector), built in one fxelection.Group per backend module
 // (so that its elections renew in batches where the store can), with the
-// graph's optional *slog.Logger, and always constructed. For each backend module
+// graph's optional *slog.Logger, and always constructed. For each pool it
+// provides a *pool.Pool tagged `name:"<pool name>"` (pools and electors
+// are different types, so a pool and an election may share a name tag),
+// made with pool.New on its backend module and the graph's optional
+// *slog.Logger, always constructed, and started and stopped with the app
+// (pool.Pool.Start does no I/O; Stop releases its shards and member slot
+// within the stop context); its shard electors are not in
+// fxelection.GroupTag's group. For each backend module
 // (each backends entry once, each inline module once) it appends a
-// lifecycle hook before those of the electors using it: on start,
-// Provision then Backend; on stop, after the electors have released their
-// leases, Cleanup. A module whose Provision or Backend fails is cleaned up
+// lifecycle hook before those of the electors and pools using it: on start,
+// Provision then Backend; on stop, after the electors and pools have
+// released their leases, Cleanup. A module whose Provision or Backend fails is cleaned up
 // at once; fx stops (and so cleans up) the modules that started before it.
 // Each extension's Options are added last.
 //
@@ -595,16 +637,23 @@ func Build(doc *Document) (fx.Option, error) {
 	for name, ref := range doc.Backends {
 		shared[name] = newProvisioned(joinPath("backends", name), ref.Module, secrets)
 	}
-	provs := make([]*provisioned, len(doc.Elections))
-	for i, e := range doc.Elections {
-		provs[i] = shared[e.Backend.Use]
-		if provs[i] == nil {
-			provs[i] = newProvisioned("elections["+strconv.Itoa(i)+"].backend", e.Backend.Module, secrets)
+	provFor := func(path string, ref BackendRef) *provisioned {
+		if p := shared[ref.Use]; p != nil {
+			return p
 		}
+		return newProvisioned(path, ref.Module, secrets)
+	}
+	eprovs := make([]*provisioned, len(doc.Elections))
+	for i, e := range doc.Elections {
+		eprovs[i] = provFor("elections["+strconv.Itoa(i)+"].backend", e.Backend)
+	}
+	pprovs := make([]*provisioned, len(doc.Pools))
+	for i, p := range doc.Pools {
+		pprovs[i] = provFor("pools["+strconv.Itoa(i)+"].backend", p.Backend)
 	}
 	var opts []fx.Option
-	if len(doc.Elections) > 0 {
-		opts = append(opts, electorsOption(doc.Elections, provs))
+	if len(doc.Elections) > 0 || len(doc.Pools) > 0 {
+		opts = append(opts, electorsOption(doc.Elections, eprovs, doc.Pools, pprovs))
 	}
 	for i, x := range doc.Extensions {
 		opt, err := extensionOptions(x.Module)
@@ -626,24 +675,26 @@ type buildIn struct {
 
 var (
 	electorType = reflect.TypeFor[*fxelection.Elector]()
+	poolType    = reflect.TypeFor[*pool.Pool]()
 	errorType   = reflect.TypeFor[error]()
 )
 
-// electorsOption provides every election's elector from one constructor,
-// whose result is an fx.Out struct made for the document: one field per
-// election tagged with its fx name, and one flattened into
-// fxelection.GroupTag's group. One constructor rather than one annotated
-// fx.Provide per election, because fx and dig keep per provider a caller
-// stack, a graph node and new reflect types for its tags, which made a
-// configured election cost several times the memory of a coded one. Each
-// election's backend module is attached to the lifecycle before its
-// elector is built, so the module's hook still comes before (starts
-// before, stops after) every elector using it. An invoke of the first
-// elector makes fx build them all.
-func electorsOption(elections []Election, provs []*provisioned) fx.Option {
+// electorsOption provides every election's elector and every pool from
+// one constructor, whose result is an fx.Out struct made for the document:
+// one field per election tagged with its fx name, one flattened into
+// fxelection.GroupTag's group, and one per pool tagged with its name. One
+// constructor rather than one annotated fx.Provide per election, because
+// fx and dig keep per provider a caller stack, a graph node and new
+// reflect types for its tags, which made a configured election cost
+// several times the memory of a coded one. Each election's or pool's
+// backend module is attached to the lifecycle before its elector or pool
+// is built, so the module's hook still comes before (starts before, stops
+// after) every elector and pool using it. An invoke of the first elector
+// (or, with no elections, the first pool) makes fx build them all.
+func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, pprovs []*provisioned) fx.Option {
 	n := len(elections)
 	cfgs := make([]fxelection.Config, n)
-	fields := make([]reflect.StructField, 0, n+2)
+	fields := make([]reflect.StructField, 0, n+2+len(pools))
 	fields = append(fields, reflect.StructField{Name: "Out", Type: reflect.TypeFor[fx.Out](), Anonymous: true})
 	for i, e := range elections {
 		cfgs[i] = e.Config()
@@ -652,6 +703,10 @@ func electorsOption(elections []Election, provs []*provisioned) fx.Option {
 	}
 	fields = append(fields, reflect.StructField{Name: "All", Type: reflect.SliceOf(electorType),
 		Tag: reflect.StructTag(strings.TrimSuffix(fxelection.GroupTag, `"`) + `,flatten"`)})
+	for i, p := range pools {
+		fields = append(fields, reflect.StructField{Name: "P" + strconv.Itoa(i), Type: poolType,
+			Tag: reflect.StructTag(`name:"` + p.Name + `"`)})
+	}
 	outType := reflect.StructOf(fields)
 	fnType := reflect.FuncOf([]reflect.Type{reflect.TypeFor[buildIn]()}, []reflect.Type{outType, errorType}, false)
 	fail := func(err error) []reflect.Value {
@@ -661,7 +716,7 @@ func electorsOption(elections []Election, provs []*provisioned) fx.Option {
 		in := args[0].Interface().(buildIn)
 		out := reflect.New(outType).Elem()
 		all := make([]*fxelection.Elector, 0, n)
-		for i, p := range provs {
+		for i, p := range eprovs {
 			if err := p.attach(in.Lifecycle, in.Logger); err != nil {
 				return fail(err)
 			}
@@ -678,13 +733,34 @@ func electorsOption(elections []Election, provs []*provisioned) fx.Option {
 			all = append(all, e)
 		}
 		out.Field(n + 1).Set(reflect.ValueOf(all))
+		for i, p := range pprovs {
+			if err := p.attach(in.Lifecycle, in.Logger); err != nil {
+				return fail(err)
+			}
+			pl, err := newPool(pools[i], p, in.Logger)
+			if err != nil {
+				return fail(fmt.Errorf("pools[%d]: %w", i, err))
+			}
+			in.Lifecycle.Append(fx.Hook{OnStart: pl.Start, OnStop: pl.Stop})
+			out.Field(n + 2 + i).Set(reflect.ValueOf(pl))
+		}
 		return []reflect.Value{out, reflect.Zero(errorType)}
 	})
-	first := `name:"` + elections[0].fxName() + `"`
-	return fx.Options(
-		fx.Provide(ctor.Interface()),
-		fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(first))),
-	)
+	var first fx.Option
+	if n > 0 {
+		first = fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(`name:"`+elections[0].fxName()+`"`)))
+	} else {
+		first = fx.Invoke(fx.Annotate(func(*pool.Pool) {}, fx.ParamTags(`name:"`+pools[0].Name+`"`)))
+	}
+	return fx.Options(fx.Provide(ctor.Interface()), first)
+}
+
+// newPool makes p's pool on prov's backend (no I/O), logging to log unless
+// nil.
+func newPool(p Pool, prov *provisioned, log *slog.Logger) (*pool.Pool, error) {
+	c := p.Config()
+	c.Logger = log
+	return pool.New(c, prov.proxy)
 }
 
 func extensionOptions(m ExtensionModule) (opt fx.Option, err error) {

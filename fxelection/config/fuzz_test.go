@@ -26,6 +26,10 @@ func FuzzParse(f *testing.F) {
 		doc(`{"name": "a", "exit_on_loss": true, "health": {"command": ["true", "{env.PW}"], "interval": "1s", "threshold": 2}, "backend": ` + mem + `}`),
 		doc(`{"name": "a", "health": {"http": "http://u:{env.PW}@127.0.0.1:1/h?token={file./x}"}, "backend": ` + mem + `}`),
 		doc(`{"name": "a", "health": {"http": "ftp://{env.PW}", "command": [], "intervl": 1}, "backend": ` + mem + `}`),
+		`{"pools": [{"name": "p", "shard_count": 3, "identity": "{env.PW}", "max_workers": 2, "max_moves": 1, "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms", "backend": ` + mem + `}]}`,
+		`{"backends": {"m": ` + mem + `}, "elections": [{"name": "a", "backend": "m"}], "pools": [{"name": "a", "shards": ["x", "{env.PW}"], "backend": "m"}, {"name": "a/b", "shard_count": 100001, "shards": [], "backend": "n"}]}`,
+		`{"pools": [{"name": "p", "shard_count": -1, "max_workers": 99999, "renew_deadline": "1h", "backend": {"module": "fxelection.backends.probe", "journal": "fuzz", "tag": "{file./x}"}}]}`,
+		`{"pools": [{"name": "{env.PW}", "shards": ["", "a", "a"], "pools": 1}]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
 // ErrRuntimeClosed is returned by Apply after Close.
@@ -26,9 +27,10 @@ var ErrExtensionsUnsupported = errors.New("extensions add fx options; a Runtime 
 
 // RuntimeOptions configure a Runtime. The zero value is usable.
 type RuntimeOptions struct {
-	// Logger is given to every elector (Config.Logger) and to backend
-	// modules (Context.Logger). Default: the core's default logger for
-	// electors, a discarding one for modules.
+	// Logger is given to every elector (Config.Logger), every pool
+	// (pool.Config.Logger) and to backend modules (Context.Logger).
+	// Default: the core's default logger for electors, none for pools, a
+	// discarding one for modules.
 	Logger *slog.Logger
 
 	// Attach, if set, is called with each elector the runtime builds, after
@@ -40,7 +42,9 @@ type RuntimeOptions struct {
 	// for none) is called once, after the elector has stopped (its lease
 	// released), when an Apply removes or replaces it or Close stops it, or
 	// when the Apply that attached it fails. Both run with the runtime's
-	// lock held: they must not call the runtime.
+	// lock held: they must not call the runtime. It is not called with a
+	// pool's shard electors (reach them through Pool and
+	// pool.Pool.Elector).
 	Attach func(e *fxelection.Elector) (detach func(), err error)
 }
 
@@ -55,9 +59,15 @@ type RuntimeOptions struct {
 //   - a changed election stops (releasing its lease) before its
 //     replacement starts, so the replacement can take the lease at once.
 //
-// Elections are matched by fx name (Election.FxName, default the name).
-// Backend modules are matched by place: a "backends" entry by its name, an
-// inline module by the fx name of its election. A module is kept, with its
+// Pools are handled alike: a pool whose settings and backend module are
+// unchanged keeps running (the same *pool.Pool, its shards untouched); a
+// removed or changed one stops (releasing its shards and member slot)
+// before any new one starts.
+//
+// Elections are matched by fx name (Election.FxName, default the name),
+// pools by name. Backend modules are matched by place: a "backends" entry
+// by its name, an inline module by the fx name of its election or the name
+// of its pool. A module is kept, with its
 // provisioned client, when its ID and settings are unchanged: settings are
 // compared after placeholder expansion, secrets included (a secret read
 // from {file.PATH} that changed means the settings changed), through a
@@ -74,11 +84,13 @@ type Runtime struct {
 	doc       *Document
 	modules   map[string]*runModule
 	elections []*runElection // in the running document's order
+	pools     []*runPool     // in the running document's order
 
 	// view is the running electors, in the document's order, for readers
 	// that must not wait for an Apply (health handlers, /leader).
-	view sync.Mutex
-	list []*fxelection.Elector
+	view  sync.Mutex
+	list  []*fxelection.Elector
+	plist []*runPool
 }
 
 // runModule is one provisioned backend module of a Runtime.
@@ -96,6 +108,14 @@ type runElection struct {
 	mod    *runModule
 	e      *fxelection.Elector
 	detach func()
+}
+
+// runPool is one running pool of a Runtime.
+type runPool struct {
+	name string
+	sum  [32]byte // digest of the pool's settings but its backend
+	mod  *runModule
+	p    *pool.Pool
 }
 
 // NewRuntime returns a Runtime running nothing; Apply gives it a document.
@@ -126,10 +146,11 @@ func docSecrets(doc *Document) []string {
 // (ValidateForRuntime) and provisions the backend modules that are new or
 // changed; if either fails, nothing running changes, the modules it
 // provisioned are cleaned up, and the error says why (a *PathError per
-// problem). Then it stops the elections that are removed or changed (at
-// once, each within its StopTimeout and ctx), cleans up the modules no
-// longer used, and starts the elections that are new or changed. ctx
-// bounds provisioning and stopping; electors keep running after it ends.
+// problem). Then it stops the elections and pools that are removed or
+// changed (at once, each election within its StopTimeout and ctx, each
+// pool within ctx), cleans up the modules no longer used, and starts the
+// elections and pools that are new or changed. ctx bounds provisioning and
+// stopping; electors and pools keep running after it ends.
 //
 // After the validation and provisioning, Apply always completes; an error
 // from then on (a lease that could not be released, a module whose
@@ -150,6 +171,10 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 		return redact(err, secrets)
 	}
 	elections, started, err := r.planElections(doc, modules)
+	if err != nil {
+		return redact(err, secrets)
+	}
+	pools, startedPools, err := r.planPools(doc, modules)
 	if err != nil {
 		return redact(err, secrets)
 	}
@@ -177,7 +202,17 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 			gone = append(gone, e)
 		}
 	}
-	err = stopElections(ctx, gone)
+	keptPools := map[*runPool]bool{}
+	for _, p := range pools {
+		keptPools[p] = true
+	}
+	var gonePools []*runPool
+	for _, p := range r.pools {
+		if !keptPools[p] {
+			gonePools = append(gonePools, p)
+		}
+	}
+	err = errors.Join(stopElections(ctx, gone), stopPools(ctx, gonePools))
 	for key, m := range r.modules {
 		if modules[key] != m {
 			err = errors.Join(err, m.p.stop(ctx))
@@ -187,7 +222,13 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 		// Start only checks its context: the campaign runs until Stop.
 		err = errors.Join(err, e.e.Start(context.WithoutCancel(ctx)))
 	}
-	r.doc, r.modules, r.elections = doc, modules, elections
+	for _, p := range startedPools {
+		// Start does no I/O: the pool's loop runs until Stop.
+		if serr := p.p.Start(context.WithoutCancel(ctx)); serr != nil {
+			err = errors.Join(err, fmt.Errorf("start pool %q: %w", p.name, serr))
+		}
+	}
+	r.doc, r.modules, r.elections, r.pools = doc, modules, elections, pools
 	r.publish()
 	return err
 }
@@ -224,7 +265,45 @@ func (r *Runtime) planModules(doc *Document, secrets []string) (map[string]*runM
 			}
 		}
 	}
+	for i, p := range doc.Pools {
+		if p.Backend.Module != nil {
+			if err := add("pool "+p.Name, "pools["+strconv.Itoa(i)+"].backend", p.Backend.Module); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	return out, fresh, nil
+}
+
+// planPools returns doc's pools in order, the running ones that stay and
+// new ones (made, not started) for the rest, and the new ones.
+func (r *Runtime) planPools(doc *Document, modules map[string]*runModule) (all, started []*runPool, err error) {
+	running := map[string]*runPool{}
+	for _, p := range r.pools {
+		running[p.name] = p
+	}
+	for i, p := range doc.Pools {
+		mod := modules["backends."+p.Backend.Use]
+		if p.Backend.Module != nil {
+			mod = modules["pool "+p.Name]
+		}
+		path := "pools[" + strconv.Itoa(i) + "]"
+		sum, err := poolSum(p)
+		if err != nil {
+			return nil, nil, pathErr(path, err)
+		}
+		if old := running[p.Name]; old != nil && old.sum == sum && old.mod == mod {
+			all = append(all, old)
+			continue
+		}
+		pl, err := newPool(p, mod.p, r.opts.Logger)
+		if err != nil {
+			return nil, nil, pathErr(path, err)
+		}
+		np := &runPool{name: p.Name, sum: sum, mod: mod, p: pl}
+		all, started = append(all, np), append(started, np)
+	}
+	return all, started, nil
 }
 
 // planElections returns doc's elections in order, the running ones that
@@ -309,15 +388,58 @@ func stopElections(ctx context.Context, es []*runElection) error {
 	return errors.Join(errs...)
 }
 
-// publish copies the running electors to the view.
+// stopPools stops ps at once, each releasing its shards and member slot
+// within ctx, and returns the stop errors joined.
+func stopPools(ctx context.Context, ps []*runPool) error {
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() {
+			if err := p.p.Stop(ctx); err != nil {
+				errs[i] = fmt.Errorf("stop pool %q: %w", p.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// publish copies the running electors and pools to the view.
 func (r *Runtime) publish() {
 	list := make([]*fxelection.Elector, len(r.elections))
 	for i, e := range r.elections {
 		list[i] = e.e
 	}
 	r.view.Lock()
-	r.list = list
+	r.list, r.plist = list, slices.Clone(r.pools)
 	r.view.Unlock()
+}
+
+// Pool returns the running pool named name, or nil if the running
+// document has none by that name. Pools are looked up apart from
+// elections: a pool and an election may share a name. Like Electors, it
+// does not wait for an Apply in progress.
+func (r *Runtime) Pool(name string) *pool.Pool {
+	r.view.Lock()
+	defer r.view.Unlock()
+	for _, p := range r.plist {
+		if p.name == name {
+			return p.p
+		}
+	}
+	return nil
+}
+
+// Pools returns the running pools in the running document's order (a new
+// slice). Like Electors, it does not wait for an Apply in progress.
+func (r *Runtime) Pools() []*pool.Pool {
+	r.view.Lock()
+	defer r.view.Unlock()
+	out := make([]*pool.Pool, len(r.plist))
+	for i, p := range r.plist {
+		out[i] = p.p
+	}
+	return out
 }
 
 // Electors returns the running electors in the running document's order
@@ -337,8 +459,9 @@ func (r *Runtime) Document() *Document {
 	return r.doc
 }
 
-// Close stops every election (at once, each releasing its lease within its
-// StopTimeout and ctx), then cleans up every backend module. Afterwards
+// Close stops every election and pool (at once, each election releasing
+// its lease within its StopTimeout and ctx, each pool its shards and
+// member slot within ctx), then cleans up every backend module. Afterwards
 // Apply returns ErrRuntimeClosed; Close again does nothing.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
@@ -347,11 +470,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	err := stopElections(ctx, r.elections)
+	err := errors.Join(stopElections(ctx, r.elections), stopPools(ctx, r.pools))
 	for _, key := range slices.Sorted(maps.Keys(r.modules)) {
 		err = errors.Join(err, r.modules[key].p.stop(ctx))
 	}
-	r.doc, r.modules, r.elections = nil, nil, nil
+	r.doc, r.modules, r.elections, r.pools = nil, nil, nil, nil
 	r.publish()
 	return err
 }
@@ -377,6 +500,16 @@ func moduleSum(m Module) ([32]byte, error) {
 func electionSum(e Election) ([32]byte, error) {
 	e.Backend = BackendRef{}
 	raw, err := json.Marshal(e)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(raw), nil
+}
+
+// poolSum digests p's settings but its backend.
+func poolSum(p Pool) ([32]byte, error) {
+	p.Backend = BackendRef{}
+	raw, err := json.Marshal(p)
 	if err != nil {
 		return [32]byte{}, err
 	}

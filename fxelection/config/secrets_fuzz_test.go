@@ -46,6 +46,13 @@ var secretPositions = []string{
 	doc(`{"name": "a", "backend": ` + probe(`"labels": {"x": "PLANT"}, "echo": "q", "dsn": "x{env.S}y"`) + `}`),
 	`{"backends": {"m": ` + mem + `}, "elections": [{"name": "a", "backend": "PLANT"}]}`,
 	`{"extensions": [{"module": "PLANT"}], "elections": [{"name": "a", "backend": ` + mem + `}]}`,
+	`{"pools": [{"name": "PLANT", "shard_count": 2, "backend": ` + mem + `}]}`,
+	`{"pools": [{"name": "p", "identity": "PLANT", "shard_count": 2, "backend": ` + mem + `}]}`,
+	`{"pools": [{"name": "p", "shards": ["a", "PLANT", "PLANT"], "backend": ` + mem + `}]}`,
+	`{"pools": [{"name": "p", "shard_count": "PLANT", "retry_period": "PLANT", "backend": ` + mem + `}]}`,
+	`{"pools": [{"name": "p", "shard_count": 2, "backend": "PLANT"}]}`,
+	`{"pools": [{"name": "p", "shard_count": 2, "backend": ` + probe(`"dsn": "PLANT", "echo": "all"`) + `}]}`,
+	`{"elections": [{"name": "PLANT/shard/0", "backend": ` + mem + `}], "pools": [{"name": "PLANT", "shard_count": 2, "backend": ` + mem + `}]}`,
 }
 
 // FuzzDocumentSecrets: whatever the document (JSON, or YAML when isYAML),
