@@ -56,8 +56,9 @@ type PoolFigures struct {
 //   - when one more worker joins, every worker holds floor or ceil of the
 //     new share within five RetryPeriods, and no shard is without an owner
 //     for longer than one RetryPeriod meanwhile;
-//   - when a worker is cut off from the store (as a killed process is),
-//     its shards are all owned again within LeaseDuration plus two
+//   - when a worker is cut off from the store (a partition, which is what
+//     a killed process looks like to the store; CheckPoolKill kills a real
+//     one), its shards are all owned again within LeaseDuration plus two
 //     RetryPeriods;
 //   - after a chaos phase (ChaosRounds workers cut off and healed in
 //     turn), every worker holds its share ±1 again within LeaseDuration
@@ -131,7 +132,8 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 		}
 	}
 
-	// One is cut off from the store, as a killed process would be.
+	// One is cut off from the store, as a killed process would be
+	// (CheckPoolKill kills one for real).
 	cut := time.Now()
 	workers[0].fault.Partition(true)
 	fig.Failover = waitShare("failover", workers[1:], 0, opts.Shards, cut, tm.LeaseDuration+2*tm.RetryPeriod+opts.Slack)
