@@ -151,10 +151,11 @@ func CheckPoolKill(t *testing.T, newBackend NewBackend, opts PoolKillOptions) ti
 	})
 
 	// The child is up once it holds a member slot: the lowest free one, so
-	// among the first Workers.
+	// among the first Workers (a few more read, as the pool's scans do, for
+	// a worker that lost its slot and took another meanwhile).
 	execed := time.Now()
 	for {
-		if slotHeld(store, name, opts.Workers, childID) {
+		if slotHeld(store, name, opts.Workers+8, childID) {
 			break
 		}
 		child.exitedFatal(t, "before it took a member slot")
