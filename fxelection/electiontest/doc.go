@@ -4,8 +4,9 @@
 // (RunChaos, with Proxy, a fault-injecting TCP proxy), Watcher and push
 // wake-up checks (RunWatcherTest, CheckPushHandover), hostile records and
 // names for a decoder and its fuzz target (RawRecord, HostileRecords,
-// CheckDecoded, CheckRecordRefused, CheckElectionNames), and the benchmarks
-// every backend shares (RunBackendBenchmarks, RunHandoverBenchmark). The
-// fault-injecting Backend wrapper is package
+// CheckDecoded, CheckRecordRefused, CheckElectionNames), pool checks
+// (CheckPool; CheckPoolKill, with RunPoolChild, kills a worker process for
+// real), and the benchmarks every backend shares (RunBackendBenchmarks,
+// RunHandoverBenchmark). The fault-injecting Backend wrapper is package
 // fxelection/electiontest/faultinject.
 package electiontest

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/pool"
 	"github.com/fxelection/fxelection/internal/electiontesting"
@@ -55,8 +56,9 @@ type PoolFigures struct {
 //   - when one more worker joins, every worker holds floor or ceil of the
 //     new share within five RetryPeriods, and no shard is without an owner
 //     for longer than one RetryPeriod meanwhile;
-//   - when a worker is cut off from the store (as a killed process is),
-//     its shards are all owned again within LeaseDuration plus two
+//   - when a worker is cut off from the store (a partition, which is what
+//     a killed process looks like to the store; CheckPoolKill kills a real
+//     one), its shards are all owned again within LeaseDuration plus two
 //     RetryPeriods;
 //   - after a chaos phase (ChaosRounds workers cut off and healed in
 //     turn), every worker holds its share ±1 again within LeaseDuration
@@ -68,23 +70,10 @@ type PoolFigures struct {
 // with the in-memory backend) as well as against real stores.
 func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigures {
 	t.Helper()
-	if opts.Shards == 0 {
-		opts.Shards = 256
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 4
-	}
+	opts.Shards, opts.Workers, opts.Timing = poolDefaults(opts.Shards, opts.Workers, opts.Timing)
 	tm := opts.Timing
-	if tm.LeaseDuration == 0 {
-		tm = Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
-	}
 	name := electiontesting.Election(t)
-	shards := make([]string, opts.Shards)
-	recs := make(map[string]*electiontesting.Recorder, opts.Shards)
-	for i := range shards {
-		shards[i] = fmt.Sprintf("s%03d", i)
-		recs[shards[i]] = &electiontesting.Recorder{}
-	}
+	ps := newPoolShards(opts.Shards)
 	type worker struct {
 		p     *pool.Pool
 		fault *faultinject.Backend
@@ -92,20 +81,7 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 	var workers []*worker
 	startWorker := func(i int) *worker {
 		f := faultinject.New(newBackend(t))
-		p, err := pool.New(pool.Config{
-			Name: name, Shards: shards, Identity: fmt.Sprintf("w%d", i),
-			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
-		}, f)
-		if err != nil {
-			t.Fatalf("pool.New: %v", err)
-		}
-		for _, s := range shards {
-			p.Elector(s).AddObserver(recs[s])
-		}
-		if err := p.Start(context.Background()); err != nil {
-			t.Fatalf("pool Start: %v", err)
-		}
-		w := &worker{p: p, fault: f}
+		w := &worker{p: ps.startWorker(t, name, fmt.Sprintf("w%d", i), tm, f), fault: f}
 		workers = append(workers, w)
 		return w
 	}
@@ -116,35 +92,17 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 			cancel()
 		}
 	}()
-	counts := func(ws []*worker) []int {
-		out := make([]int, len(ws))
-		for i, w := range ws {
-			out[i] = len(w.p.Owned())
-		}
-		return out
-	}
 	// waitShare waits until the workers ws hold every shard, each between
 	// lo and hi, and returns how long it took.
 	waitShare := func(what string, ws []*worker, lo, hi int, since time.Time, limit time.Duration) time.Duration {
 		t.Helper()
-		for {
-			c := counts(ws)
-			sum := 0
-			for _, n := range c {
-				sum += n
-			}
-			if sum == opts.Shards && slices.Min(c) >= lo && slices.Max(c) <= hi {
-				return time.Since(since)
-			}
-			if time.Since(since) > limit {
-				var st []pool.Status
-				for _, w := range ws {
-					st = append(st, w.p.Status())
-				}
-				t.Fatalf("%s: shards per worker %v after %v, want %d..%d each and %d in all (workers: %+v)", what, c, limit, lo, hi, opts.Shards, st)
-			}
-			time.Sleep(10 * time.Millisecond)
+		pools := make([]*pool.Pool, len(ws))
+		for i, w := range ws {
+			pools[i] = w.p
 		}
+		return waitPoolShare(t, what, func() []int { return ownedCounts(pools) }, opts.Shards, lo, hi, since, limit, func() string {
+			return fmt.Sprintf("workers: %+v", poolStatuses(pools))
+		})
 	}
 	var fig PoolFigures
 
@@ -160,7 +118,7 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 	startWorker(opts.Workers)
 	w := opts.Workers + 1
 	fig.Join = waitShare("join", workers, opts.Shards/w, (opts.Shards+w-1)/w, joined, 5*tm.RetryPeriod+opts.Slack)
-	for s, rec := range recs {
+	for s, rec := range ps.recs {
 		iv := rec.Intervals()
 		for i := 1; i < len(iv); i++ {
 			if iv[i-1].End.IsZero() || iv[i].Start.Before(joined) {
@@ -174,7 +132,8 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 		}
 	}
 
-	// One is cut off from the store, as a killed process would be.
+	// One is cut off from the store, as a killed process would be
+	// (CheckPoolKill kills one for real).
 	cut := time.Now()
 	workers[0].fault.Partition(true)
 	fig.Failover = waitShare("failover", workers[1:], 0, opts.Shards, cut, tm.LeaseDuration+2*tm.RetryPeriod+opts.Slack)
@@ -205,7 +164,71 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 	for _, w := range workers {
 		fig.Moves += w.p.Status().Moves
 	}
-	for s, rec := range recs {
+	ps.check(t)
+	t.Logf("pool of %d shards: spread over %d workers in %v; a worker joined, spread in %v with %d moves, longest gap %v; a worker cut off, its shards re-owned in %v (RetryPeriod %v, LeaseDuration %v)",
+		opts.Shards, opts.Workers, fig.Spread, fig.Join, fig.Moves, fig.MaxGap, fig.Failover, tm.RetryPeriod, tm.LeaseDuration)
+	return fig
+}
+
+// poolDefaults fills in the zero values of a pool check's size and timing.
+func poolDefaults(shards, workers int, tm Timing) (int, int, Timing) {
+	if shards == 0 {
+		shards = 256
+	}
+	if workers == 0 {
+		workers = 4
+	}
+	if tm.LeaseDuration == 0 {
+		tm = Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+	}
+	return shards, workers, tm
+}
+
+// poolShards are a checked pool's shard names, with a recorder per shard
+// that every in-process worker's elector of that shard reports to.
+type poolShards struct {
+	names []string
+	recs  map[string]*electiontesting.Recorder
+}
+
+func newPoolShards(n int) *poolShards {
+	ps := &poolShards{names: make([]string, n), recs: make(map[string]*electiontesting.Recorder, n)}
+	for i := range ps.names {
+		ps.names[i] = poolShardName(i)
+		ps.recs[ps.names[i]] = &electiontesting.Recorder{}
+	}
+	return ps
+}
+
+// poolShardName is the name of a checked pool's shard i.
+func poolShardName(i int) string { return fmt.Sprintf("s%03d", i) }
+
+// startWorker starts a worker of pool name on backend, its shards'
+// electors observed by the recorders. The caller stops it.
+func (ps *poolShards) startWorker(t *testing.T, name, identity string, tm Timing, backend fxelection.Backend) *pool.Pool {
+	t.Helper()
+	p, err := pool.New(pool.Config{
+		Name: name, Shards: ps.names, Identity: identity,
+		LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
+	}, backend)
+	if err != nil {
+		t.Fatalf("pool.New: %v", err)
+	}
+	for _, s := range ps.names {
+		p.Elector(s).AddObserver(ps.recs[s])
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatalf("pool Start: %v", err)
+	}
+	return p
+}
+
+// check fails t for a shard that had two believing owners at once among
+// the observed workers, or whose terms did not strictly increase.
+func (ps *poolShards) check(t *testing.T) {
+	t.Helper()
+	for _, s := range ps.names {
+		rec := ps.recs[s]
 		if a, b, found := rec.Overlap(); found {
 			t.Errorf("shard %s: two owners at once: %+v and %+v", s, a, b)
 		}
@@ -218,7 +241,42 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 			last = iv.Term
 		}
 	}
-	t.Logf("pool of %d shards: spread over %d workers in %v; a worker joined, spread in %v with %d moves, longest gap %v; a worker cut off, its shards re-owned in %v (RetryPeriod %v, LeaseDuration %v)",
-		opts.Shards, opts.Workers, fig.Spread, fig.Join, fig.Moves, fig.MaxGap, fig.Failover, tm.RetryPeriod, tm.LeaseDuration)
-	return fig
+}
+
+// ownedCounts returns how many shards each of ps owns.
+func ownedCounts(ps []*pool.Pool) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = len(p.Owned())
+	}
+	return out
+}
+
+func poolStatuses(ps []*pool.Pool) []pool.Status {
+	out := make([]pool.Status, len(ps))
+	for i, p := range ps {
+		out[i] = p.Status()
+	}
+	return out
+}
+
+// waitPoolShare polls counts (shards per worker) until the workers hold
+// total shards in all, each between lo and hi, and returns the time since
+// since; past limit it fails t with the counts and detail().
+func waitPoolShare(t *testing.T, what string, counts func() []int, total, lo, hi int, since time.Time, limit time.Duration, detail func() string) time.Duration {
+	t.Helper()
+	for {
+		c := counts()
+		sum := 0
+		for _, n := range c {
+			sum += n
+		}
+		if sum == total && slices.Min(c) >= lo && slices.Max(c) <= hi {
+			return time.Since(since)
+		}
+		if time.Since(since) > limit {
+			t.Fatalf("%s: shards per worker %v after %v, want %d..%d each and %d in all (%s)", what, c, limit, lo, hi, total, detail())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

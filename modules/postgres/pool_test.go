@@ -27,3 +27,29 @@ func TestPool(t *testing.T) {
 		ChaosRounds: 3,
 	})
 }
+
+// TestPoolKill runs electiontest.CheckPoolKill against a real PostgreSQL
+// server: 256 shards over 4 workers, three here and one in a child process
+// (this test binary running TestPoolChild), which is killed with SIGKILL;
+// its shards must be owned again within LeaseDuration plus two
+// RetryPeriods, with slack for a loaded machine.
+func TestPoolKill(t *testing.T) {
+	d := dsn(t)
+	electiontest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
+		b, _ := newBackend(t, d, "pool", pglease.Options{})
+		return b
+	}, electiontest.PoolKillOptions{
+		Timing: electiontest.Timing{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second},
+		Slack:  20 * time.Second, // generous: CI runs this beside other packages under -race
+		Addr:   d,
+	})
+}
+
+// TestPoolChild is TestPoolKill's child worker (its TestMain starts no
+// server then); in any other run it returns at once.
+func TestPoolChild(t *testing.T) {
+	electiontest.RunPoolChild(t, func(t *testing.T, dsn string) fxelection.Backend {
+		b, _ := newBackend(t, dsn, "pool-child", pglease.Options{})
+		return b
+	})
+}
