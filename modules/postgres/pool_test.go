@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -14,6 +15,7 @@ import (
 // worker with a pool of its own, with slack on every bound for a loaded
 // machine.
 func TestPool(t *testing.T) {
+	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	d := dsn(t)
 	electiontest.CheckPool(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "pool", pglease.Options{})
@@ -34,6 +36,7 @@ func TestPool(t *testing.T) {
 // its shards must be owned again within LeaseDuration plus two
 // RetryPeriods, with slack for a loaded machine.
 func TestPoolKill(t *testing.T) {
+	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	d := dsn(t)
 	electiontest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "pool", pglease.Options{})

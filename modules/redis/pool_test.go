@@ -14,6 +14,7 @@ import (
 // with a client of its own, with slack on every bound for a loaded
 // machine.
 func TestPool(t *testing.T) {
+	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	srv := newServer(t, testserver.RedisOptions{})
 	electiontest.CheckPool(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, srv.Addr(), Options{})
@@ -33,6 +34,7 @@ func TestPool(t *testing.T) {
 // SIGKILL; its shards must be owned again within LeaseDuration plus two
 // RetryPeriods, with slack for a loaded machine.
 func TestPoolKill(t *testing.T) {
+	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	srv := newServer(t, testserver.RedisOptions{})
 	electiontest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, srv.Addr(), Options{})
