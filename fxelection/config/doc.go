@@ -63,7 +63,8 @@
 // identity, max_workers, max_moves, lease_duration, renew_deadline,
 // retry_period — plus exactly one of shards (the shards' names) and
 // shard_count (N shards named "0" to "N-1"), at most 100,000
-// (MaxPoolShards), and backend, as an election's. For example
+// (MaxPoolShards) per pool and in all the document's pools together, and
+// backend, as an election's. For example
 // {"name": "orders", "shard_count": 64, "identity": "{env.HOSTNAME}",
 // "backend": "shared"}. Every pool is provided as a *pool.Pool under the
 // fx name tag of its name, started and stopped with the app; its shard

@@ -13,8 +13,9 @@ import (
 )
 
 // MaxPoolShards bounds a pool's shards (shard_count, or the length of
-// shards): the most pool.New accepts, since each shard is an elector in
-// the process.
+// shards), and the shards of all a document's pools together: the most
+// pool.New accepts, since each shard is an elector in the process (so
+// that a document of a few bytes cannot ask for millions of them).
 const MaxPoolShards = 100_000
 
 // Pool is one pool in a Document: the JSON form of pool.Config (which see
@@ -111,6 +112,7 @@ func poolPath(path string, p Pool, err error) string {
 // election's and marked in used.
 func (doc *Document) validatePools(used map[string]bool, fail func(string, error)) {
 	names := map[string]int{}
+	total := 0 // shards so far
 	for i, p := range doc.Pools {
 		path := "pools[" + strconv.Itoa(i) + "]"
 		nameOK := p.Name != "" && validFxName(p.Name)
@@ -125,6 +127,14 @@ func (doc *Document) validatePools(used map[string]bool, fail func(string, error
 			names[p.Name] = i
 		}
 		shardsOK := validateShards(path, p, fail)
+		if shardsOK {
+			// In all, not per pool: each shard is an elector in this
+			// process, and shard_count makes many of a few bytes.
+			if total += max(p.ShardCount, len(p.Shards)); total > MaxPoolShards {
+				fail(path, fmt.Errorf("%w: the document's pools have more than %d shards in all", ErrInvalidValue, MaxPoolShards))
+				shardsOK = false
+			}
+		}
 		doc.validateBackendRef(path+".backend", p.Backend, used, fail)
 		if nameOK && shardsOK { // else pool.New would report the same problem again
 			if err := checkPool(p); err != nil {

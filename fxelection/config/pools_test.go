@@ -144,6 +144,9 @@ func TestPoolDocumentErrors(t *testing.T) {
 			[]string{`pools[0].shards: required`}, config.ErrRequired},
 		{"shard_count too large", pools(`{"name": "p", "shard_count": 100001, "backend": ` + mem + `}`),
 			[]string{`pools[0].shard_count: invalid value: at most 100000 (is 100001)`}, config.ErrInvalidValue},
+		{"too many shards in all", pools(`{"name": "p", "shard_count": 60000, "backend": `+mem+`}`,
+			`{"name": "q", "shard_count": 40001, "backend": `+mem+`}`),
+			[]string{`pools[1]: invalid value: the document's pools have more than 100000 shards in all`}, config.ErrInvalidValue},
 		{"shard_count negative", pools(`{"name": "p", "shard_count": -3, "backend": ` + mem + `}`),
 			[]string{`pools[0].shard_count: invalid value: must be positive (is -3)`}, config.ErrInvalidValue},
 		{"shard_count not an integer", pools(`{"name": "p", "shard_count": 1.5, "backend": ` + mem + `}`),
@@ -218,8 +221,10 @@ func TestPoolDocumentErrors(t *testing.T) {
 // an election of the same name among them.
 func TestPoolDocumentValid(t *testing.T) {
 	for name, d := range map[string]string{
-		"pools only":                pools(`{"name": "p", "shard_count": 1, "backend": ` + mem + `}`),
-		"the most shards":           pools(`{"name": "p", "shard_count": 100000, "backend": ` + mem + `}`),
+		"pools only":      pools(`{"name": "p", "shard_count": 1, "backend": ` + mem + `}`),
+		"the most shards": pools(`{"name": "p", "shard_count": 100000, "backend": ` + mem + `}`),
+		"the most shards in all": pools(`{"name": "p", "shard_count": 60000, "backend": `+mem+`}`,
+			`{"name": "q", "shards": ["a", "b"], "backend": `+mem+`}`, `{"name": "r", "shard_count": 39998, "backend": `+mem+`}`),
 		"pool named as an election": `{"elections": [{"name": "p", "backend": ` + mem + `}], "pools": [{"name": "p", "shards": ["x"], "backend": ` + mem + `}]}`,
 		"pools with a common prefix": pools(`{"name": "p", "shard_count": 1, "backend": `+mem+`}`,
 			`{"name": "pq", "shard_count": 1, "backend": `+mem+`}`),
