@@ -137,6 +137,10 @@ const (
 	// OpHandOver is ResignTo's write of the hint record (after a release,
 	// or in one step with it on a backendkit.Transferer).
 	OpHandOver = "handover"
+	// OpPreempt is a follower's request for a hand-over (Config.Preempt):
+	// its Acquire of the election's preemption request record. Each one
+	// is a hand-over request; the leader's reads of the record are OpGet.
+	OpPreempt = "preempt"
 )
 
 // Event is what an Observer receives.

@@ -79,7 +79,7 @@ func (e *Elector) requestPreemption(leader Lease) {
 	req.Election += preemptSuffix
 	_, err := e.backend.Acquire(ctx, req)
 	err = redactErr(err)
-	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: OpPreempt, Duration: time.Since(start), Err: err})
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
 		e.sawLeader(held.Holder) // another asks, perhaps of higher priority

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/metrics"
 )
@@ -77,6 +79,56 @@ fxelection_handovers_total{election="jobs",identity="b",outcome="overtaken"} 0
 		stop(t, b)
 		if n, _ := testutil.GatherAndCount(reg); n != 0 {
 			t.Errorf("%d series left after both stopped", n)
+		}
+	})
+}
+
+// TestPreemptionRequestsCounted: a follower of higher priority with
+// Preempt asks the leader for the lease; each request is a backend
+// operation "preempt" in the operation histogram (its count is the
+// requests made), and the leader hands over (outcome handed) once it has
+// led MinTenure.
+func TestPreemptionRequestsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg, m := newMetrics(t)
+		mem := memory.New()
+		low := testConfig("jobs", "a")
+		low.Preempt, low.MinTenure = true, 2*retryPeriod // a leader that accepts preemption
+		a, err := fxelection.New(low, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig("jobs", "b")
+		cfg.Priority, cfg.Preempt, cfg.MinTenure = 1, true, 2*retryPeriod
+		b, err := fxelection.New(cfg, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Attach(a)()
+		defer m.Attach(b)()
+		start(t, a)
+		synctest.Wait()
+		start(t, b)
+		defer stop(t, b)
+		defer stop(t, a)
+		for deadline := time.Now().Add(time.Minute); !b.IsLeader(); {
+			if time.Now().After(deadline) {
+				t.Fatal("b (priority 1, Preempt) did not take the lease from a (priority 0)")
+			}
+			time.Sleep(retryPeriod)
+		}
+		requests := 0.0
+		for k, v := range series(t, reg, metrics.NameOperationDuration) {
+			if strings.Contains(k, "identity=b") && strings.Contains(k, "operation=preempt") {
+				requests += v
+			}
+		}
+		if requests < 1 {
+			t.Errorf("no operation=preempt in %s for b: %v", metrics.NameOperationDuration, series(t, reg, metrics.NameOperationDuration))
+		}
+		handed := series(t, reg, metrics.NameHandOvers)
+		if v := handed["election=jobs,identity=a,outcome=handed"]; v != 1 {
+			t.Errorf("a's handed hand-overs = %v, want 1 (%v)", v, handed)
 		}
 	})
 }

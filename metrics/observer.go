@@ -202,7 +202,7 @@ func (a *attachment) applyStatus(s fxelection.Status) {
 // opLabel bounds the operation label to the elector's operations.
 func opLabel(op string) string {
 	switch op {
-	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, fxelection.OpHandOver:
+	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, fxelection.OpHandOver, fxelection.OpPreempt:
 		return op
 	}
 	return "other"
