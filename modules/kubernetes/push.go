@@ -1,0 +1,141 @@
+package kubelease
+
+import (
+	"context"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+)
+
+// Backoff of the watch after it fails or ends early.
+const (
+	watchMinBackoff = 100 * time.Millisecond
+	watchMaxBackoff = 5 * time.Second
+)
+
+// Subscribe implements backendkit.Notifier: wake is called when
+// election's Lease is released (by fxelection or by a client-go elector),
+// deleted, or handed to another holder (Transfer, a takeover), but not
+// when its holder renews it; and (spuriously) for every election each
+// time the watch is (re)established, since a release may have been missed
+// while it was down. All subscriptions share one watch on the namespace's
+// Leases, restarted with backoff when the API server ends it (a timeout,
+// 410 Gone) or the connection breaks. With Options.DisablePush, Subscribe
+// does nothing and followers poll.
+func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
+	if !b.push {
+		return func() {}
+	}
+	name := LeaseName(election)
+	b.mu.Lock()
+	if b.names[name] == nil {
+		b.names[name] = map[string]int{}
+	}
+	b.names[name][election]++
+	b.mu.Unlock()
+	stop := b.hub.Subscribe(election, wake)
+	return func() {
+		stop()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if m := b.names[name]; m != nil {
+			if m[election]--; m[election] <= 0 {
+				delete(m, election)
+			}
+			if len(m) == 0 {
+				delete(b.names, name)
+			}
+		}
+	}
+}
+
+// elections returns the elections subscribed under Lease name.
+func (b *Backend) elections(name string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for e := range b.names[name] {
+		out = append(out, e)
+	}
+	return out
+}
+
+// listen keeps a watch on the namespace's Leases until ctx is done.
+func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
+	failures := 0
+	for {
+		ok := b.watchOnce(ctx, hub)
+		if ctx.Err() != nil {
+			return
+		}
+		if ok {
+			failures = 0
+		} else {
+			failures++
+		}
+		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
+			return
+		}
+	}
+}
+
+// watchOnce runs one watch until it ends; ok reports that it was
+// established.
+func (b *Backend) watchOnce(ctx context.Context, hub *backendkit.WakeHub) (ok bool) {
+	var w watch.Interface
+	err := b.call(ctx, func() error {
+		var e error
+		// Without a resourceVersion the watch starts at the present, with
+		// an ADDED event per existing Lease: they set what it has seen.
+		w, e = b.leases.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
+		return e
+	})
+	if err != nil {
+		return false
+	}
+	defer w.Stop()
+	hub.WakeAll()                  // releases may have been missed while no watch ran
+	holders := map[string]string{} // Lease name → holder this watch last saw
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return true
+			}
+			obj, isLease := ev.Object.(*coordv1.Lease)
+			if !isLease {
+				if ev.Type == watch.Error {
+					return true // 410 Gone and the like: start again
+				}
+				continue
+			}
+			holder := ""
+			if obj.Spec.HolderIdentity != nil {
+				holder = *obj.Spec.HolderIdentity
+			}
+			last, seen := holders[obj.Name]
+			switch ev.Type {
+			case watch.Deleted:
+				delete(holders, obj.Name)
+				b.wake(hub, obj.Name)
+			case watch.Added, watch.Modified:
+				holders[obj.Name] = holder
+				if ev.Type == watch.Modified && (!seen || last != holder || holder == "") {
+					b.wake(hub, obj.Name)
+				}
+			}
+		}
+	}
+}
+
+func (b *Backend) wake(hub *backendkit.WakeHub, name string) {
+	for _, e := range b.elections(name) {
+		hub.Wake(e)
+	}
+}

@@ -1,0 +1,160 @@
+package kubelease
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+)
+
+// AnnotationRecord is the annotation that carries fxelection's own record
+// of a Lease: holder, incarnation, term, metadata, duration and the
+// per-write nonce (backendkit.MarshalValue). The spec fields are written as
+// client-go's LeaseLock writes them, for its electors on the same Lease.
+const AnnotationRecord = "fxelection.io/record"
+
+// hashedPrefix starts the Lease name of an election whose name is not a
+// DNS-1123 label; direct names never start with it.
+const hashedPrefix = "fxe-"
+
+// LeaseName returns the name of election's Lease object: the election's
+// name itself when it is a valid DNS-1123 label (at most 63 lower-case
+// letters, digits and '-', starting and ending with a letter or digit)
+// that does not start with "fxe-"; otherwise "fxe-" followed by the first
+// 40 hex digits (160 bits) of the SHA-256 of the name. The two sets of
+// names cannot meet, and two names that need hashing collide only if
+// SHA-256 does. A client-go elector shares an fxelection election by
+// using the election's name as its Lease name, so give such elections
+// DNS-1123 label names.
+func LeaseName(election string) string {
+	if len(validation.IsDNS1123Label(election)) == 0 && !strings.HasPrefix(election, hashedPrefix) {
+		return election
+	}
+	sum := sha256.Sum256([]byte(election))
+	return hashedPrefix + hex.EncodeToString(sum[:20])
+}
+
+// state is what one read of a Lease object says.
+type state struct {
+	cur   backendkit.Value // the record, as backendkit.Claim reads it
+	nonce string           // names the write, with the resourceVersion, for observed time
+	// transitions is spec.leaseTransitions; holder is spec.holderIdentity.
+	transitions int32
+	holder      string
+}
+
+// decode reads obj for election. The spec is authoritative for who holds
+// the Lease (client-go electors write only the spec):
+//
+//   - no holder (client-go's release writes an empty one): released, with
+//     the term of fxelection's record if there is one;
+//   - the holder fxelection's record names: that record;
+//   - another holder (a client-go elector, which keeps the annotations it
+//     found): that holder, with the record's term plus one, for
+//     spec.leaseDurationSeconds.
+//
+// Hostile content — fxelection's annotation unreadable or for another
+// election, a holder that is not printable UTF-8, a duration out of range —
+// gives an error matching backendkit.ErrInvalidRecord, never a panic.
+func decode(obj *coordv1.Lease, election string) (state, error) {
+	s := state{}
+	if obj.Spec.LeaseTransitions != nil {
+		s.transitions = *obj.Spec.LeaseTransitions
+	}
+	if obj.Spec.HolderIdentity != nil {
+		s.holder = *obj.Spec.HolderIdentity
+	}
+	var rec backendkit.Value
+	raw, has := obj.Annotations[AnnotationRecord]
+	if has {
+		v, err := backendkit.UnmarshalValue([]byte(raw), election)
+		if err != nil {
+			return state{}, fmt.Errorf("annotation %s: %w", AnnotationRecord, err)
+		}
+		rec = v
+	}
+	switch {
+	case s.holder == "":
+		s.cur = backendkit.Value{Released: true, Lease: fxelection.Lease{Election: election}, Write: rec.Write}
+		if has {
+			s.cur.Lease = rec.Lease
+		}
+		s.nonce = rec.Write
+	case has && !rec.Released && rec.Lease.Holder == s.holder:
+		s.cur, s.nonce = rec, rec.Write
+	default:
+		l := fxelection.Lease{Election: election, Holder: s.holder, Term: 1}
+		if has {
+			l.Term = rec.Lease.Term + 1
+		}
+		if obj.Spec.LeaseDurationSeconds == nil || *obj.Spec.LeaseDurationSeconds <= 0 ||
+			time.Duration(*obj.Spec.LeaseDurationSeconds)*time.Second > backendkit.MaxRecordDuration {
+			return state{}, fmt.Errorf("%w: spec.leaseDurationSeconds missing or out of range", backendkit.ErrInvalidRecord)
+		}
+		l.Duration = time.Duration(*obj.Spec.LeaseDurationSeconds) * time.Second
+		if obj.Spec.AcquireTime != nil {
+			l.AcquiredAt = obj.Spec.AcquireTime.Time
+		}
+		if l.Term > backendkit.MaxTerm {
+			l.Term = backendkit.MaxTerm
+		}
+		if err := l.Validate(); err != nil {
+			return state{}, fmt.Errorf("spec of a holder fxelection did not write: %w", err)
+		}
+		s.cur = backendkit.Value{Lease: l}
+		// client-go renews by moving renewTime: each renewal is a new
+		// write to observe.
+		renew := ""
+		if obj.Spec.RenewTime != nil {
+			renew = obj.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+		}
+		s.nonce = "spec:" + s.holder + "@" + renew
+	}
+	return s, nil
+}
+
+// durationSeconds is d in whole seconds, rounded up, as
+// spec.leaseDurationSeconds holds it (at least 1).
+func durationSeconds(d time.Duration) int32 {
+	secs := (d + time.Second - 1) / time.Second
+	return int32(max(1, min(secs, 1<<31-1)))
+}
+
+// apply writes l into obj as client-go's LeaseLock would write its
+// record, and fxelection's record into the annotation. released writes
+// client-go's release (empty holder, a duration of one second). The
+// transitions count rises when the holder changes, as client-go's does.
+func apply(obj *coordv1.Lease, prev state, l fxelection.Lease, released bool, now time.Time) error {
+	v, err := backendkit.MarshalValue(l, released)
+	if err != nil {
+		return err
+	}
+	if obj.Annotations == nil {
+		obj.Annotations = map[string]string{}
+	}
+	obj.Annotations[AnnotationRecord] = string(v)
+	holder, secs := l.Holder, durationSeconds(l.Duration)
+	acquired := metav1.NewMicroTime(l.AcquiredAt)
+	if released {
+		holder, secs, acquired = "", 1, metav1.NewMicroTime(now)
+	}
+	transitions := prev.transitions
+	if holder != "" && holder != prev.holder && transitions < 1<<31-1 {
+		transitions++
+	}
+	renewed := metav1.NewMicroTime(now)
+	obj.Spec.HolderIdentity = &holder
+	obj.Spec.LeaseDurationSeconds = &secs
+	obj.Spec.AcquireTime = &acquired
+	obj.Spec.RenewTime = &renewed
+	obj.Spec.LeaseTransitions = &transitions
+	return nil
+}
