@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,8 +117,31 @@ func (b *Backend) read(ctx context.Context, election string) (obj *coordv1.Lease
 		b.tracker.Forget(election)
 		return nil, state{}, true, err
 	}
-	s.cur.Lease.Version = obj.ResourceVersion
+	s.cur.Lease.Version = version(obj.ResourceVersion, s.nonce)
 	return obj, s, true, nil
+}
+
+// version is a Lease.Version: the object's resourceVersion and the nonce
+// of the write it holds. The holder is matched on the nonce (own), so
+// that an edit of the object's metadata (a label) does not cost it the
+// lease; every write is still conditioned on the resourceVersion read.
+func version(rv, nonce string) string { return rv + "/" + nonce }
+
+// versionNonce is the nonce part of a Lease.Version.
+func versionNonce(v string) string {
+	if i := strings.LastIndexByte(v, '/'); i >= 0 {
+		return v[i+1:]
+	}
+	return ""
+}
+
+// written is the Version of obj as just written with resourceVersion rv.
+func written(obj *coordv1.Lease, election, rv string) (string, error) {
+	s, err := decode(obj, election)
+	if err != nil {
+		return "", err
+	}
+	return version(rv, s.nonce), nil
 }
 
 // write creates obj (when create) or updates it on its resourceVersion,
@@ -181,7 +205,7 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 		if err := apply(obj, s, next, false, now); err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
-		version, err := b.write(ctx, obj, !found)
+		rv, err := b.write(ctx, obj, !found)
 		if lostRace(err) {
 			continue
 		}
@@ -189,7 +213,9 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		b.tracker.Forget(req.Election)
-		next.Version = version
+		if next.Version, err = written(obj, req.Election, rv); err != nil {
+			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+		}
 		next.Metadata = maps.Clone(req.Metadata)
 		return next, nil
 	}
@@ -198,8 +224,9 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 
 // own reads lease's Lease object and returns it if it still holds lease:
 // the same holder, incarnation and term in fxelection's record and in the
-// spec, not released, and the resourceVersion lease carries. Otherwise it
-// returns an error matching backendkit.ErrLeaseLost (or a store failure).
+// spec, not released, and the record of the write lease's Version names
+// (its nonce). Otherwise it returns an error matching
+// backendkit.ErrLeaseLost (or a store failure).
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (*coordv1.Lease, state, error) {
 	if lease.Version == "" || lease.Election == "" {
 		return nil, state{}, backendkit.ErrLeaseLost
@@ -210,7 +237,8 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (*coordv1.Lea
 		return nil, state{}, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return nil, state{}, err
-	case !found || s.cur.Released || s.cur.Lease.Version != lease.Version || s.cur.Lease.Holder != lease.Holder ||
+	case !found || s.cur.Released || versionNonce(s.cur.Lease.Version) != versionNonce(lease.Version) ||
+		s.nonce == "" || s.cur.Lease.Holder != lease.Holder ||
 		s.cur.Lease.Incarnation != lease.Incarnation || s.cur.Lease.Term != lease.Term:
 		return nil, state{}, backendkit.ErrLeaseLost
 	}
@@ -237,14 +265,16 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	if err := apply(obj, s, next, false, time.Now()); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
-	version, err := b.write(ctx, obj, false)
+	rv, err := b.write(ctx, obj, false)
 	if lostRace(err) {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", backendkit.ErrLeaseLost)
 	}
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
-	next.Version = version
+	if next.Version, err = written(obj, lease.Election, rv); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
+	}
 	return next, nil
 }
 
@@ -307,7 +337,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 	if err := apply(obj, s, next, false, now); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
-	version, err := b.write(ctx, obj, false)
+	rv, err := b.write(ctx, obj, false)
 	if lostRace(err) {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
 	}
@@ -315,13 +345,15 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
 	b.tracker.Forget(req.Election)
-	next.Version = version
+	if next.Version, err = written(obj, req.Election, rv); err != nil {
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
+	}
 	next.Metadata = maps.Clone(req.Metadata)
 	return next, nil
 }
 
 // Get returns election's current holder with Version set to the Lease's
-// resourceVersion and a zero ExpiresAt, or backendkit.ErrNoLease if the
+// resourceVersion and its write's nonce and a zero ExpiresAt, or backendkit.ErrNoLease if the
 // Lease is absent or released. It changes nothing; like Acquire, it starts
 // this Backend's observation of the write it saw.
 func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {

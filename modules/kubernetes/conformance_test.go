@@ -51,7 +51,8 @@ func deleteLease(ns string) func(*testing.T, string) {
 
 // TestConformance runs the core's conformance suite, end-to-end part
 // included, against a real kube-apiserver: with push wake-up (a watch on
-// the namespace's Leases), and without.
+// the namespace's Leases), and without; each with the StoreDown case on
+// an API server of its own.
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -70,6 +71,7 @@ func TestConformance(t *testing.T) {
 				GarbageNeverExpires: true,
 				DeleteRecord:        deleteLease(ns),
 				PushDisabled:        tc.opts.DisablePush,
+				StoreDown:           storeDown, // an API server of its own, killed and restarted
 			})
 		})
 	}

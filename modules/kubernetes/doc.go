@@ -34,10 +34,13 @@
 //   - Hand-over: Backend implements backendkit.Transferer: the caller's
 //     lease replaced by the successor's record in one update on the
 //     resourceVersion read.
+//   - Edits from outside: a holder is matched on its record's per-write
+//     nonce, not on the resourceVersion, so a label or another annotation
+//     added to a held Lease does not cost the lease; every write is still
+//     an update on the resourceVersion just read. A Lease deleted while
+//     held is lost at the holder's next renewal; the next term is higher.
 //   - What it cannot promise: the API server's etcd must not lose
-//     acknowledged writes; a Lease edited from outside while held makes
-//     its holder lose it at the next renewal (the resourceVersion changed);
-//     an election whose annotation holds something else than fxelection's
+//     acknowledged writes; an election whose annotation holds something else than fxelection's
 //     record is blocked (ErrInvalidRecord) until an operator fixes or
 //     deletes the Lease.
 //
