@@ -1,7 +1,6 @@
 package kubelease_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -48,10 +47,13 @@ func newClient(t testing.TB) kubernetes.Interface {
 	return newClientAs(t, server(t).AdminToken())
 }
 
+// restHTTPClient is the HTTP client of cfg, its own connection pool.
+func restHTTPClient(cfg *rest.Config) (*http.Client, error) { return rest.HTTPClientFor(cfg) }
+
 func newClientAs(t testing.TB, token string) kubernetes.Interface {
 	t.Helper()
 	cfg := restConfig(server(t), token)
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, err := restHTTPClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +87,3 @@ func getLease(t testing.TB, ns, election string) *coordv1.Lease {
 }
 
 var ctxT = electiontesting.Context // shared by every backend's tests
-
-var (
-	_ = context.Background
-	_ = http.MethodGet
-)
