@@ -31,6 +31,10 @@ var readmeBlocks = map[string]doctest.Block{
 	"metrics":        {Src: "examples/redis/main.go", Excerpt: true},
 	"handover":       {Src: "examples/handover/main.go", Excerpt: true},
 	"pool":           {Src: "examples/pool/main.go", Excerpt: true},
+	"kubernetes":     {Src: "modules/kubernetes/example_test.go", Excerpt: true},
+	// Checked in the kubernetes module (TestDeployManifests, TestRBAC).
+	"kubernetes-rbac.yaml":       {Src: "modules/kubernetes/deploy/rbac.yaml"},
+	"kubernetes-deployment.yaml": {Src: "modules/kubernetes/deploy/deployment.yaml"},
 }
 
 // TestReadmeBlocks: every Go, JSON and YAML block of the README is a
@@ -73,8 +77,8 @@ func TestReadmeGuaranteesTable(t *testing.T) {
 		}
 		doctest.DocSays(t, filepath.Join("../..", m[1]), strings.ReplaceAll(c[col], "`", ""))
 	}
-	if len(rows) < 2+8 {
-		t.Errorf("the table has %d backends, want 8", len(rows)-2)
+	if len(rows) < 2+9 {
+		t.Errorf("the table has %d backends, want 9", len(rows)-2)
 	}
 }
 

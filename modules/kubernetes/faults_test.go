@@ -145,6 +145,12 @@ func TestLeaseEditedFromOutside(t *testing.T) {
 // the TokenRequest API).
 func serviceAccountClient(t *testing.T, ns, name string, verbs ...string) kubernetes.Interface {
 	t.Helper()
+	return serviceAccountClientRules(t, ns, name, []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: verbs}})
+}
+
+// serviceAccountClientRules is serviceAccountClient with a Role of rules.
+func serviceAccountClientRules(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) kubernetes.Interface {
+	t.Helper()
 	admin := newClient(t)
 	ctx := ctxT(t)
 	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
@@ -152,7 +158,7 @@ func serviceAccountClient(t *testing.T, ns, name string, verbs ...string) kubern
 	}
 	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: verbs}},
+		Rules:      rules,
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +182,8 @@ func serviceAccountClient(t *testing.T, ns, name string, verbs ...string) kubern
 }
 
 // TestRBAC: a ServiceAccount whose Role allows only get, create, update
-// and watch on leases in its namespace can campaign, lead, hand over and
-// be woken; one without update gets a store failure that names the
+// and watch on leases in its namespace (the Role of deploy/rbac.yaml) can
+// campaign, lead, hand over and be woken; one without update gets a store failure that names the
 // missing permission (never ErrLeaseLost or ErrLeaseHeld, which would make
 // an elector act on it), and its token is in no error.
 func TestRBAC(t *testing.T) {
@@ -185,13 +191,13 @@ func TestRBAC(t *testing.T) {
 	if _, err := newClient(t).CoreV1().Namespaces().Create(ctxT(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	minimal := serviceAccountClient(t, ns, "elector", "get", "create", "update", "watch")
+	minimal := serviceAccountClientRules(t, ns, "elector", deployRole(t).Rules)
 	bA, err := kubelease.New(minimal, kubelease.Options{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bA.Close() })
-	bB, err := kubelease.New(serviceAccountClient(t, ns, "elector-b", "get", "create", "update", "watch"), kubelease.Options{Namespace: ns})
+	bB, err := kubelease.New(serviceAccountClientRules(t, ns, "elector-b", deployRole(t).Rules), kubelease.Options{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
