@@ -17,7 +17,8 @@
 # chaos run).
 #
 # Servers: redis-server, PostgreSQL, memcached and nats-server (Debian
-# packages), MinIO (go install), Azurite (npm).
+# packages), MinIO (go install), Azurite (npm), kube-apiserver and its etcd
+# (internal/tools/build.sh: go build of pinned wrapper modules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +89,16 @@ if [ -z "${FXELECTION_AZURITE:-}" ] && [ ! -x .cache/azurite/node_modules/.bin/a
 	fi
 	log "installing azurite $AZURITE_VERSION (npm)"
 	npm install --no-audit --no-fund --silent --prefix .cache/azurite "azurite@$AZURITE_VERSION" >/dev/null
+fi
+
+# Kubernetes: the Kubernetes backend's tests start a real kube-apiserver and
+# its etcd (internal/testserver), built from source through the Go module
+# proxy into .cache/bin (git-ignored) by internal/tools/build.sh, pinned by
+# the wrapper modules' go.mod files (internal/tools/kubeapiserver: k8s.io/
+# kubernetes; internal/tools/etcd), the versions in the binaries' names.
+# About 6 minutes cold on two cores, nothing to do once built.
+if [ -z "${FXELECTION_KUBE_APISERVER:-}${FXELECTION_KUBE_ETCD:-}" ]; then
+	internal/tools/build.sh
 fi
 
 args=("$@")
