@@ -193,3 +193,17 @@ func TestKubeToolVersions(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStartKubeAPIServer measures a start (etcd and kube-apiserver,
+// to /readyz) and a Close.
+func BenchmarkStartKubeAPIServer(b *testing.B) {
+	for b.Loop() {
+		k, err := StartKubeAPIServer(KubeAPIServerOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := k.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
