@@ -222,12 +222,15 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 	return fxelection.Lease{}, fmt.Errorf("acquire lease: lost %d optimistic-update races in a row", writeAttempts)
 }
 
-// own reads lease's Lease object and returns it if it still holds lease:
-// the same holder, incarnation and term in fxelection's record and in the
-// spec, not released, and the record of the write lease's Version names
-// (its nonce). Otherwise it returns an error matching
-// backendkit.ErrLeaseLost (or a store failure).
-func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (*coordv1.Lease, state, error) {
+// own reads lease's Lease object and returns it if it still holds lease's
+// leadership: the same holder, incarnation and term in fxelection's record
+// and in the spec, not released; with sameWrite, also the write lease's
+// Version names (its nonce). Otherwise it returns an error matching
+// backendkit.ErrLeaseLost (or a store failure). Renew asks for the same
+// write; Release and Transfer do not, so that a renewal of the holder's
+// that its client gave up on but the API server applied still ends with
+// the leadership.
+func (b *Backend) own(ctx context.Context, lease fxelection.Lease, sameWrite bool) (*coordv1.Lease, state, error) {
 	if lease.Version == "" || lease.Election == "" {
 		return nil, state{}, backendkit.ErrLeaseLost
 	}
@@ -237,7 +240,7 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (*coordv1.Lea
 		return nil, state{}, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return nil, state{}, err
-	case !found || s.cur.Released || versionNonce(s.cur.Lease.Version) != versionNonce(lease.Version) ||
+	case !found || s.cur.Released || sameWrite && versionNonce(s.cur.Lease.Version) != versionNonce(lease.Version) ||
 		s.nonce == "" || s.cur.Lease.Holder != lease.Holder ||
 		s.cur.Lease.Incarnation != lease.Incarnation || s.cur.Lease.Term != lease.Term:
 		return nil, state{}, backendkit.ErrLeaseLost
@@ -255,7 +258,7 @@ func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection
 }
 
 func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
-	obj, s, err := b.own(ctx, lease)
+	obj, s, err := b.own(ctx, lease, true)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
@@ -280,7 +283,9 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 
 // Release writes client-go's release (an empty holder) with fxelection's
 // record marked released, keeping its term, if the Lease still holds
-// lease; releasing a lease that is no longer the caller's returns nil.
+// lease's leadership (holder, incarnation and term: a later renewal of the
+// same leadership is released too); releasing a lease that is no longer
+// the caller's returns nil.
 // Watchers (push wake-up, and client-go electors at their next retry)
 // see the Lease free at once.
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
@@ -288,24 +293,31 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 }
 
 func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
-	obj, s, err := b.own(ctx, lease)
-	if errors.Is(err, backendkit.ErrLeaseLost) {
+	for range writeAttempts {
+		obj, s, err := b.own(ctx, lease, false)
+		if errors.Is(err, backendkit.ErrLeaseLost) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
+		if err := apply(obj, s, s.cur.Lease, true, time.Now()); err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
+		_, err = b.write(ctx, obj, false)
+		if lostRace(err) {
+			continue // changed since the read (a late renewal of ours?): read again
+		}
+		if err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("release lease: %w", err)
-	}
-	if err := apply(obj, s, s.cur.Lease, true, time.Now()); err != nil {
-		return fmt.Errorf("release lease: %w", err)
-	}
-	if _, err := b.write(ctx, obj, false); err != nil && !lostRace(err) {
-		return fmt.Errorf("release lease: %w", err)
-	}
-	return nil
+	return fmt.Errorf("release lease: lost %d optimistic-update races in a row", writeAttempts)
 }
 
 // Transfer implements backendkit.Transferer: it ends lease, matched as
-// Release matches it, and in the same update (on the resourceVersion
+// Release matches it (its leadership, not its last write), and in the same update (on the resourceVersion
 // read) replaces it with the record Acquire would write for req on a free
 // lease: held by req.Identity under req.Incarnation, with req.Metadata,
 // for req.Duration, with the next clock-seeded term. A lease that is no
@@ -323,7 +335,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 	if req.Election != lease.Election {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w: the request is for another election", backendkit.ErrLeaseLost)
 	}
-	obj, s, err := b.own(ctx, lease)
+	obj, s, err := b.own(ctx, lease, false)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}

@@ -1,6 +1,7 @@
 package kubelease_test
 
 import (
+	"io"
 	"net/http"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -19,6 +21,10 @@ var private *testserver.Private[*testserver.KubeAPIServer] // the package's own 
 // TestMain starts one private kube-apiserver (with its etcd) for the
 // package and checks for leaked goroutines after closing it.
 func TestMain(m *testing.M) {
+	// client-go logs request errors through klog; the tests' faults cause
+	// many, and the elector reports each as an event anyway.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	testserver.Main(m, func() func() error {
 		private = testserver.StartPrivate(func() (*testserver.KubeAPIServer, error) {
 			return testserver.StartKubeAPIServer(testserver.KubeAPIServerOptions{})
