@@ -110,7 +110,7 @@ TEST_PARALLEL=${TEST_PARALLEL:-4}
 # Nested Go modules (their own go.mod, so outside the root's ./...): vet,
 # tests and fuzzing run inside them. etcd's tests embed etcd itself: nothing
 # to install. A package argument under one (./modules/etcd/...) runs there.
-nested=(modules/etcd)
+nested=(modules/etcd modules/kubernetes)
 root_pkgs=()
 declare -A sub_pkgs=()
 for p in "${pkgs[@]}"; do

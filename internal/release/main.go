@@ -1,6 +1,7 @@
 // Command release prepares a release of this repository's Go modules: the
 // root module (github.com/fxelection/fxelection) and every module nested
-// below it (modules/etcd), all released together under one version. The
+// below it (modules/etcd, modules/kubernetes; not the tooling under
+// internal/tools), all released together under one version. The
 // procedure around it is in RELEASING.md.
 //
 //	go run ./internal/release -version v0.4.0            # check, rewrite, commit

@@ -70,8 +70,13 @@ func findModules(dir string) ([]module, error) {
 }
 
 // ignoredDir reports whether the slash path d has an element the go command
-// ignores for packages (testdata, "." or "_" first) or is vendored.
+// ignores for packages (testdata, "." or "_" first), is vendored, or is
+// under internal/: modules there (internal/tools, which build the test
+// servers) are the repository's tooling, not released.
 func ignoredDir(d string) bool {
+	if d == "internal" || strings.HasPrefix(d, "internal/") {
+		return true
+	}
 	for elem := range strings.SplitSeq(d, "/") {
 		if elem == "testdata" || elem == "vendor" || strings.HasPrefix(elem, ".") || strings.HasPrefix(elem, "_") {
 			return true
