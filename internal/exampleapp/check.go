@@ -1,0 +1,93 @@
+package exampleapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// RunFunc is an example command's main without the process, as Run.
+type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int
+
+// CheckTwoInstances runs two instances of an example command (args: the
+// backend's flags, lookupEnv its environment) on a real store: they elect
+// one leader, which /leader reports on both with backend (the backend's
+// name), the leader logs the contract line, and stopping it hands over to
+// the other.
+func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(string) (string, bool), backend string) {
+	t.Helper()
+	type inst struct {
+		id, addr string
+		out      electiontesting.LogBuffer
+		cancel   context.CancelFunc
+		done     chan int
+	}
+	start := func(id string) *inst {
+		port, err := testserver.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &inst{id: id, addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan int, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		in.cancel = cancel
+		var stderr electiontesting.LogBuffer
+		go func() {
+			in.done <- run(ctx, append(slices.Clone(args), "--id", id, "--http", in.addr,
+				"--lease", "2s", "--renew-deadline", "1300ms", "--retry", "300ms"), &in.out, &stderr, lookupEnv)
+		}()
+		t.Cleanup(func() {
+			cancel()
+			if code := <-in.done; code != 0 {
+				t.Errorf("%s exited %d: %s", id, code, stderr.String())
+			}
+		})
+		return in
+	}
+	leaderOf := func(in *inst) (leader string, leading bool) {
+		resp, err := http.Get("http://" + in.addr + "/leader")
+		if err != nil {
+			return "", false
+		}
+		defer resp.Body.Close()
+		var out []LeaderJSON
+		if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out) != 1 || out[0].Backend != backend {
+			return "", false
+		}
+		return out[0].Leader, out[0].Leading
+	}
+	a, b := start("a"), start("b")
+	var first *inst
+	electiontesting.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
+		la, leadingA := leaderOf(a)
+		lb, leadingB := leaderOf(b)
+		if la == "" || la != lb || leadingA == leadingB {
+			return false
+		}
+		first = b
+		if leadingA {
+			first = a
+		}
+		return true
+	})
+	if !strings.Contains(first.out.String(), "leadership acquired") {
+		t.Fatalf("leader's log lacks the contract line:\n%s", first.out.String())
+	}
+	other := a
+	if first == a {
+		other = b
+	}
+	first.cancel()
+	electiontesting.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
+		l, leading := leaderOf(other)
+		return leading && l == other.id
+	})
+}
