@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
-	"github.com/fxelection/fxelection/internal/exampleapp"
+	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
@@ -20,7 +20,7 @@ func noEnv(string) (string, bool) { return "", false }
 // /leader reports on both; stopping the leader hands over to the other.
 func TestTwoInstances(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{})
-	exampleapp.CheckTwoInstances(t, run, []string{"--endpoints", strings.Join(c.Endpoints(), ",")}, noEnv, "etcd")
+	exampletest.CheckTwoInstances(t, run, []string{"--endpoints", strings.Join(c.Endpoints(), ",")}, noEnv, "etcd")
 }
 
 // TestBadUsage: bad flags or settings exit 2 on one line, without the

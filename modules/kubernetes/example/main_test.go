@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
-	"github.com/fxelection/fxelection/internal/exampleapp"
+	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -34,7 +34,7 @@ func TestTwoInstances(t *testing.T) {
 		}
 		return "", false
 	}
-	exampleapp.CheckTwoInstances(t, run, []string{"--server", srv.URL(), "--ca-file", ca, "--namespace", "default"}, env, "kubernetes")
+	exampletest.CheckTwoInstances(t, run, []string{"--server", srv.URL(), "--ca-file", ca, "--namespace", "default"}, env, "kubernetes")
 }
 
 // TestBadUsage: bad flags or settings exit 2 on one line, without the

@@ -1,4 +1,6 @@
-package exampleapp
+// Package exampletest checks an example command of internal/exampleapp
+// against a real store.
+package exampletest
 
 import (
 	"context"
@@ -12,10 +14,12 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/exampleapp"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-// RunFunc is an example command's main without the process, as Run.
+// RunFunc is an example command's main without the process, as
+// exampleapp.Run.
 type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int
 
 // CheckTwoInstances runs two instances of an example command (args: the
@@ -58,7 +62,7 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 			return "", false
 		}
 		defer resp.Body.Close()
-		var out []LeaderJSON
+		var out []exampleapp.LeaderJSON
 		if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out) != 1 || out[0].Backend != backend {
 			return "", false
 		}
