@@ -1,0 +1,2 @@
+// Package ddblease is the DynamoDB backend for fxelection.
+package ddblease
