@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // it could not start.
 func server(t testing.TB) *testserver.DynamoDB { return private.Get(t) }
 
-// clientOptions are a test client's: DynamoDB Local accepts any
+// client returns a client of its own on endpoint: DynamoDB Local accepts any
 // credentials; retries is the SDK's attempt count (1: none).
 func client(endpoint string, retries int) (*dynamodb.Client, *http.Transport) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
