@@ -90,3 +90,20 @@ func storeDown(t *testing.T) electiontest.DownStore {
 	}
 	return electiontest.DownStore{Backend: b, Kill: srv.Kill, Restart: srv.Restart, RenewWrites: true}
 }
+
+// createOtherKeyTable creates a table keyed by another attribute and
+// returns its name.
+func createOtherKeyTable(t *testing.T, c *dynamodb.Client) string {
+	t.Helper()
+	name := newTable()
+	_, err := c.CreateTable(ctxT(t), &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}

@@ -1,6 +1,7 @@
 package ddblease_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -25,13 +26,19 @@ var (
 	tableN  atomic.Int64
 )
 
-// TestMain starts one private DynamoDB Local for the package and checks
-// for leaked goroutines after closing it.
+// TestMain starts one private DynamoDB Local for the package, creates the
+// shared table, and checks for leaked goroutines after closing the server.
 func TestMain(m *testing.M) {
 	testserver.Main(m, func() func() error {
 		private = testserver.StartPrivate(func() (*testserver.DynamoDB, error) {
 			return testserver.StartDynamoDB(testserver.DynamoDBOptions{InMemory: true})
-		}, nil)
+		}, func(srv *testserver.DynamoDB) error {
+			c, tr := client(srv.Endpoint(), 0)
+			defer tr.CloseIdleConnections()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return ddblease.CreateTable(ctx, c, table)
+		})
 		return private.Close
 	})
 }
