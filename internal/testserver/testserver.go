@@ -1,4 +1,4 @@
-// Package testserver starts real Redis, PostgreSQL, MinIO, Azurite,
+// Package testserver starts real Redis, PostgreSQL, MinIO, Azurite, DynamoDB Local,
 // memcached and NATS (JetStream) servers for tests.
 //
 // Each server runs as a child process on a free loopback port with its data
