@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -122,5 +123,19 @@ func TestVersions(t *testing.T) {
 		if _, got := parseVersion(s); got != ok {
 			t.Errorf("parseVersion(%q) ok = %v, want %v", s, got, ok)
 		}
+	}
+	now := time.Unix(1_800_000_000, 0)
+	for _, c := range []struct{ prev, want uint64 }{
+		{0, uint64(now.UnixMicro())},
+		{5, uint64(now.UnixMicro())},
+		{uint64(now.UnixMicro()) + 7, uint64(now.UnixMicro()) + 8},
+		{maxVersion - 1, maxVersion},
+	} {
+		if got := nextVersion(c.prev, now); got != c.want {
+			t.Errorf("nextVersion(%d) = %d, want %d", c.prev, got, c.want)
+		}
+	}
+	if got := nextVersion(3, time.Time{}); got != 4 {
+		t.Errorf("nextVersion(3) before the epoch = %d, want 4", got)
 	}
 }
