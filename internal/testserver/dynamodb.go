@@ -121,8 +121,16 @@ func findDynamoDB() (jar, lib string, err error) {
 // launch starts DynamoDB Local on port and waits until it answers a
 // ListTables request.
 func (d *DynamoDB) launch(port int) (*process, error) {
+	// The JVM's temporary files (sqlite4java extracts its native library
+	// there on every start, and a killed JVM never deletes it) stay in the
+	// server's directory, which Close removes.
+	tmp := filepath.Join(d.dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
 	args := []string{
 		"-Djava.library.path=" + d.lib,
+		"-Djava.io.tmpdir=" + tmp,
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-jar", d.jar,
 		"-port", strconv.Itoa(port),
