@@ -17,8 +17,9 @@
 # chaos run).
 #
 # Servers: redis-server, PostgreSQL, memcached and nats-server (Debian
-# packages), MinIO (go install), Azurite (npm), kube-apiserver and its etcd
-# (internal/tools/build.sh: go build of pinned wrapper modules).
+# packages), MinIO (go install), Azurite (npm), DynamoDB Local (npm, Java),
+# kube-apiserver and its etcd (internal/tools/build.sh: go build of pinned
+# wrapper modules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -101,6 +102,25 @@ if [ -z "${FXELECTION_KUBE_APISERVER:-}${FXELECTION_KUBE_ETCD:-}" ]; then
 	internal/tools/build.sh
 fi
 
+# DynamoDB Local: the DynamoDB backend's tests start AWS's DynamoDB Local
+# (Java), shipped in the npm package amplify-dynamodb-simulator, installed
+# into .cache/dynamodb (git-ignored), pinned.
+DYNAMODB_SIMULATOR_VERSION=2.9.30
+if ! command -v java >/dev/null; then
+	log "installing java (openjdk-17-jre-headless)"
+	apt_install openjdk-17-jre-headless
+fi
+if [ -z "${FXELECTION_DYNAMODB_LOCAL:-}" ] &&
+	[ ! -f .cache/dynamodb/node_modules/amplify-dynamodb-simulator/emulator/DynamoDBLocal.jar ]; then
+	if ! command -v npm >/dev/null; then
+		log "installing nodejs and npm"
+		apt_install nodejs npm
+	fi
+	log "installing DynamoDB Local (amplify-dynamodb-simulator $DYNAMODB_SIMULATOR_VERSION, npm)"
+	npm install --no-audit --no-fund --silent --prefix .cache/dynamodb \
+		"amplify-dynamodb-simulator@$DYNAMODB_SIMULATOR_VERSION" >/dev/null
+fi
+
 args=("$@")
 pkgs=("$@")
 [ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
@@ -109,8 +129,10 @@ TEST_PARALLEL=${TEST_PARALLEL:-4}
 
 # Nested Go modules (their own go.mod, so outside the root's ./...): vet,
 # tests and fuzzing run inside them. etcd's tests embed etcd itself: nothing
-# to install. A package argument under one (./modules/etcd/...) runs there.
-nested=(modules/etcd modules/kubernetes)
+# to install; dynamodb's start DynamoDB Local and kubernetes's a
+# kube-apiserver (above). A package argument under one (./modules/etcd/...)
+# runs there.
+nested=(modules/etcd modules/kubernetes modules/dynamodb)
 root_pkgs=()
 declare -A sub_pkgs=()
 for p in "${pkgs[@]}"; do

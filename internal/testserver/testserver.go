@@ -1,5 +1,5 @@
-// Package testserver starts real Redis, PostgreSQL, MinIO, Azurite,
-// memcached, NATS (JetStream) and Kubernetes (kube-apiserver with its
+// Package testserver starts real Redis, PostgreSQL, MinIO, Azurite, DynamoDB
+// Local, memcached, NATS (JetStream) and Kubernetes (kube-apiserver with its
 // etcd) servers for tests.
 //
 // Each server runs as a child process on a free loopback port with its data
