@@ -126,3 +126,30 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("New with a bad namespace: %v", err)
 	}
 }
+
+// TestConfigModuleKubeconfigNotShown: a kubeconfig that cannot be used —
+// not YAML, or naming a context it lacks — fails the start without
+// showing what the file holds (its token).
+func TestConfigModuleKubeconfigNotShown(t *testing.T) {
+	const token = "kubeconfig-TOKEN-never-shown-77"
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"not yaml": "users:\n- name: a\n  user: {token: " + token + "\n  : : [",
+		"no such context": "apiVersion: v1\nkind: Config\nusers:\n- name: a\n  user: {token: " + token + "}\ncurrent-context: gone\n",
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m := &kubelease.ConfigModule{Kubeconfig: path}
+		_, _, err := moduletest.Provision(t, ctxT(t), m)
+		if err == nil {
+			t.Errorf("%s: Provision succeeded", name)
+			continue
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("%s: the error shows the kubeconfig's token: %v", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+}
