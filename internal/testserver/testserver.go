@@ -1,5 +1,5 @@
 // Package testserver starts real Redis, PostgreSQL, MinIO, Azurite,
-// memcached and NATS (JetStream) servers for tests.
+// memcached, NATS (JetStream) and ZooKeeper servers for tests.
 //
 // Each server runs as a child process on a free loopback port with its data
 // in a private temporary directory. Servers can be stopped, killed and
