@@ -43,6 +43,11 @@ type Backend struct {
 	closed  bool
 	reapers sync.WaitGroup // expiry deletions in flight
 
+	// stop ends expiry deletions in flight when Close is called; done is
+	// stop's context.
+	done context.Context
+	stop context.CancelFunc
+
 	pushMu  sync.Mutex
 	watches map[string]*watch // by election
 	nextSub int
@@ -84,7 +89,10 @@ func New(conn *zk.Conn, opts Options, secrets ...string) (*Backend, error) {
 	if len(acl) == 0 {
 		acl = zk.WorldACL(zk.PermAll)
 	}
+	done, stop := context.WithCancel(context.Background())
 	return &Backend{
+		done:    done,
+		stop:    stop,
 		conn:    conn,
 		prefix:  prefix,
 		acl:     acl,
@@ -512,13 +520,19 @@ func (b *Backend) expire(path string, h *heldLease) {
 // deleteOwn deletes the znode path if its creation zxid is czxid: a lease
 // znode's path is never reused while its election node exists, and the
 // creation zxid tells a re-created one apart. Failures are ignored: the
-// znode then goes with its session.
+// znode then goes with its session. Close stops it waiting.
 func (b *Backend) deleteOwn(path string, czxid int64) {
-	ok, stat, err := b.conn.Exists(path)
-	if err != nil || !ok || stat.Czxid != czxid {
+	stat, err := call(b.done, func() (*zk.Stat, error) {
+		ok, stat, err := b.conn.Exists(path)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return stat, err
+	})
+	if err != nil || stat.Czxid != czxid {
 		return
 	}
-	_ = b.conn.Delete(path, stat.Version)
+	_, _ = call(b.done, func() (struct{}, error) { return struct{}{}, b.conn.Delete(path, stat.Version) })
 }
 
 // Renew implements fxelection.Backend: a sync and a read of the lease's

@@ -159,6 +159,7 @@ func (b *Backend) Close() error {
 		delete(b.held, p)
 	}
 	b.mu.Unlock()
+	b.stop()
 	b.reapers.Wait()
 	b.pushMu.Lock()
 	ws := b.watches
