@@ -35,6 +35,14 @@
 //     the election's node: a lease znode deleted (release, expiry, a
 //     session's end, a delete from outside) or replaced (hand-over, new
 //     incarnation) wakes the followers at once.
+//   - Failover: ZooKeeper deletes a crashed leader's lease znode when its
+//     session expires: the negotiated session timeout after the server last
+//     heard from it, rounded up to ZooKeeper's next tick. The child watch
+//     wakes the followers at once; without push a follower takes it at its
+//     next retry, within 1.2 × RetryPeriod after that: at most session
+//     timeout + tickTime + 1.2 × RetryPeriod after the crash (a hung
+//     elector in a live process: LeaseDuration + 1.2 × RetryPeriod after
+//     its last renewal), plus a round trip.
 //   - Hand-over: Backend implements backendkit.Transferer with one multi
 //     that deletes the caller's znode and creates the successor's record;
 //     that record is a persistent znode (not ephemeral: it must outlive the

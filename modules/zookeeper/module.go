@@ -20,8 +20,8 @@ const DefaultSessionTimeout = 15 * time.Second
 
 // Bounds of ConfigModule.SessionTimeout.
 const (
-	minSessionTimeout = time.Second
-	maxSessionTimeout = 10 * time.Minute
+	minSessionSetting = time.Second
+	maxSessionSetting = 10 * time.Minute
 )
 
 // authTimeout bounds sending the digest credentials when the module starts.
@@ -43,7 +43,7 @@ type ConfigModule struct {
 	// Servers are the ensemble's client addresses, host:port. Required.
 	Servers []string `json:"servers" config:"required"`
 	// SessionTimeout is the session timeout asked of the server, which
-	// negotiates it into its [minSessionTimeout, maxSessionTimeout]. It
+	// negotiates it into its range (minSessionTimeout to maxSessionTimeout). It
 	// must not be below the elections' RenewDeadline (see the package
 	// documentation). Between 1s and 10m. Default: 15s.
 	SessionTimeout config.Duration `json:"session_timeout,omitempty" option:""`
@@ -115,8 +115,8 @@ func (m *ConfigModule) Validate() error {
 		return err
 	}
 	switch st := time.Duration(m.SessionTimeout); {
-	case st != 0 && (st < minSessionTimeout || st > maxSessionTimeout):
-		return fmt.Errorf("%w: session_timeout: must be between %v and %v", ErrInvalidOptions, minSessionTimeout, maxSessionTimeout)
+	case st != 0 && (st < minSessionSetting || st > maxSessionSetting):
+		return fmt.Errorf("%w: session_timeout: must be between %v and %v", ErrInvalidOptions, minSessionSetting, maxSessionSetting)
 	case m.Username != "" && m.Password.IsZero():
 		return fmt.Errorf("%w: password: required with username", ErrInvalidOptions)
 	case m.Username == "" && !m.Password.IsZero():
