@@ -15,6 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
+	"github.com/fxelection/fxelection/internal/testserver"
 )
 
 const secret = "s3cr3t-PASSWORD-never-shown"
@@ -193,4 +194,29 @@ func FuzzConfigModuleSettings(f *testing.F) {
 			"module": "fxelection.backends.zookeeper", "servers": []string{"h:1", before + pw + after}, "prefix": prefix, "username": "user", "password": pw,
 		}, pw)
 	})
+}
+
+// TestExampleConfig: examples/configs/zookeeper.json, its server and
+// password from ZK_SERVER and ZK_PASSWORD, runs as an fx app with digest
+// authentication: the election gets a leader, and stopping the app
+// releases it (checked through a connection with the same credentials,
+// which the lease znodes' ACL requires). Without ZK_PASSWORD the file does
+// not load. It has a ZooKeeper of its own: the file's default prefix,
+// created with the ACL "auth", would refuse the other tests.
+func TestExampleConfig(t *testing.T) {
+	addr := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{}).Addr()
+	moduletest.CheckConfigFileReleases(t, "../../examples/configs/zookeeper.json",
+		map[string]string{"ZK_SERVER": addr, "ZK_PASSWORD": secret}, "ZK_PASSWORD",
+		func() fxelection.Backend {
+			conn := dial(t, testSession, addr)
+			if err := conn.AddAuth("digest", []byte("billing:"+secret)); err != nil {
+				t.Fatal(err)
+			}
+			b, err := New(conn, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			return b
+		})
 }
