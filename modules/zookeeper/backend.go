@@ -367,8 +367,15 @@ func (b *Backend) createNode(ctx context.Context, op string, req backendkit.Acqu
 	ops = append(ops, &zk.CreateRequest{Path: dir + "/" + leaseNodePrefix, Data: data, Acl: b.acl, Flags: flags})
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
 		res, err := b.conn.Multi(ops...)
-		if err == nil && !persistent {
+		switch {
+		case persistent:
+		case err == nil:
 			b.armCreated(res, req.Duration, start)
+		case !refused(err):
+			// The multi may have been applied with its reply lost (the
+			// connection broke): a lease znode of this session that
+			// nobody knows of would live as long as the session.
+			b.armSweep(req.Election, start.Add(req.Duration))
 		}
 		return res, err
 	})
@@ -442,6 +449,62 @@ func (b *Backend) rewrite(ctx context.Context, req backendkit.AcquireRequest, n 
 	}
 	b.tracker.Forget(req.Election)
 	return l, nil
+}
+
+// refused reports whether err is ZooKeeper's definite refusal of a
+// request, which then changed nothing (as opposed to a broken connection,
+// after which the request may or may not have been applied).
+func refused(err error) bool {
+	for _, r := range []error{zk.ErrBadVersion, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth,
+		zk.ErrInvalidACL, zk.ErrNotEmpty, zk.ErrNoChildrenForEphemerals, zk.ErrBadArguments, zk.ErrAPIError} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// armSweep makes sure that a lease znode of this session in election that
+// this Backend does not know of (a create whose reply was lost) ends by
+// deadline: then, unless the znode is one of this Backend's known leases,
+// it is deleted as an expired one.
+func (b *Backend) armSweep(election string, deadline time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	time.AfterFunc(time.Until(deadline), func() {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return
+		}
+		b.reapers.Add(1)
+		b.mu.Unlock()
+		defer b.reapers.Done()
+		b.sweep(election)
+	})
+}
+
+// sweep deletes election's lease znode if this Backend's session owns it
+// and it is not one of its known, unexpired leases.
+func (b *Backend) sweep(election string) {
+	st, found, err := b.read(b.done, election)
+	if err != nil || !found || st.lease == nil {
+		return
+	}
+	stat := st.lease.stat
+	if stat.EphemeralOwner == 0 || stat.EphemeralOwner != b.conn.SessionID() || b.isHeld(st.lease.path, stat.Czxid) {
+		return
+	}
+	b.mu.Lock()
+	_, known := b.held[st.lease.path]
+	b.mu.Unlock()
+	if known {
+		return // its own expiry deletes it
+	}
+	b.deleteOwn(st.lease.path, stat.Czxid)
 }
 
 // arm records a lease znode this Backend created and deletes it at

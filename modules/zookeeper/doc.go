@@ -160,7 +160,11 @@
 // the same renewal on the same monotonic clock, and LeaseDuration >
 // RenewDeadline, so the elector always stops believing first. If the
 // process is paused (GC, SIGSTOP), neither runs, but neither does the
-// client's ping: ZooKeeper expires the session. Backend.Close stops the
+// client's ping: ZooKeeper expires the session. A create whose reply was
+// lost (the connection broke) may have been applied all the same: the
+// Backend then looks at the election again once the attempt's Duration has
+// passed and deletes a lease znode of its session that it does not know
+// of, so that no lease outlives its Duration unrenewed. Backend.Close stops the
 // holder-side expiry; close the connection after it (which ends the
 // session and so every lease of it).
 //

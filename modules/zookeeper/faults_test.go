@@ -334,3 +334,39 @@ func TestRedaction(t *testing.T) {
 	}
 	electiontesting.CheckElectorErrors(t, b, "x", check, func(log string) bool { return strings.Contains(log, secret) })
 }
+
+// TestSweepUnknownLease: a lease znode of the Backend's own session that it
+// does not know of (a create whose reply was lost when the connection
+// broke) is deleted by the sweep armed for the failed attempt, once the
+// attempt's Duration has passed; a known lease is left alone.
+func TestSweepUnknownLease(t *testing.T) {
+	addr := server(t)
+	b := newBackend(t, Options{}, addr)
+	e := electionName(t)
+	if err := b.ensureDir(ctxT(t), e); err != nil {
+		t.Fatal(err)
+	}
+	data, err := encodeRecord(fxelection.Lease{Election: e, Holder: "a", Duration: time.Minute}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a multi applied without its reply would leave: this session's
+	// ephemeral lease znode, unknown to the Backend.
+	if _, err := b.conn.Create(b.Path(e)+"/"+leaseNodePrefix, data, flagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	b.armSweep(e, time.Now().Add(300*time.Millisecond))
+	electiontesting.WaitFor(t, leaderLimit, "the unknown lease znode to be swept", func() bool {
+		_, err := b.Get(ctxT(t), e)
+		return errors.Is(err, backendkit.ErrNoLease)
+	})
+	// A known lease survives a sweep.
+	l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sweep(e)
+	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != l.Term {
+		t.Fatalf("after a sweep: %+v, %v; want the known lease", got, err)
+	}
+}
