@@ -693,8 +693,16 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 	if got, err := decode(l.Election, &n); err != nil || got.Holder != l.Holder || got.Term != l.Term {
 		return nil
 	}
-	b.forget(path, czxid)
-	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(path, n.stat.Version) })
+	_, err = call(ctx, func() (struct{}, error) {
+		err := b.conn.Delete(path, n.stat.Version)
+		if err == nil || refused(err) {
+			// Deleted, or not ours to delete. After a broken connection
+			// the delete may not have been applied: the lease's expiry
+			// stays armed and deletes the znode at its deadline.
+			b.forget(path, czxid)
+		}
+		return struct{}{}, err
+	})
 	if err != nil && !conflict(err) {
 		return fmt.Errorf("release lease: %w", err)
 	}
