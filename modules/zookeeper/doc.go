@@ -166,7 +166,11 @@
 // passed and deletes a lease znode of its session that it does not know
 // of, so that no lease outlives its Duration unrenewed. Backend.Close stops the
 // holder-side expiry; close the connection after it (which ends the
-// session and so every lease of it).
+// session and so every lease of it). Close the connection only after the
+// electors using it have stopped (fx stops them first): closing a session
+// deletes its lease znodes at once, and another candidate may then lead
+// while an elector of the closed session still believes it leads, until its
+// RenewDeadline.
 //
 // An orphan record — persistent, owned by no session: a hand-over hint,
 // or a continued leadership's record whose session ended — ends by
