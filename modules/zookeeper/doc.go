@@ -116,6 +116,12 @@
 //     failure (a change may have been missed). Renewals write nothing, so
 //     they wake no one.
 //
+// go-zookeeper's calls take no context: every method returns as soon as
+// its context is done, and the call it was waiting for finishes on a
+// goroutine of its own when the server answers or the connection is closed
+// (a write it made then still counts: a lease znode created that way gets
+// the same expiry as any other).
+//
 // ZooKeeper's classic election recipe (Curator's LeaderLatch: candidates
 // queue as ephemeral sequential znodes, each watching its predecessor)
 // makes the session the only lease. This package keeps the fxelection
