@@ -370,3 +370,36 @@ func TestSweepUnknownLease(t *testing.T) {
 		t.Fatalf("after a sweep: %+v, %v; want the known lease", got, err)
 	}
 }
+
+// TestCloseWhileServerDown: Close returns promptly although an expiry
+// deletion is waiting on a connection whose server is down, and push
+// wake-up stops (no wake after Close).
+func TestCloseWhileServerDown(t *testing.T) {
+	z := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
+	b := newBackend(t, Options{}, z.Addr())
+	e := electionName(t)
+	if _, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var woken atomic.Int32
+	b.Subscribe(e, func() { woken.Add(1) })
+	if err := z.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the expiry fires and waits on the connection
+	done := make(chan struct{})
+	go func() { _ = b.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(leaderLimit):
+		t.Fatal("Close did not return with the server down")
+	}
+	n := woken.Load()
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if woken.Load() != n {
+		t.Fatal("woken after Close")
+	}
+}
