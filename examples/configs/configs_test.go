@@ -61,7 +61,8 @@ func loader(env, files map[string]string) config.Loader {
 // elsewhere are the files whose modules live in another Go module, whose
 // tests check them.
 var elsewhere = map[string]bool{
-	"etcd.json": true, // modules/etcd's TestExampleConfig
+	"etcd.json":      true, // modules/etcd's TestExampleConfig
+	"zookeeper.json": true, // modules/zookeeper's TestExampleConfig
 }
 
 // files returns the example files this package checks.

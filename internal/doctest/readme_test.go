@@ -77,8 +77,8 @@ func TestReadmeGuaranteesTable(t *testing.T) {
 		}
 		doctest.DocSays(t, filepath.Join("../..", m[1]), strings.ReplaceAll(c[col], "`", ""))
 	}
-	if len(rows) < 2+10 {
-		t.Errorf("the table has %d backends, want 10", len(rows)-2)
+	if len(rows) < 2+11 {
+		t.Errorf("the table has %d backends, want 11", len(rows)-2)
 	}
 }
 

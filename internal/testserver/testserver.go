@@ -1,6 +1,6 @@
 // Package testserver starts real Redis, PostgreSQL, MinIO, Azurite, DynamoDB
-// Local, memcached, NATS (JetStream) and Kubernetes (kube-apiserver with its
-// etcd) servers for tests.
+// Local, memcached, NATS (JetStream), ZooKeeper and Kubernetes
+// (kube-apiserver with its etcd) servers for tests.
 //
 // Each server runs as a child process on a free loopback port with its data
 // in a private temporary directory. Servers can be stopped, killed and

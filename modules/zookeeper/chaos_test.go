@@ -1,0 +1,48 @@
+package zklease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// chaosSession is the chaos candidates' session timeout: the schedule's
+// LeaseDuration (3s), above its RenewDeadline (2s), as the package's rule
+// requires, so that a crashed or cut-off leader's session expires within
+// the schedule's failover bound.
+const chaosSession = 3 * time.Second
+
+// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// on a ZooKeeper of its own: five candidates, each with its own connection
+// (so its own session) behind its own fault-injecting proxy, partitions,
+// latency, crashes (the proxy cut, then the connection closed: the session
+// expires on the server), restarts, resignations, whole-store outages and
+// SIGKILL and restart of ZooKeeper (acknowledged writes and sessions
+// survive, so no overlap is allowed). FXELECTION_CHAOS_DURATION and
+// FXELECTION_CHAOS_SEED make it a long run.
+func TestChaos(t *testing.T) {
+	z := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
+	electiontest.RunChaos(t, electiontest.ChaosOptions{
+		Target: z.Addr(),
+		Server: z,
+		NewClient: func(addr string) (fxelection.Backend, func(), error) {
+			c, _, err := zk.Connect([]string{addr}, chaosSession, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := New(c, Options{})
+			if err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+			return b, func() { _ = b.Close(); c.Close() }, nil
+		},
+		Duration: 40 * time.Second,
+		Seed:     7,
+	})
+}
