@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
+
+func noEnv(string) (string, bool) { return "", false }
+
+// TestTwoInstances: two instances on a real ZooKeeper elect one leader,
+// which /leader reports on both; stopping the leader hands over to the
+// other.
+func TestTwoInstances(t *testing.T) {
+	srv := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
+	exampletest.CheckTwoInstances(t, run, []string{"--servers", srv.Addr(), "--session-timeout", "2s"}, noEnv, "zookeeper")
+}
+
+// TestBadUsage: bad flags or settings exit 2 on one line, without the
+// password.
+func TestBadUsage(t *testing.T) {
+	const pw = "pw-NEVER-shown-9f"
+	env := func(name string) (string, bool) {
+		if name == passwordEnv {
+			return pw, true
+		}
+		return "", false
+	}
+	for _, args := range [][]string{
+		{"--servers", "u:" + pw + "@h:1", "--username", "u"},
+		{"--servers", "h:1"}, // password without username
+		{"--servers", "h:1", "--username", "u", "--session-timeout", "1ms"},
+		{"--lease", "1s", "--renew-deadline", "2s", "--username", "u"},
+		{"--nope"},
+		{"extra"},
+	} {
+		var stdout, stderr electiontesting.LogBuffer
+		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+		if strings.Contains(stderr.String(), pw) || strings.Contains(stdout.String(), pw) {
+			t.Errorf("%q: output shows the password: %s", args, stderr.String())
+		}
+	}
+}
