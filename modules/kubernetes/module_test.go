@@ -134,7 +134,7 @@ func TestConfigModuleKubeconfigNotShown(t *testing.T) {
 	const token = "kubeconfig-TOKEN-never-shown-77"
 	dir := t.TempDir()
 	for name, body := range map[string]string{
-		"not yaml": "users:\n- name: a\n  user: {token: " + token + "\n  : : [",
+		"not yaml":        "users:\n- name: a\n  user: {token: " + token + "\n  : : [",
 		"no such context": "apiVersion: v1\nkind: Config\nusers:\n- name: a\n  user: {token: " + token + "}\ncurrent-context: gone\n",
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
