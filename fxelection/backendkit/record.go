@@ -162,3 +162,27 @@ func Claim(req AcquireRequest, cur Value, found bool, expired func() bool, now t
 	}
 	return next, nil
 }
+
+// CheckTransfer checks a Transfer's request before the backend reads
+// anything: req must pass AcquireRequest.Validate, and it must be for
+// lease's election (an error matching ErrLeaseLost otherwise: that lease
+// cannot be handed over in req's election).
+func CheckTransfer(lease Lease, req AcquireRequest) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if req.Election != lease.Election {
+		return fmt.Errorf("%w: the request is for another election", ErrLeaseLost)
+	}
+	return nil
+}
+
+// ClaimTransfer returns the record a Transfer writes over cur, the caller's
+// own value (read and matched by the backend), on a store that keeps one
+// value per election: what Claim decides for req once cur is released, so
+// the release and the successor's acquisition are one write. Its term is
+// NextTerm of cur's, strictly above every term the election had.
+func ClaimTransfer(req AcquireRequest, cur Value, now time.Time) (Lease, error) {
+	cur.Released = true
+	return Claim(req, cur, true, nil, now)
+}

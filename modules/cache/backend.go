@@ -339,11 +339,8 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 // at their next retry.
 func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	const op = "transfer lease"
-	if err := req.Validate(); err != nil {
+	if err := backendkit.CheckTransfer(lease, req); err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
-	}
-	if req.Election != lease.Election {
-		return fxelection.Lease{}, b.fail(op, fmt.Errorf("%w: the request is for another election", backendkit.ErrLeaseLost))
 	}
 	ttl, err := b.ttl(req.Duration)
 	if err != nil {
@@ -353,11 +350,7 @@ func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req back
 	if err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}
-	// What Acquire decides for req once the lease is released: the release
-	// and the acquisition are this one write.
-	free := cur
-	free.Released = true
-	next, err := backendkit.Claim(req, free, true, nil, time.Now().UTC().Round(0))
+	next, err := backendkit.ClaimTransfer(req, cur, time.Now().UTC().Round(0))
 	if err != nil {
 		return fxelection.Lease{}, b.fail(op, err)
 	}

@@ -329,20 +329,15 @@ func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req back
 }
 
 func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	if err := req.Validate(); err != nil {
+	if err := backendkit.CheckTransfer(lease, req); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
-	}
-	if req.Election != lease.Election {
-		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w: the request is for another election", backendkit.ErrLeaseLost)
 	}
 	obj, s, err := b.own(ctx, lease, false)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
-	free := s.cur
-	free.Released = true
 	now := time.Now()
-	next, err := backendkit.Claim(req, free, true, nil, now)
+	next, err := backendkit.ClaimTransfer(req, s.cur, now)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}

@@ -3,9 +3,7 @@ package kubelease_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -116,23 +114,6 @@ func BenchmarkHandover(b *testing.B) {
 		}
 		leader.cancel()
 		<-leader.done
-		report(b, lat)
+		electiontest.ReportHandovers(b, lat)
 	})
-}
-
-// report reports lat's percentiles as RunHandoverBenchmark does.
-func report(b *testing.B, lat []time.Duration) {
-	slices.Sort(lat)
-	var sum time.Duration
-	for _, d := range lat {
-		sum += d
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	pct := func(q float64) time.Duration { return lat[max(int(math.Ceil(q*float64(len(lat))))-1, 0)] }
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(len(lat)), "handovers")
-	b.ReportMetric(ms(pct(0.50)), "p50-ms")
-	b.ReportMetric(ms(pct(0.99)), "p99-ms")
-	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
-	b.ReportMetric(ms(sum/time.Duration(len(lat))), "mean-ms")
 }

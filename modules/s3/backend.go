@@ -317,21 +317,14 @@ func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req back
 }
 
 func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	if err := req.Validate(); err != nil {
+	if err := backendkit.CheckTransfer(lease, req); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
-	}
-	if req.Election != lease.Election {
-		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w: the request is for another election", backendkit.ErrLeaseLost)
 	}
 	cur, err := b.own(ctx, lease)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
-	// What Acquire decides for req once the lease is released: the release
-	// and the acquisition are this one write.
-	free := cur
-	free.Released = true
-	next, err := backendkit.Claim(req, free, true, nil, time.Now())
+	next, err := backendkit.ClaimTransfer(req, cur, time.Now())
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
