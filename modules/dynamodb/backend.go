@@ -319,6 +319,19 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 // version, holder and term, not released. Otherwise it returns an error
 // matching backendkit.ErrLeaseLost (or a store failure).
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, error) {
+	cur, err := b.ownLeadership(ctx, lease)
+	if err == nil && cur.Lease.Version != lease.Version {
+		return stored{}, backendkit.ErrLeaseLost
+	}
+	return cur, err
+}
+
+// ownLeadership is own without the version: the item still holds lease's
+// leadership (holder and term, not released), whichever write of it. A
+// renewal its caller gave up on (Stop cut it short) may still have been
+// stored: Release must end the leadership all the same, or the next holder
+// waits for it to expire.
+func (b *Backend) ownLeadership(ctx context.Context, lease fxelection.Lease) (stored, error) {
 	if lease.Version == "" || lease.Election == "" {
 		return stored{}, backendkit.ErrLeaseLost
 	}
@@ -328,38 +341,43 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (stored, erro
 		return stored{}, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return stored{}, err
-	case !found || cur.Released || cur.Lease.Version != lease.Version ||
-		cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
+	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
 		return stored{}, backendkit.ErrLeaseLost
 	}
 	return cur, nil
 }
 
 // Release marks lease's item released (keeping its term) if it still holds
-// lease; releasing a lease that is no longer the caller's returns nil.
+// lease's leadership (holder and term; a later write of the same
+// leadership too), with a write conditional on the item just read (read
+// again after a lost condition); releasing a lease that is no longer the
+// caller's returns nil.
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 	return b.redact(b.release(ctx, lease))
 }
 
 func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
-	cur, err := b.own(ctx, lease)
-	if errors.Is(err, backendkit.ErrLeaseLost) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("release lease: %w", err)
-	}
-	if _, err := b.write(ctx, cur.Lease, true, &cur); err != nil {
-		if isConflict(err) {
+	for range acquireAttempts {
+		cur, err := b.ownLeadership(ctx, lease)
+		if errors.Is(err, backendkit.ErrLeaseLost) {
 			return nil
 		}
-		return fmt.Errorf("release lease: %w", err)
+		if err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
+		if _, err := b.write(ctx, cur.Lease, true, &cur); err != nil {
+			if isConflict(err) {
+				continue // written since the read: read again
+			}
+			return fmt.Errorf("release lease: %w", err)
+		}
+		return nil
 	}
-	return nil
+	return fmt.Errorf("release lease: lost %d conditional-write races in a row", acquireAttempts)
 }
 
 // Transfer implements backendkit.Transferer: it ends lease, matched as
-// Release matches it (same version, holder and term, not released), and
+// Renew matches it (same version, holder and term, not released), and
 // in the same write replaces it with the record Acquire would write for
 // req on a free lease: held by req.Identity under req.Incarnation, with
 // req.Metadata, for req.Duration, acquired now, with the next clock-seeded

@@ -93,9 +93,13 @@
 //     Acquire reads again and decides again (a few times at most), so a
 //     loser reports the winner.
 //   - Renew and Release read the item, check that it still holds the
-//     caller's lease (same version, holder and term, not released) and
-//     replace it conditionally on what they read: two requests each. Renew
-//     fails with backendkit.ErrLeaseLost otherwise; Release returns nil.
+//     caller's lease and replace it conditionally on what they read: two
+//     requests each. Renew asks for the same version, holder and term, not
+//     released, and fails with backendkit.ErrLeaseLost otherwise. Release
+//     asks only for the same leadership (holder and term, not released), so
+//     that a renewal Stop cut short but the store applied is released too;
+//     a lost condition reads again. It returns nil when the leadership is
+//     no longer there.
 //   - Get reads the item: absent or released gives backendkit.ErrNoLease.
 //     Lease.ExpiresAt is always zero (the store has no expiry time to
 //     report); AcquiredAt is the acquiring node's clock, for display only.

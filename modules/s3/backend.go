@@ -256,6 +256,20 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 // ETag, holder and term, not released. Otherwise it returns an error
 // matching backendkit.ErrLeaseLost (or a store failure).
 func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
+	cur, err := b.ownLeadership(ctx, lease)
+	if err == nil && cur.Lease.Version != lease.Version {
+		return backendkit.Value{}, backendkit.ErrLeaseLost
+	}
+	return cur, err
+}
+
+// ownLeadership is own without the ETag: the object still holds lease's
+// leadership (holder and term, not released), whichever write of it. A
+// renewal its caller gave up on (Stop cut it short) may still have been
+// stored: Release must end the leadership all the same, or the next holder
+// waits for it to expire. Any other write (another holder, a new
+// incarnation's term, a release) fails the match.
+func (b *Backend) ownLeadership(ctx context.Context, lease fxelection.Lease) (backendkit.Value, error) {
 	if lease.Version == "" || lease.Election == "" {
 		return backendkit.Value{}, backendkit.ErrLeaseLost
 	}
@@ -265,38 +279,42 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (backendkit.V
 		return backendkit.Value{}, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
 	case err != nil:
 		return backendkit.Value{}, err
-	case !found || cur.Released || cur.Lease.Version != lease.Version ||
-		cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
+	case !found || cur.Released || cur.Lease.Holder != lease.Holder || cur.Lease.Term != lease.Term:
 		return backendkit.Value{}, backendkit.ErrLeaseLost
 	}
 	return cur, nil
 }
 
 // Release marks lease's object released (keeping its term) if it still
-// holds lease; releasing a lease that is no longer the caller's returns nil.
+// holds lease's leadership (holder and term; a later write of the same
+// leadership too), with a write conditional on the ETag just read;
+// releasing a lease that is no longer the caller's returns nil.
 func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 	return b.redact(b.release(ctx, lease))
 }
 
 func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
-	cur, err := b.own(ctx, lease)
-	if errors.Is(err, backendkit.ErrLeaseLost) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("release lease: %w", err)
-	}
-	if _, err := b.write(ctx, cur.Lease, true, cur.Lease.Version); err != nil {
-		if isConflict(err) {
+	for range acquireAttempts {
+		cur, err := b.ownLeadership(ctx, lease)
+		if errors.Is(err, backendkit.ErrLeaseLost) {
 			return nil
 		}
-		return fmt.Errorf("release lease: %w", err)
+		if err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
+		if _, err := b.write(ctx, cur.Lease, true, cur.Lease.Version); err != nil {
+			if isConflict(err) {
+				continue // written since the read: read again
+			}
+			return fmt.Errorf("release lease: %w", err)
+		}
+		return nil
 	}
-	return nil
+	return fmt.Errorf("release lease: lost %d conditional-write races in a row", acquireAttempts)
 }
 
 // Transfer implements backendkit.Transferer: it ends lease, matched as
-// Release matches it (same ETag, holder and term, not released), and in
+// Renew matches it (same ETag, holder and term, not released), and in
 // the same write replaces it with the record Acquire would write for req
 // on a free lease: held by req.Identity under req.Incarnation, with
 // req.Metadata, for req.Duration, acquired now, with the next
