@@ -1,0 +1,68 @@
+// Package lock provides fenced locks on any fxelection Backend: a lock on
+// one key for one critical section, taken by whichever caller gets there
+// first, with a deadline on the wait.
+//
+//	locker, err := lock.New(backend, lock.Options{})
+//	…
+//	l, err := locker.Acquire(ctx, "nightly-report")
+//	if err != nil {
+//		return err // ctx ended before the lock was held
+//	}
+//	defer l.Release(context.Background())
+//	work(l.Context(), l.Term()) // guard external writes with the term
+//
+// # Why a package of its own
+//
+// An Elector is a campaign loop that runs for the life of the process:
+// events, callbacks, health checks, priorities, fx hooks. A lock is taken
+// for a critical section that may last 200 ms and is then given back; it
+// needs none of that. The lock uses only the Backend contract (package
+// backendkit), as packages pool and watch do, so it works on every backend
+// and leaves the core's API unchanged; each key is one lease record, the
+// key its election name, so a key must not also be used as the name of an
+// election on the same backend.
+//
+// # What a lock guarantees
+//
+// A held Lock is a lease that a goroutine of its own renews every
+// RetryPeriod (one Renew call each; locks do not yet share the batched
+// renewals of an Elector Group). Its Context ends when the Lock is released, when a renewal
+// finds the lease lost, and when no renewal has succeeded within
+// RenewDeadline of the start of the last successful one (the acquisition
+// counts as one), measured on the local monotonic clock. Because
+// RenewDeadline is shorter than LeaseDuration, the Context ends before the
+// lease can expire in the store and before any other caller can take the
+// lock: the difference is the margin for clock-rate drift and scheduling
+// delays, as for an Elector's leader context.
+//
+// That is all a lease can promise. A process paused for longer than
+// LeaseDuration−RenewDeadline (a GC pause, a stopped VM, a slow disk)
+// resumes with its Context not yet ended while another holder already has
+// the lock; so does a write that was sent before the Context ended and
+// arrives after. A lock without fencing cannot protect against either.
+// Term is the fencing token that does: it strictly increases per key every
+// time the lock is taken, by whatever holder (each acquisition is an
+// incarnation of its own, so two acquisitions by the same Locker get
+// different terms too), and a store that refuses writes carrying a term
+// lower than the highest it has seen (package fence and its guards for
+// PostgreSQL and Redis) is never corrupted by a holder that lost the lock
+// without knowing. The term is as durable as the backend keeps it; the
+// README's guarantees table says what each backend promises.
+//
+// # Waiting
+//
+// Acquire tries at once, then again whenever the backend reports a release
+// (push wake-up, on backends that implement backendkit.Notifier, such as
+// the in-memory backend, Redis and PostgreSQL) and otherwise every
+// RetryPeriod to 1.2 × RetryPeriod, jittered; store failures back off
+// exponentially from RetryPeriod up to LeaseDuration. A waiter costs one
+// Acquire call per attempt and, with push, one subscription; it never
+// spins. A lock that expires rather than being released wakes nobody: its
+// waiters take it at their next poll.
+//
+// A lock is not reentrant: a second Acquire of a held key waits, even from
+// the same Locker. A Lock whose holder neither releases it nor exits keeps
+// it, renewed, for as long as renewals succeed; always Release it. A
+// process that dies without releasing leaves the lock to expire after
+// LeaseDuration.
+package lock

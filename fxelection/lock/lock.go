@@ -1,0 +1,433 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/backoff"
+)
+
+// Defaults for Options' zero values: fxelection.Config's.
+const (
+	defaultLeaseDuration = 15 * time.Second
+	defaultRenewDeadline = 10 * time.Second
+	defaultRetryPeriod   = 2 * time.Second
+	// incarnationLen is the length of backendkit.NewIncarnation's tokens.
+	incarnationLen = 16
+)
+
+// MaxIdentityLen is the longest Options.Identity accepted, in bytes: the
+// lease's holder is the identity, a '/' and the acquisition's
+// incarnation token, and must fit backendkit.MaxIdentityLen.
+const MaxIdentityLen = backendkit.MaxIdentityLen - 1 - incarnationLen
+
+var (
+	// ErrLocked means another holder has the lock. TryAcquire returns it
+	// wrapping the backend's *backendkit.HeldError, which carries the
+	// current holder and term (errors.As gets it).
+	ErrLocked = errors.New("lock: held by another holder")
+	// ErrInvalidKey means a key breaks the rule for election names: at
+	// most backendkit.MaxNameLen bytes of printable UTF-8, not empty.
+	ErrInvalidKey = errors.New("lock: invalid key")
+	// ErrLost is the cause (context.Cause) of a Lock's Context that ended
+	// because the lock was lost: a renewal found the lease taken or
+	// expired, or no renewal succeeded within RenewDeadline.
+	ErrLost = errors.New("lock: lost")
+	// ErrReleased is the cause (context.Cause) of a Lock's Context that
+	// ended because the Lock was released.
+	ErrReleased = errors.New("lock: released")
+	// errNilBackend is New's error for a nil backend.
+	errNilBackend = errors.New("lock: backend: required")
+)
+
+// Options configures a Locker. The zero value of every field means its
+// documented default; the durations follow fxelection.Config's rules
+// (LeaseDuration > RenewDeadline > 1.2 × RetryPeriod, RetryPeriod at
+// least 10ms), checked by fxelection.Config.Validate.
+type Options struct {
+	// Identity names this Locker in the lease records it writes: the
+	// holder of each lock it takes is Identity, '/' and a random token of
+	// that acquisition, so that every acquisition is a holder of its own
+	// (and two goroutines sharing a Locker exclude each other). At most
+	// MaxIdentityLen bytes of printable UTF-8. Default:
+	// fxelection.DefaultIdentity().
+	Identity string
+
+	// LeaseDuration is how long a lock lasts in the store without a
+	// renewal: a holder that vanishes without releasing is replaced once
+	// it has passed and a waiter polls again. Default: 15s.
+	LeaseDuration time.Duration
+
+	// RenewDeadline bounds how long a holder keeps the lock (its Context
+	// not ended) without a successful renewal, measured on the local
+	// monotonic clock from the start of the last successful renewal or
+	// the acquisition. It must be shorter than LeaseDuration, so that the
+	// Context ends before another holder can take the lock. It also
+	// bounds each attempt to acquire. Default: 10s.
+	RenewDeadline time.Duration
+
+	// RetryPeriod is how often a held lock is renewed and how often a
+	// waiter without push wake-up tries again (RetryPeriod to 1.2 ×
+	// RetryPeriod, jittered). At least 10ms and shorter than
+	// RenewDeadline/1.2. Default: 2s.
+	RetryPeriod time.Duration
+}
+
+// withDefaults returns o with defaults filled in.
+func (o Options) withDefaults() Options {
+	if o.Identity == "" {
+		o.Identity = fxelection.DefaultIdentity()
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = defaultLeaseDuration
+	}
+	if o.RenewDeadline == 0 {
+		o.RenewDeadline = defaultRenewDeadline
+	}
+	if o.RetryPeriod == 0 {
+		o.RetryPeriod = defaultRetryPeriod
+	}
+	return o
+}
+
+// Validate fills in defaults and checks o. The error is a
+// *fxelection.ConfigError whose Field names the bad Options field.
+func (o Options) Validate() error {
+	_, err := o.normalize()
+	return err
+}
+
+// normalize returns o with defaults, or the first problem with it.
+func (o Options) normalize() (Options, error) {
+	o = o.withDefaults()
+	if len(o.Identity) > MaxIdentityLen {
+		return o, &fxelection.ConfigError{Field: "Identity",
+			Reason: fmt.Sprintf("must be at most %d bytes (is %d)", MaxIdentityLen, len(o.Identity))}
+	}
+	// fxelection.Config's rules for the identity and the durations; its
+	// field names are Options' own. Name is a placeholder: keys are
+	// checked per call.
+	err := fxelection.Config{
+		Name: "lock", Identity: o.Identity,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+	}.Validate()
+	return o, err
+}
+
+// checkKey applies the rule for election names to key.
+func checkKey(key string) error {
+	if problem := backendkit.NameProblem(key); problem != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidKey, problem)
+	}
+	return nil
+}
+
+// Locker takes locks on one backend. It is safe for concurrent use; it
+// starts no goroutine of its own (each held Lock has one, which Release
+// stops).
+type Locker struct {
+	backend  fxelection.Backend
+	notifier backendkit.Notifier // nil without push wake-up
+	opts     Options
+}
+
+// New returns a Locker on backend. It returns a *fxelection.ConfigError
+// naming the first bad Options field.
+func New(backend fxelection.Backend, opts Options) (*Locker, error) {
+	if backend == nil {
+		return nil, errNilBackend
+	}
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	n, _ := backend.(backendkit.Notifier)
+	return &Locker{backend: backend, notifier: n, opts: opts}, nil
+}
+
+// Options returns the Locker's options with defaults filled in.
+func (l *Locker) Options() Options { return l.opts }
+
+// Acquire takes the lock on key, waiting until it is held or ctx is done.
+// It tries at once, then again when the backend reports a release (where
+// it implements backendkit.Notifier) and otherwise every RetryPeriod to
+// 1.2 × RetryPeriod; store failures back off exponentially up to
+// LeaseDuration. Every Acquire is an acquisition of its own with a fresh
+// incarnation, so its term is higher than any the key had before.
+//
+// When ctx ends first it returns an error matching ctx's error (and the
+// last attempt's, such as ErrLocked). An invalid key gives an error
+// matching ErrInvalidKey. ctx bounds only the wait: the Lock's Context
+// carries ctx's values but not its cancellation.
+func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	// Subscribe before the first attempt, so that a release between a
+	// refused attempt and the wait is not missed.
+	woken := make(chan struct{}, 1)
+	if l.notifier != nil {
+		cancel := l.notifier.Subscribe(key, func() {
+			select {
+			case woken <- struct{}{}:
+			default: // one pending wake-up is enough
+			}
+		})
+		defer cancel()
+	}
+	inc := backendkit.NewIncarnation()
+	failures := 0
+	for {
+		lk, err := l.try(ctx, key, inc)
+		if err == nil {
+			return lk, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			if errors.Is(err, cerr) {
+				return nil, fmt.Errorf("lock: acquire: %w", err)
+			}
+			return nil, fmt.Errorf("lock: acquire: %w (last attempt: %w)", cerr, err)
+		}
+		var wait time.Duration
+		if errors.Is(err, ErrLocked) {
+			failures = 0
+			wait = backoff.Jitter(l.opts.RetryPeriod)
+		} else {
+			failures++
+			wait = backoff.Delay(failures, l.opts.RetryPeriod, l.opts.LeaseDuration)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-woken:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("lock: acquire: %w (last attempt: %w)", ctx.Err(), err)
+		}
+	}
+}
+
+// TryAcquire makes one attempt to take the lock on key. If another holder
+// has it, the error matches ErrLocked and wraps the backend's
+// *backendkit.HeldError with the holder and its term. An invalid key gives
+// an error matching ErrInvalidKey; any other error is a store failure.
+func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return l.try(ctx, key, backendkit.NewIncarnation())
+}
+
+// errWonLate is an attempt's error when the backend granted the lease
+// only after the renew deadline of the attempt had passed.
+var errWonLate = errors.New("lock: acquired after the renew deadline; given back")
+
+// try makes one Acquire call as incarnation inc, bounded by RenewDeadline
+// from its start (belief is measured from there), and starts the Lock.
+func (l *Locker) try(ctx context.Context, key, inc string) (*Lock, error) {
+	start := time.Now()
+	actx, cancel := context.WithDeadline(ctx, start.Add(l.opts.RenewDeadline))
+	lease, err := l.backend.Acquire(actx, backendkit.AcquireRequest{
+		Election:    key,
+		Identity:    l.opts.Identity + "/" + inc,
+		Duration:    l.opts.LeaseDuration,
+		Incarnation: inc,
+	})
+	cancel()
+	switch {
+	case errors.Is(err, backendkit.ErrLeaseHeld):
+		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
+	case err != nil:
+		return nil, fmt.Errorf("lock: acquire %q: %w", key, err)
+	}
+	if time.Since(start) >= l.opts.RenewDeadline {
+		// A backend that ignored its context granted it too late to be
+		// believed at all: give it back (bounded, even if ctx is done).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
+		_ = l.backend.Release(rctx, lease) // if this fails, the lease expires
+		cancel()
+		return nil, fmt.Errorf("lock: acquire %q: %w", key, errWonLate)
+	}
+	return l.start(ctx, key, lease, start), nil
+}
+
+// Lock is a held lock. Its Context ends before another holder can take the
+// lock; its Term is the fencing token for writes made under it. Release it
+// when done: that ends its renewals and frees the key for the next waiter.
+// Its methods are safe for concurrent use.
+type Lock struct {
+	locker   *Locker
+	key      string
+	acquired fxelection.Lease // as acquired; carried by ctx
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	done     chan struct{} // closed when the renewal goroutine returns
+
+	mu        sync.Mutex
+	lease     fxelection.Lease // as last renewed
+	lastRenew time.Time        // start of the last successful renewal (or the acquisition)
+	lastErr   error            // the last renewal's store failure, for the cause
+	timer     *time.Timer      // ends ctx at lastRenew+RenewDeadline
+
+	relMu    sync.Mutex
+	released bool // the store's Release succeeded
+}
+
+// start returns the Lock for lease, acquired by an attempt that began at
+// start, and starts its renewals.
+func (l *Locker) start(ctx context.Context, key string, lease fxelection.Lease, start time.Time) *Lock {
+	base := backendkit.ContextWithLease(context.WithoutCancel(ctx), lease.Clone())
+	lctx, cancel := context.WithCancelCause(base)
+	lk := &Lock{
+		locker: l, key: key, acquired: lease.Clone(), ctx: lctx, cancel: cancel, done: make(chan struct{}),
+		lease: lease, lastRenew: start,
+	}
+	lk.mu.Lock() // expire takes it: lk.timer is set before it runs
+	lk.timer = time.AfterFunc(time.Until(start.Add(l.opts.RenewDeadline)), lk.expire)
+	lk.mu.Unlock()
+	go lk.renewLoop(start)
+	return lk
+}
+
+// Key returns the lock's key.
+func (lk *Lock) Key() string { return lk.key }
+
+// Term returns the fencing token: the term of the lease as acquired. It
+// stays the same while the Lock is renewed and is higher than the term of
+// every earlier holder of the key. Guard external writes with it.
+func (lk *Lock) Term() uint64 { return lk.acquired.Term }
+
+// Lease returns the lock's lease as last renewed (its Term is Term()).
+func (lk *Lock) Lease() fxelection.Lease {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.lease.Clone()
+}
+
+// Context returns a context that ends when the lock is released, when a
+// renewal finds the lease lost, or at the renew deadline: RenewDeadline
+// after the start of the last successful renewal (or of the acquisition)
+// with no successful renewal since, which is before the lease can expire
+// in the store and another holder take it. context.Cause tells which:
+// ErrReleased, or an error matching ErrLost. It carries the lease as
+// acquired (backendkit.LeaseFromContext), so fencing guards that read the
+// token from a context (package fence) accept it, and the values of the
+// context given to Acquire.
+func (lk *Lock) Context() context.Context { return lk.ctx }
+
+// expire ends the Lock at the renew deadline, unless a renewal moved the
+// deadline while the timer fired.
+func (lk *Lock) expire() {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if time.Now().Before(lk.lastRenew.Add(lk.locker.opts.RenewDeadline)) {
+		return // re-armed by a renewal that raced with the timer
+	}
+	cause := fmt.Errorf("%w: no renewal succeeded within the renew deadline", ErrLost)
+	if lk.lastErr != nil {
+		cause = fmt.Errorf("%w: no renewal succeeded within the renew deadline (last error: %w)", ErrLost, lk.lastErr)
+	}
+	lk.cancel(cause)
+}
+
+// end ends the Lock's Context with cause (the first cause wins) and stops
+// its deadline timer.
+func (lk *Lock) end(cause error) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	lk.cancel(cause)
+	lk.timer.Stop()
+}
+
+// renewLoop renews the lease every RetryPeriod from the start of the last
+// successful renewal (sooner after a failed one) until the Context ends.
+func (lk *Lock) renewLoop(start time.Time) {
+	defer close(lk.done)
+	opts := lk.locker.opts
+	next := start.Add(opts.RetryPeriod)
+	failures := 0
+	for {
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-t.C:
+		case <-lk.ctx.Done():
+			t.Stop()
+			return
+		}
+		renewStart := time.Now()
+		lk.mu.Lock()
+		cur, deadline := lk.lease, lk.lastRenew.Add(opts.RenewDeadline)
+		lk.mu.Unlock()
+		rctx, cancel := context.WithDeadline(lk.ctx, deadline)
+		renewed, err := lk.locker.backend.Renew(rctx, cur)
+		cancel()
+		switch {
+		case err == nil:
+			if !lk.extend(renewed, renewStart) {
+				return
+			}
+			failures = 0
+			next = renewStart.Add(opts.RetryPeriod)
+		case errors.Is(err, backendkit.ErrLeaseLost):
+			lk.end(fmt.Errorf("%w: %w", ErrLost, err))
+			return
+		case lk.ctx.Err() != nil:
+			return
+		default:
+			lk.mu.Lock()
+			lk.lastErr = err
+			lk.mu.Unlock()
+			failures++
+			// Sooner than RetryPeriod: the deadline is running out.
+			next = time.Now().Add(min(opts.RetryPeriod, backoff.Jitter(opts.RetryPeriod/4<<min(failures-1, 4))))
+		}
+	}
+}
+
+// extend records a successful renewal that started at start and moves the
+// renew deadline; false if the Context has ended meanwhile.
+func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.ctx.Err() != nil {
+		return false
+	}
+	lk.lease, lk.lastRenew, lk.lastErr = l, start, nil
+	lk.timer.Reset(time.Until(start.Add(lk.locker.opts.RenewDeadline)))
+	return true
+}
+
+// Release ends the Lock's Context and its renewals, waits for the renewal
+// goroutine to return, and releases the lease in the store, so that the
+// next waiter (woken by the backend's push, where it has one) takes the
+// lock at once. ctx bounds the whole call. It is idempotent: once the
+// store's release succeeded (releasing a lock already lost succeeds too),
+// later calls return nil at once; after a failure a later call tries
+// again, and the lease otherwise expires after LeaseDuration.
+func (lk *Lock) Release(ctx context.Context) error {
+	lk.relMu.Lock()
+	defer lk.relMu.Unlock()
+	if lk.released {
+		return nil
+	}
+	lk.end(ErrReleased)
+	select {
+	case <-lk.done:
+	case <-ctx.Done():
+		return fmt.Errorf("lock: release %q: %w", lk.key, ctx.Err())
+	}
+	lk.mu.Lock()
+	lease := lk.lease
+	lk.mu.Unlock()
+	if err := lk.locker.backend.Release(ctx, lease); err != nil {
+		return fmt.Errorf("lock: release %q: %w", lk.key, err)
+	}
+	lk.released = true
+	return nil
+}
