@@ -546,3 +546,112 @@ func TestBadKeys(t *testing.T) {
 		t.Errorf("%d store calls for invalid keys, want 0", n)
 	}
 }
+
+// TestWedgedRenewal: a renewal stuck in a backend call that ignores its
+// context (faultinject's wedge) cannot stretch the lock: the Context
+// still ends at the renew deadline, before the lease expires; Release is
+// bounded by its context meanwhile, and succeeds when tried again once
+// the call returned.
+func TestWedgedRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		f := faultinject.New(store)
+		l := newLocker(t, f, "a")
+		held, err := l.Acquire(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		acquired := time.Now()
+		expires := held.Lease().ExpiresAt
+		f.Wedge(fxelection.OpRenew, true) // the first renewal, at RetryPeriod, hangs
+		<-held.Context().Done()
+		if took := time.Since(acquired); took != fast.RenewDeadline || !time.Now().Before(expires) {
+			t.Errorf("Context ended %v after the acquisition, want at RenewDeadline (%v), before the lease expires", took, fast.RenewDeadline)
+		}
+		if cause := context.Cause(held.Context()); !errors.Is(cause, lock.ErrLost) {
+			t.Errorf("cause %v, want ErrLost", cause)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		began := time.Now()
+		err = held.Release(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) != time.Second {
+			t.Errorf("Release with a wedged renewal: %v after %v, want DeadlineExceeded after 1s", err, time.Since(began))
+		}
+		f.Wedge(fxelection.OpRenew, false)
+		release(t, held)
+		if _, err := store.Get(context.Background(), "k"); !errors.Is(err, backendkit.ErrNoLease) {
+			t.Errorf("after the retried Release: %v, want ErrNoLease", err)
+		}
+	})
+}
+
+// lateAcquire is a backend whose first Acquire takes delay, ignoring its
+// context, and then succeeds.
+type lateAcquire struct {
+	fxelection.Backend
+	delay time.Duration
+	calls atomic.Int32
+}
+
+func (b *lateAcquire) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	if b.calls.Add(1) == 1 {
+		time.Sleep(b.delay)
+		return b.Backend.Acquire(context.WithoutCancel(ctx), req)
+	}
+	return b.Backend.Acquire(ctx, req)
+}
+
+// TestWonLateGivenBack: a lease granted after the attempt's renew
+// deadline (by a backend that ignored its context) is given back, not
+// believed; Acquire tries again and returns a lock with a live Context
+// and a higher term.
+func TestWonLateGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		b := &lateAcquire{Backend: store, delay: fast.RenewDeadline + time.Second}
+		l := newLocker(t, b, "a")
+		lk, err := l.TryAcquire(context.Background(), "k")
+		if err == nil || lk != nil {
+			t.Fatalf("TryAcquire won after the renew deadline: %v, %v; want an error", lk, err)
+		}
+		if _, err := store.Get(context.Background(), "k"); !errors.Is(err, backendkit.ErrNoLease) {
+			t.Errorf("the late lease was not given back: %v", err)
+		}
+		b.calls.Store(0)
+		lk, err = l.Acquire(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lk.Context().Err() != nil || lk.Term() < 2 || b.calls.Load() != 2 {
+			t.Errorf("lock after a late win: Context %v, term %d, %d attempts; want live, term ≥ 2, 2 attempts", lk.Context().Err(), lk.Term(), b.calls.Load())
+		}
+		release(t, lk)
+	})
+}
+
+type ctxKey struct{}
+
+// TestAcquireContext: an Acquire whose context is already done returns its
+// error without waiting; the Lock's Context carries the values of
+// Acquire's context but does not end with it.
+func TestAcquireContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLocker(t, memory.New(), "a")
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := l.Acquire(done, "k"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Acquire with a done context: %v, want context.Canceled", err)
+		}
+		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
+		lk, err := l.Acquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if lk.Context().Value(ctxKey{}) != "v" || lk.Context().Err() != nil {
+			t.Errorf("Lock's Context: value %v, err %v; want Acquire's value and not done", lk.Context().Value(ctxKey{}), lk.Context().Err())
+		}
+		release(t, lk)
+	})
+}
