@@ -419,8 +419,14 @@ func (lk *Lock) Release(ctx context.Context) error {
 	lk.end(ErrReleased)
 	select {
 	case <-lk.done:
-	case <-ctx.Done():
-		return fmt.Errorf("lock: release %q: %w", lk.key, ctx.Err())
+	default:
+		// Only when the renewal goroutine has not returned yet: a done
+		// ctx must not win a race with a closed done.
+		select {
+		case <-lk.done:
+		case <-ctx.Done():
+			return fmt.Errorf("lock: release %q: %w", lk.key, ctx.Err())
+		}
 	}
 	lk.mu.Lock()
 	lease := lk.lease
