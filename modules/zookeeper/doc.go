@@ -53,7 +53,13 @@
 //     negotiate (a server that grants less than RenewDeadline breaks the
 //     timing rule: check its maxSessionTimeout); a deposed leader paused
 //     past the margin still acts with its older term (fence writes with the
-//     term).
+//     term). The client, go-zookeeper/zk v1.0.4, re-arms watches after a
+//     reconnect reading the last zxid its receive loop writes without
+//     synchronization (upstream go-zookeeper/zk#35): the race detector
+//     reports it, and the re-armed watches may be relative to a slightly
+//     older zxid, which can only repeat a notification (a spurious
+//     wake-up, a hint here), never lose a lease; Options.DisablePush
+//     avoids watches altogether.
 //
 // # Mapping
 //
