@@ -95,3 +95,19 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 		return leading && l == other.id
 	})
 }
+
+// CheckBadUsage runs an example command with each of cases (bad flags or
+// settings) and the environment lookupEnv, and checks that each exits 2
+// and that neither output shows secret (a credential lookupEnv gives).
+func CheckBadUsage(t *testing.T, run RunFunc, cases [][]string, lookupEnv func(string) (string, bool), secret string) {
+	t.Helper()
+	for _, args := range cases {
+		var stdout, stderr electiontesting.LogBuffer
+		if code := run(context.Background(), args, &stdout, &stderr, lookupEnv); code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+		if strings.Contains(stderr.String(), secret) || strings.Contains(stdout.String(), secret) {
+			t.Errorf("%q: output shows the secret: %s", args, stderr.String())
+		}
+	}
+}

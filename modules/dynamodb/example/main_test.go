@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -40,20 +37,12 @@ func TestBadUsage(t *testing.T) {
 		}
 		return "", false
 	}
-	for _, args := range [][]string{
+	exampletest.CheckBadUsage(t, run, [][]string{
 		{"--table", "t"}, // no region
 		{"--region", "r", "--table", ""},
 		{"--region", "r", "--endpoint", "http://u:" + secret + "@h:1"},
 		{"--region", "r", "--lease", "1s", "--renew-deadline", "2s"},
 		{"--nope"},
 		{"extra"},
-	} {
-		var stdout, stderr electiontesting.LogBuffer
-		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
-			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
-		}
-		if strings.Contains(stderr.String(), secret) || strings.Contains(stdout.String(), secret) {
-			t.Errorf("%q: output shows the secret key: %s", args, stderr.String())
-		}
-	}
+	}, env, secret)
 }

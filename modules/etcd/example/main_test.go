@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
@@ -33,19 +31,11 @@ func TestBadUsage(t *testing.T) {
 		}
 		return "", false
 	}
-	for _, args := range [][]string{
+	exampletest.CheckBadUsage(t, run, [][]string{
 		{"--endpoints", "http://u:" + pw + "@h:1", "--username", "u"},
 		{"--endpoints", "h:1"}, // password without username
 		{"--lease", "1s", "--renew-deadline", "2s", "--username", "u"},
 		{"--nope"},
 		{"extra"},
-	} {
-		var stdout, stderr electiontesting.LogBuffer
-		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
-			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
-		}
-		if strings.Contains(stderr.String(), pw) || strings.Contains(stdout.String(), pw) {
-			t.Errorf("%q: output shows the password: %s", args, stderr.String())
-		}
-	}
+	}, env, pw)
 }

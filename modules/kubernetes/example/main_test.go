@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/klog/v2"
 
-	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -47,7 +44,7 @@ func TestBadUsage(t *testing.T) {
 		}
 		return "", false
 	}
-	for _, args := range [][]string{
+	exampletest.CheckBadUsage(t, run, [][]string{
 		{"--server", "https://u:" + token + "@h:1"},
 		{"--server", "http://h:1"},
 		{"--context", "c"}, // context without kubeconfig
@@ -55,13 +52,5 @@ func TestBadUsage(t *testing.T) {
 		{"--lease", "1s", "--renew-deadline", "2s"},
 		{"--nope"},
 		{"extra"},
-	} {
-		var stdout, stderr electiontesting.LogBuffer
-		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
-			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
-		}
-		if strings.Contains(stderr.String(), token) || strings.Contains(stdout.String(), token) {
-			t.Errorf("%q: output shows the token: %s", args, stderr.String())
-		}
-	}
+	}, env, token)
 }

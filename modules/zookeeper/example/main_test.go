@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -33,20 +30,12 @@ func TestBadUsage(t *testing.T) {
 		}
 		return "", false
 	}
-	for _, args := range [][]string{
+	exampletest.CheckBadUsage(t, run, [][]string{
 		{"--servers", "u:" + pw + "@h:1", "--username", "u"},
 		{"--servers", "h:1"}, // password without username
 		{"--servers", "h:1", "--username", "u", "--session-timeout", "1ms"},
 		{"--lease", "1s", "--renew-deadline", "2s", "--username", "u"},
 		{"--nope"},
 		{"extra"},
-	} {
-		var stdout, stderr electiontesting.LogBuffer
-		if code := run(context.Background(), args, &stdout, &stderr, env); code != 2 {
-			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
-		}
-		if strings.Contains(stderr.String(), pw) || strings.Contains(stdout.String(), pw) {
-			t.Errorf("%q: output shows the password: %s", args, stderr.String())
-		}
-	}
+	}, env, pw)
 }
