@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -41,6 +42,9 @@ var (
 	// ErrReleased is the cause (context.Cause) of a Lock's Context that
 	// ended because the Lock was released.
 	ErrReleased = errors.New("lock: released")
+	// ErrClosed means the Locker was closed (Close): it takes no more
+	// locks, and its waiters return it.
+	ErrClosed = errors.New("lock: locker closed")
 	// errNilBackend is New's error for a nil backend.
 	errNilBackend = errors.New("lock: backend: required")
 )
@@ -76,6 +80,11 @@ type Options struct {
 	// RetryPeriod, jittered). At least 10ms and shorter than
 	// RenewDeadline/1.2. Default: 2s.
 	RetryPeriod time.Duration
+
+	// Observer, when set, receives the Locker's events (acquisitions with
+	// their outcome and wait, releases, losses): package metrics turns
+	// them into series. It is called synchronously and must not block.
+	Observer Observer
 }
 
 // withDefaults returns o with defaults filled in.
@@ -129,25 +138,83 @@ func checkKey(key string) error {
 
 // Locker takes locks on one backend. It is safe for concurrent use; it
 // starts no goroutine of its own (each held Lock has one, which Release
-// stops).
+// stops). Close it when done (the fx module does, on stop): that releases
+// the locks still held.
 type Locker struct {
 	backend  fxelection.Backend
+	group    *fxelection.Group   // renewals share its batches
 	notifier backendkit.Notifier // nil without push wake-up
 	opts     Options
+
+	mu     sync.Mutex
+	held   map[*Lock]struct{} // not yet released (lost ones included)
+	closed chan struct{}      // closed by Close
+	isShut bool
 }
 
-// New returns a Locker on backend. It returns a *fxelection.ConfigError
-// naming the first bad Options field.
+// New returns a Locker on backend. Its locks' renewals share round trips
+// with each other when the backend renews in batches; NewInGroup shares
+// them with the electors of a group too. It returns a
+// *fxelection.ConfigError naming the first bad Options field.
 func New(backend fxelection.Backend, opts Options) (*Locker, error) {
 	if backend == nil {
+		return nil, errNilBackend
+	}
+	g, err := fxelection.NewGroup(backend)
+	if err != nil {
+		return nil, err
+	}
+	return NewInGroup(g, opts)
+}
+
+// NewInGroup returns a Locker on the group's backend whose renewals share
+// the group's batches (fxelection.Group.RenewLease): on a backend that
+// renews in batches (Redis, PostgreSQL, etcd, …), the locks and the
+// group's electors renewing in the same slot cost one round trip.
+func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
+	if g == nil {
 		return nil, errNilBackend
 	}
 	opts, err := opts.normalize()
 	if err != nil {
 		return nil, err
 	}
+	backend := g.Backend()
 	n, _ := backend.(backendkit.Notifier)
-	return &Locker{backend: backend, notifier: n, opts: opts}, nil
+	return &Locker{backend: backend, group: g, notifier: n, opts: opts,
+		held: make(map[*Lock]struct{}), closed: make(chan struct{})}, nil
+}
+
+// Close makes the Locker take no more locks (waiters in Acquire return
+// ErrClosed) and releases every Lock it still holds, as Release does,
+// bounded by ctx. It returns the releases' errors joined; locks it could
+// not release expire after LeaseDuration. It is idempotent.
+func (l *Locker) Close(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.isShut {
+		l.isShut = true
+		close(l.closed)
+	}
+	held := make([]*Lock, 0, len(l.held))
+	for lk := range l.held {
+		held = append(held, lk)
+	}
+	l.mu.Unlock()
+	var errs []error
+	for _, lk := range held {
+		if err := lk.Release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Held returns how many Locks the Locker holds now (taken and not yet
+// released; a Lock lost but not released counts until it is released).
+func (l *Locker) Held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
 }
 
 // Options returns the Locker's options with defaults filled in.
@@ -162,30 +229,98 @@ func (l *Locker) Options() Options { return l.opts }
 //
 // When ctx ends first it returns an error matching ctx's error (and the
 // last attempt's, such as ErrLocked). An invalid key gives an error
-// matching ErrInvalidKey. ctx bounds only the wait: the Lock's Context
-// carries ctx's values but not its cancellation.
+// matching ErrInvalidKey, a closed Locker ErrClosed. ctx bounds only the
+// wait: the Lock's Context carries ctx's values but not its cancellation.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	return l.acquire(ctx, target{name: key}, true)
+}
+
+// TryAcquire makes one attempt to take the lock on key. If another holder
+// has it, the error matches ErrLocked and wraps the backend's
+// *backendkit.HeldError with the holder and its term. An invalid key gives
+// an error matching ErrInvalidKey, a closed Locker ErrClosed; any other
+// error is a store failure.
+func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, target{name: key}, false)
+}
+
+// target is what an acquisition takes: a lock, one record named by its
+// key, or a semaphore of n slots, each a record of its own.
+type target struct {
+	name string
+	n    int // 0 for a lock
+}
+
+// slots returns how many records the target has.
+func (t target) slots() int { return max(t.n, 1) }
+
+// record returns the name of the record of slot i.
+func (t target) record(i int) string {
+	if t.n == 0 {
+		return t.name
+	}
+	return semaphoreRecord(t.name, i)
+}
+
+// acquire takes tg, waiting when wait is set, and tells the observer how
+// it went.
+func (l *Locker) acquire(ctx context.Context, tg target, wait bool) (*Lock, error) {
+	start := time.Now()
+	var lk *Lock
+	var err error
+	if wait {
+		lk, err = l.wait(ctx, tg)
+	} else {
+		lk, err = l.try(ctx, tg, backendkit.NewIncarnation())
+	}
+	if o := l.opts.Observer; o != nil {
+		ev := Event{Kind: EventAcquire, Key: tg.name, Semaphore: tg.n, Wait: time.Since(start), Err: err}
+		switch {
+		case err == nil:
+			ev.Outcome = OutcomeAcquired
+		case errors.Is(err, ErrClosed):
+			ev.Outcome = OutcomeClosed
+		case ctx.Err() != nil:
+			ev.Outcome = OutcomeCanceled
+		case errors.Is(err, ErrLocked):
+			ev.Outcome = OutcomeLocked
+		default:
+			ev.Outcome = OutcomeError
+		}
+		o.ObserveLock(ev)
+	}
+	return lk, err
+}
+
+// wait tries to take tg until it is held, ctx ends or the Locker closes.
+func (l *Locker) wait(ctx context.Context, tg target) (*Lock, error) {
 	// Subscribe before the first attempt, so that a release between a
 	// refused attempt and the wait is not missed.
 	woken := make(chan struct{}, 1)
 	if l.notifier != nil {
-		cancel := l.notifier.Subscribe(key, func() {
+		wake := func() {
 			select {
 			case woken <- struct{}{}:
 			default: // one pending wake-up is enough
 			}
-		})
-		defer cancel()
+		}
+		for i := range tg.slots() {
+			cancel := l.notifier.Subscribe(tg.record(i), wake)
+			defer cancel()
+		}
 	}
 	inc := backendkit.NewIncarnation()
 	failures := 0
 	for {
-		lk, err := l.try(ctx, key, inc)
-		if err == nil {
-			return lk, nil
+		lk, err := l.try(ctx, tg, inc)
+		if err == nil || errors.Is(err, ErrClosed) {
+			return lk, err
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			if errors.Is(err, cerr) {
@@ -206,6 +341,9 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 		case <-t.C:
 		case <-woken:
 			t.Stop()
+		case <-l.closed:
+			t.Stop()
+			return nil, ErrClosed
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("lock: acquire: %w (last attempt: %w)", ctx.Err(), err)
@@ -213,28 +351,53 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	}
 }
 
-// TryAcquire makes one attempt to take the lock on key. If another holder
-// has it, the error matches ErrLocked and wraps the backend's
-// *backendkit.HeldError with the holder and its term. An invalid key gives
-// an error matching ErrInvalidKey; any other error is a store failure.
-func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
+// try makes one attempt on tg as incarnation inc: for a semaphore, on each
+// slot in turn from a random one until one is taken (at most n Acquire
+// calls; the random start spreads concurrent waiters over the slots). A
+// store failure ends the attempt.
+func (l *Locker) try(ctx context.Context, tg target, inc string) (*Lock, error) {
+	n := tg.slots()
+	off := 0
+	if n > 1 {
+		off = rand.IntN(n)
 	}
-	return l.try(ctx, key, backendkit.NewIncarnation())
+	var err error
+	for j := range n {
+		if l.isClosed() {
+			return nil, ErrClosed
+		}
+		var lk *Lock
+		lk, err = l.tryRecord(ctx, tg, (off+j)%n, inc)
+		if err == nil || !errors.Is(err, ErrLocked) {
+			return lk, err
+		}
+	}
+	return nil, err
+}
+
+// isClosed reports whether Close was called.
+func (l *Locker) isClosed() bool {
+	select {
+	case <-l.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // errWonLate is an attempt's error when the backend granted the lease
 // only after the renew deadline of the attempt had passed.
 var errWonLate = errors.New("lock: acquired after the renew deadline; given back")
 
-// try makes one Acquire call as incarnation inc, bounded by RenewDeadline
-// from its start (belief is measured from there), and starts the Lock.
-func (l *Locker) try(ctx context.Context, key, inc string) (*Lock, error) {
+// tryRecord makes one Acquire call for slot i of tg as incarnation inc,
+// bounded by RenewDeadline from its start (belief is measured from
+// there), and starts the Lock.
+func (l *Locker) tryRecord(ctx context.Context, tg target, i int, inc string) (*Lock, error) {
 	start := time.Now()
+	record := tg.record(i)
 	actx, cancel := context.WithDeadline(ctx, start.Add(l.opts.RenewDeadline))
 	lease, err := l.backend.Acquire(actx, backendkit.AcquireRequest{
-		Election:    key,
+		Election:    record,
 		Identity:    l.opts.Identity + "/" + inc,
 		Duration:    l.opts.LeaseDuration,
 		Incarnation: inc,
@@ -244,7 +407,7 @@ func (l *Locker) try(ctx context.Context, key, inc string) (*Lock, error) {
 	case errors.Is(err, backendkit.ErrLeaseHeld):
 		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
 	case err != nil:
-		return nil, fmt.Errorf("lock: acquire %q: %w", key, err)
+		return nil, fmt.Errorf("lock: acquire %q: %w", record, err)
 	}
 	if time.Since(start) >= l.opts.RenewDeadline {
 		// A backend that ignored its context granted it too late to be
@@ -252,19 +415,39 @@ func (l *Locker) try(ctx context.Context, key, inc string) (*Lock, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
 		_ = l.backend.Release(rctx, lease) // if this fails, the lease expires
 		cancel()
-		return nil, fmt.Errorf("lock: acquire %q: %w", key, errWonLate)
+		return nil, fmt.Errorf("lock: acquire %q: %w", record, errWonLate)
 	}
-	return l.start(ctx, key, lease, start), nil
+	return l.start(ctx, tg, i, lease, start)
 }
 
-// Lock is a held lock. Its Context ends before another holder can take the
-// lock; its Term is the fencing token for writes made under it. Release it
-// when done: that ends its renewals and frees the key for the next waiter.
-// Its methods are safe for concurrent use.
+// track adds lk to the held locks; false once the Locker is closed.
+func (l *Locker) track(lk *Lock) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.isShut {
+		return false
+	}
+	l.held[lk] = struct{}{}
+	return true
+}
+
+// untrack removes lk from the held locks.
+func (l *Locker) untrack(lk *Lock) {
+	l.mu.Lock()
+	delete(l.held, lk)
+	l.mu.Unlock()
+}
+
+// Lock is a held lock, or a held slot of a semaphore. Its Context ends
+// before another holder can take it; its Term is the fencing token for
+// writes made under it. Release it when done: that ends its renewals and
+// frees it for the next waiter. Its methods are safe for concurrent use.
 type Lock struct {
 	locker   *Locker
-	key      string
+	tg       target
+	slot     int
 	acquired fxelection.Lease // as acquired; carried by ctx
+	at       time.Time        // when the acquisition began
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	done     chan struct{} // closed when the renewal goroutine returns
@@ -279,28 +462,44 @@ type Lock struct {
 	released bool // the store's Release succeeded
 }
 
-// start returns the Lock for lease, acquired by an attempt that began at
-// start, and starts its renewals.
-func (l *Locker) start(ctx context.Context, key string, lease fxelection.Lease, start time.Time) *Lock {
+// start returns the Lock for lease, slot i of tg, acquired by an attempt
+// that began at start, and starts its renewals. The Lock is tracked, so
+// that Close releases it; if Close came first, it is released here and
+// start returns ErrClosed.
+func (l *Locker) start(ctx context.Context, tg target, i int, lease fxelection.Lease, start time.Time) (*Lock, error) {
 	base := backendkit.ContextWithLease(context.WithoutCancel(ctx), lease.Clone())
 	lctx, cancel := context.WithCancelCause(base)
 	lk := &Lock{
-		locker: l, key: key, acquired: lease.Clone(), ctx: lctx, cancel: cancel, done: make(chan struct{}),
+		locker: l, tg: tg, slot: i, acquired: lease.Clone(), at: start,
+		ctx: lctx, cancel: cancel, done: make(chan struct{}),
 		lease: lease, lastRenew: start,
 	}
 	lk.mu.Lock() // expire takes it: lk.timer is set before it runs
 	lk.timer = time.AfterFunc(time.Until(start.Add(l.opts.RenewDeadline)), lk.expire)
 	lk.mu.Unlock()
 	go lk.renewLoop(start)
-	return lk
+	if !l.track(lk) {
+		// Closed since try checked: Close did not see this Lock. Bounded,
+		// even if ctx is done; if this fails, the lease expires.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
+		_ = lk.Release(rctx)
+		cancel()
+		return nil, ErrClosed
+	}
+	return lk, nil
 }
 
-// Key returns the lock's key.
-func (lk *Lock) Key() string { return lk.key }
+// Key returns the lock's key, or the semaphore's name.
+func (lk *Lock) Key() string { return lk.tg.name }
+
+// Slot returns which slot of the semaphore the Lock holds, from 0 to n−1
+// (0 for a lock).
+func (lk *Lock) Slot() int { return lk.slot }
 
 // Term returns the fencing token: the term of the lease as acquired. It
 // stays the same while the Lock is renewed and is higher than the term of
-// every earlier holder of the key. Guard external writes with it.
+// every earlier holder of the key (of the slot, for a semaphore). Guard
+// external writes with it.
 func (lk *Lock) Term() uint64 { return lk.acquired.Term }
 
 // Lease returns the lock's lease as last renewed (its Term is Term()).
@@ -333,7 +532,7 @@ func (lk *Lock) expire() {
 	if lk.lastErr != nil {
 		cause = fmt.Errorf("%w: no renewal succeeded within the renew deadline (last error: %w)", ErrLost, lk.lastErr)
 	}
-	lk.cancel(cause)
+	lk.endLocked(cause)
 }
 
 // end ends the Lock's Context with cause (the first cause wins) and stops
@@ -341,16 +540,34 @@ func (lk *Lock) expire() {
 func (lk *Lock) end(cause error) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
+	lk.endLocked(cause)
+}
+
+// endLocked is end with lk.mu held. The first end tells the observer: a
+// release (cause ErrReleased) or a loss.
+func (lk *Lock) endLocked(cause error) {
+	if lk.ctx.Err() != nil {
+		return // ended already
+	}
 	lk.cancel(cause)
 	lk.timer.Stop()
+	if o := lk.locker.opts.Observer; o != nil {
+		ev := Event{Kind: EventLost, Key: lk.tg.name, Semaphore: lk.tg.n, Held: time.Since(lk.at), Err: cause}
+		if errors.Is(cause, ErrReleased) {
+			ev.Kind, ev.Err = EventRelease, nil
+		}
+		o.ObserveLock(ev)
+	}
 }
 
 // renewLoop renews the lease every RetryPeriod from the start of the last
-// successful renewal (sooner after a failed one) until the Context ends.
+// successful renewal (sooner after a failed one; on the group's batch grid
+// when the backend batches) until the Context ends.
 func (lk *Lock) renewLoop(start time.Time) {
 	defer close(lk.done)
 	opts := lk.locker.opts
-	next := start.Add(opts.RetryPeriod)
+	g := lk.locker.group
+	next := g.RenewDue(start.Add(opts.RetryPeriod), opts.RetryPeriod)
 	failures := 0
 	for {
 		t := time.NewTimer(time.Until(next))
@@ -365,7 +582,7 @@ func (lk *Lock) renewLoop(start time.Time) {
 		cur, deadline := lk.lease, lk.lastRenew.Add(opts.RenewDeadline)
 		lk.mu.Unlock()
 		rctx, cancel := context.WithDeadline(lk.ctx, deadline)
-		renewed, err := lk.locker.backend.Renew(rctx, cur)
+		renewed, err := g.RenewLease(rctx, cur)
 		cancel()
 		switch {
 		case err == nil:
@@ -373,7 +590,7 @@ func (lk *Lock) renewLoop(start time.Time) {
 				return
 			}
 			failures = 0
-			next = renewStart.Add(opts.RetryPeriod)
+			next = g.RenewDue(renewStart.Add(opts.RetryPeriod), opts.RetryPeriod)
 		case errors.Is(err, backendkit.ErrLeaseLost):
 			lk.end(fmt.Errorf("%w: %w", ErrLost, err))
 			return
@@ -408,8 +625,9 @@ func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
 // next waiter (woken by the backend's push, where it has one) takes the
 // lock at once. ctx bounds the whole call. It is idempotent: once the
 // store's release succeeded (releasing a lock already lost succeeds too),
-// later calls return nil at once; after a failure a later call tries
-// again, and the lease otherwise expires after LeaseDuration.
+// later calls return nil at once; after a failure a later call (or the
+// Locker's Close) tries again, and the lease otherwise expires after
+// LeaseDuration.
 func (lk *Lock) Release(ctx context.Context) error {
 	lk.relMu.Lock()
 	defer lk.relMu.Unlock()
@@ -425,15 +643,16 @@ func (lk *Lock) Release(ctx context.Context) error {
 		select {
 		case <-lk.done:
 		case <-ctx.Done():
-			return fmt.Errorf("lock: release %q: %w", lk.key, ctx.Err())
+			return fmt.Errorf("lock: release %q: %w", lk.tg.record(lk.slot), ctx.Err())
 		}
 	}
 	lk.mu.Lock()
 	lease := lk.lease
 	lk.mu.Unlock()
 	if err := lk.locker.backend.Release(ctx, lease); err != nil {
-		return fmt.Errorf("lock: release %q: %w", lk.key, err)
+		return fmt.Errorf("lock: release %q: %w", lk.tg.record(lk.slot), err)
 	}
 	lk.released = true
+	lk.locker.untrack(lk)
 	return nil
 }
