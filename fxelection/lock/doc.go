@@ -25,8 +25,12 @@
 // # What a lock guarantees
 //
 // A held Lock is a lease that a goroutine of its own renews every
-// RetryPeriod (one Renew call each; locks do not yet share the batched
-// renewals of an Elector Group). Its Context ends when the Lock is released, when a renewal
+// RetryPeriod. On a backend that renews in batches
+// (backendkit.BatchRenewer: Redis, PostgreSQL, etcd, the in-memory
+// backend, …) renewals are aligned to a grid of RetryPeriod/64 slots and
+// sent together: the Locker's locks due in one slot, and with NewInGroup
+// the group's electors' too, cost one round trip; elsewhere each renewal
+// is one Renew call. Its Context ends when the Lock is released, when a renewal
 // finds the lease lost, and when no renewal has succeeded within
 // RenewDeadline of the start of the last successful one (the acquisition
 // counts as one), measured on the local monotonic clock. Because
@@ -59,6 +63,24 @@
 // Acquire call per attempt and, with push, one subscription; it never
 // spins. A lock that expires rather than being released wakes nobody: its
 // waiters take it at their next poll.
+//
+// # Semaphores
+//
+// AcquireSemaphore(ctx, name, n) takes one of n slots: slot i is an
+// ordinary lock on the record "name#i", so a semaphore never has more
+// than n holders on any backend, and each holder has the fencing term of
+// its slot (strictly increasing per slot, not across slots). A waiter
+// tries the slots in turn from a random one: up to n Acquire calls per
+// attempt, n subscriptions with push wake-up. Every caller of one name
+// must use the same n.
+//
+// # Shutting down and metrics
+//
+// Locker.Close releases every Lock still held and wakes waiters with
+// ErrClosed; the fx module (Module) calls it on stop. Options.Observer
+// receives an Event for every acquisition (its Outcome and wait) and for
+// the end of every Lock (released or lost); package metrics turns them
+// into series.
 //
 // A lock is not reentrant: a second Acquire of a held key waits, even from
 // the same Locker. A Lock whose holder neither releases it nor exits keeps
