@@ -31,6 +31,7 @@ var readmeBlocks = map[string]doctest.Block{
 	"metrics":        {Src: "examples/redis/main.go", Excerpt: true},
 	"handover":       {Src: "examples/handover/main.go", Excerpt: true},
 	"pool":           {Src: "examples/pool/main.go", Excerpt: true},
+	"locks":          {Src: "examples/locks/main.go", Excerpt: true},
 	"kubernetes":     {Src: "modules/kubernetes/example_test.go", Excerpt: true},
 	// Checked in the kubernetes module (TestDeployManifests, TestRBAC).
 	"kubernetes-rbac.yaml":       {Src: "modules/kubernetes/deploy/rbac.yaml"},
