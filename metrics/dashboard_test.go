@@ -15,12 +15,13 @@ import (
 // exported returns every series name the package can expose (histograms
 // with their _bucket, _sum and _count series, not the bare name) and
 // every label name (variable or constant), taken from the collectors
-// themselves: New's and RegisterPool's.
+// themselves: New's, RegisterPool's and NewLockMetrics'.
 func exported(t *testing.T) (names map[string]bool, histograms map[string]bool, labels map[string]bool) {
 	t.Helper()
 	names, histograms, labels = map[string]bool{}, map[string]bool{}, map[string]bool{"le": true}
 	descRe := regexp.MustCompile(`fqName: "([^"]+)".*constLabels: \{([^}]*)\}, variableLabels: \{([^}]*)\}`)
-	for _, col := range append(newCollector().collectors(), newPoolCollector("p", nil)) {
+	cols := append(newCollector().collectors(), newPoolCollector("p", nil))
+	for _, col := range append(cols, newLockMetrics(LockMetricsOptions{}).collectors()...) {
 		ch := make(chan *prometheus.Desc, 1)
 		go func() { col.Describe(ch); close(ch) }()
 		for d := range ch {
@@ -206,17 +207,18 @@ func TestExportedNames(t *testing.T) {
 	names, histograms, _ := exported(t)
 	for _, n := range []string{NameIsLeader, NameTerm, NameTransitions, NameBackendErrors, NameLastRenew,
 		NameRenewMarginMin, NameLeaderInfo, NameHealthy, NameHandOvers,
-		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves, NamePoolAcquired, NamePoolLost} {
+		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves, NamePoolAcquired, NamePoolLost,
+		NameLockAcquisitions, NameLocksHeld, NameLockLost} {
 		if !names[n] {
 			t.Errorf("%s not exported", n)
 		}
 	}
-	for _, n := range []string{NameOperationDuration, NameRenewMargin} {
+	for _, n := range []string{NameOperationDuration, NameRenewMargin, NameLockWait, NameLockHeld} {
 		if !histograms[n] {
 			t.Errorf("%s not an exported histogram", n)
 		}
 	}
-	if got := len(names) - 2*len(histograms); got != 17 {
-		t.Errorf("%d families, want 17 (update the README tables)", got)
+	if got := len(names) - 2*len(histograms); got != 22 {
+		t.Errorf("%d families, want 22 (update the README tables)", got)
 	}
 }
