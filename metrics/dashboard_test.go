@@ -59,9 +59,10 @@ type dashboard struct {
 	Panels        []panel `json:"panels"`
 	Templating    struct {
 		List []struct {
-			Name  string `json:"name"`
-			Type  string `json:"type"`
-			Query any    `json:"query"`
+			Name       string `json:"name"`
+			Type       string `json:"type"`
+			Query      any    `json:"query"`
+			Definition string `json:"definition"`
 		} `json:"list"`
 	} `json:"templating"`
 	Time struct{ From, To string } `json:"time"`
@@ -88,8 +89,8 @@ type datasource struct {
 
 // TestDashboard parses dashboards/fxelection.json, checks it is a
 // well-formed Grafana dashboard on a Prometheus data source variable, and
-// that every fxelection_* name and every label its queries use is one this
-// package exports.
+// that every fxelection_* name and every label its queries and query
+// variables use is one this package exports.
 func TestDashboard(t *testing.T) {
 	raw, err := os.ReadFile("dashboards/fxelection.json")
 	if err != nil {
@@ -186,10 +187,23 @@ func TestDashboard(t *testing.T) {
 	}
 	walk(d.Panels)
 
+	// Query variables: label_values(name, label) of an exported name and label.
+	labelValuesRe := regexp.MustCompile(`^label_values\((fxelection_[A-Za-z0-9_]+),\s*([A-Za-z_][A-Za-z0-9_]*)\)$`)
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		m := labelValuesRe.FindStringSubmatch(v.Definition)
+		if m == nil || !names[m[1]] || !labels[m[2]] {
+			t.Errorf("variable $%s: %q, want label_values of an exported name and label", v.Name, v.Definition)
+		}
+	}
+
 	// The panels the issue asks for, by what they query.
 	for _, n := range []string{
 		NameIsLeader, NameTransitions, NameTerm, NameOperationDuration + "_bucket",
 		NameBackendErrors, NameRenewMarginMin, NameHandOvers, NamePoolOwned, NamePoolTarget,
+		NameLocksHeld, NameLockAcquisitions, NameLockWait + "_bucket", NameLockLost,
 	} {
 		if !used[n] {
 			t.Errorf("dashboard does not use %s", n)
@@ -197,7 +211,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for _, q := range []string{"histogram_quantile(0.5,", "histogram_quantile(0.99,"} {
 		if !strings.Contains(string(raw), q) {
-			t.Errorf("dashboard has no %s…) panel (renew latency)", q)
+			t.Errorf("dashboard has no %s…) panel (renew latency, lock wait)", q)
 		}
 	}
 }
