@@ -15,12 +15,13 @@ import (
 // exported returns every series name the package can expose (histograms
 // with their _bucket, _sum and _count series, not the bare name) and
 // every label name (variable or constant), taken from the collectors
-// themselves: New's and RegisterPool's.
+// themselves: New's, RegisterPool's and NewLockMetrics'.
 func exported(t *testing.T) (names map[string]bool, histograms map[string]bool, labels map[string]bool) {
 	t.Helper()
 	names, histograms, labels = map[string]bool{}, map[string]bool{}, map[string]bool{"le": true}
 	descRe := regexp.MustCompile(`fqName: "([^"]+)".*constLabels: \{([^}]*)\}, variableLabels: \{([^}]*)\}`)
-	for _, col := range append(newCollector().collectors(), newPoolCollector("p", nil)) {
+	cols := append(newCollector().collectors(), newPoolCollector("p", nil))
+	for _, col := range append(cols, newLockMetrics(LockMetricsOptions{}).collectors()...) {
 		ch := make(chan *prometheus.Desc, 1)
 		go func() { col.Describe(ch); close(ch) }()
 		for d := range ch {
@@ -58,9 +59,10 @@ type dashboard struct {
 	Panels        []panel `json:"panels"`
 	Templating    struct {
 		List []struct {
-			Name  string `json:"name"`
-			Type  string `json:"type"`
-			Query any    `json:"query"`
+			Name       string `json:"name"`
+			Type       string `json:"type"`
+			Query      any    `json:"query"`
+			Definition string `json:"definition"`
 		} `json:"list"`
 	} `json:"templating"`
 	Time struct{ From, To string } `json:"time"`
@@ -87,8 +89,8 @@ type datasource struct {
 
 // TestDashboard parses dashboards/fxelection.json, checks it is a
 // well-formed Grafana dashboard on a Prometheus data source variable, and
-// that every fxelection_* name and every label its queries use is one this
-// package exports.
+// that every fxelection_* name and every label its queries and query
+// variables use is one this package exports.
 func TestDashboard(t *testing.T) {
 	raw, err := os.ReadFile("dashboards/fxelection.json")
 	if err != nil {
@@ -185,10 +187,23 @@ func TestDashboard(t *testing.T) {
 	}
 	walk(d.Panels)
 
+	// Query variables: label_values(name, label) of an exported name and label.
+	labelValuesRe := regexp.MustCompile(`^label_values\((fxelection_[A-Za-z0-9_]+),\s*([A-Za-z_][A-Za-z0-9_]*)\)$`)
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		m := labelValuesRe.FindStringSubmatch(v.Definition)
+		if m == nil || !names[m[1]] || !labels[m[2]] {
+			t.Errorf("variable $%s: %q, want label_values of an exported name and label", v.Name, v.Definition)
+		}
+	}
+
 	// The panels the issue asks for, by what they query.
 	for _, n := range []string{
 		NameIsLeader, NameTransitions, NameTerm, NameOperationDuration + "_bucket",
 		NameBackendErrors, NameRenewMarginMin, NameHandOvers, NamePoolOwned, NamePoolTarget,
+		NameLocksHeld, NameLockAcquisitions, NameLockWait + "_bucket", NameLockLost,
 	} {
 		if !used[n] {
 			t.Errorf("dashboard does not use %s", n)
@@ -196,7 +211,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for _, q := range []string{"histogram_quantile(0.5,", "histogram_quantile(0.99,"} {
 		if !strings.Contains(string(raw), q) {
-			t.Errorf("dashboard has no %s…) panel (renew latency)", q)
+			t.Errorf("dashboard has no %s…) panel (renew latency, lock wait)", q)
 		}
 	}
 }
@@ -206,17 +221,18 @@ func TestExportedNames(t *testing.T) {
 	names, histograms, _ := exported(t)
 	for _, n := range []string{NameIsLeader, NameTerm, NameTransitions, NameBackendErrors, NameLastRenew,
 		NameRenewMarginMin, NameLeaderInfo, NameHealthy, NameHandOvers,
-		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves, NamePoolAcquired, NamePoolLost} {
+		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves, NamePoolAcquired, NamePoolLost,
+		NameLockAcquisitions, NameLocksHeld, NameLockLost} {
 		if !names[n] {
 			t.Errorf("%s not exported", n)
 		}
 	}
-	for _, n := range []string{NameOperationDuration, NameRenewMargin} {
+	for _, n := range []string{NameOperationDuration, NameRenewMargin, NameLockWait, NameLockHeld} {
 		if !histograms[n] {
 			t.Errorf("%s not an exported histogram", n)
 		}
 	}
-	if got := len(names) - 2*len(histograms); got != 17 {
-		t.Errorf("%d families, want 17 (update the README tables)", got)
+	if got := len(names) - 2*len(histograms); got != 22 {
+		t.Errorf("%d families, want 22 (update the README tables)", got)
 	}
 }

@@ -56,6 +56,24 @@
 //	fxelection_pool_acquired_total                 counter    pool
 //	fxelection_pool_lost_total                     counter    pool
 //
+// # Locks
+//
+// A LockMetrics (NewLockMetrics) is a lock.Observer: pass it as
+// lock.Options.Observer to the Lockers of package lock, and it counts
+// their acquisitions, waits, held locks and losses under the label lock
+// (a lock's key or a semaphore's name; a lock and a semaphore of one name
+// share it):
+//
+//	fxelection_lock_wait_seconds                   histogram  lock, outcome
+//	fxelection_lock_acquisitions_total             counter    lock, outcome
+//	fxelection_locks_held                          gauge      lock
+//	fxelection_lock_lost_total                     counter    lock
+//	fxelection_lock_held_seconds                   histogram  lock
+//
+// Lock keys may be unbounded (one per user); the lock label is not: the
+// first LockMetricsOptions.MaxKeys values (default 100) get series of
+// their own and keep them, later keys are counted under lock="_other".
+//
 // See each metric's help text, and metrics/README.md in the repository,
 // for its meaning.
 package metrics
