@@ -458,6 +458,8 @@ type Lock struct {
 	lastErr   error            // the last renewal's store failure, for the cause
 	timer     *time.Timer      // ends ctx at lastRenew+RenewDeadline
 
+	quiet bool // never handed out: its end is not observed
+
 	relMu    sync.Mutex
 	released bool // the store's Release succeeded
 }
@@ -480,7 +482,12 @@ func (l *Locker) start(ctx context.Context, tg target, i int, lease fxelection.L
 	go lk.renewLoop(start)
 	if !l.track(lk) {
 		// Closed since try checked: Close did not see this Lock. Bounded,
-		// even if ctx is done; if this fails, the lease expires.
+		// even if ctx is done; if this fails, the lease expires. It was
+		// never handed out, so the observer hears of no release (the
+		// acquisition reports OutcomeClosed).
+		lk.mu.Lock()
+		lk.quiet = true
+		lk.mu.Unlock()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
 		_ = lk.Release(rctx)
 		cancel()
@@ -551,7 +558,7 @@ func (lk *Lock) endLocked(cause error) {
 	}
 	lk.cancel(cause)
 	lk.timer.Stop()
-	if o := lk.locker.opts.Observer; o != nil {
+	if o := lk.locker.opts.Observer; o != nil && !lk.quiet {
 		ev := Event{Kind: EventLost, Key: lk.tg.name, Semaphore: lk.tg.n, Held: time.Since(lk.at), Err: cause}
 		if errors.Is(cause, ErrReleased) {
 			ev.Kind, ev.Err = EventRelease, nil
@@ -581,7 +588,13 @@ func (lk *Lock) renewLoop(start time.Time) {
 		lk.mu.Lock()
 		cur, deadline := lk.lease, lk.lastRenew.Add(opts.RenewDeadline)
 		lk.mu.Unlock()
-		rctx, cancel := context.WithDeadline(lk.ctx, deadline)
+		// Not under lk.ctx: Release ends the Context at once but lets a
+		// renewal in flight finish (bounded by the deadline), so that it
+		// releases the lease as the store last wrote it. A renewal cut
+		// short could be applied all the same, and a store that matches
+		// the last write on release (PostgreSQL's expires_at) would then
+		// free nothing: the next waiter would wait out the lease.
+		rctx, cancel := context.WithDeadline(context.WithoutCancel(lk.ctx), deadline)
 		renewed, err := g.RenewLease(rctx, cur)
 		cancel()
 		switch {
@@ -608,20 +621,24 @@ func (lk *Lock) renewLoop(start time.Time) {
 }
 
 // extend records a successful renewal that started at start and moves the
-// renew deadline; false if the Context has ended meanwhile.
+// renew deadline; false if the Context has ended meanwhile (the renewed
+// lease is kept all the same, for Release).
 func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
+	lk.lease = l
 	if lk.ctx.Err() != nil {
 		return false
 	}
-	lk.lease, lk.lastRenew, lk.lastErr = l, start, nil
+	lk.lastRenew, lk.lastErr = start, nil
 	lk.timer.Reset(time.Until(start.Add(lk.locker.opts.RenewDeadline)))
 	return true
 }
 
 // Release ends the Lock's Context and its renewals, waits for the renewal
-// goroutine to return, and releases the lease in the store, so that the
+// goroutine to return (a renewal in flight is let finish, within its renew
+// deadline, so that the release matches what the store last wrote), and
+// releases the lease in the store, so that the
 // next waiter (woken by the backend's push, where it has one) takes the
 // lock at once. ctx bounds the whole call. It is idempotent: once the
 // store's release succeeded (releasing a lock already lost succeeds too),

@@ -293,3 +293,68 @@ func TestRenewalsOfOneLockerBatched(t *testing.T) {
 		t.Logf("%d renewals in %d RenewBatch calls", leases, calls)
 	})
 }
+
+// slowRenew holds every Renew until its gate opens and records the
+// leases Release is given. It does not renew in batches.
+type slowRenew struct {
+	fxelection.Backend
+	gate     chan struct{}
+	entered  chan struct{}
+	mu       sync.Mutex
+	released []fxelection.Lease
+}
+
+func (s *slowRenew) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
+	s.entered <- struct{}{}
+	<-s.gate
+	return s.Backend.Renew(ctx, l)
+}
+
+func (s *slowRenew) Release(ctx context.Context, l fxelection.Lease) error {
+	s.mu.Lock()
+	s.released = append(s.released, l)
+	s.mu.Unlock()
+	return s.Backend.Release(ctx, l)
+}
+
+// TestReleaseAwaitsRenewalInFlight: Release during a renewal ends the
+// Context at once, lets the renewal finish and releases the lease as
+// renewed, so a store that matches the last write on release (PostgreSQL)
+// frees it.
+func TestReleaseAwaitsRenewalInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &slowRenew{Backend: memory.New(), gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+		l := newLocker(t, store, "a")
+		lk, err := l.Acquire(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := lk.Lease()
+		<-store.entered // the first renewal is in flight
+		released := make(chan error, 1)
+		go func() { released <- lk.Release(context.Background()) }()
+		synctest.Wait()
+		if lk.Context().Err() == nil {
+			t.Error("Context not ended by Release")
+		}
+		select {
+		case err := <-released:
+			t.Fatalf("Release returned %v during the renewal", err)
+		default:
+		}
+		time.Sleep(100 * time.Millisecond)
+		close(store.gate)
+		if err := <-released; err != nil {
+			t.Fatal(err)
+		}
+		store.mu.Lock()
+		got := store.released
+		store.mu.Unlock()
+		if len(got) != 1 || !got[0].ExpiresAt.After(first.ExpiresAt) {
+			t.Fatalf("released %+v, want the renewed lease (expiring after %v)", got, first.ExpiresAt)
+		}
+		if _, err := store.Get(context.Background(), "k"); !errors.Is(err, backendkit.ErrNoLease) {
+			t.Errorf("Get after Release: %v, want ErrNoLease", err)
+		}
+	})
+}
