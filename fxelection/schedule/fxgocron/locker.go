@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
@@ -347,3 +348,60 @@ func (t *lockedTask) run(jobCtx context.Context) error {
 	return t.fn(ctx)
 }
 
+// LockerModule provides a gocron.Scheduler whose jobs each take a lock per
+// run (gocron.WithDistributedLocker) from a Locker on the graph's
+// *lock.Locker, and that Locker, for Locker.NewTask. The application
+// provides the *lock.Locker (lock.New on its backend); LockerOptions and
+// []gocron.SchedulerOption are optional in the graph (fx.Supply them). The
+// scheduler starts on app start; on app stop it shuts down first (its runs
+// end or are cancelled, and their Unlocks are called), then the Locker
+// closes, releasing the locks MinHold still holds. Use it instead of
+// Module, not beside it: both provide the gocron.Scheduler.
+var LockerModule = fx.Module("fxgocron-locker", fx.Provide(NewLockerFromParams))
+
+// LockerParams are NewLockerFromParams's dependencies.
+type LockerParams struct {
+	fx.In
+
+	Lifecycle        fx.Lifecycle
+	Locker           *lock.Locker
+	Options          LockerOptions            `optional:"true"`
+	SchedulerOptions []gocron.SchedulerOption `optional:"true"`
+}
+
+// LockerResult is what NewLockerFromParams provides.
+type LockerResult struct {
+	fx.Out
+
+	Locker    *Locker
+	Scheduler gocron.Scheduler
+}
+
+// NewLockerFromParams builds a Locker (NewLocker) and a scheduler with
+// gocron.WithDistributedLocker of it plus p.SchedulerOptions, and ties both
+// to the fx lifecycle: the scheduler starts on start; on stop
+// ShutdownWithContext (which cancels the jobs' contexts and waits for them
+// within fx's stop timeout) runs before the Locker's Close.
+func NewLockerFromParams(p LockerParams) (LockerResult, error) {
+	l, err := NewLocker(p.Locker, p.Options)
+	if err != nil {
+		return LockerResult{}, err
+	}
+	all := append([]gocron.SchedulerOption{gocron.WithDistributedLocker(l)}, p.SchedulerOptions...)
+	s, err := gocron.NewScheduler(all...)
+	if err != nil {
+		return LockerResult{}, fmt.Errorf("fxgocron: new scheduler: %w", err)
+	}
+	// Hooks stop in reverse order: the scheduler's, then the Locker's.
+	p.Lifecycle.Append(fx.Hook{OnStop: l.Close})
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(context.Context) error { s.Start(); return nil },
+		OnStop: func(ctx context.Context) error {
+			if err := s.ShutdownWithContext(ctx); err != nil {
+				return fmt.Errorf("fxgocron: shut down scheduler: %w", err)
+			}
+			return nil
+		},
+	})
+	return LockerResult{Locker: l, Scheduler: s}, nil
+}
