@@ -39,9 +39,10 @@ var (
 	// ErrLockerClosed means the Locker was closed: it takes no more locks.
 	ErrLockerClosed = errors.New("fxgocron: locker closed")
 	// ErrNoLock is the error of a run of a Locker.NewTask job that holds
-	// no lock of that Locker: the scheduler's locker is another one, or the
-	// job disables it (gocron.WithDisabledDistributedJobLocker). The job's
-	// body is not run.
+	// no lock of that Locker: the scheduler's locker is another one, the
+	// job disables it (gocron.WithDisabledDistributedJobLocker), or the
+	// scheduler has an elector, which gocron asks instead of a locker. The
+	// job's body is not run.
 	ErrNoLock = errors.New("fxgocron: run holds no lock of this Locker")
 )
 

@@ -62,9 +62,6 @@ func (l *tickLog) lockError(instance, job string, err error) {
 // as gocron's distributed locker and its default MinHold: every (job,
 // tick) runs on exactly one instance, and the runs spread over all three.
 func TestLockerRunsEachCronTickOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for a minute")
-	}
 	t.Parallel()
 	addr := testserver.NewRedis(t, testserver.RedisOptions{}).Addr()
 	const (
