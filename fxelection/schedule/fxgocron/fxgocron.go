@@ -1,22 +1,3 @@
-// Package fxgocron runs gocron v2 jobs only on an election's leader, with
-// or without fx. It is the only fxelection package that imports gocron.
-//
-//	fx.New(
-//		redislease.Module, fxelection.Module, fxgocron.Module, …,
-//		fx.Invoke(func(s gocron.Scheduler, e *fxelection.Elector) error {
-//			_, err := s.NewJob(gocron.DurationJob(time.Minute),
-//				fxgocron.NewTask(e, func(ctx context.Context) error {
-//					return report(ctx) // ctx ends when leadership does
-//				}))
-//			return err
-//		}),
-//	)
-//
-// The scheduler asks the elector before every run (schedule.Elector as
-// gocron's distributed elector), and NewTask runs each job body inside
-// RunIfLeader, so a run is cancelled the moment leadership ends; see package
-// schedule for what that promises and what gocron cannot (missed ticks
-// during a failover are skipped, not caught up).
 package fxgocron
 
 import (

@@ -1,0 +1,18 @@
+package fxgocron_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fxelection/fxelection/fxelection/schedule/fxgocron"
+	"github.com/fxelection/fxelection/internal/doctest"
+)
+
+// TestPackageDoc: the docs name no unexported identifier, and the defaults
+// the package doc states are the code's.
+func TestPackageDoc(t *testing.T) {
+	doctest.CheckPackageDoc(t, doctest.Want{Says: []string{
+		fmt.Sprintf("LockerOptions.MinHold (default %v)", fxgocron.DefaultMinHold),
+		fmt.Sprintf(`the lock key: "%sreport"`, fxgocron.DefaultPrefix),
+	}})
+}
