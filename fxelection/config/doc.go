@@ -148,19 +148,22 @@
 //
 // # Running and reloading without an fx app
 //
-// A Runtime runs a Document's elections and pools with the same module
-// life cycle, without an fx app, and Apply replaces the running document
-// by another, as Caddy's config reload does: the new one is validated and
-// its new or changed modules provisioned first (if either fails, nothing
-// changes); then elections whose settings and backend module did not
-// change keep running untouched (the same *fxelection.Elector, no
-// hand-over, the same term), removed ones stop and release their leases,
-// added ones start and changed ones restart; pools likewise (the same
-// *pool.Pool, found by name with Runtime.Pool). A module is provisioned
-// anew only when its ID or settings changed, compared after placeholder
-// expansion with secrets included. RuntimeOptions.Attach hooks every
-// elector of an election the runtime starts (log lines, metrics, leader
-// work). A Runtime does not run extensions: they are fx options.
+// A Runtime runs a Document's elections, pools and lockers with the same
+// module life cycle, without an fx app, and Apply replaces the running
+// document by another, as Caddy's config reload does: the new one is
+// validated and its new or changed modules provisioned first (if either
+// fails, nothing changes); then elections whose settings and backend
+// module did not change keep running untouched (the same
+// *fxelection.Elector, no hand-over, the same term), removed ones stop and
+// release their leases, added ones start and changed ones restart; pools
+// likewise (the same *pool.Pool, found by name with Runtime.Pool), and
+// lockers (the same *lock.Locker, found by name with Runtime.Locker; a
+// removed or changed one is closed, releasing its locks). A module is provisioned anew only
+// when its ID or settings changed, compared after placeholder expansion
+// with secrets included. RuntimeOptions.Attach hooks every elector of an
+// election the runtime starts (log lines, metrics, leader work), and
+// RuntimeOptions.LockObserver observes every locker. A Runtime does not
+// run extensions: they are fx options.
 //
 // # Secrets
 //

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -78,4 +79,18 @@ func newLocker(l Locker, prov *provisioned, obs lock.Observer) (*lock.Locker, er
 	opts := l.Options()
 	opts.Observer = obs
 	return lock.NewInGroup(prov.group, opts)
+}
+
+// closeLocker closes l (releasing its locks), returning by ctx's end even
+// when the backend ignores its context (the release then goes on in the
+// background; a lock it cannot release expires).
+func closeLocker(ctx context.Context, l *lock.Locker) error {
+	done := make(chan error, 1) // buffered: a late Close never blocks
+	go func() { done <- l.Close(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("lock: close: %w", ctx.Err())
+	}
 }

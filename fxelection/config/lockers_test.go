@@ -310,6 +310,105 @@ func TestLockerDocumentApp(t *testing.T) {
 	})
 }
 
+// TestLockerRuntime: a Runtime runs a document's lockers and finds them by
+// name; Apply keeps an unchanged locker (the same *lock.Locker, its locks
+// held), closes a removed one and replaces a changed one (releasing their
+// locks, before their inline module is cleaned up), and replaces the
+// lockers of a backends entry whose settings changed; Close closes every
+// locker.
+func TestLockerRuntime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := journalFor(t.Name())
+		st := "rt-locks-" + t.Name()
+		rt := config.NewRuntime(config.RuntimeOptions{LockObserver: lockRecorder{j}})
+		ctx := context.Background()
+		shared := probeIn(t.Name(), "s", `"store": "`+st+`"`)
+		first := parseDoc(t, `{
+			"backends": {"shared": `+shared+`},
+			"lockers": [
+				{"name": "keep", "identity": "k", "backend": "shared", `+timing+`},
+				{"name": "change", "identity": "c", "backend": "shared", `+timing+`},
+				{"name": "gone", "backend": `+probeIn(t.Name(), "g", `"store": "`+st+`"`)+`, `+timing+`}
+			]}`)
+		if err := rt.Apply(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		keep, change, gone := rt.Locker("keep"), rt.Locker("change"), rt.Locker("gone")
+		if keep == nil || change == nil || gone == nil || rt.Locker("nope") != nil || len(rt.Lockers()) != 3 || len(rt.Electors()) != 0 {
+			t.Fatalf("Locker(keep) = %p, Locker(change) = %p, Locker(gone) = %p, %d lockers, %d electors",
+				keep, change, gone, len(rt.Lockers()), len(rt.Electors()))
+		}
+		take := func(l *lock.Locker, key string) *lock.Lock {
+			t.Helper()
+			lk, err := l.TryAcquire(ctx, key)
+			if err != nil {
+				t.Fatalf("TryAcquire(%s): %v", key, err)
+			}
+			return lk
+		}
+		k1, c1, g1 := take(keep, "k1"), take(change, "c1"), take(gone, "g1")
+		second := parseDoc(t, `{
+			"backends": {"shared": `+shared+`},
+			"lockers": [
+				{"name": "keep", "identity": "k", "backend": "shared", `+timing+`},
+				{"name": "change", "identity": "c2", "backend": "shared", `+timing+`},
+				{"name": "new", "backend": "shared", `+timing+`}
+			]}`)
+		if err := rt.Apply(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		if rt.Locker("keep") != keep || k1.Context().Err() != nil {
+			t.Error("an unchanged locker was replaced, or its lock ended")
+		}
+		if rt.Locker("gone") != nil || rt.Locker("new") == nil || len(rt.Lockers()) != 3 {
+			t.Errorf("after the second Apply: gone %p, new %p, %d lockers", rt.Locker("gone"), rt.Locker("new"), len(rt.Lockers()))
+		}
+		if c := rt.Locker("change"); c == change || c == nil || c.Options().Identity != "c2" {
+			t.Errorf("a changed locker was not replaced: %p", c)
+		}
+		for _, lk := range []*lock.Lock{c1, g1} {
+			if cause := context.Cause(lk.Context()); !errors.Is(cause, lock.ErrReleased) {
+				t.Errorf("lock %s of a closed locker: cause %v, want ErrReleased", lk.Key(), cause)
+			}
+			if err := takeable(t, store(st), lk.Key()); err != nil {
+				t.Errorf("TryAcquire(%s) after its locker was closed: %v", lk.Key(), err)
+			}
+		}
+		for _, l := range []*lock.Locker{change, gone} {
+			if _, err := l.TryAcquire(ctx, "x"); !errors.Is(err, lock.ErrClosed) {
+				t.Errorf("TryAcquire on a closed locker: %v, want ErrClosed", err)
+			}
+		}
+		if ev := j.events(); !before(ev, "release g1", "g:cleanup") {
+			t.Errorf("the removed locker's lock was not released before its module's cleanup: %v", ev)
+		}
+		// The shared module's settings change: every locker on it is replaced.
+		third := parseDoc(t, strings.Replace(string(mustJSON(t, second)), `"store"`, `"port": 1, "store"`, 1))
+		if err := rt.Apply(ctx, third); err != nil {
+			t.Fatal(err)
+		}
+		if rt.Locker("keep") == keep || !errors.Is(context.Cause(k1.Context()), lock.ErrReleased) {
+			t.Error("a locker on a changed module kept running")
+		}
+		k2 := take(rt.Locker("keep"), "k2")
+		if err := rt.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if rt.Locker("keep") != nil || len(rt.Lockers()) != 0 || !errors.Is(context.Cause(k2.Context()), lock.ErrReleased) {
+			t.Error("lockers left, or a lock held, after Close")
+		}
+		if err := takeable(t, store(st), "k2"); err != nil {
+			t.Errorf("TryAcquire(k2) after Close: %v", err)
+		}
+	})
+}
+
+// before reports whether a occurs in evs, and before b.
+func before(evs []string, a, b string) bool {
+	i, k := slices.Index(evs, a), slices.Index(evs, b)
+	return i >= 0 && k > i
+}
+
 // manyLockers returns a document of n lockers on one backends entry,
 // named by name(i).
 func manyLockers(n int, name func(int) string) string {
