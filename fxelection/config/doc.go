@@ -35,9 +35,10 @@
 // A document (see Document), JSON or YAML (LoadFile reads .yaml and .yml
 // files as YAML), lists elections, each with its timing, identity,
 // metadata and backend module, inline or shared through "backends"; pools
-// (package fxelection/pool); and optional extensions. It has at least one
-// election or one pool. An election takes the fields of fxelection.Config
-// in snake case — name (required), identity, metadata, lease_duration,
+// (package fxelection/pool); lockers (package fxelection/lock); and
+// optional extensions. It has at least one election, pool or locker. An
+// election takes the fields of fxelection.Config in snake case — name
+// (required), identity, metadata, lease_duration,
 // renew_deadline, retry_period, max_backoff, stop_timeout,
 // keep_lease_on_stop, no_recampaign, exit_on_loss, priority,
 // priority_grace, preempt, min_tenure; durations are strings
@@ -75,6 +76,21 @@
 // name and "/": that is where the pool's own elections are
 // ("<name>/shard/<shard>", "<name>/member/<k>").
 //
+// A locker (see Locker) is a *lock.Locker that the application takes
+// fenced locks with: its keys are lock.Options' in snake case — name
+// (required), identity, lease_duration, renew_deadline, retry_period —
+// and backend, as an election's. For example
+// {"name": "reports", "identity": "{env.HOSTNAME}", "lease_duration": "30s",
+// "renew_deadline": "20s", "backend": "shared"}. The name is the Locker's
+// fx name tag, not a lock's key: the code that injects the Locker chooses
+// the keys when it calls Acquire. Locker names are unique among lockers
+// and fit an fx name tag; a locker may share its name with an election or
+// a pool. Each Locker joins the fxelection.Group of its backend module's
+// electors (their renewals share batches) and is closed on the app's stop
+// before its module is cleaned up, which releases the locks it still
+// holds. Its backend is provisioned when the app starts: take locks from
+// an OnStart hook or later, never in an fx.Invoke.
+//
 // # Bounds
 //
 // A document is hostile input too. It may hold at most 4 MiB
@@ -108,16 +124,16 @@
 //     (no I/O: unlike Caddy, Validate runs before Provision, so that a bad
 //     setting anywhere in the document stops the app before any client is
 //     created), each election's fxelection.Config passes
-//     Config.Validate, and each pool's pool.Config passes pool.New's
-//     checks.
-//  5. Build returns fx options. Electors and pools are constructed with
-//     the graph; on app start each backend module's hook runs first:
-//     Provision(ctx) (if implemented), then Backend(), whose result the
-//     electors and pools use; then the electors start campaigning and the
-//     pools start.
+//     Config.Validate, each pool's pool.Config passes pool.New's
+//     checks, and each locker's lock.Options pass Options.Validate.
+//  5. Build returns fx options. Electors, pools and lockers are
+//     constructed with the graph; on app start each backend module's hook
+//     runs first: Provision(ctx) (if implemented), then Backend(), whose
+//     result the electors, pools and lockers use; then the electors start
+//     campaigning and the pools start.
 //  6. On app stop the electors and pools stop first (releasing their
-//     leases), then each module's clean-up runs, then that of the modules
-//     it provisioned:
+//     leases) and the lockers close (releasing their locks), then each
+//     module's clean-up runs, then that of the modules it provisioned:
 //     CleanupContext with fx's stop context where the module implements
 //     ContextCleanerUpper (so it can return by the stop deadline), else
 //     Cleanup (fx stops waiting for it at the deadline; the call runs on).
@@ -126,25 +142,28 @@
 //     had started. A failed start therefore leaks nothing.
 //
 // A module shared through "backends" is provisioned once and cleaned up
-// after the last elector or pool using it has stopped. Errors from Validate,
-// Provision, Backend and Cleanup are wrapped with the module's path and ID;
-// a panic in them becomes an error.
+// after the last elector, pool or locker using it has stopped. Errors from
+// Validate, Provision, Backend and Cleanup are wrapped with the module's
+// path and ID; a panic in them becomes an error.
 //
 // # Running and reloading without an fx app
 //
-// A Runtime runs a Document's elections and pools with the same module
-// life cycle, without an fx app, and Apply replaces the running document
-// by another, as Caddy's config reload does: the new one is validated and
-// its new or changed modules provisioned first (if either fails, nothing
-// changes); then elections whose settings and backend module did not
-// change keep running untouched (the same *fxelection.Elector, no
-// hand-over, the same term), removed ones stop and release their leases,
-// added ones start and changed ones restart; pools likewise (the same
-// *pool.Pool, found by name with Runtime.Pool). A module is provisioned
-// anew only when its ID or settings changed, compared after placeholder
-// expansion with secrets included. RuntimeOptions.Attach hooks every
-// elector of an election the runtime starts (log lines, metrics, leader
-// work). A Runtime does not run extensions: they are fx options.
+// A Runtime runs a Document's elections, pools and lockers with the same
+// module life cycle, without an fx app, and Apply replaces the running
+// document by another, as Caddy's config reload does: the new one is
+// validated and its new or changed modules provisioned first (if either
+// fails, nothing changes); then elections whose settings and backend
+// module did not change keep running untouched (the same
+// *fxelection.Elector, no hand-over, the same term), removed ones stop and
+// release their leases, added ones start and changed ones restart; pools
+// likewise (the same *pool.Pool, found by name with Runtime.Pool), and
+// lockers (the same *lock.Locker, found by name with Runtime.Locker; a
+// removed or changed one is closed, releasing its locks). A module is provisioned anew only
+// when its ID or settings changed, compared after placeholder expansion
+// with secrets included. RuntimeOptions.Attach hooks every elector of an
+// election the runtime starts (log lines, metrics, leader work), and
+// RuntimeOptions.LockObserver observes every locker. A Runtime does not
+// run extensions: they are fx options.
 //
 // # Secrets
 //

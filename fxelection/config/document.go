@@ -19,11 +19,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
-// Document is a configuration document: the elections and pools one
-// process runs and the backends they use. In JSON:
+// Document is a configuration document: the elections, pools and lockers
+// one process runs and the backends they use. In JSON:
 //
 //	{
 //	  "backends": {
@@ -42,10 +43,14 @@ import (
 //	     "max_workers": 16, "retry_period": "1s", "backend": "shared"},
 //	    {"name": "tenants", "shards": ["acme", "globex", "initech"],
 //	     "backend": {"module": "fxelection.backends.memory"}}
+//	  ],
+//	  "lockers": [
+//	    {"name": "reports", "identity": "{env.HOSTNAME}", "lease_duration": "30s",
+//	     "renew_deadline": "20s", "retry_period": "4s", "backend": "shared"}
 //	  ]
 //	}
 //
-// A document has at least one election or one pool. A pool (see Pool)
+// A document has at least one election, pool or locker. A pool (see Pool)
 // names its shards with "shards" or numbers them with "shard_count" (one
 // of the two), and takes a backend as an election does. Built (Build), each
 // pool is a *pool.Pool tagged `name:"<pool name>"` in the fx graph; in a
@@ -53,7 +58,12 @@ import (
 // pools; an election may have a pool's name (elections and pools are
 // looked up apart), but no election or pool may be named under a pool's
 // name and "/", where that pool's own elections are
-// ("<name>/shard/<shard>", "<name>/member/<k>"). A document cannot hold
+// ("<name>/shard/<shard>", "<name>/member/<k>"). A locker (see Locker)
+// is a *lock.Locker tagged `name:"<locker name>"` in the fx graph (in a
+// Runtime, Runtime.Locker returns it by name), closed on the app's stop
+// before its backend, which releases the locks it still holds; the code
+// that injects it picks each lock's key. Locker names are unique among
+// lockers and may equal an election's or a pool's. A document cannot hold
 // callbacks: the application reads a pool's Owned shards, or observes
 // each shard's elector (pool.Pool.Elector) before the pool starts.
 type Document struct {
@@ -63,12 +73,16 @@ type Document struct {
 	Backends map[string]BackendRef `json:"backends,omitempty"`
 
 	// Elections are the elections this process campaigns in. A document
-	// has at least one election or one pool.
+	// has at least one election, pool or locker.
 	Elections []Election `json:"elections,omitempty"`
 
 	// Pools are the pools this process is a worker of (package
 	// fxelection/pool), each on a backend as an election is.
 	Pools []Pool `json:"pools,omitempty"`
+
+	// Lockers are the lock.Lockers this process takes locks with (package
+	// fxelection/lock), each on a backend as an election is.
+	Lockers []Locker `json:"lockers,omitempty"`
 
 	// Extensions are modules in ExtensionsNamespace (metrics, health, …),
 	// each a module object; their fx options join the app's.
@@ -407,22 +421,24 @@ func redactable(secrets []string) []string {
 }
 
 // Validate checks the whole document and reports every problem as a
-// *PathError: at least one election or pool; each backends entry is a
-// module object used by some election or pool; each election's and pool's
-// backend is a module object or the name of a backends entry; each
-// extension is a module object; fx names are unique and fit a tag (pool
-// names among pools); every module that implements Validator (nested
+// *PathError: at least one election, pool or locker; each backends entry
+// is a module object used by some election, pool or locker; each
+// election's, pool's and locker's backend is a module object or the name
+// of a backends entry; each extension is a module object; fx names are
+// unique and fit a tag (pool names among pools, locker names among
+// lockers); every module that implements Validator (nested
 // backend modules included) passes Validate; every election's
 // fxelection.Config passes Config.Validate; each pool sets exactly one of
 // shards and shard_count (at most MaxPoolShards), its shards are non-empty
-// and distinct, and its pool.Config passes pool.New's checks; and no
-// election or other pool is named under a pool's name and "/" (where the
-// pool's own elections are). It does no I/O.
+// and distinct, and its pool.Config passes pool.New's checks; each
+// locker's lock.Options pass Options.Validate; and no election or other
+// pool is named under a pool's name and "/" (where the pool's own
+// elections are). It does no I/O.
 func (doc *Document) Validate() error {
 	var errs []error
 	fail := func(path string, err error) { errs = append(errs, pathErr(path, err)) }
-	if len(doc.Elections) == 0 && len(doc.Pools) == 0 {
-		fail("elections", fmt.Errorf("%w: a document needs at least one election (elections) or pool (pools)", ErrRequired))
+	if len(doc.Elections) == 0 && len(doc.Pools) == 0 && len(doc.Lockers) == 0 {
+		fail("elections", fmt.Errorf("%w: a document needs at least one election (elections), pool (pools) or locker (lockers)", ErrRequired))
 	}
 	used := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
@@ -472,6 +488,7 @@ func (doc *Document) Validate() error {
 		}
 	}
 	doc.validatePools(used, fail)
+	doc.validateLockers(used, fail)
 	for i, x := range doc.Extensions {
 		path := "extensions[" + strconv.Itoa(i) + "]"
 		if x.Module == nil {
@@ -482,14 +499,15 @@ func (doc *Document) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(doc.Backends)) {
 		if !used[name] {
-			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election or pool", ErrInvalidValue))
+			fail(joinPath("backends", name), fmt.Errorf("%w: not used by any election, pool or locker", ErrInvalidValue))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// validateBackendRef checks an election's or a pool's backend at bpath: a
-// module object, or the name of a backends entry (marked in used).
+// validateBackendRef checks an election's, pool's or locker's backend at
+// bpath: a module object, or the name of a backends entry (marked in
+// used).
 func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[string]bool, fail func(string, error)) {
 	switch {
 	case ref.Use != "" && ref.Module != nil:
@@ -616,13 +634,23 @@ func validFxName(s string) bool {
 // *slog.Logger, always constructed, and started and stopped with the app
 // (pool.Pool.Start does no I/O; Stop releases its shards and member slot
 // within the stop context); its shard electors are not in
-// fxelection.GroupTag's group. For each backend module
+// fxelection.GroupTag's group. For each locker it provides a
+// *lock.Locker tagged `name:"<locker name>"`, made with lock.NewInGroup in
+// its backend module's group (its renewals share the electors' batches),
+// reporting to the graph's optional lock.Observer, always constructed,
+// and closed on the app's stop (lock.Locker.Hook: its held locks
+// released, bounded by the stop context). Its backend is provisioned on
+// the app's start: take locks from an OnStart hook appended by code that
+// injects the Locker (it runs after the module's), or later, never in an
+// fx.Invoke itself (the backend is not provisioned yet: TryAcquire fails
+// with ErrNotProvisioned, Acquire waits for its context). For each backend module
 // (each backends entry once, each inline module once) it appends a
-// lifecycle hook before those of the electors and pools using it: on start,
-// Provision then Backend; on stop, after the electors and pools have
-// released their leases, Cleanup. A module whose Provision or Backend fails is cleaned up
-// at once; fx stops (and so cleans up) the modules that started before it.
-// Each extension's Options are added last.
+// lifecycle hook before those of the electors, pools and lockers using it:
+// on start, Provision then Backend; on stop, after the electors and pools
+// have released their leases and the lockers their locks, Cleanup. A
+// module whose Provision or Backend fails is cleaned up at once; fx stops
+// (and so cleans up) the modules that started before it. Each extension's
+// Options are added last.
 //
 // The options belong to one fx app: using them in a second app makes that
 // app fail; Build (or Load) again instead.
@@ -651,9 +679,13 @@ func Build(doc *Document) (fx.Option, error) {
 	for i, p := range doc.Pools {
 		pprovs[i] = provFor("pools["+strconv.Itoa(i)+"].backend", p.Backend)
 	}
+	lprovs := make([]*provisioned, len(doc.Lockers))
+	for i, l := range doc.Lockers {
+		lprovs[i] = provFor("lockers["+strconv.Itoa(i)+"].backend", l.Backend)
+	}
 	var opts []fx.Option
-	if len(doc.Elections) > 0 || len(doc.Pools) > 0 {
-		opts = append(opts, electorsOption(doc.Elections, eprovs, doc.Pools, pprovs))
+	if len(doc.Elections) > 0 || len(doc.Pools) > 0 || len(doc.Lockers) > 0 {
+		opts = append(opts, electorsOption(doc.Elections, eprovs, doc.Pools, pprovs, doc.Lockers, lprovs))
 	}
 	for i, x := range doc.Extensions {
 		opt, err := extensionOptions(x.Module)
@@ -671,30 +703,34 @@ type buildIn struct {
 	Lifecycle  fx.Lifecycle
 	Shutdowner fx.Shutdowner
 	Logger     *slog.Logger `optional:"true"`
+	// LockObserver is every locker's lock.Options.Observer.
+	LockObserver lock.Observer `optional:"true"`
 }
 
 var (
 	electorType = reflect.TypeFor[*fxelection.Elector]()
 	poolType    = reflect.TypeFor[*pool.Pool]()
+	lockerType  = reflect.TypeFor[*lock.Locker]()
 	errorType   = reflect.TypeFor[error]()
 )
 
-// electorsOption provides every election's elector and every pool from
-// one constructor, whose result is an fx.Out struct made for the document:
-// one field per election tagged with its fx name, one flattened into
-// fxelection.GroupTag's group, and one per pool tagged with its name. One
-// constructor rather than one annotated fx.Provide per election, because
-// fx and dig keep per provider a caller stack, a graph node and new
-// reflect types for its tags, which made a configured election cost
-// several times the memory of a coded one. Each election's or pool's
-// backend module is attached to the lifecycle before its elector or pool
-// is built, so the module's hook still comes before (starts before, stops
-// after) every elector and pool using it. An invoke of the first elector
-// (or, with no elections, the first pool) makes fx build them all.
-func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, pprovs []*provisioned) fx.Option {
+// electorsOption provides every election's elector, every pool and every
+// locker from one constructor, whose result is an fx.Out struct made for
+// the document: one field per election tagged with its fx name, one
+// flattened into fxelection.GroupTag's group, one per pool and one per
+// locker tagged with its name. One constructor rather than one annotated
+// fx.Provide per election, because fx and dig keep per provider a caller
+// stack, a graph node and new reflect types for its tags, which made a
+// configured election cost several times the memory of a coded one. Each
+// election's, pool's or locker's backend module is attached to the
+// lifecycle before its elector, pool or locker is built, so the module's hook still comes before (starts before,
+// stops after) every elector, pool and locker using it. An invoke of the
+// first elector (or, with no elections, the first pool, or with neither,
+// the first locker) makes fx build them all.
+func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, pprovs []*provisioned, lockers []Locker, lprovs []*provisioned) fx.Option {
 	n := len(elections)
 	cfgs := make([]fxelection.Config, n)
-	fields := make([]reflect.StructField, 0, n+2+len(pools))
+	fields := make([]reflect.StructField, 0, n+2+len(pools)+len(lockers))
 	fields = append(fields, reflect.StructField{Name: "Out", Type: reflect.TypeFor[fx.Out](), Anonymous: true})
 	for i, e := range elections {
 		cfgs[i] = e.Config()
@@ -706,6 +742,10 @@ func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, p
 	for i, p := range pools {
 		fields = append(fields, reflect.StructField{Name: "P" + strconv.Itoa(i), Type: poolType,
 			Tag: reflect.StructTag(`name:"` + p.Name + `"`)})
+	}
+	for i, l := range lockers {
+		fields = append(fields, reflect.StructField{Name: "L" + strconv.Itoa(i), Type: lockerType,
+			Tag: reflect.StructTag(`name:"` + l.Name + `"`)})
 	}
 	outType := reflect.StructOf(fields)
 	fnType := reflect.FuncOf([]reflect.Type{reflect.TypeFor[buildIn]()}, []reflect.Type{outType, errorType}, false)
@@ -744,13 +784,27 @@ func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, p
 			in.Lifecycle.Append(fx.Hook{OnStart: pl.Start, OnStop: pl.Stop})
 			out.Field(n + 2 + i).Set(reflect.ValueOf(pl))
 		}
+		for i, p := range lprovs {
+			if err := p.attach(in.Lifecycle, in.Logger); err != nil {
+				return fail(err)
+			}
+			l, err := newLocker(lockers[i], p, in.LockObserver)
+			if err != nil {
+				return fail(fmt.Errorf("lockers[%d]: %w", i, err))
+			}
+			l.Hook(in.Lifecycle)
+			out.Field(n + 2 + len(pools) + i).Set(reflect.ValueOf(l))
+		}
 		return []reflect.Value{out, reflect.Zero(errorType)}
 	})
 	var first fx.Option
-	if n > 0 {
+	switch {
+	case n > 0:
 		first = fx.Invoke(fx.Annotate(func(*fxelection.Elector) {}, fx.ParamTags(`name:"`+elections[0].fxName()+`"`)))
-	} else {
+	case len(pools) > 0:
 		first = fx.Invoke(fx.Annotate(func(*pool.Pool) {}, fx.ParamTags(`name:"`+pools[0].Name+`"`)))
+	default:
+		first = fx.Invoke(fx.Annotate(func(*lock.Locker) {}, fx.ParamTags(`name:"`+lockers[0].Name+`"`)))
 	}
 	return fx.Options(fx.Provide(ctor.Interface()), first)
 }

@@ -30,6 +30,9 @@ func FuzzParse(f *testing.F) {
 		`{"backends": {"m": ` + mem + `}, "elections": [{"name": "a", "backend": "m"}], "pools": [{"name": "a", "shards": ["x", "{env.PW}"], "backend": "m"}, {"name": "a/b", "shard_count": 100001, "shards": [], "backend": "n"}]}`,
 		`{"pools": [{"name": "p", "shard_count": -1, "max_workers": 99999, "renew_deadline": "1h", "backend": {"module": "fxelection.backends.probe", "journal": "fuzz", "tag": "{file./x}"}}]}`,
 		`{"pools": [{"name": "{env.PW}", "shards": ["", "a", "a"], "pools": 1}]}`,
+		`{"lockers": [{"name": "l", "identity": "{env.PW}", "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms", "backend": ` + mem + `}]}`,
+		`{"backends": {"m": ` + mem + `}, "lockers": [{"name": "l", "backend": "m"}, {"name": "l", "backend": "n"}, {"name": "a b", "retry_period": "1ms", "backend": {"module": "fxelection.backends.probe", "journal": "fuzz", "tag": "{file./x}"}}]}`,
+		`{"elections": [{"name": "x", "backend": ` + mem + `}], "pools": [{"name": "x", "shards": ["a"], "backend": ` + mem + `}], "lockers": [{"name": "x", "identity": "{env.NOPE}", "lockers": [], "backend": ` + mem + `}]}`,
 	} {
 		f.Add([]byte(s))
 	}

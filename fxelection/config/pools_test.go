@@ -126,7 +126,7 @@ func TestPoolDocumentErrors(t *testing.T) {
 		want []string // lines of the error, each "path: message" (substring match)
 		is   error
 	}{
-		{"empty document", `{}`, []string{`elections: required: a document needs at least one election (elections) or pool (pools)`}, config.ErrRequired},
+		{"empty document", `{}`, []string{`elections: required: a document needs at least one election (elections), pool (pools) or locker (lockers)`}, config.ErrRequired},
 		{"no elections, no pools", `{"elections": [], "pools": []}`, []string{`elections: required`}, config.ErrRequired},
 		{"missing name", pools(`{` + ok + `}`), []string{`pools[0].name: required`}, config.ErrRequired},
 		{"empty name", pools(`{"name": "", ` + ok + `}`), []string{`pools[0].name: required`}, config.ErrRequired},
@@ -183,7 +183,7 @@ func TestPoolDocumentErrors(t *testing.T) {
 		{"missing backend", pools(`{"name": "p", "shard_count": 2}`), []string{`pools[0].backend: required`}, config.ErrRequired},
 		{"unknown backend name", `{"backends": {"mem": ` + mem + `}, "pools": [{"name": "p", "shard_count": 2, "backend": "mme"}]}`,
 			[]string{`pools[0].backend: invalid value: no backends entry by that name (did you mean "mem"?) (defined: "mem")`,
-				`backends.mem: invalid value: not used by any election or pool`}, config.ErrInvalidValue},
+				`backends.mem: invalid value: not used by any election, pool or locker`}, config.ErrInvalidValue},
 		{"unknown backend module", pools(`{"name": "p", "shard_count": 2, "backend": {"module": "fxelection.backends.nope"}}`),
 			[]string{`pools[0].backend.module: unknown module`}, config.ErrUnknownModule},
 		{"backend module Validate", pools(`{"name": "p", "shard_count": 2, "backend": ` + probe(`"fail_validate": true`) + `}`),

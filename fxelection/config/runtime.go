@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
@@ -46,6 +47,9 @@ type RuntimeOptions struct {
 	// pool's shard electors (reach them through Pool and
 	// pool.Pool.Elector).
 	Attach func(e *fxelection.Elector) (detach func(), err error)
+
+	// LockObserver, if set, is every locker's lock.Options.Observer.
+	LockObserver lock.Observer
 }
 
 // Runtime runs the elections of a Document without an fx app, and replaces
@@ -62,12 +66,16 @@ type RuntimeOptions struct {
 // Pools are handled alike: a pool whose settings and backend module are
 // unchanged keeps running (the same *pool.Pool, its shards untouched); a
 // removed or changed one stops (releasing its shards and member slot)
-// before any new one starts.
+// before any new one starts. So are lockers: an unchanged one is the same
+// *lock.Locker, its locks untouched; a removed or changed one is closed
+// (lock.Locker.Close: the locks it holds are released, their Contexts
+// end, and its Acquire calls return lock.ErrClosed), and Runtime.Locker
+// returns the new one.
 //
 // Elections are matched by fx name (Election.FxName, default the name),
-// pools by name. Backend modules are matched by place: a "backends" entry
-// by its name, an inline module by the fx name of its election or the name
-// of its pool. A module is kept, with its
+// pools and lockers by name. Backend modules are matched by place: a
+// "backends" entry by its name, an inline module by the fx name of its
+// election or the name of its pool or locker. A module is kept, with its
 // provisioned client, when its ID and settings are unchanged: settings are
 // compared after placeholder expansion, secrets included (a secret read
 // from {file.PATH} that changed means the settings changed), through a
@@ -85,12 +93,14 @@ type Runtime struct {
 	modules   map[string]*runModule
 	elections []*runElection // in the running document's order
 	pools     []*runPool     // in the running document's order
+	lockers   []*runLocker   // in the running document's order
 
 	// view is the running electors, in the document's order, for readers
 	// that must not wait for an Apply (health handlers, /leader).
 	view  sync.Mutex
 	list  []*fxelection.Elector
 	plist []*runPool
+	llist []*runLocker
 }
 
 // runModule is one provisioned backend module of a Runtime.
@@ -116,6 +126,14 @@ type runPool struct {
 	sum  [32]byte // digest of the pool's settings but its backend
 	mod  *runModule
 	p    *pool.Pool
+}
+
+// runLocker is one locker of a Runtime.
+type runLocker struct {
+	name string
+	sum  [32]byte // digest of the locker's settings but its backend
+	mod  *runModule
+	l    *lock.Locker
 }
 
 // NewRuntime returns a Runtime running nothing; Apply gives it a document.
@@ -147,9 +165,10 @@ func docSecrets(doc *Document) []string {
 // changed; if either fails, nothing running changes, the modules it
 // provisioned are cleaned up, and the error says why (a *PathError per
 // problem). Then it stops the elections and pools that are removed or
-// changed (at once, each election within its StopTimeout and ctx, each
-// pool within ctx), cleans up the modules no longer used, and starts the
-// elections and pools that are new or changed. ctx bounds provisioning and
+// changed and closes such lockers (at once, each election within its
+// StopTimeout and ctx, each pool and locker within ctx), cleans up the
+// modules no longer used, and starts the elections and pools that are new
+// or changed (a new locker needs no start). ctx bounds provisioning and
 // stopping; electors and pools keep running after it ends.
 //
 // After the validation and provisioning, Apply always completes; an error
@@ -175,6 +194,10 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 		return redact(err, secrets)
 	}
 	pools, startedPools, err := r.planPools(doc, modules)
+	if err != nil {
+		return redact(err, secrets)
+	}
+	lockers, err := r.planLockers(doc, modules)
 	if err != nil {
 		return redact(err, secrets)
 	}
@@ -212,7 +235,17 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 			gonePools = append(gonePools, p)
 		}
 	}
-	err = errors.Join(stopElections(ctx, gone), stopPools(ctx, gonePools))
+	keptLockers := map[*runLocker]bool{}
+	for _, l := range lockers {
+		keptLockers[l] = true
+	}
+	var goneLockers []*runLocker
+	for _, l := range r.lockers {
+		if !keptLockers[l] {
+			goneLockers = append(goneLockers, l)
+		}
+	}
+	err = errors.Join(stopElections(ctx, gone), stopPools(ctx, gonePools), closeLockers(ctx, goneLockers))
 	for key, m := range r.modules {
 		if modules[key] != m {
 			err = errors.Join(err, m.p.stop(ctx))
@@ -228,7 +261,7 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 			err = errors.Join(err, fmt.Errorf("start pool %q: %w", p.name, serr))
 		}
 	}
-	r.doc, r.modules, r.elections, r.pools = doc, modules, elections, pools
+	r.doc, r.modules, r.elections, r.pools, r.lockers = doc, modules, elections, pools, lockers
 	r.publish()
 	return err
 }
@@ -272,7 +305,45 @@ func (r *Runtime) planModules(doc *Document, secrets []string) (map[string]*runM
 			}
 		}
 	}
+	for i, l := range doc.Lockers {
+		if l.Backend.Module != nil {
+			if err := add("locker "+l.Name, "lockers["+strconv.Itoa(i)+"].backend", l.Backend.Module); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	return out, fresh, nil
+}
+
+// planLockers returns doc's lockers in order: the running ones that stay,
+// and new ones (made; a Locker needs no start) for the rest.
+func (r *Runtime) planLockers(doc *Document, modules map[string]*runModule) ([]*runLocker, error) {
+	running := map[string]*runLocker{}
+	for _, l := range r.lockers {
+		running[l.name] = l
+	}
+	var all []*runLocker
+	for i, l := range doc.Lockers {
+		mod := modules["backends."+l.Backend.Use]
+		if l.Backend.Module != nil {
+			mod = modules["locker "+l.Name]
+		}
+		path := "lockers[" + strconv.Itoa(i) + "]"
+		sum, err := lockerSum(l)
+		if err != nil {
+			return nil, pathErr(path, err)
+		}
+		if old := running[l.Name]; old != nil && old.sum == sum && old.mod == mod {
+			all = append(all, old)
+			continue
+		}
+		lk, err := newLocker(l, mod.p, r.opts.LockObserver)
+		if err != nil {
+			return nil, pathErr(path, err)
+		}
+		all = append(all, &runLocker{name: l.Name, sum: sum, mod: mod, l: lk})
+	}
+	return all, nil
 }
 
 // planPools returns doc's pools in order, the running ones that stay and
@@ -404,15 +475,60 @@ func stopPools(ctx context.Context, ps []*runPool) error {
 	return errors.Join(errs...)
 }
 
-// publish copies the running electors and pools to the view.
+// closeLockers closes ls at once, each releasing its locks within ctx,
+// and returns the errors joined.
+func closeLockers(ctx context.Context, ls []*runLocker) error {
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Go(func() {
+			if err := closeLocker(ctx, l.l); err != nil {
+				errs[i] = fmt.Errorf("close locker %q: %w", l.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// publish copies the running electors, pools and lockers to the view.
 func (r *Runtime) publish() {
 	list := make([]*fxelection.Elector, len(r.elections))
 	for i, e := range r.elections {
 		list[i] = e.e
 	}
 	r.view.Lock()
-	r.list, r.plist = list, slices.Clone(r.pools)
+	r.list, r.plist, r.llist = list, slices.Clone(r.pools), slices.Clone(r.lockers)
 	r.view.Unlock()
+}
+
+// Locker returns the running locker named name, or nil if the running
+// document has none by that name. Lockers are looked up apart from
+// elections and pools: a locker may share a name with either. Like
+// Electors, it does not wait for an Apply in progress; a Locker that an
+// Apply removed or changed is closed (its Acquire calls return
+// lock.ErrClosed): look it up again.
+func (r *Runtime) Locker(name string) *lock.Locker {
+	r.view.Lock()
+	defer r.view.Unlock()
+	for _, l := range r.llist {
+		if l.name == name {
+			return l.l
+		}
+	}
+	return nil
+}
+
+// Lockers returns the running lockers in the running document's order (a
+// new slice). Like Electors, it does not wait for an Apply in progress.
+func (r *Runtime) Lockers() []*lock.Locker {
+	r.view.Lock()
+	defer r.view.Unlock()
+	out := make([]*lock.Locker, len(r.llist))
+	for i, l := range r.llist {
+		out[i] = l.l
+	}
+	return out
 }
 
 // Pool returns the running pool named name, or nil if the running
@@ -459,10 +575,11 @@ func (r *Runtime) Document() *Document {
 	return r.doc
 }
 
-// Close stops every election and pool (at once, each election releasing
-// its lease within its StopTimeout and ctx, each pool its shards and
-// member slot within ctx), then cleans up every backend module. Afterwards
-// Apply returns ErrRuntimeClosed; Close again does nothing.
+// Close stops every election and pool and closes every locker (at once,
+// each election releasing its lease within its StopTimeout and ctx, each
+// pool its shards and member slot within ctx, each locker its locks within
+// ctx), then cleans up every backend module. Afterwards Apply returns
+// ErrRuntimeClosed; Close again does nothing.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -470,11 +587,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	err := errors.Join(stopElections(ctx, r.elections), stopPools(ctx, r.pools))
+	err := errors.Join(stopElections(ctx, r.elections), stopPools(ctx, r.pools), closeLockers(ctx, r.lockers))
 	for _, key := range slices.Sorted(maps.Keys(r.modules)) {
 		err = errors.Join(err, r.modules[key].p.stop(ctx))
 	}
-	r.doc, r.modules, r.elections, r.pools = nil, nil, nil, nil
+	r.doc, r.modules, r.elections, r.pools, r.lockers = nil, nil, nil, nil, nil
 	r.publish()
 	return err
 }
@@ -510,6 +627,16 @@ func electionSum(e Election) ([32]byte, error) {
 func poolSum(p Pool) ([32]byte, error) {
 	p.Backend = BackendRef{}
 	raw, err := json.Marshal(p)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(raw), nil
+}
+
+// lockerSum digests l's settings but its backend.
+func lockerSum(l Locker) ([32]byte, error) {
+	l.Backend = BackendRef{}
+	raw, err := json.Marshal(l)
 	if err != nil {
 		return [32]byte{}, err
 	}

@@ -23,8 +23,8 @@ func secretRuns(s string) []string {
 }
 
 // secretPositions are documents with PLANT where a placeholder can go: every
-// string setting of an election, its backend and the probe module's
-// settings (echoed by the module in each spelling).
+// string setting of an election, a pool and a locker, their backends and
+// the probe module's settings (echoed by the module in each spelling).
 var secretPositions = []string{
 	doc(`{"name": "PLANT", "backend": ` + mem + `}`),
 	doc(`{"name": "a", "identity": "PLANT", "backend": ` + mem + `}`),
@@ -53,6 +53,12 @@ var secretPositions = []string{
 	`{"pools": [{"name": "p", "shard_count": 2, "backend": "PLANT"}]}`,
 	`{"pools": [{"name": "p", "shard_count": 2, "backend": ` + probe(`"dsn": "PLANT", "echo": "all"`) + `}]}`,
 	`{"elections": [{"name": "PLANT/shard/0", "backend": ` + mem + `}], "pools": [{"name": "PLANT", "shard_count": 2, "backend": ` + mem + `}]}`,
+	`{"lockers": [{"name": "PLANT", "backend": ` + mem + `}]}`,
+	`{"lockers": [{"name": "l", "identity": "PLANT", "backend": ` + mem + `}]}`,
+	`{"lockers": [{"name": "l", "lease_duration": "PLANT", "retry_period": "PLANT", "backend": ` + mem + `}]}`,
+	`{"lockers": [{"name": "l", "backend": "PLANT"}]}`,
+	`{"lockers": [{"name": "l", "backend": ` + probe(`"dsn": "PLANT", "echo": "all"`) + `}]}`,
+	`{"lockers": [{"name": "PLANT", "backend": ` + mem + `}, {"name": "PLANT", "backend": ` + mem + `}]}`,
 }
 
 // FuzzDocumentSecrets: whatever the document (JSON, or YAML when isYAML),
