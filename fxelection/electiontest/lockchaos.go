@@ -133,9 +133,12 @@ type LockChaosReport struct {
 	// the same instant outside documented windows (must be 0);
 	// DocumentedOverlaps those inside (RestartLosesLeases),
 	// MaxDocumentedOverlap the longest.
+	// Documented lists the first few documented overlaps with their
+	// reason.
 	Overlaps             int           `json:"overlaps"`
 	DocumentedOverlaps   int           `json:"documented_overlaps"`
 	MaxDocumentedOverlap time.Duration `json:"max_documented_overlap"`
+	Documented           []string      `json:"documented"`
 	// ConcurrentKeys counts pairs of holds of different keys that were live
 	// at the same instant: the keys are independent.
 	ConcurrentKeys int `json:"concurrent_keys"`
@@ -197,6 +200,9 @@ func (r *LockChaosReport) String() string {
 	}
 	fmt.Fprintf(&b, "overlaps: %d outside documented windows, %d documented (longest %v); holds of different keys at once: %d\n",
 		r.Overlaps, r.DocumentedOverlaps, ms(r.MaxDocumentedOverlap), r.ConcurrentKeys)
+	for _, d := range r.Documented {
+		b.WriteString("  documented: " + d + "\n")
+	}
 	fmt.Fprintf(&b, "Context end of a lost lock after its holder was cut off: %v (renew deadline %v)\n", r.ContextEnd, r.Timing.RenewDeadline)
 	fmt.Fprintf(&b, "fenced writes: %d accepted, %d refused while live, %d late writes refused, %d late writes accepted\n",
 		r.FencedAccepted, r.LiveRefused, r.StaleRefused, r.StaleAccepted)
@@ -984,6 +990,15 @@ func (lc *lockChaos) analyse() *LockChaosReport {
 	documented := func(lo, hi time.Duration) bool {
 		return lc.o.RestartLosesLeases && inRestartWindow(lc.downWindows, tm.RenewDeadline+lc.o.Slack, lo, hi)
 	}
+	// reason names the restart window that documents [lo, hi].
+	reason := func(lo, hi time.Duration) string {
+		for _, w := range lc.downWindows {
+			if inRestartWindow([]window{w}, tm.RenewDeadline+lc.o.Slack, lo, hi) {
+				return fmt.Sprintf("the server, killed at %v and back at %v, lost its leases (RestartLosesLeases); the earlier holder's renewals fail within the renew deadline", ms(w.start), ms(w.end))
+			}
+		}
+		return ""
+	}
 
 	// Each hold ends when its Context ended: the n-th end the Observer
 	// reported for the client's key (one worker per key, so its Locks
@@ -1064,6 +1079,10 @@ func (lc *lockChaos) analyse() *LockChaosReport {
 				if documented(lo, hi) {
 					r.DocumentedOverlaps++
 					r.MaxDocumentedOverlap = max(r.MaxDocumentedOverlap, hi-lo)
+					if len(r.Documented) < 5 {
+						r.Documented = append(r.Documented, fmt.Sprintf("%s held by %s (term %d) and %s (term %d) at once from %v to %v: %s",
+							lc.keys[k], a.cl.identity, a.term, b.cl.identity, b.term, ms(lo), ms(hi), reason(lo, hi)))
+					}
 					continue
 				}
 				r.Overlaps++

@@ -101,7 +101,8 @@ func TestLockChaosCheckDocumentedOverlap(t *testing.T) {
 		held(a, 0, 10, 1, 5, false)
 		held(b, 0, 11, 4.6, 9, true)
 		r := lc.analyse()
-		if lose && (r.Overlaps != 0 || r.DocumentedOverlaps != 1 || len(r.Violations) != 0) {
+		if lose && (r.Overlaps != 0 || r.DocumentedOverlaps != 1 || len(r.Violations) != 0 ||
+			len(r.Documented) != 1 || !strings.Contains(r.Documented[0], "killed at 4s and back at 4.5s, lost its leases")) {
 			t.Fatalf("overlap in the restart window not documented: %+v", r)
 		}
 		if !lose && r.Overlaps != 1 {
