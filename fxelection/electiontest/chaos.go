@@ -1,13 +1,9 @@
 package electiontest
 
 import (
-	"encoding/json"
 	"fmt"
-
-	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -358,27 +354,7 @@ func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 	if opts.Target == "" || opts.NewClient == nil {
 		t.Fatal("electiontest: RunChaos needs ChaosOptions.Target and NewClient")
 	}
-	if v := os.Getenv(envChaosDuration); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("electiontest: %s=%q: want a positive duration", envChaosDuration, v)
-		}
-		opts.Duration = d
-	}
-	if v := os.Getenv(envChaosMeanGap); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("electiontest: %s=%q: want a positive duration", envChaosMeanGap, v)
-		}
-		opts.MeanGap = d
-	}
-	if v := os.Getenv(envChaosSeed); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("electiontest: %s=%q: want a decimal uint64", envChaosSeed, v)
-		}
-		opts.Seed = s
-	}
+	chaosEnv(t, &opts.Duration, &opts.MeanGap, &opts.Seed)
 	opts = opts.withDefaults()
 	if err := (fxelection.Config{
 		Name: "chaos", Identity: "chaos", LeaseDuration: opts.Timing.LeaseDuration,
@@ -390,19 +366,7 @@ func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 	c.run()
 	rep := c.analyse()
 	t.Logf("chaos report:\n%s", rep)
-	if path := os.Getenv(envChaosReport); path != "" {
-		if data, err := json.MarshalIndent(rep, "", "  "); err == nil {
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Errorf("write chaos report: %v", err)
-			}
-		}
-	}
-	for i, v := range rep.Violations {
-		if i == 20 {
-			t.Errorf("… and %d more violations", len(rep.Violations)-i)
-			break
-		}
-		t.Errorf("chaos (seed %d): %s", rep.Seed, v)
-	}
+	writeChaosReport(t, rep)
+	reportViolations(t, rep.Seed, rep.Violations)
 	return rep
 }

@@ -49,15 +49,7 @@ func (c *chaos) analyse() *ChaosReport {
 	// Documented windows: a server that loses its leases on restart, from
 	// the kill until RenewDeadline + slack after it is back.
 	documented := func(lo, hi time.Duration) bool {
-		if !c.o.RestartLosesLeases {
-			return false
-		}
-		for _, w := range c.downWindows {
-			if w.end >= 0 && lo >= w.start && hi <= w.end+tm.RenewDeadline+c.o.Slack {
-				return true
-			}
-		}
-		return false
+		return c.o.RestartLosesLeases && inRestartWindow(c.downWindows, tm.RenewDeadline+c.o.Slack, lo, hi)
 	}
 
 	// 1. No two electors believe they lead at the same instant.

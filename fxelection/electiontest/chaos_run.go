@@ -32,32 +32,26 @@ const (
 // pending and the fault log; mu guards what the sampler, callbacks,
 // observers and writers record.
 type chaos struct {
+	faultSched // clock, random source, due actions, the server
+
 	t        *testing.T
 	o        ChaosOptions
-	rng      *rand.Rand
-	t0       time.Time
 	election string
 	ctx      context.Context // ends when the run ends (late writers stop)
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // async stops, resigns, late writers, server restarts
 
 	// scheduler state
-	slots       []*slot
-	pending     []action
-	faults      []faultRec
-	faultCount  map[string]int
-	outage      bool
-	serverDown  bool
-	serverCh    chan error
-	restarting  bool
-	downWindows []window // server killed → back
-	outages     []window
-	handovers   []mark // a leader stopped or resigned
-	crashes     []mark // a leader crashed
-	converge    []time.Duration
-	finalConv   time.Duration
-	nextID      int
-	aborted     bool
+	slots      []*slot
+	faults     []faultRec
+	faultCount map[string]int
+	outage     bool
+	outages    []window
+	handovers  []mark // a leader stopped or resigned
+	crashes    []mark // a leader crashed
+	converge   []time.Duration
+	finalConv  time.Duration
+	nextID     int
 
 	mu             sync.Mutex
 	all            []*instance
@@ -153,25 +147,15 @@ type faultRec struct {
 
 func newChaos(t *testing.T, o ChaosOptions) *chaos {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &chaos{
+	c := &chaos{
 		t: t, o: o,
-		rng:        rand.New(rand.NewPCG(o.Seed, 0xc4a05)),
 		election:   fmt.Sprintf("chaos-%d-%d", o.Seed%1_000_000, time.Now().UnixNano()%1_000_000),
 		ctx:        ctx,
 		cancel:     cancel,
 		faultCount: map[string]int{},
-		serverCh:   make(chan error, 1),
 	}
-}
-
-func (c *chaos) now() time.Duration { return time.Since(c.t0) }
-
-// between returns a uniform duration in [lo, hi).
-func (c *chaos) between(lo, hi time.Duration) time.Duration {
-	if hi <= lo {
-		return lo
-	}
-	return lo + time.Duration(c.rng.Int64N(int64(hi-lo)))
+	c.faultSched = newFaultSched(o.Seed, o.Server, &c.wg)
+	return c
 }
 
 func (c *chaos) violate(format string, args ...any) {
@@ -471,11 +455,6 @@ func (c *chaos) stop(inst *instance, crash bool) {
 	}()
 }
 
-// schedule runs do at the given offset from t0 on the scheduler goroutine.
-func (c *chaos) schedule(at time.Duration, do func()) {
-	c.pending = append(c.pending, action{at: at, do: do})
-}
-
 // restartLater starts a new elector in s once its previous one stopped,
 // no earlier than at.
 func (c *chaos) restartLater(s *slot, at time.Duration, newIdentity bool) {
@@ -517,16 +496,7 @@ func (c *chaos) run() {
 			break
 		}
 	}
-	end := c.now() + c.o.Duration
-	next := c.now() + c.between(0, 2*c.o.MeanGap)
-	for !c.aborted && c.now() < end {
-		c.step(next, end)
-		if c.now() >= next && c.now() < end {
-			c.inject()
-			next = c.now() + c.between(0, 2*c.o.MeanGap)
-		}
-	}
-	ran := c.now()
+	ran := c.runFaults(c.o.Duration, c.o.MeanGap, c.inject, c.serverBack)
 	c.quiesce()
 	for _, s := range c.slots {
 		if s.inst != nil {
@@ -557,43 +527,6 @@ func (c *chaos) run() {
 	close(done)
 	<-exited
 	c.o.Duration = ran
-}
-
-// step sleeps until the next fault, the next due action or a server
-// restart result, and runs what is due.
-func (c *chaos) step(next, end time.Duration) {
-	wake := min(next, end)
-	for _, a := range c.pending {
-		wake = min(wake, a.at)
-	}
-	if d := wake - c.now(); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case err := <-c.serverCh:
-			c.serverBack(err)
-		}
-		t.Stop()
-	}
-	select {
-	case err := <-c.serverCh:
-		c.serverBack(err)
-	default:
-	}
-	now := c.now()
-	due := c.pending[:0:0]
-	keep := c.pending[:0]
-	for _, a := range c.pending {
-		if a.at <= now {
-			due = append(due, a)
-		} else {
-			keep = append(keep, a)
-		}
-	}
-	c.pending = keep
-	for _, a := range due {
-		a.do()
-	}
 }
 
 // running returns the slots with a running elector (no stop in progress).
@@ -630,10 +563,7 @@ func (c *chaos) pick(ok func(*slot) bool) *slot {
 	return cands[c.rng.IntN(len(cands))]
 }
 
-var chaosWeights = []struct {
-	kind   string
-	weight int
-}{
+var chaosWeights = []faultWeight{
 	{faultPartitionShort, 4}, {faultPartitionMid, 3}, {faultPartitionLong, 2}, {faultLatency, 3},
 	{faultRefuse, 1}, {faultReset, 2}, {faultCrash, 3}, {faultStop, 2}, {faultResign, 2},
 	{faultServerKill, 1}, {faultOutage, 1},
@@ -641,54 +571,19 @@ var chaosWeights = []struct {
 
 // inject injects one fault drawn from the schedule.
 func (c *chaos) inject() {
-	total := 0
-	for _, w := range chaosWeights {
-		total += w.weight
-	}
-	n := c.rng.IntN(total)
-	kind := ""
-	for _, w := range chaosWeights {
-		if n < w.weight {
-			kind = w.kind
-			break
-		}
-		n -= w.weight
-	}
+	kind := drawFault(c.rng, chaosWeights)
 	tm := c.o.Timing
 	now := c.now()
 	free := func(s *slot) bool { return s.fault == "" && !c.outage }
 	switch kind {
-	case faultPartitionShort, faultPartitionMid, faultPartitionLong:
+	case faultPartitionShort, faultPartitionMid, faultPartitionLong, faultLatency, faultRefuse:
 		s := c.pick(free)
 		if s == nil {
 			return
 		}
-		var d time.Duration
-		switch kind {
-		case faultPartitionShort:
-			d = c.between(tm.RenewDeadline/5, tm.RenewDeadline*4/5)
-		case faultPartitionMid:
-			d = c.between(tm.RenewDeadline, tm.LeaseDuration)
-		default:
-			d = c.between(c.o.FailoverBound+c.o.Slack, c.o.FailoverBound+c.o.Slack+tm.LeaseDuration)
-		}
-		s.inst.proxy.Partition()
+		lat, d := c.proxyFaultSpan(kind, tm, c.o.FailoverBound, c.o.Slack)
+		startProxyFault(s.inst.proxy, kind, lat)
 		c.proxyFault(s, kind, now, d)
-	case faultLatency:
-		s := c.pick(free)
-		if s == nil {
-			return
-		}
-		s.inst.proxy.SetLatency(c.between(tm.RetryPeriod/10, tm.RetryPeriod))
-		c.proxyFault(s, kind, now, c.between(tm.RetryPeriod, 4*tm.RetryPeriod))
-	case faultRefuse:
-		s := c.pick(free)
-		if s == nil {
-			return
-		}
-		s.inst.proxy.Refuse()
-		s.inst.proxy.Sever()
-		c.proxyFault(s, kind, now, c.between(tm.LeaseDuration/3, tm.LeaseDuration*3/2))
 	case faultReset:
 		s := c.pick(free)
 		if s == nil {
@@ -747,25 +642,22 @@ func (c *chaos) inject() {
 		if c.o.Server == nil || c.serverDown || c.outage {
 			return
 		}
-		if err := c.o.Server.Kill(); err != nil {
+		if err := c.killServer(now, tm); err != nil {
 			c.violate("kill server: %v", err)
 			c.aborted = true
 			return
 		}
-		c.serverDown = true
-		c.downWindows = append(c.downWindows, window{start: now, end: -1})
 		c.count(kind)
 		for _, s := range c.running() {
 			c.faults = append(c.faults, faultRec{kind: kind, inst: s.inst, start: now, end: -1})
 		}
-		c.schedule(now+c.between(tm.LeaseDuration/4, tm.LeaseDuration*3/2), c.restartServer)
 	case faultOutage:
 		if c.outage || c.serverDown {
 			return
 		}
 		c.outage = true
 		c.count(kind)
-		d := c.between(tm.RenewDeadline, c.o.FailoverBound+tm.LeaseDuration)
+		d := c.outageSpan(tm, c.o.FailoverBound)
 		c.outages = append(c.outages, window{start: now, end: now + d})
 		for i := range c.faults {
 			if c.faults[i].end < 0 && c.faults[i].kind != faultServerKill {
@@ -832,32 +724,13 @@ func (c *chaos) healAll() {
 	c.outage = false
 }
 
-func (c *chaos) restartServer() {
-	if c.restarting {
-		return
-	}
-	c.restarting = true
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		err := c.o.Server.Restart()
-		if err != nil {
-			time.Sleep(time.Second)
-			err = c.o.Server.Restart()
-		}
-		c.serverCh <- err
-	}()
-}
-
 func (c *chaos) serverBack(err error) {
 	if err != nil {
 		c.violate("restart server: %v", err)
 		c.aborted = true
 		return
 	}
-	now := c.now()
-	c.serverDown, c.restarting = false, false
-	c.downWindows[len(c.downWindows)-1].end = now
+	now := c.serverUp()
 	for i := range c.faults {
 		if c.faults[i].kind == faultServerKill && c.faults[i].end < 0 {
 			c.faults[i].end = now
@@ -870,15 +743,9 @@ func (c *chaos) serverBack(err error) {
 // restarts every stopped candidate, then waits for exactly one leader.
 func (c *chaos) quiesce() {
 	c.healAll()
-	if c.serverDown {
-		c.restartServer()
-		select {
-		case err := <-c.serverCh:
-			c.serverBack(err)
-		case <-time.After(2 * time.Minute):
-			c.violate("server restart did not finish within 2 minutes")
-			c.aborted = true
-		}
+	if err := c.bringServerBack(c.serverBack); err != nil {
+		c.violate("%v", err)
+		c.aborted = true
 	}
 	// Run pending restarts now; drop pending heals (already healed).
 	c.pending = nil

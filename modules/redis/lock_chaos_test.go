@@ -1,0 +1,44 @@
+package redislease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testserver"
+)
+
+// TestLockChaos runs the chaos kit's lock schedule
+// (electiontest.RunLockChaos) on a real redis-server: five clients, each
+// with its own client and lock.Locker behind its own fault-injecting
+// proxy, locking two keys through partitions, latency, resets, crashes,
+// restarts, whole-cluster outages and kill -9 of the server; no two holds
+// of a key may overlap, terms strictly increase per key, the fenced log
+// refuses no live write. The server runs with appendonly yes, as in
+// TestChaos: a killed server comes back with its leases, so no overlap is
+// documented. FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED make it
+// a long run.
+func TestLockChaos(t *testing.T) {
+	srv := newServer(t, testserver.RedisOptions{AppendOnly: true})
+	electiontest.RunLockChaos(t, electiontest.LockChaosOptions{
+		Target: srv.Addr(),
+		Server: srv,
+		NewClient: func(addr string) (fxelection.Backend, func(), error) {
+			c := redis.NewClient(&redis.Options{
+				Addr: addr, ContextTimeoutEnabled: true,
+				DialTimeout: time.Second, MaxRetries: -1,
+			})
+			b, err := New(c, Options{})
+			if err != nil {
+				_ = c.Close()
+				return nil, nil, err
+			}
+			return b, func() { _ = c.Close() }, nil
+		},
+		Duration: 40 * time.Second,
+		Seed:     3,
+	})
+}
