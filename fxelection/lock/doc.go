@@ -60,8 +60,11 @@
 // the in-memory backend, Redis and PostgreSQL) and otherwise every
 // RetryPeriod to 1.2 × RetryPeriod, jittered; store failures back off
 // exponentially from RetryPeriod up to LeaseDuration. A waiter costs one
-// Acquire call per attempt and, with push, one subscription; it never
-// spins. A lock that expires rather than being released wakes nobody: its
+// Acquire call per attempt and, with push, one subscription, taken only
+// once the first attempt was refused (it may cost a connection: a Redis
+// pub/sub connection, a PostgreSQL LISTEN session) and followed by one
+// more attempt at once; it never spins. An uncontended Acquire costs one
+// Acquire call and nothing else. A lock that expires rather than being released wakes nobody: its
 // waiters take it at their next poll.
 //
 // # Semaphores

@@ -300,8 +300,17 @@ func (l *Locker) acquire(ctx context.Context, tg target, wait bool) (*Lock, erro
 
 // wait tries to take tg until it is held, ctx ends or the Locker closes.
 func (l *Locker) wait(ctx context.Context, tg target) (*Lock, error) {
-	// Subscribe before the first attempt, so that a release between a
-	// refused attempt and the wait is not missed.
+	inc := backendkit.NewIncarnation()
+	lk, err := l.try(ctx, tg, inc)
+	if err == nil {
+		return lk, nil
+	}
+	// Refused or failed: wait. Subscribe only now: a subscription may
+	// cost a connection (the first one starts the backend's listener: a
+	// Redis pub/sub connection, a PostgreSQL LISTEN session), which an
+	// uncontended lock must not pay for. A release between the refused
+	// attempt and the subscription would be missed, so a refused attempt
+	// is followed by another at once.
 	woken := make(chan struct{}, 1)
 	if l.notifier != nil {
 		wake := func() {
@@ -314,13 +323,14 @@ func (l *Locker) wait(ctx context.Context, tg target) (*Lock, error) {
 			cancel := l.notifier.Subscribe(tg.record(i), wake)
 			defer cancel()
 		}
+		if errors.Is(err, ErrLocked) {
+			wake()
+		}
 	}
-	inc := backendkit.NewIncarnation()
 	failures := 0
 	for {
-		lk, err := l.try(ctx, tg, inc)
-		if err == nil || errors.Is(err, ErrClosed) {
-			return lk, err
+		if errors.Is(err, ErrClosed) {
+			return nil, err
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			if errors.Is(err, cerr) {
@@ -347,6 +357,9 @@ func (l *Locker) wait(ctx context.Context, tg target) (*Lock, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("lock: acquire: %w (last attempt: %w)", ctx.Err(), err)
+		}
+		if lk, err = l.try(ctx, tg, inc); err == nil {
+			return lk, nil
 		}
 	}
 }

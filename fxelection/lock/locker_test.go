@@ -358,3 +358,67 @@ func TestReleaseAwaitsRenewalInFlight(t *testing.T) {
 		}
 	})
 }
+
+// subscribeCounter counts Subscribe calls.
+type subscribeCounter struct {
+	*memory.Backend
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *subscribeCounter) Subscribe(election string, wake func()) func() {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	return s.Backend.Subscribe(election, wake)
+}
+
+// TestUncontendedAcquireSubscribesToNothing: an Acquire that gets the lock
+// at its first attempt costs no subscription (which may cost a
+// connection); a refused one subscribes, once per slot.
+func TestUncontendedAcquireSubscribesToNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &subscribeCounter{Backend: memory.New()}
+		l := newLocker(t, store, "a")
+		lk, err := l.Acquire(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sem, err := l.AcquireSemaphore(context.Background(), "s", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if store.calls != 0 {
+			t.Errorf("%d subscriptions for uncontended acquisitions, want 0", store.calls)
+		}
+		go func() {
+			time.Sleep(time.Second)
+			release(t, lk)
+		}()
+		lk2, err := l.Acquire(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if store.calls != 1 {
+			t.Errorf("%d subscriptions for a contended lock, want 1", store.calls)
+		}
+		sem2, err := l.AcquireSemaphore(context.Background(), "s", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(time.Second)
+			release(t, sem)
+		}()
+		sem3, err := l.AcquireSemaphore(context.Background(), "s", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if store.calls != 3 {
+			t.Errorf("%d subscriptions after a contended semaphore of 2, want 3", store.calls)
+		}
+		for _, x := range []*lock.Lock{lk2, sem2, sem3} {
+			release(t, x)
+		}
+	})
+}

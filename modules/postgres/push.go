@@ -93,9 +93,11 @@ func (p *pusher) loop(ctx context.Context, hub *backendkit.WakeHub) {
 
 // session takes a connection from the pool, LISTENs and dispatches
 // notifications until an error or ctx ends it. listened reports whether
-// LISTEN succeeded. wakeAll makes it wake every subscriber once listening,
-// for releases missed while the listener was down.
-func (p *pusher) session(ctx context.Context, hub *backendkit.WakeHub, wakeAll bool) (listened bool, err error) {
+// LISTEN succeeded. Once listening it wakes every subscriber, for releases
+// missed while the listener was down or not yet up (a subscriber that
+// found the lease held just before subscribing would otherwise wait for
+// its next poll); reconnected says it was down, to log it.
+func (p *pusher) session(ctx context.Context, hub *backendkit.WakeHub, reconnected bool) (listened bool, err error) {
 	pc, err := p.db.Acquire(ctx)
 	if err != nil {
 		return false, err
@@ -111,10 +113,10 @@ func (p *pusher) session(ctx context.Context, hub *backendkit.WakeHub, wakeAll b
 	if _, err := conn.Exec(ctx, p.listen); err != nil {
 		return false, err
 	}
-	if wakeAll {
+	if reconnected {
 		p.log.Info("fxelection postgres listener reconnected")
-		hub.WakeAll()
 	}
+	hub.WakeAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

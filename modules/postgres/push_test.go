@@ -35,6 +35,11 @@ func TestPushWakeUp(t *testing.T) {
 	cancel2 := follower.Subscribe(e, func() {})
 	cancelOther := follower.Subscribe(other, func() { wokenOther.Add(1) })
 	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
+	// Once listening, the listener wakes every subscriber once: a release
+	// may have come before it listened.
+	electiontesting.WaitFor(t, 10*time.Second, "the wake-up after LISTEN", func() bool { return woken.Load() == 1 && wokenOther.Load() == 1 })
+	woken.Store(0)
+	wokenOther.Store(0)
 
 	req := backendkit.AcquireRequest{Election: e, Identity: "l", Duration: time.Minute}
 	l, err := leader.Acquire(ctxT(t), req)

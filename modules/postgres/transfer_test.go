@@ -29,6 +29,8 @@ func TestTransferMatchesAsRelease(t *testing.T) {
 	cancel := follower.Subscribe(e, func() { woken.Add(1) })
 	defer cancel()
 	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
+	electiontesting.WaitFor(t, 10*time.Second, "the wake-up after LISTEN", func() bool { return woken.Load() == 1 })
+	woken.Store(0)
 
 	l0, err := a.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
 	if err != nil {
