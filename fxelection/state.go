@@ -88,7 +88,8 @@ type Elector struct {
 	healthy atomic.Bool
 	// halted is set by Stop (with mu held) before anything else it does:
 	// the campaign loop ends, its backend call in flight is cancelled
-	// (opCancel) and so is the leader context.
+	// (opCancel) unless it is a renewal, which is let finish (see
+	// renewalCut), and the leader context is cancelled.
 	halted atomic.Bool
 	// startState says where the campaign's first step is (guarded by
 	// group.mu): see startCampaign.
@@ -118,7 +119,7 @@ type Elector struct {
 	leaderKnown bool
 	listening   bool // the backend is a backendkit.Notifier: Start subscribes
 	mu          sync.Mutex
-	opCancel    context.CancelFunc // cancels the loop's backend call in flight (opContext)
+	opCancel    context.CancelFunc // cancels the loop's backend call in flight (opContext; renewals have none)
 	listenDone  chan struct{}      // closed when the push subscription is cancelled; made by Stop
 	unsub       func()             // the push subscription's cancel, for Stop
 	term        *leaderTerm
@@ -229,6 +230,10 @@ type leaderTerm struct {
 	cmu       sync.Mutex
 	done      chan struct{} // made by Done on demand
 	afters    []*afterFunc  // functions to run when cancelled (AfterFunc)
+
+	// renewal bounds a renewal in flight; unlike the leader context, Stop
+	// does not cut it when it begins (see renewalCut).
+	renewal renewalCut
 }
 
 // deadline is when belief in t ends without a renewal: the start of the
