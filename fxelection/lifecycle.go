@@ -49,16 +49,17 @@ func (e *Elector) Start(ctx context.Context) error {
 // Leader work is told at once: the leader context is cancelled and
 // IsLeader reports false as soon as Stop begins. A renewal in flight,
 // though, is not cancelled but let finish, bounded by its own renew
-// deadline and by Stop's deadline (below), and the lease released is the
-// one it returned: a renewal cut short may be applied by the store all the
-// same, and a store that matches the last write on release (PostgreSQL
-// matches expires_at, so that a delayed release cannot free a later
-// acquisition) would then free nothing, leaving the next leader to wait out
-// the lease. So EventStoppedLeading and OnStoppedLeading come when that
-// renewal has finished, not when Stop begins. A renewal still running at
-// Stop's deadline is cut (its context is cancelled, or, in a Group, it is
-// given up) and the lease is released as last known. An acquisition in
-// flight is cancelled at once.
+// deadline and by Stop's wait for the campaign loop (below: its deadline,
+// or the grace period when ctx was already done), and the lease released
+// is the one it returned: a renewal cut short may be applied by the store
+// all the same, and a store that matches the last write on release
+// (PostgreSQL matches expires_at, so that a delayed release cannot free a
+// later acquisition) would then free nothing, leaving the next leader to
+// wait out the lease. So EventStoppedLeading and OnStoppedLeading come
+// when that renewal has finished, not when Stop begins. A renewal still
+// running when that wait ends is cut (its context is cancelled; in a Group
+// it is given up): if the loop then returns, the lease is released as last
+// known; if not, see below. An acquisition in flight is cancelled at once.
 //
 // The bound: Stop's deadline is ctx's or StopTimeout from the call,
 // whichever is earlier; waiting for leader work ends there. Once it has
