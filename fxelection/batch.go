@@ -134,8 +134,8 @@ func takeBatch[Q queued](queue *[]Q, limit int) ([]Q, context.Context, context.C
 }
 
 // renewReq is one elector's renewal waiting in a batcher. finished is set
-// when out and err are, or the elector gave up waiting (gaveUp: its leader
-// context was cancelled).
+// when out and err are, or the elector gave up waiting (gaveUp: the
+// context it waits under ended).
 type renewReq struct {
 	waiting
 	lease Lease
@@ -151,9 +151,11 @@ type sentBatch struct {
 	waiting int // guarded by batcher.mu
 }
 
-// waitContext is what a renewal waits under: the leader context, whose
-// cancellation gives the renewal up. Only Err and AfterFunc are needed, so
-// that a leader context needs no Done channel for it.
+// waitContext is what a renewal waits under: for an elector its
+// leadership's renewalCut (cut at the renew deadline and by Stop's bound,
+// not when Stop begins), for RenewLease a context; its cancellation gives
+// the renewal up. Only Err and AfterFunc are needed, so that an elector
+// needs no context of its own per renewal.
 type waitContext interface {
 	Err() error
 	AfterFunc(f func()) (stop func() bool)
@@ -161,10 +163,10 @@ type waitContext interface {
 
 // renew queues a copy of *lease for the next batch and waits for its
 // result (the renewed lease in *out when it returns nil), or until ctx is
-// cancelled, which gives the renewal up (see abandon): the leader context
-// is cancelled at the renew deadline at the latest (by its timer), and
+// cancelled, which gives the renewal up (see abandon): an elector's
+// renewalCut is cut at the renew deadline at the latest (by its timer), and
 // renew then returns context.DeadlineExceeded, or context.Canceled when it
-// was cancelled before the deadline (Stop). The batch carrying it is
+// was cut before the deadline (Stop's bound). The batch carrying it is
 // bounded by the latest deadline of its renewals. Pointers rather than
 // values keep the frames of the many renewals waiting at once small.
 func (bt *batcher) renew(ctx waitContext, deadline time.Time, lease, out *Lease) error {
@@ -197,8 +199,8 @@ func (bt *batcher) renew(ctx waitContext, deadline time.Time, lease, out *Lease)
 	return req.err
 }
 
-// gaveUpErr is the error of a renewal given up because its leader context
-// was cancelled: at the renew deadline, or before it (Stop).
+// gaveUpErr is the error of a renewal given up because what it waited
+// under was cancelled: at the renew deadline, or before it (Stop's bound).
 func gaveUpErr(deadline time.Time) error {
 	if !time.Now().Before(deadline) {
 		return context.DeadlineExceeded

@@ -125,8 +125,9 @@
 // backend) renew in batches of up to backendkit.MaxRenewBatch (1024) leases
 // per round trip; in a batch where one lease was lost, that one gets
 // ErrLeaseLost and the others are renewed, and each elector still stops
-// waiting at its renew deadline or on Stop. Electors made with New renew
-// lease by lease. Elections from a configuration document share one Group
+// waiting at its renew deadline or at Stop's deadline (Stop lets a renewal
+// in flight finish until then). Electors made with New renew lease by
+// lease. Elections from a configuration document share one Group
 // per backend module; on a module whose backend cannot batch they renew
 // lease by lease (backendkit.BatchProber).
 //

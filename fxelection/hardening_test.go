@@ -662,8 +662,10 @@ func TestBackoffNeverOverflows(t *testing.T) {
 }
 
 // With a store that hangs but honours contexts (faultinject.Backend.Hang),
-// Stop returns at once, without an error, for a follower and for a leader
-// alike (the leader's release fails within the bound and says so).
+// a follower's Stop returns at once, without an error. A leader's returns
+// within its bound: its renewal in flight is let finish until Stop's
+// deadline (see Stop), then its release gets the grace period, fails and
+// says so.
 func TestStopWithHungStore(t *testing.T) {
 	for _, leader := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leader=%v", leader), func(t *testing.T) {
@@ -688,8 +690,12 @@ func TestStopWithHungStore(t *testing.T) {
 				defer cancel()
 				began := time.Now()
 				err = e.Stop(ctx)
-				if took := time.Since(began); took > 100*time.Millisecond {
-					t.Fatalf("Stop took %v", took)
+				limit := 100 * time.Millisecond
+				if leader {
+					limit += retry + 20*time.Millisecond
+				}
+				if took := time.Since(began); took > limit {
+					t.Fatalf("Stop took %v, want at most %v", took, limit)
 				}
 				switch {
 				case !leader && err != nil:

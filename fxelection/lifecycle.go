@@ -46,6 +46,21 @@ func (e *Elector) Start(ctx context.Context) error {
 // lease so another candidate leads at once (unless KeepLeaseOnStop), and
 // delivers the callbacks already queued.
 //
+// Leader work is told at once: the leader context is cancelled and
+// IsLeader reports false as soon as Stop begins. A renewal in flight,
+// though, is not cancelled but let finish, bounded by its own renew
+// deadline and by Stop's wait for the campaign loop (below: its deadline,
+// or the grace period when ctx was already done), and the lease released
+// is the one it returned: a renewal cut short may be applied by the store
+// all the same, and a store that matches the last write on release
+// (PostgreSQL matches expires_at, so that a delayed release cannot free a
+// later acquisition) would then free nothing, leaving the next leader to
+// wait out the lease. So EventStoppedLeading and OnStoppedLeading come
+// when that renewal has finished, not when Stop begins. A renewal still
+// running when that wait ends is cut (its context is cancelled; in a Group
+// it is given up): if the loop then returns, the lease is released as last
+// known; if not, see below. An acquisition in flight is cancelled at once.
+//
 // The bound: Stop's deadline is ctx's or StopTimeout from the call,
 // whichever is earlier; waiting for leader work ends there. Once it has
 // passed, what remains (the campaign loop's exit when ctx was already done,
@@ -86,8 +101,8 @@ func (e *Elector) Stop(ctx context.Context) error {
 		e.listenDone = make(chan struct{})
 	}
 	listenDone := e.listenDone
-	// From here the loop ends: its backend call in flight is cancelled,
-	// and so is the leader context.
+	// From here the loop ends: its backend call in flight is cancelled
+	// (a renewal is let finish, see below), and so is the leader context.
 	e.halted.Store(true)
 	opCancel, t := e.opCancel, e.term
 	e.mu.Unlock()
@@ -116,17 +131,28 @@ func (e *Elector) Stop(ctx context.Context) error {
 		}()
 	}
 	var errs []error
-	if lctx := b.ctx(); !waitFor(lctx, loopDone) {
+	// A renewal in flight is not cancelled (opCancel is an acquisition's,
+	// a release's or a hand-over's) but let finish, so that the loop
+	// records the lease as the store wrote it and the release below
+	// matches it: a renewal cut short may be applied all the same, and a
+	// store that matches the last write on release (PostgreSQL's
+	// expires_at) would then free nothing. It is cut when this wait's
+	// bound ends (and by its own renew deadline, by the term's timer).
+	var cut func()
+	if t != nil {
+		cut = t.renewal.fire
+	}
+	if lctx := b.ctx(); !waitFor(lctx, loopDone, cut) {
 		errs = append(errs, e.abandonLoop(lctx.Err()))
 	}
 	// Leader work gets the deadline, not the grace period: that is kept for
 	// the release.
-	if !waitFor(b.soft, e.work.wait()) {
+	if !waitFor(b.soft, e.work.wait(), nil) {
 		e.log.Warn("leader work did not return before the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: leader work (OnStartedLeading or RunIfLeader) still running: %w", b.soft.Err()))
 	}
 
-	if lctx := b.ctx(); healthDone != nil && !waitFor(lctx, healthDone) {
+	if lctx := b.ctx(); healthDone != nil && !waitFor(lctx, healthDone, nil) {
 		e.log.Warn("HealthCheck did not return before the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: HealthCheck still running: %w", lctx.Err()))
 	}
@@ -139,13 +165,13 @@ func (e *Elector) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if lctx := b.ctx(); listenDone != nil && e.subscribed.Load() && !waitFor(lctx, listenDone) {
+	if lctx := b.ctx(); listenDone != nil && e.subscribed.Load() && !waitFor(lctx, listenDone, nil) {
 		e.log.Warn("push listener cancel did not return before the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: push listener cancel still running: %w", lctx.Err()))
 	}
 	e.detached.Store(true)
 	e.broadcast(Event{Kind: EventDetached})
-	if dctx := b.ctx(); !waitFor(dctx, e.callbacks().closed()) {
+	if dctx := b.ctx(); !waitFor(dctx, e.callbacks().closed(), nil) {
 		e.log.Warn("callbacks still running at the stop deadline")
 		errs = append(errs, fmt.Errorf("fxelection: stop: callbacks still running: %w", dctx.Err()))
 	}
@@ -189,10 +215,10 @@ func (b *stopBound) close() {
 }
 
 // waitFor waits until ch is closed or ctx is done and reports whether ch
-// closed; it prefers ch when both are ready, and once ctx is done it still
-// gives ch stopGrace to close (a goroutine that was about to finish, or a
-// backend call noticing its context).
-func waitFor(ctx context.Context, ch <-chan struct{}) bool {
+// closed; it prefers ch when both are ready, and once ctx is done it calls
+// atBound (unless nil) and still gives ch stopGrace to close (a goroutine
+// that was about to finish, or a backend call noticing its context).
+func waitFor(ctx context.Context, ch <-chan struct{}, atBound func()) bool {
 	select {
 	case <-ch:
 		return true
@@ -202,6 +228,9 @@ func waitFor(ctx context.Context, ch <-chan struct{}) bool {
 	case <-ch:
 		return true
 	case <-ctx.Done():
+	}
+	if atBound != nil {
+		atBound()
 	}
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
@@ -243,7 +272,7 @@ func (e *Elector) stopRelease(ctx context.Context, final Lease) error {
 		err = e.release(ctx, final)
 		close(done)
 	}()
-	if waitFor(ctx, done) {
+	if waitFor(ctx, done, nil) {
 		return err
 	}
 	e.log.Warn("release did not return before the stop deadline; leaving it to finish on its own")

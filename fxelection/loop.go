@@ -537,9 +537,10 @@ func (e *Elector) renew(t *leaderTerm) (reason StopReason, ended bool) {
 		timedOut bool // the renew deadline ended the call
 	)
 	if e.batch != nil {
-		// The leader context is cancelled at the renew deadline and on
-		// Stop: no context of its own is needed per renewal.
-		err = e.batch.renew(t, t.deadline(), &t.lease, &l)
+		// It waits under t.renewal, which is cut at the renew deadline
+		// (by the timer) and by Stop's bound, but not when Stop begins
+		// (see renewalCut): no context of its own is needed per renewal.
+		err = e.batch.renew(&t.renewal, t.deadline(), &t.lease, &l)
 		timedOut = errors.Is(err, context.DeadlineExceeded)
 	} else {
 		timedOut, err = e.renewDirect(t, &l)
@@ -551,9 +552,16 @@ func (e *Elector) renew(t *leaderTerm) (reason StopReason, ended bool) {
 // renewDirect renews t with Backend.Renew, bounded by its renew deadline,
 // storing the renewed lease in *out; timedOut reports that the deadline
 // ended the call.
+//
+// Not an opContext, which Stop cancels when it begins: Stop lets a renewal
+// in flight finish, so that it releases the lease as the store last wrote
+// it, and cuts it only when its bound for the campaign loop ends (see
+// renewalCut). The leadership's end cuts it too.
 func (e *Elector) renewDirect(t *leaderTerm, out *Lease) (timedOut bool, err error) {
-	rctx, end := e.opContext(e.base, t.deadline())
-	defer end()
+	rctx, cancel := context.WithDeadline(e.base, t.deadline())
+	defer cancel()
+	stop := t.renewal.AfterFunc(cancel)
+	defer stop()
 	*out, err = e.backend.Renew(rctx, t.lease)
 	return rctx.Err() != nil && errors.Is(err, context.DeadlineExceeded), err
 }
@@ -565,6 +573,26 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 	took := time.Since(renewStart)
 	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
 	switch {
+	case err == nil && e.halted.Load():
+		// Stop began while the renewal ran and let it finish: Stop
+		// releases the lease as the store wrote it (a store that matches
+		// the last write on release would free nothing given the lease as
+		// it was before), even if the timer ended the leadership meanwhile
+		// (the renewal outlasted its renew deadline) and announced its end
+		// with the lease as it was. The leadership ended for its users
+		// when Stop began: no EventRenewed, only its end.
+		e.contact()
+		e.mu.Lock()
+		if !t.expired && !t.ended {
+			t.lease = *l
+		}
+		e.mu.Unlock()
+		reason := e.stepDown(t, ReasonStopped, true)
+		renewedLease := *l
+		e.mu.Lock()
+		e.finalLease = &renewedLease
+		e.mu.Unlock()
+		return reason, true
 	case err == nil:
 		e.contact()
 		if !e.extend(t, *l, renewStart) {
@@ -673,6 +701,7 @@ func (e *Elector) endTerm(t *leaderTerm, reason StopReason, keep, byLoop bool) S
 	t.timer.Stop()
 	e.mu.Unlock()
 	t.cancel()
+	t.renewal.fire() // a renewal in flight is given up: the leadership is over
 	t.stepMu.Lock()
 	defer t.stepMu.Unlock()
 	e.mu.Lock()

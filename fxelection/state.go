@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,8 @@ type Elector struct {
 	healthy atomic.Bool
 	// halted is set by Stop (with mu held) before anything else it does:
 	// the campaign loop ends, its backend call in flight is cancelled
-	// (opCancel) and so is the leader context.
+	// (opCancel) unless it is a renewal, which is let finish (see
+	// renewalCut), and the leader context is cancelled.
 	halted atomic.Bool
 	// startState says where the campaign's first step is (guarded by
 	// group.mu): see startCampaign.
@@ -118,7 +120,7 @@ type Elector struct {
 	leaderKnown bool
 	listening   bool // the backend is a backendkit.Notifier: Start subscribes
 	mu          sync.Mutex
-	opCancel    context.CancelFunc // cancels the loop's backend call in flight (opContext)
+	opCancel    context.CancelFunc // cancels the loop's backend call in flight (opContext; renewals have none)
 	listenDone  chan struct{}      // closed when the push subscription is cancelled; made by Stop
 	unsub       func()             // the push subscription's cancel, for Stop
 	term        *leaderTerm
@@ -229,6 +231,10 @@ type leaderTerm struct {
 	cmu       sync.Mutex
 	done      chan struct{} // made by Done on demand
 	afters    []*afterFunc  // functions to run when cancelled (AfterFunc)
+
+	// renewal bounds a renewal in flight; unlike the leader context, Stop
+	// does not cut it when it begins (see renewalCut).
+	renewal renewalCut
 }
 
 // deadline is when belief in t ends without a renewal: the start of the
@@ -282,6 +288,80 @@ type result struct {
 
 // afterFunc is one function registered with a leader context's AfterFunc.
 type afterFunc struct{ f func() }
+
+// renewalCut is what a renewal of a leadership in flight waits under,
+// besides its own renew deadline: it is cut when the leadership ends
+// (endTerm: by the timer at the renew deadline, or a step-down, such as
+// Stop's when it gives up on the campaign loop) and when Stop's bound for
+// the campaign loop ends, but not when Stop begins. Stop cancels the leader
+// context at once but lets a renewal in flight finish: a renewal cut short
+// may be applied by the store all the same, and Stop must release the
+// lease as the store last wrote it (a store that matches the last write on
+// release, as PostgreSQL's expires_at, frees nothing otherwise). Like the
+// leader context it has no Done channel: Err and AfterFunc (waitContext)
+// are all a renewal needs.
+type renewalCut struct {
+	mu     sync.Mutex
+	cut    bool
+	afters []*afterFunc
+}
+
+// Err is context.Canceled once the renewal is cut.
+func (c *renewalCut) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return context.Canceled
+	}
+	return nil
+}
+
+// AfterFunc arranges for f to run once the renewal is cut (at once, on a
+// goroutine of its own, if it already is); stop removes it, reporting
+// whether it did so before f was started.
+func (c *renewalCut) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFunc{f: f}
+	c.mu.Lock()
+	if c.cut {
+		c.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	c.afters = append(c.afters, a)
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, x := range c.afters {
+			if x == a {
+				c.afters = slices.Delete(c.afters, i, i+1)
+				if len(c.afters) == 0 {
+					c.afters = nil
+				}
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// fire cuts the renewal in flight, once: it runs the AfterFunc functions
+// (which cancel a direct renewal's context or give up a renewal waiting in
+// a batch).
+func (c *renewalCut) fire() {
+	c.mu.Lock()
+	if c.cut {
+		c.mu.Unlock()
+		return
+	}
+	c.cut = true
+	fs := c.afters
+	c.afters = nil
+	c.mu.Unlock()
+	for _, a := range fs {
+		a.f()
+	}
+}
 
 // Group is the elections of one process that share one backend, in the
 // spirit of etcd's concurrency.Session: its electors renew in batches (one
