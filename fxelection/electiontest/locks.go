@@ -589,7 +589,8 @@ func (s *suite) mutualExclusion(t *testing.T) {
 		inside   atomic.Int32
 		accepted atomic.Int64
 		mu       sync.Mutex
-		terms    []uint64 // every Lock's term
+		terms    []uint64               // every Lock's term
+		client   = make(map[uint64]int) // which client held each term
 		wg       sync.WaitGroup
 	)
 	start := time.Now()
@@ -607,6 +608,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 				term := lk.Term()
 				mu.Lock()
 				terms = append(terms, term)
+				client[term] = i
 				mu.Unlock()
 				err = increment(ctx, counter, key, term)
 				inside.Add(-1)
@@ -632,7 +634,15 @@ func (s *suite) mutualExclusion(t *testing.T) {
 	wg.Wait()
 	took := time.Since(start)
 	want := o.Clients * o.Acquisitions
-	t.Logf("%d clients × %d acquisitions: %v (%v per acquisition)", o.Clients, o.Acquisitions, took.Round(time.Millisecond), (took / time.Duration(want)).Round(10*time.Microsecond))
+	slices.Sort(terms)
+	handovers := 0
+	for i := 1; i < len(terms); i++ {
+		if client[terms[i]] != client[terms[i-1]] {
+			handovers++
+		}
+	}
+	t.Logf("%d clients × %d acquisitions: %v (%v per acquisition), the lock changed clients %d times",
+		o.Clients, o.Acquisitions, took.Round(time.Millisecond), (took / time.Duration(want)).Round(10*time.Microsecond), handovers)
 	if t.Failed() {
 		return
 	}
@@ -648,7 +658,6 @@ func (s *suite) mutualExclusion(t *testing.T) {
 			t.Fatalf("accepted write %d has term %d after %d: terms must strictly increase", i, got[i], got[i-1])
 		}
 	}
-	slices.Sort(terms)
 	if !slices.Equal(terms, got) {
 		t.Fatalf("the accepted writes' terms are not the locks' terms")
 	}
