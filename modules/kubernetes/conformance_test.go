@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	kubelease "github.com/fxelection/fxelection/modules/kubernetes"
 )
 
@@ -72,6 +73,9 @@ func TestConformance(t *testing.T) {
 				DeleteRecord:        deleteLease(ns),
 				PushDisabled:        tc.opts.DisablePush,
 				StoreDown:           storeDown, // an API server of its own, killed and restarted
+				// The Locks part's holders write through redisfence on a
+				// Redis of the test's own.
+				Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			})
 		})
 	}
