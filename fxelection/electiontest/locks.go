@@ -246,15 +246,21 @@ func (s *suite) lockOptions(id string) lock.Options {
 // the test (which fails if closing does, unless mayFailClose).
 func (s *suite) newLocker(t *testing.T, b fxelection.Backend, id string, mayFailClose bool) *lock.Locker {
 	t.Helper()
-	l, err := lock.New(b, s.lockOptions(id))
+	return s.newLockerWith(t, b, s.lockOptions(id), mayFailClose)
+}
+
+// newLockerWith is newLocker with options of the caller's.
+func (s *suite) newLockerWith(t *testing.T, b fxelection.Backend, opts lock.Options, mayFailClose bool) *lock.Locker {
+	t.Helper()
+	l, err := lock.New(b, opts)
 	if err != nil {
 		t.Fatalf("lock.New: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timing.LeaseDuration+10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseDuration+10*time.Second)
 		defer cancel()
 		if err := l.Close(ctx); err != nil && !mayFailClose {
-			t.Errorf("Close of locker %s: %v", id, err)
+			t.Errorf("Close of locker %s: %v", opts.Identity, err)
 		}
 	})
 	return l
@@ -495,7 +501,11 @@ func (s *suite) semaphoreKilledHolder(t *testing.T) {
 	}
 	var others []*lock.Lock
 	for i := range semaphoreSize - 1 {
-		l := s.newLocker(t, s.newBackend(t), fmt.Sprint("alive-", i), false)
+		// Twice the lease and renew deadline: a busy machine delaying
+		// their renewals must not free their slots instead.
+		opts := s.lockOptions(fmt.Sprint("alive-", i))
+		opts.LeaseDuration, opts.RenewDeadline = 2*opts.LeaseDuration, 2*opts.RenewDeadline
+		l := s.newLockerWith(t, s.newBackend(t), opts, false)
 		lk, err := l.TryAcquireSemaphore(electiontesting.Context(t), name, semaphoreSize)
 		if err != nil {
 			t.Fatalf("TryAcquireSemaphore %d of %d: %v", i+2, semaphoreSize, err)
