@@ -226,10 +226,14 @@ func (s *suite) locks(t *testing.T) {
 	t.Run("ReleasedAcquirable", s.lockReleasedAcquirable)
 	t.Run("TermsAcrossLockers", s.lockTermsAcrossLockers)
 	t.Run("SemaphoreFull", s.semaphoreFull)
-	// Mostly waits for a lease to expire: beside the others.
-	t.Run("SemaphoreKilledHolder", func(t *testing.T) { t.Parallel(); s.semaphoreKilledHolder(t) })
-	t.Run("MutualExclusion", s.mutualExclusion)
 	t.Run("Semaphore", s.semaphore)
+	// These two run together once the others are done: the first mostly
+	// waits for a lease to expire.
+	parallel := func(name string, f func(*testing.T)) {
+		t.Run(name, func(t *testing.T) { t.Parallel(); f(t) })
+	}
+	parallel("SemaphoreKilledHolder", s.semaphoreKilledHolder)
+	parallel("MutualExclusion", s.mutualExclusion)
 }
 
 // lockOptions are the Lockers' options for identity id.
