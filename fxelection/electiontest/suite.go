@@ -83,6 +83,10 @@ type Options struct {
 	// SkipEndToEnd skips the end-to-end part (for quick local runs only;
 	// every backend must pass it in CI).
 	SkipEndToEnd bool
+
+	// Locks tunes the Locks part (package lock's locks and semaphores on
+	// the backend), and gives it the fenced store its holders write to.
+	Locks LockOptions
 }
 
 // DownStore is a store of a test's own for the StoreDown case.
@@ -124,6 +128,7 @@ func (o Options) withDefaults() Options {
 	if o.Timing.RetryPeriod == 0 {
 		o.Timing.RetryPeriod = o.Timing.LeaseDuration / 6
 	}
+	o.Locks = o.Locks.withDefaults()
 	return o
 }
 
@@ -133,8 +138,10 @@ func (o Options) withDefaults() Options {
 type NewBackend func(t *testing.T) fxelection.Backend
 
 // RunBackendTests runs the conformance suite against the backends newBackend
-// makes: the storage contract first, then an end-to-end part with real
-// electors. Each test uses its own election names, so one store serves all.
+// makes: the storage contract first, then package lock's locks and
+// semaphores on the backend (Options.Locks), then an end-to-end part with
+// real electors. Each test uses its own election names, so one store
+// serves all.
 //
 // Tests that mostly wait for leases to expire run in parallel with each
 // other (t.Parallel), after the ones that change the store as a whole
@@ -198,6 +205,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 			t.Run("StoreDown", s.storeDown) // stops the whole store
 		}
 	})
+	t.Run("Locks", s.locks)
 	if opts.SkipEndToEnd {
 		return
 	}

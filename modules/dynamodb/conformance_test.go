@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 	ddblease "github.com/fxelection/fxelection/modules/dynamodb"
 )
@@ -63,6 +64,9 @@ func TestConformance(t *testing.T) {
 		DeleteRecord:        func(t *testing.T, election string) { deleteItem(t, tbl, election) },
 		Recreate:            func(t *testing.T, _ string) { recreateTable(t, tbl) },
 		StoreDown:           storeDown,
+		// The Locks part's holders write through redisfence on a Redis of
+		// the test's own.
+		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 )
 
 // TestConformance runs the core's conformance suite, end-to-end part
@@ -31,6 +32,9 @@ func TestConformance(t *testing.T) {
 			// etcd lease TTLs are whole seconds.
 			TTL:          time.Second,
 			DeleteRecord: deleteRecord(DefaultKeyPrefix),
+			// The Locks part's holders write through redisfence on a Redis
+			// of the test's own.
+			Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				g, err := admin.Grant(ctxT(t), ttlSeconds(ttl))
 				if err != nil {
@@ -51,6 +55,7 @@ func TestConformance(t *testing.T) {
 			DeleteRecord:        deleteRecord(prefix),
 			GarbageNeverExpires: true,
 			PushDisabled:        true,
+			Locks:               electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				// A valid-looking record on no etcd lease: it would never
 				// expire, so it is not a lease.

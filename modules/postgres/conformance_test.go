@@ -1,12 +1,19 @@
 package pglease_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/fence"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
+	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
 
 // putGarbage plants a live row the backend cannot decode (metadata that is
@@ -44,13 +51,99 @@ func deleteRecord(dsn string, opts pglease.Options) func(*testing.T, string) {
 	}
 }
 
+// pgCounter is electiontest.FencedCounter in PostgreSQL, for the suite's
+// Locks part: every read and every write is a transaction of its own
+// fenced by pgfence (Guard.Check first), so PostgreSQL itself refuses a
+// holder whose term is stale.
+type pgCounter struct {
+	pool  *pgxpool.Pool
+	guard *pgfence.Guard
+}
+
+// newCounter returns the Locks part's counter on dsn: a pgfence table and
+// the counter's tables, shared by every run (each uses keys of its own).
+func newCounter(dsn string) func(*testing.T) electiontest.FencedCounter {
+	return func(t *testing.T) electiontest.FencedCounter {
+		pool := admin(t, dsn)
+		g, err := pgfence.New(pgfence.Options{Table: "lock_fence"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.CreateTable(ctxT(t), pool); err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range []string{
+			`CREATE TABLE IF NOT EXISTS lock_counter (key text PRIMARY KEY, value bigint NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS lock_accepted (id bigserial PRIMARY KEY, key text NOT NULL, term bigint NOT NULL)`,
+		} {
+			if _, err := pool.Exec(ctxT(t), stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return &pgCounter{pool: pool, guard: g}
+	}
+}
+
+// fenced runs f in a transaction that pgfence fences with term.
+func (c *pgCounter) fenced(ctx context.Context, key string, term uint64, f func(pgx.Tx) error) error {
+	ctx = fence.WithToken(ctx, fence.Token{Election: key, Term: term})
+	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := c.guard.Check(ctx, tx); err != nil {
+			return err
+		}
+		return f(tx)
+	})
+}
+
+func (c *pgCounter) Read(ctx context.Context, key string, term uint64) (uint64, error) {
+	var v int64
+	err := c.fenced(ctx, key, term, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT value FROM lock_counter WHERE key = $1`, key).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return uint64(v), err
+}
+
+func (c *pgCounter) Write(ctx context.Context, key string, term, value uint64) error {
+	return c.fenced(ctx, key, term, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO lock_counter (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, int64(value))
+		if err != nil {
+			return err
+		}
+		// The fence's row lock orders the key's writes: ids follow the
+		// order PostgreSQL accepted them.
+		_, err = tx.Exec(ctx, `INSERT INTO lock_accepted (key, term) VALUES ($1, $2)`, key, int64(term))
+		return err
+	})
+}
+
+func (c *pgCounter) Accepted(ctx context.Context, key string) ([]uint64, error) {
+	rows, err := c.pool.Query(ctx, `SELECT term FROM lock_accepted WHERE key = $1 ORDER BY id`, key)
+	if err != nil {
+		return nil, err
+	}
+	terms, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	out := make([]uint64, len(terms))
+	for i, term := range terms {
+		out[i] = uint64(term)
+	}
+	return out, err
+}
+
+// TestConformance runs the suite on the default table; the Locks part's
+// holders write through pgfence on the same server.
 func TestConformance(t *testing.T) {
 	d := dsn(t)
 	opts := pglease.Options{}
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts)})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts),
+		Locks: electiontest.LockOptions{Counter: newCounter(d)}})
 }
 
 // TestConformanceSchemaNoPush runs the suite on a table in its own schema
@@ -64,5 +157,6 @@ func TestConformanceSchemaNoPush(t *testing.T) {
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf-nopush", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts), PushDisabled: true})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts), PushDisabled: true,
+		Locks: electiontest.LockOptions{Counter: newCounter(d)}})
 }

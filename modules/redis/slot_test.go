@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -133,6 +134,11 @@ func TestCluster(t *testing.T) {
 		}, electiontest.Options{
 			Candidates: 20,
 			Rounds:     10,
+			// redisfence on the cluster: the counter's keys share the
+			// fence key's hash slot.
+			Locks: electiontest.LockOptions{Counter: func(t *testing.T) electiontest.FencedCounter {
+				return fencedcounter.NewRedis(newCluster(t))
+			}},
 			DeleteRecord: func(t *testing.T, election string) {
 				lease, term := keys.Keys(election)
 				if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
@@ -42,6 +43,9 @@ func runConformance(t *testing.T, opts s3lease.Options, storeDown func(*testing.
 			recreateBucket(t, opts.Bucket)
 		},
 		StoreDown: storeDown,
+		// The Locks part's holders write through redisfence on a Redis of
+		// the test's own.
+		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }
 

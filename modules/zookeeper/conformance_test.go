@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -72,6 +73,9 @@ func TestConformance(t *testing.T) {
 			DeleteRecord: func(t *testing.T, election string) {
 				deleteAll(t, admin, DefaultPrefix+"/"+escapeName(election))
 			},
+			// The Locks part's holders write through redisfence on a Redis
+			// of the test's own.
+			Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				// An ephemeral znode of a session of its own, closed after
 				// ttl: ZooKeeper deletes the znode with it.
@@ -104,6 +108,7 @@ func TestConformance(t *testing.T) {
 			},
 			GarbageNeverExpires: true,
 			PushDisabled:        true,
+			Locks:               electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				putGarbage(t, admin, prefix+"/"+escapeName(election), []byte(`{"fxelection_zk":1,"holder":"a"}`), zk.FlagPersistent)
 			},

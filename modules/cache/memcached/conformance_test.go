@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -46,5 +47,8 @@ func TestConformance(t *testing.T) {
 		// memcached has no change notifications: the Backend is a
 		// backendkit.Notifier whose Subscribe does nothing.
 		PushDisabled: true,
+		// The Locks part's holders write through redisfence on a Redis of
+		// the test's own.
+		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -38,6 +39,9 @@ func TestConformance(t *testing.T) {
 		// The whole bucket deleted and re-created behind the backends'
 		// backs: its revisions start again at 1.
 		Recreate: func(t *testing.T, _ string) { recreateBucket(t, adminJS) },
+		// The Locks part's holders write through redisfence on a Redis of
+		// the test's own.
+		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	}
 	t.Run("Push", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
