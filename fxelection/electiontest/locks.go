@@ -227,6 +227,7 @@ func (s *suite) locks(t *testing.T) {
 	t.Run("TermsAcrossLockers", s.lockTermsAcrossLockers)
 	t.Run("SemaphoreFull", s.semaphoreFull)
 	t.Run("Semaphore", s.semaphore)
+	t.Run("ReleaseDuringRenewal", s.lockReleaseDuringRenewal)
 	// These two run together once the others are done: the first mostly
 	// waits for a lease to expire.
 	parallel := func(name string, f func(*testing.T)) {
@@ -763,6 +764,35 @@ func (s *suite) semaphore(t *testing.T) {
 				t.Errorf("slot %d: term %d taken after term %d, want strictly increasing", slot, terms[i], terms[i-1])
 				break
 			}
+		}
+	}
+}
+
+// lockReleaseDuringRenewal: a lock released at random points of its
+// renewal cycle is free in the store once Release returns, every time,
+// also when Release lands during a renewal (which Release lets finish: a
+// renewal cut short could still be applied by the store, and a backend
+// that matches the last write on release, PostgreSQL, would then free
+// nothing and leave the lock held for a whole lease).
+func (s *suite) lockReleaseDuringRenewal(t *testing.T) {
+	b := s.newBackend(t)
+	l := s.newLocker(t, b, "release-during-renewal", false)
+	key := electiontesting.Election(t)
+	const rounds = 60
+	for i := range rounds {
+		lk, err := l.TryAcquire(electiontesting.Context(t), key)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		time.Sleep(rand.N(2 * s.o.Locks.RetryPeriod))
+		release(t, lk)
+		got, err := b.Get(electiontesting.Context(t), key)
+		switch {
+		case errors.Is(err, backendkit.ErrNoLease):
+		case err != nil:
+			t.Fatalf("round %d: Get after Release: %v", i, err)
+		case got.Holder == lk.Lease().Holder && got.Term == lk.Term():
+			t.Fatalf("round %d: the store still shows the released lock (term %d, expiring %v)", i, got.Term, got.ExpiresAt)
 		}
 	}
 }
