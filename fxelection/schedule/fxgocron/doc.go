@@ -27,9 +27,7 @@
 //
 //	fx.New(
 //		redislease.Module, // or any backend module
-//		fx.Provide(func(b fxelection.Backend) (*lock.Locker, error) {
-//			return lock.New(b, lock.Options{})
-//		}),
+//		lock.Module,       // the *lock.Locker, closed on stop
 //		fxgocron.LockerModule,
 //		fx.Invoke(func(s gocron.Scheduler, l *fxgocron.Locker) error {
 //			_, err := s.NewJob(gocron.CronJob("0 * * * * *", true),
