@@ -81,9 +81,8 @@
 //
 // Locker.Close releases every Lock still held and wakes waiters with
 // ErrClosed; the fx module (Module, or Named for several Lockers) calls
-// it on stop, and so do the Lockers a configuration document declares
-// under "lockers" (package config). Options.Observer
-// receives an Event for every acquisition (its Outcome and wait) and for
+// it on stop, as package config does for the Lockers a document declares
+// under "lockers". Options.Observer receives an Event for every acquisition (its Outcome and wait) and for
 // the end of every Lock (released or lost); package metrics turns them
 // into series.
 //
