@@ -3,12 +3,13 @@ package redislease
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fxelection/fxelection/internal/lockbench"
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
@@ -155,10 +156,7 @@ func paired(b *testing.B, ours, theirs func() error) {
 }
 
 // pct is the q-quantile of sorted (nearest rank).
-func pct(sorted []time.Duration, q float64) time.Duration {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(i, 0)]
-}
+var pct = lockbench.Pct
 
 // BenchmarkRenew compares Renew with redislock's Refresh.
 func BenchmarkRenew(b *testing.B) {

@@ -3,15 +3,13 @@ package redislease
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fxelection/fxelection/internal/lockbench"
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
@@ -316,174 +314,23 @@ func BenchmarkLockHandoff(b *testing.B) {
 		return func() redislock.RetryStrategy { return redislock.LinearBackoff(d) }
 	}
 	vs := []handoffVariant{
-		{"fxelection", 0, fx(Options{}, lock.Options{})},
-		{"fxelection-poll-100ms", 100 * time.Millisecond, fx(Options{DisablePush: true}, lock.Options{RetryPeriod: 100 * time.Millisecond})},
-		{"fxelection-poll-10ms", 10 * time.Millisecond, fx(Options{DisablePush: true}, lock.Options{RetryPeriod: 10 * time.Millisecond})},
-		{"redislock-100ms", 100 * time.Millisecond, rl(linear(100 * time.Millisecond))},
-		{"redislock-10ms", 10 * time.Millisecond, rl(linear(10 * time.Millisecond))},
-		{"redislock-exp", 16 * time.Millisecond, rl(func() redislock.RetryStrategy {
+		{Name: "fxelection", Spread: 0, Acquirers: fx(Options{}, lock.Options{})},
+		{Name: "fxelection-poll-100ms", Spread: 100 * time.Millisecond, Acquirers: fx(Options{DisablePush: true}, lock.Options{RetryPeriod: 100 * time.Millisecond})},
+		{Name: "fxelection-poll-10ms", Spread: 10 * time.Millisecond, Acquirers: fx(Options{DisablePush: true}, lock.Options{RetryPeriod: 10 * time.Millisecond})},
+		{Name: "redislock-100ms", Spread: 100 * time.Millisecond, Acquirers: rl(linear(100 * time.Millisecond))},
+		{Name: "redislock-10ms", Spread: 10 * time.Millisecond, Acquirers: rl(linear(10 * time.Millisecond))},
+		{Name: "redislock-exp", Spread: 16 * time.Millisecond, Acquirers: rl(func() redislock.RetryStrategy {
 			return redislock.ExponentialBackoff(16*time.Millisecond, 256*time.Millisecond)
 		})},
 	}
 	runHandoffBenchmark(b, vs)
 }
 
-// acquirer takes the lock on key, waiting until ctx ends, and returns its
-// release.
-type acquirer func(ctx context.Context, key string) (release func(context.Context) error, err error)
-
-// handoffVariant is one implementation: one acquirer per goroutine, and
-// the spread of the goroutines' arrivals (see handoffRound).
-type handoffVariant struct {
-	name      string
-	spread    time.Duration
-	acquirers []acquirer
-}
-
-const (
-	handoffsPerRound = 40
-	handoffHold      = time.Millisecond
-	minHandoffRounds = 5
+// The hand-off benchmark's harness is shared with the other module's lock
+// benchmarks (internal/lockbench).
+type (
+	acquirer       = lockbench.Acquirer
+	handoffVariant = lockbench.Variant
 )
 
-// runHandoffBenchmark runs max(b.N, minHandoffRounds) rounds of
-// handoffsPerRound hand-offs per variant, variants in rotating order, and
-// reports each variant's p50 and p99 over all rounds (handoff and gap, in
-// ms); it logs them with the maximum, the number of hand-offs of a second
-// or more (a missed wake-up waits for the next poll) and the per-round
-// p50s.
-func runHandoffBenchmark(b *testing.B, vs []handoffVariant) {
-	rounds := max(b.N, minHandoffRounds)
-	handoff := make([][]time.Duration, len(vs))
-	gap := make([][]time.Duration, len(vs))
-	perRound := make([][]string, len(vs))
-	b.ResetTimer()
-	for r := range rounds {
-		for j := range vs {
-			k := (r + j) % len(vs)
-			h, g := handoffRound(b, vs[k], fmt.Sprintf("handoff-%s-%d-%d", vs[k].name, r, time.Now().UnixNano()))
-			handoff[k] = append(handoff[k], h...)
-			gap[k] = append(gap[k], g...)
-			if len(h) > 0 {
-				slices.Sort(h)
-				perRound[k] = append(perRound[k], fmt.Sprintf("%.2f", ms(pct(h, 0.5))))
-			}
-		}
-	}
-	b.StopTimer()
-	for k, v := range vs {
-		if len(handoff[k]) == 0 {
-			b.Fatalf("%s: no hand-off counted", v.name)
-		}
-		slices.Sort(handoff[k])
-		slices.Sort(gap[k])
-		b.ReportMetric(ms(pct(handoff[k], 0.5)), v.name+"-p50-ms")
-		b.ReportMetric(ms(pct(handoff[k], 0.99)), v.name+"-p99-ms")
-		b.ReportMetric(ms(pct(gap[k], 0.5)), v.name+"-gap-p50-ms")
-		b.ReportMetric(ms(pct(gap[k], 0.99)), v.name+"-gap-p99-ms")
-		slow := len(handoff[k]) - sort.Search(len(handoff[k]), func(i int) bool { return handoff[k][i] >= time.Second })
-		b.Logf("%-22s handoff p50 %7.3f ms  p99 %8.3f ms  max %8.3f ms  ≥1s %d | gap p50 %7.3f ms  p99 %8.3f ms | per-round p50 %s (%d hand-offs)",
-			v.name, ms(pct(handoff[k], 0.5)), ms(pct(handoff[k], 0.99)), ms(handoff[k][len(handoff[k])-1]), slow,
-			ms(pct(gap[k], 0.5)), ms(pct(gap[k], 0.99)), strings.Join(perRound[k], " "), len(handoff[k]))
-	}
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// handoffRound runs v's acquirers, one goroutine each, on key until
-// handoffsPerRound+1 acquisitions, and returns the latency of each
-// hand-off from the release's return (handoff) and from its call (gap).
-// After releasing, a goroutine waits until another has taken the key, then
-// for a random time in [0, v.spread) before it tries again: a poller that
-// started at once would poll in step with the others (all of them started
-// right after an acquisition, which came at a poll), where pollers in a
-// real system poll at random phases. A release with no goroutine waiting
-// in its acquirer yet is no hand-off and is not counted.
-func handoffRound(b *testing.B, v handoffVariant, key string) (handoff, gap []time.Duration) {
-	const total = handoffsPerRound + 1 // acquisitions
-	var acq, relStart, relEnd [total]time.Time
-	var counted [total]bool        // a goroutine was waiting when release s began
-	var taken [total]chan struct{} // closed when acquisition i happened
-	for i := range taken {
-		taken[i] = make(chan struct{})
-	}
-	var seq, waiting atomic.Int64
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-		cancel()
-	}
-	for _, a := range v.acquirers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				waiting.Add(1)
-				release, err := a(ctx, key)
-				waiting.Add(-1)
-				if err != nil {
-					if ctx.Err() == nil {
-						fail(fmt.Errorf("acquire: %w", err))
-					}
-					return
-				}
-				now := time.Now()
-				s := seq.Add(1) - 1
-				if s >= total { // the round is over
-					_ = release(context.Background())
-					return
-				}
-				acq[s] = now
-				close(taken[s])
-				time.Sleep(handoffHold)
-				counted[s] = waiting.Load() > 0
-				relStart[s] = time.Now()
-				err = release(context.Background())
-				relEnd[s] = time.Now()
-				if err != nil {
-					fail(fmt.Errorf("release: %w", err))
-					return
-				}
-				if s == total-1 {
-					cancel()
-					return
-				}
-				select {
-				case <-taken[s+1]: // another goroutine has it: queue again
-				case <-ctx.Done():
-					return
-				}
-				if v.spread > 0 {
-					t := time.NewTimer(rand.N(v.spread))
-					select {
-					case <-t.C:
-					case <-ctx.Done():
-						t.Stop()
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
-	for s := range total - 1 {
-		if counted[s] {
-			handoff = append(handoff, acq[s+1].Sub(relEnd[s]))
-			gap = append(gap, acq[s+1].Sub(relStart[s]))
-		}
-	}
-	return handoff, gap
-}
+var runHandoffBenchmark = lockbench.Run
