@@ -134,7 +134,8 @@ func (e *Elector) Status() Status {
 
 // RunIfLeader runs fn only if this candidate leads, and reports whether it
 // ran. fn's context is cancelled the moment leadership ends (or ctx is done)
-// and carries the lease for fencing (LeaseFromContext). Stop waits for fn to
+// and carries the lease for fencing (LeaseFromContext): guards use its term
+// (package fence), whatever token ctx carried. Stop waits for fn to
 // return before releasing the lease.
 func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) error) (ran bool, err error) {
 	e.mu.Lock()

@@ -42,9 +42,12 @@ func (t *leaderTerm) Err() error {
 }
 
 // Value implements context.Context: the lease as acquired for
-// LeaseFromContext, otherwise Start's context's values.
+// LeaseFromContext and as the fencing token (backendkit.TokenKey, which
+// hides any token Start's context carried), otherwise Start's context's
+// values.
 func (t *leaderTerm) Value(key any) any {
-	if _, ok := key.(backendkit.LeaseKey); ok {
+	switch key.(type) {
+	case backendkit.LeaseKey, backendkit.TokenKey:
 		return t.acquired
 	}
 	return t.e.base.Value(key)

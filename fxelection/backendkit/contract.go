@@ -369,9 +369,33 @@ const MaxAcquireBatch = 1024
 // lease (see ContextWithLease and LeaseFromContext).
 type LeaseKey struct{}
 
-// ContextWithLease returns ctx carrying lease, as leader contexts do.
+// TokenKey is the one context key of the fencing token, a Lease of which
+// only Election and Term matter: every context that carries a lease
+// (leader contexts, lock contexts, ContextWithLease) sets it to that lease,
+// and fence.WithToken sets it alone. A context derived from several of them
+// carries the innermost one's token, so a leadership or lock never fences
+// with a token its caller's context carried (see TokenFromContext).
+type TokenKey struct{}
+
+// ContextWithLease returns ctx carrying lease, as leader contexts do: both
+// the lease (LeaseFromContext) and its fencing token (TokenFromContext),
+// which override any ctx carried.
 func ContextWithLease(ctx context.Context, lease Lease) context.Context {
-	return context.WithValue(ctx, LeaseKey{}, lease)
+	return context.WithValue(context.WithValue(ctx, TokenKey{}, lease), LeaseKey{}, lease)
+}
+
+// ContextWithToken returns ctx carrying the fencing token of election and
+// term alone (no lease), overriding any token ctx carried.
+func ContextWithToken(ctx context.Context, election string, term uint64) context.Context {
+	return context.WithValue(ctx, TokenKey{}, Lease{Election: election, Term: term})
+}
+
+// TokenFromContext returns the election and term of the innermost fencing
+// token ctx carries: the lease of the innermost leader or lock context, or
+// a token set with ContextWithToken inside it.
+func TokenFromContext(ctx context.Context) (election string, term uint64, ok bool) {
+	l, ok := ctx.Value(TokenKey{}).(Lease)
+	return l.Election, l.Term, ok
 }
 
 // LeaseFromContext returns the lease carried by a leader context (given to

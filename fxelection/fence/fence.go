@@ -104,30 +104,29 @@ func (t Token) Validate() error {
 	return nil
 }
 
-type tokenKey struct{}
-
 // WithToken returns ctx carrying tok, for a write whose term did not come
 // from this process's leader context (a term passed along with a queued
-// job, or a test). It takes precedence over a lease in ctx.
+// job, or a test). A guard reads the innermost token: tok overrides the
+// token of a leader or lock context ctx was derived from, and a leader or
+// lock context derived from the result carries its own token, never tok.
 func WithToken(ctx context.Context, tok Token) context.Context {
-	return context.WithValue(ctx, tokenKey{}, tok)
+	return backendkit.ContextWithToken(ctx, tok.Election, tok.Term)
 }
 
-// FromContext returns the fencing token a guard uses for ctx: the one set
-// by WithToken, else the election and term of the lease carried by a leader
-// context (fxelection.LeaseFromContext), so a guarded write inside
-// RunIfLeader or OnStartedLeading is one call. It returns ErrNoToken when
-// ctx carries neither, and an error matching ErrInvalidToken for a token
-// out of range.
+// FromContext returns the fencing token a guard uses for ctx: the innermost
+// one ctx carries, which is the lease of a leader context (OnStartedLeading,
+// RunIfLeader) or of a lock's Context, or a token set with WithToken,
+// whichever ctx was derived from last. So a guarded write inside
+// RunIfLeader or under a lock is one call, and a leadership or lock taken
+// in a context that carried another token fences with its own. It returns
+// ErrNoToken when ctx carries none, and an error matching ErrInvalidToken
+// for a token out of range.
 func FromContext(ctx context.Context) (Token, error) {
-	tok, ok := ctx.Value(tokenKey{}).(Token)
+	election, term, ok := backendkit.TokenFromContext(ctx)
 	if !ok {
-		lease, found := fxelection.LeaseFromContext(ctx)
-		if !found {
-			return Token{}, ErrNoToken
-		}
-		tok = TokenOf(lease)
+		return Token{}, ErrNoToken
 	}
+	tok := Token{Election: election, Term: term}
 	if err := tok.Validate(); err != nil {
 		return Token{}, err
 	}

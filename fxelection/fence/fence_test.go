@@ -23,7 +23,16 @@ func TestFromContext(t *testing.T) {
 	}
 	over := fence.WithToken(lctx, fence.Token{Election: "billing", Term: 9})
 	if tok, err := fence.FromContext(over); err != nil || tok.Term != 9 {
-		t.Fatalf("WithToken should take precedence: %v %v", tok, err)
+		t.Fatalf("WithToken inside a leader context should take precedence: %v %v", tok, err)
+	}
+	// The innermost token wins: a leader (or lock) context made inside a
+	// WithToken context fences with its own lease.
+	inner := backendkit.ContextWithLease(over, fxelection.Lease{Election: "billing", Holder: "b", Term: 3})
+	if tok, err := fence.FromContext(inner); err != nil || tok.Term != 3 {
+		t.Fatalf("a leader context inside WithToken should take precedence: %v %v", tok, err)
+	}
+	if l, ok := fxelection.LeaseFromContext(over); !ok || l.Term != 7 || l.Holder != "a" {
+		t.Fatalf("WithToken hides the lease: %+v %v", l, ok)
 	}
 }
 

@@ -535,9 +535,10 @@ func (lk *Lock) Lease() fxelection.Lease {
 // with no successful renewal since, which is before the lease can expire
 // in the store and another holder take it. context.Cause tells which:
 // ErrReleased, or an error matching ErrLost. It carries the lease as
-// acquired (backendkit.LeaseFromContext), so fencing guards that read the
-// token from a context (package fence) accept it, and the values of the
-// context given to Acquire.
+// acquired (backendkit.LeaseFromContext) and the lock's own fencing token,
+// which guards that read the token from a context (package fence) use
+// whatever token the context given to Acquire carried, and that context's
+// other values.
 func (lk *Lock) Context() context.Context { return lk.ctx }
 
 // expire ends the Lock at the renew deadline, unless a renewal moved the
