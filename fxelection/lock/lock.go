@@ -174,8 +174,8 @@ func New(backend fxelection.Backend, opts Options) (*Locker, error) {
 // NewInGroup returns a Locker on the group's backend whose renewals share
 // the group's batches (fxelection.Group.RenewLease): on a backend that
 // renews in batches (backendkit.BatchRenewer: Redis, PostgreSQL, the
-// in-memory backend), the locks and the
-// group's electors renewing in the same slot cost one round trip.
+// in-memory backend), the locks and the group's electors renewing in the
+// same slot cost one round trip.
 func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 	if g == nil {
 		return nil, errNilBackend
@@ -830,19 +830,21 @@ func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
 // Release ends the Lock's Context and its renewals, waits for the renewal
 // goroutine to return (a renewal in flight is let finish, within its renew
 // deadline, so that the release matches what the store last wrote), and
-// releases the lease in the store, so that the
-// next waiter (woken by the backend's push, where it has one) takes the
-// lock at once. When the last renewal failed or was cut at its deadline,
-// the store may have applied it all the same, and a store that matches the
-// last write on release (PostgreSQL's expires_at) would
-// free nothing given the lease as it was before: Release then first
-// re-acquires as the Lock's incarnation, which returns the lease as the
-// store has it (the same term) if it is still the Lock's, and releases
-// that; a key held by another since is left alone. ctx bounds the whole
-// call. It is idempotent: once the store's release succeeded (releasing a
-// lock already lost succeeds too), later calls return nil at once; after
-// a failure a later call (or the Locker's Close) tries again, and the
-// lease otherwise expires after LeaseDuration.
+// releases the lease in the store, so that the next waiter (woken by the
+// backend's push, where it has one) takes the lock at once.
+//
+// When the last renewal failed or was cut at its deadline, the store may
+// have applied it all the same, and a store that matches the last write on
+// release (PostgreSQL's expires_at) would free nothing given the lease as
+// it was before: Release then first re-acquires as the Lock's incarnation,
+// which returns the lease as the store has it (the same term) if it is
+// still the Lock's, and releases that; a key another holder has taken
+// since is left alone.
+//
+// ctx bounds the whole call. It is idempotent: once the store's release
+// succeeded (releasing a lock already lost succeeds too), later calls
+// return nil at once; after a failure a later call (or the Locker's Close)
+// tries again, and the lease otherwise expires after LeaseDuration.
 func (lk *Lock) Release(ctx context.Context) error {
 	lk.relMu.Lock()
 	defer lk.relMu.Unlock()
