@@ -578,7 +578,11 @@ func (l *Locker) tryRecord(ctx context.Context, a *acquisition, i int) (*Lock, e
 	start := time.Now()
 	record := a.tg.record(i)
 	o, abandoned := l.call(ctx, l.request(record, a.inc), start.Add(l.opts.RenewDeadline))
-	if abandoned { // given back by call
+	if abandoned {
+		// Given back by call; an earlier call on the record with an
+		// unknown outcome is this one's predecessor as the same
+		// incarnation, settled by it.
+		a.unsure = -1
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("lock: acquire %q: %w", record, err)
 		}
