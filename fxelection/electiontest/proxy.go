@@ -27,7 +27,9 @@ const proxyDialTimeout = 5 * time.Second
 //   - Sever resets every current connection at once, on both sides, as a
 //     crashed host or a restarted middlebox would; new ones are forwarded
 //     (unless partitioned or refused).
-//   - SetLatency delays every chunk of bytes by d in each direction.
+//   - SetLatency delays every chunk of bytes by d in each direction;
+//     SetReplyLatency delays only what the store sends back (a request is
+//     applied at once, its reply comes late).
 //
 // Heal ends a partition and refusal and removes the latency. A Proxy is safe
 // for concurrent use; Close stops its goroutines and closes every
@@ -42,6 +44,7 @@ type Proxy struct {
 	gate    chan struct{} // non-nil while partitioned; closed by Heal
 	refuse  bool
 	latency time.Duration
+	replies time.Duration // added to latency from the target to the client
 	conns   map[*proxyConn]struct{}
 	closed  bool
 }
@@ -142,6 +145,15 @@ func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency = max(d, 0)
 }
 
+// SetReplyLatency delays every chunk forwarded from the target to the
+// client by d on top of SetLatency's (0 removes it): requests reach the
+// store at once, their replies come late.
+func (p *Proxy) SetReplyLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replies = max(d, 0)
+}
+
 // Sever resets every current connection (both sides) and returns how many
 // it reset. Bytes stalled on them are dropped.
 func (p *Proxy) Sever() int {
@@ -158,7 +170,8 @@ func (p *Proxy) Sever() int {
 }
 
 // Heal ends a partition (stalled bytes flow on, in order), stops refusing
-// connections and removes the latency.
+// connections and removes the latencies (chunks already being delayed
+// keep their delay).
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -167,7 +180,7 @@ func (p *Proxy) Heal() {
 		p.gate = nil
 	}
 	p.refuse = false
-	p.latency = 0
+	p.latency, p.replies = 0, 0
 }
 
 // Conns returns how many connections the proxy holds now.
@@ -268,16 +281,16 @@ func (p *Proxy) serve(c *proxyConn) {
 
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go func() { defer pumps.Done(); p.pump(c, up, c.client) }()
-	go func() { defer pumps.Done(); p.pump(c, c.client, up) }()
+	go func() { defer pumps.Done(); p.pump(c, up, c.client, false) }()
+	go func() { defer pumps.Done(); p.pump(c, c.client, up, true) }()
 	pumps.Wait()
 }
 
 // pump copies src to dst chunk by chunk, holding each chunk while the proxy
-// is partitioned and delaying it by the latency. When src ends it closes
-// dst's write side (a FIN passes through); when a write fails it tears the
-// pair down.
-func (p *Proxy) pump(c *proxyConn, dst, src net.Conn) {
+// is partitioned and delaying it by the latency (and the reply latency
+// when reply: src is the target). When src ends it closes dst's write side
+// (a FIN passes through); when a write fails it tears the pair down.
+func (p *Proxy) pump(c *proxyConn, dst, src net.Conn, reply bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := src.Read(buf)
@@ -288,6 +301,9 @@ func (p *Proxy) pump(c *proxyConn, dst, src net.Conn) {
 			}
 			p.mu.Lock()
 			lat := p.latency
+			if reply {
+				lat += p.replies
+			}
 			p.mu.Unlock()
 			if wait := time.Until(read.Add(lat)); wait > 0 {
 				t := time.NewTimer(wait)

@@ -272,6 +272,52 @@ func TestProxyLatency(t *testing.T) {
 	}
 }
 
+// Reply latency delays only what the target sends: a request reaches the
+// target while its reply is held.
+func TestProxyReplyLatency(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // answers one line
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return
+		}
+		close(arrived)
+		_, _ = c.Write([]byte(line))
+		_, _ = c.Read(make([]byte, 1)) // until the proxy closes
+	}()
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	p, err := NewProxy(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, p)
+	p.SetReplyLatency(time.Hour)
+	if _, err := c.Write([]byte("late\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not reach the target within 10s")
+	}
+	if got, err := c.read(300 * time.Millisecond); !isTimeout(err) {
+		t.Errorf("read with the reply held for an hour: %q, %v; want a timeout", got, err)
+	}
+	_ = p.Close()
+}
+
 // Close ends every goroutine (goleak checks in TestMain), resets the
 // connections, including stalled ones, and is idempotent.
 func TestProxyClose(t *testing.T) {

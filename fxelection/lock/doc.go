@@ -26,12 +26,13 @@
 //
 // A held Lock is a lease that a goroutine of its own renews every
 // RetryPeriod. On a backend that renews in batches
-// (backendkit.BatchRenewer: Redis, PostgreSQL, etcd, the in-memory
-// backend, …) renewals are aligned to a grid of RetryPeriod/64 slots and
-// sent together: the Locker's locks due in one slot, and with NewInGroup
-// the group's electors' too, cost one round trip; elsewhere each renewal
-// is one Renew call. Its Context ends when the Lock is released, when a renewal
-// finds the lease lost, and when no renewal has succeeded within
+// (backendkit.BatchRenewer: Redis, PostgreSQL, the in-memory backend)
+// renewals are aligned to a grid of RetryPeriod/64 slots and sent
+// together: the Locker's locks due in one slot, and with NewInGroup the
+// group's electors' too, cost one round trip; elsewhere (etcd and every
+// other backend) each renewal is one Renew call. Its Context ends when the
+// Lock is released, when a renewal finds the lease lost, and when no
+// renewal has succeeded within
 // RenewDeadline of the start of the last successful one (the acquisition
 // counts as one), measured on the local monotonic clock. Because
 // RenewDeadline is shorter than LeaseDuration, the Context ends before the
@@ -64,8 +65,26 @@
 // once the first attempt was refused (it may cost a connection: a Redis
 // pub/sub connection, a PostgreSQL LISTEN session) and followed by one
 // more attempt at once; it never spins. An uncontended Acquire costs one
-// Acquire call and nothing else. A lock that expires rather than being released wakes nobody: its
-// waiters take it at their next poll.
+// Acquire call and nothing else. A lock that expires rather than being
+// released wakes nobody: its waiters take it at their next poll.
+//
+// # Giving up
+//
+// ctx bounds the wait, not the store call: an attempt's call runs on a
+// context of its own (ctx's values, RenewDeadline from its start), and
+// Acquire returns as soon as ctx ends, even while the call is in flight or
+// the backend ignores its context. A call abandoned so that wins all the
+// same (the store granted the lease, the reply came late) releases the
+// lease as soon as it returns; an acquisition that ends after a call whose
+// outcome is unknown (a store failure, a call cut at its deadline) is given
+// back by re-acquiring as its incarnation, which keeps the lease and its
+// term if the store granted it, and releasing. So no key is left held by
+// nobody for LeaseDuration because a caller gave up at the wrong moment.
+// Likewise a renewal that failed or was cut may have been applied: Release
+// then re-acquires as the Lock's incarnation before releasing, so that a
+// store that matches the last write on release (PostgreSQL's expires_at)
+// frees the key. Give-backs run in the background, each store call bounded
+// by RenewDeadline; Close waits for them.
 //
 // # Semaphores
 //

@@ -136,10 +136,12 @@ func checkKey(key string) error {
 	return nil
 }
 
-// Locker takes locks on one backend. It is safe for concurrent use; it
-// starts no goroutine of its own (each held Lock has one, which Release
-// stops). Close it when done (the fx module does, on stop): that releases
-// the locks still held.
+// Locker takes locks on one backend. It is safe for concurrent use. Each
+// held Lock has a goroutine, which Release stops; an attempt to acquire
+// under a context that can end makes its store call on a goroutine of its
+// own, which outlives the attempt only to give back what an abandoned call
+// won (see Acquire). Close it when done (the fx module does, on stop):
+// that releases the locks still held and waits for those give-backs.
 type Locker struct {
 	backend  fxelection.Backend
 	group    *fxelection.Group   // renewals share its batches
@@ -150,6 +152,8 @@ type Locker struct {
 	held   map[*Lock]struct{} // not yet released (lost ones included)
 	closed chan struct{}      // closed by Close
 	isShut bool
+	bg     int           // store calls and give-backs running in the background
+	bgIdle chan struct{} // closed when bg drops to 0
 }
 
 // New returns a Locker on backend. Its locks' renewals share round trips
@@ -169,8 +173,9 @@ func New(backend fxelection.Backend, opts Options) (*Locker, error) {
 
 // NewInGroup returns a Locker on the group's backend whose renewals share
 // the group's batches (fxelection.Group.RenewLease): on a backend that
-// renews in batches (Redis, PostgreSQL, etcd, …), the locks and the
-// group's electors renewing in the same slot cost one round trip.
+// renews in batches (backendkit.BatchRenewer: Redis, PostgreSQL, the
+// in-memory backend), the locks and the group's electors renewing in the
+// same slot cost one round trip.
 func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 	if g == nil {
 		return nil, errNilBackend
@@ -186,9 +191,11 @@ func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 }
 
 // Close makes the Locker take no more locks (waiters in Acquire return
-// ErrClosed) and releases every Lock it still holds, as Release does,
-// bounded by ctx. It returns the releases' errors joined; locks it could
-// not release expire after LeaseDuration. It is idempotent.
+// ErrClosed, even with a store call in flight) and releases every Lock it
+// still holds, as Release does, then waits for the give-backs of
+// abandoned acquisitions (see Acquire), all bounded by ctx. It returns the
+// releases' errors and ctx's if the give-backs outlast it, joined; locks
+// it could not release expire after LeaseDuration. It is idempotent.
 func (l *Locker) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if !l.isShut {
@@ -206,7 +213,37 @@ func (l *Locker) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	l.mu.Lock()
+	busy, idle := l.bg > 0, l.bgIdle
+	l.mu.Unlock()
+	if busy {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("lock: close: abandoned acquisitions still being given back: %w", ctx.Err()))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// begin counts a store call or give-back running in the background; end
+// uncounts it. Close waits for the count to drop to 0.
+func (l *Locker) begin() {
+	l.mu.Lock()
+	if l.bg == 0 {
+		l.bgIdle = make(chan struct{})
+	}
+	l.bg++
+	l.mu.Unlock()
+}
+
+// end uncounts what begin counted.
+func (l *Locker) end() {
+	l.mu.Lock()
+	if l.bg--; l.bg == 0 {
+		close(l.bgIdle)
+	}
+	l.mu.Unlock()
 }
 
 // Held returns how many Locks the Locker holds now (taken and not yet
@@ -228,9 +265,22 @@ func (l *Locker) Options() Options { return l.opts }
 // incarnation, so its term is higher than any the key had before.
 //
 // When ctx ends first it returns an error matching ctx's error (and the
-// last attempt's, such as ErrLocked). An invalid key gives an error
-// matching ErrInvalidKey, a closed Locker ErrClosed. ctx bounds only the
-// wait: the Lock's Context carries ctx's values but not its cancellation.
+// last attempt's, such as ErrLocked), at once, even with a store call in
+// flight. An invalid key gives an error matching ErrInvalidKey, a closed
+// Locker ErrClosed. ctx bounds only the wait: the Lock's Context carries
+// ctx's values but not its cancellation.
+//
+// An attempt's store call is not cut by ctx: it runs on a context of its
+// own, bounded by RenewDeadline from its start, so that its outcome is
+// known. When ctx ends (or the Locker closes) while it is in flight, the
+// call runs on and a lease it wins is released at once, on a context of
+// its own bounded by RenewDeadline. When an acquisition ends after a call
+// whose outcome is unknown (a store failure or a call cut at its
+// deadline: the store may have granted the lease all the same), it is
+// given back the same way: re-acquired as the same incarnation, which
+// keeps the lease and its term if the store did grant it, and released.
+// Either way the key is not left held by nobody for LeaseDuration; the
+// give-back runs in the background, and Close waits for it.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -242,7 +292,8 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 // has it, the error matches ErrLocked and wraps the backend's
 // *backendkit.HeldError with the holder and its term. An invalid key gives
 // an error matching ErrInvalidKey, a closed Locker ErrClosed; any other
-// error is a store failure.
+// error is a store failure or ctx's. An attempt that fails or is cut short
+// gives back what it may have won, as Acquire does.
 func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -268,16 +319,34 @@ func (t target) record(i int) string {
 	return semaphoreRecord(t.name, i)
 }
 
-// acquire takes tg, waiting when wait is set, and tells the observer how
-// it went.
+// acquisition is one call of Acquire, TryAcquire or their semaphore
+// forms: what it takes, the incarnation of all its attempts, and the slot
+// whose last store call has an unknown outcome (-1 if none).
+type acquisition struct {
+	tg     target
+	inc    string
+	unsure int
+}
+
+// acquire takes tg, waiting when wait is set, gives back what a failed
+// acquisition may hold, and tells the observer how it went.
 func (l *Locker) acquire(ctx context.Context, tg target, wait bool) (*Lock, error) {
 	start := time.Now()
+	a := &acquisition{tg: tg, inc: backendkit.NewIncarnation(), unsure: -1}
 	var lk *Lock
 	var err error
 	if wait {
-		lk, err = l.wait(ctx, tg)
+		lk, err = l.wait(ctx, a)
 	} else {
-		lk, err = l.try(ctx, tg, backendkit.NewIncarnation())
+		lk, err = l.try(ctx, a)
+	}
+	if err != nil && a.unsure >= 0 {
+		req := l.request(tg.record(a.unsure), a.inc)
+		l.begin()
+		go func() {
+			defer l.end()
+			l.giveBack(context.WithoutCancel(ctx), req, outcome{err: errUnknown})
+		}()
 	}
 	if o := l.opts.Observer; o != nil {
 		ev := Event{Kind: EventAcquire, Key: tg.name, Semaphore: tg.n, Wait: time.Since(start), Err: err}
@@ -298,10 +367,11 @@ func (l *Locker) acquire(ctx context.Context, tg target, wait bool) (*Lock, erro
 	return lk, err
 }
 
-// wait tries to take tg until it is held, ctx ends or the Locker closes.
-func (l *Locker) wait(ctx context.Context, tg target) (*Lock, error) {
-	inc := backendkit.NewIncarnation()
-	lk, err := l.try(ctx, tg, inc)
+// wait tries to take a's target until it is held, ctx ends or the Locker
+// closes.
+func (l *Locker) wait(ctx context.Context, a *acquisition) (*Lock, error) {
+	tg := a.tg
+	lk, err := l.try(ctx, a)
 	if err == nil {
 		return lk, nil
 	}
@@ -358,29 +428,37 @@ func (l *Locker) wait(ctx context.Context, tg target) (*Lock, error) {
 			t.Stop()
 			return nil, fmt.Errorf("lock: acquire: %w (last attempt: %w)", ctx.Err(), err)
 		}
-		if lk, err = l.try(ctx, tg, inc); err == nil {
+		if lk, err = l.try(ctx, a); err == nil {
 			return lk, nil
 		}
 	}
 }
 
-// try makes one attempt on tg as incarnation inc: for a semaphore, on each
-// slot in turn from a random one until one is taken (at most n Acquire
-// calls; the random start spreads concurrent waiters over the slots). A
-// store failure ends the attempt.
-func (l *Locker) try(ctx context.Context, tg target, inc string) (*Lock, error) {
-	n := tg.slots()
-	off := 0
-	if n > 1 {
-		off = rand.IntN(n)
+// try makes one attempt on a's target: for a semaphore, on each slot in
+// turn until one is taken (at most n Acquire calls), from the slot whose
+// last call has an unknown outcome if there is one (so that it is settled
+// first: taken again, or found held by another), else from a random one
+// (which spreads concurrent waiters over the slots). A store failure ends
+// the attempt.
+func (l *Locker) try(ctx context.Context, a *acquisition) (*Lock, error) {
+	n := a.tg.slots()
+	off := a.unsure
+	if off < 0 {
+		off = 0
+		if n > 1 {
+			off = rand.IntN(n)
+		}
 	}
 	var err error
 	for j := range n {
 		if l.isClosed() {
 			return nil, ErrClosed
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("lock: acquire %q: %w", a.tg.name, err)
+		}
 		var lk *Lock
-		lk, err = l.tryRecord(ctx, tg, (off+j)%n, inc)
+		lk, err = l.tryRecord(ctx, a, (off+j)%n)
 		if err == nil || !errors.Is(err, ErrLocked) {
 			return lk, err
 		}
@@ -402,35 +480,131 @@ func (l *Locker) isClosed() bool {
 // only after the renew deadline of the attempt had passed.
 var errWonLate = errors.New("lock: acquired after the renew deadline; given back")
 
-// tryRecord makes one Acquire call for slot i of tg as incarnation inc,
-// bounded by RenewDeadline from its start (belief is measured from
-// there), and starts the Lock.
-func (l *Locker) tryRecord(ctx context.Context, tg target, i int, inc string) (*Lock, error) {
-	start := time.Now()
-	record := tg.record(i)
-	actx, cancel := context.WithDeadline(ctx, start.Add(l.opts.RenewDeadline))
-	lease, err := l.backend.Acquire(actx, backendkit.AcquireRequest{
+// errUnknown stands for the outcome of a store call that is not known: a
+// give-back re-acquires to learn it.
+var errUnknown = errors.New("lock: outcome unknown")
+
+// request is the Acquire request of incarnation inc for record.
+func (l *Locker) request(record, inc string) backendkit.AcquireRequest {
+	return backendkit.AcquireRequest{
 		Election:    record,
 		Identity:    l.opts.Identity + "/" + inc,
 		Duration:    l.opts.LeaseDuration,
 		Incarnation: inc,
-	})
+	}
+}
+
+// refused reports whether err, from an Acquire call, says for certain that
+// the call took nothing: the lease is held by another, its terms are
+// exhausted, or its record is unreadable.
+func refused(err error) bool {
+	return errors.Is(err, backendkit.ErrLeaseHeld) || errors.Is(err, backendkit.ErrTermExhausted) ||
+		errors.Is(err, backendkit.ErrInvalidRecord)
+}
+
+// outcome is what one Acquire call returned.
+type outcome struct {
+	lease fxelection.Lease
+	err   error
+}
+
+// call makes the Acquire call req on a context of its own, derived from
+// ctx's values and bounded by deadline but not ended by ctx, and waits for
+// it until ctx ends or the Locker closes. abandoned reports that it
+// stopped waiting: the call then runs on, on a goroutine of its own, and
+// what it wins is given back (giveBack).
+func (l *Locker) call(ctx context.Context, req backendkit.AcquireRequest, deadline time.Time) (o outcome, abandoned bool) {
+	base := context.WithoutCancel(ctx)
+	cctx, cancel := context.WithDeadline(base, deadline)
+	if ctx.Done() == nil { // ctx never ends: nothing to wait for but the call
+		o.lease, o.err = l.backend.Acquire(cctx, req)
+		cancel()
+		return o, false
+	}
+	res := make(chan outcome) // unbuffered: a send succeeds only while the caller waits
+	gaveUp := make(chan struct{})
+	l.begin()
+	go func() {
+		defer l.end()
+		var o outcome
+		o.lease, o.err = l.backend.Acquire(cctx, req)
+		cancel()
+		select {
+		case res <- o:
+		case <-gaveUp:
+			l.giveBack(base, req, o)
+		}
+	}()
+	select {
+	case o = <-res:
+		return o, false
+	case <-ctx.Done():
+	case <-l.closed:
+	}
+	close(gaveUp)
+	return outcome{}, true
+}
+
+// giveBack frees what an acquisition nobody waits for any more may hold
+// on req's record: o's lease when its call won; when its outcome is
+// unknown (a store failure, a call cut at its deadline), what a
+// re-acquisition as req's incarnation finds (the lease, with its term,
+// if the store granted it; the key, briefly, if not); nothing when it was
+// refused. Each store call is bounded by RenewDeadline, on a context of
+// its own carrying base's values; if one fails, the lease expires after
+// LeaseDuration.
+func (l *Locker) giveBack(base context.Context, req backendkit.AcquireRequest, o outcome) {
+	if o.err != nil {
+		if refused(o.err) {
+			return
+		}
+		actx, cancel := context.WithTimeout(base, l.opts.RenewDeadline)
+		o.lease, o.err = l.backend.Acquire(actx, req)
+		cancel()
+		if o.err != nil {
+			return // refused: not ours; failed: it expires
+		}
+	}
+	rctx, cancel := context.WithTimeout(base, l.opts.RenewDeadline)
+	_ = l.backend.Release(rctx, o.lease)
 	cancel()
+}
+
+// tryRecord makes one Acquire call for slot i of a's target, bounded by
+// RenewDeadline from its start (belief is measured from there), and
+// starts the Lock. It records in a.unsure whether the call's outcome is
+// unknown.
+func (l *Locker) tryRecord(ctx context.Context, a *acquisition, i int) (*Lock, error) {
+	start := time.Now()
+	record := a.tg.record(i)
+	o, abandoned := l.call(ctx, l.request(record, a.inc), start.Add(l.opts.RenewDeadline))
+	if abandoned {
+		// Given back by call; an earlier call on the record with an
+		// unknown outcome is this one's predecessor as the same
+		// incarnation, settled by it.
+		a.unsure = -1
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("lock: acquire %q: %w", record, err)
+		}
+		return nil, ErrClosed
+	}
+	a.unsure = -1
 	switch {
-	case errors.Is(err, backendkit.ErrLeaseHeld):
-		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
-	case err != nil:
-		return nil, fmt.Errorf("lock: acquire %q: %w", record, err)
+	case errors.Is(o.err, backendkit.ErrLeaseHeld):
+		return nil, fmt.Errorf("%w: %w", ErrLocked, o.err)
+	case o.err != nil:
+		if !refused(o.err) {
+			a.unsure = i
+		}
+		return nil, fmt.Errorf("lock: acquire %q: %w", record, o.err)
 	}
 	if time.Since(start) >= l.opts.RenewDeadline {
 		// A backend that ignored its context granted it too late to be
 		// believed at all: give it back (bounded, even if ctx is done).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
-		_ = l.backend.Release(rctx, lease) // if this fails, the lease expires
-		cancel()
+		l.giveBack(context.WithoutCancel(ctx), backendkit.AcquireRequest{}, o)
 		return nil, fmt.Errorf("lock: acquire %q: %w", record, errWonLate)
 	}
-	return l.start(ctx, tg, i, lease, start)
+	return l.start(ctx, a, i, o.lease, start)
 }
 
 // track adds lk to the held locks; false once the Locker is closed.
@@ -459,6 +633,7 @@ type Lock struct {
 	locker   *Locker
 	tg       target
 	slot     int
+	inc      string           // the acquisition's incarnation
 	acquired fxelection.Lease // as acquired; carried by ctx
 	at       time.Time        // when the acquisition began
 	ctx      context.Context
@@ -469,6 +644,7 @@ type Lock struct {
 	lease     fxelection.Lease // as last renewed
 	lastRenew time.Time        // start of the last successful renewal (or the acquisition)
 	lastErr   error            // the last renewal's store failure, for the cause
+	unsure    bool             // the last renewal failed: the store may have applied it all the same
 	timer     *time.Timer      // ends ctx at lastRenew+RenewDeadline
 
 	quiet bool // never handed out: its end is not observed
@@ -477,15 +653,15 @@ type Lock struct {
 	released bool // the store's Release succeeded
 }
 
-// start returns the Lock for lease, slot i of tg, acquired by an attempt
-// that began at start, and starts its renewals. The Lock is tracked, so
-// that Close releases it; if Close came first, it is released here and
-// start returns ErrClosed.
-func (l *Locker) start(ctx context.Context, tg target, i int, lease fxelection.Lease, start time.Time) (*Lock, error) {
+// start returns the Lock for lease, slot i of a's target, acquired by an
+// attempt that began at start, and starts its renewals. The Lock is
+// tracked, so that Close releases it; if Close came first, it is released
+// here and start returns ErrClosed.
+func (l *Locker) start(ctx context.Context, a *acquisition, i int, lease fxelection.Lease, start time.Time) (*Lock, error) {
 	base := backendkit.ContextWithLease(context.WithoutCancel(ctx), lease.Clone())
 	lctx, cancel := context.WithCancelCause(base)
 	lk := &Lock{
-		locker: l, tg: tg, slot: i, acquired: lease.Clone(), at: start,
+		locker: l, tg: a.tg, slot: i, inc: a.inc, acquired: lease.Clone(), at: start,
 		ctx: lctx, cancel: cancel, done: make(chan struct{}),
 		lease: lease, lastRenew: start,
 	}
@@ -619,14 +795,21 @@ func (lk *Lock) renewLoop(start time.Time) {
 			failures = 0
 			next = g.RenewDue(renewStart.Add(opts.RetryPeriod), opts.RetryPeriod)
 		case errors.Is(err, backendkit.ErrLeaseLost):
+			lk.mu.Lock()
+			lk.unsure = false
+			lk.mu.Unlock()
 			lk.end(fmt.Errorf("%w: %w", ErrLost, err))
 			return
-		case lk.ctx.Err() != nil:
-			return
 		default:
+			// Failed, or cut at the renew deadline: the store may have
+			// applied it all the same, and lk.lease may then not be what
+			// it last wrote (Release settles that).
 			lk.mu.Lock()
-			lk.lastErr = err
+			lk.lastErr, lk.unsure = err, true
 			lk.mu.Unlock()
+			if lk.ctx.Err() != nil {
+				return
+			}
 			failures++
 			// Sooner than RetryPeriod: the deadline is running out.
 			next = time.Now().Add(min(opts.RetryPeriod, backoff.Jitter(opts.RetryPeriod/4<<min(failures-1, 4))))
@@ -640,7 +823,7 @@ func (lk *Lock) renewLoop(start time.Time) {
 func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
-	lk.lease = l
+	lk.lease, lk.unsure = l, false
 	if lk.ctx.Err() != nil {
 		return false
 	}
@@ -652,13 +835,21 @@ func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
 // Release ends the Lock's Context and its renewals, waits for the renewal
 // goroutine to return (a renewal in flight is let finish, within its renew
 // deadline, so that the release matches what the store last wrote), and
-// releases the lease in the store, so that the
-// next waiter (woken by the backend's push, where it has one) takes the
-// lock at once. ctx bounds the whole call. It is idempotent: once the
-// store's release succeeded (releasing a lock already lost succeeds too),
-// later calls return nil at once; after a failure a later call (or the
-// Locker's Close) tries again, and the lease otherwise expires after
-// LeaseDuration.
+// releases the lease in the store, so that the next waiter (woken by the
+// backend's push, where it has one) takes the lock at once.
+//
+// When the last renewal failed or was cut at its deadline, the store may
+// have applied it all the same, and a store that matches the last write on
+// release (PostgreSQL's expires_at) would free nothing given the lease as
+// it was before: Release then first re-acquires as the Lock's incarnation,
+// which returns the lease as the store has it (the same term) if it is
+// still the Lock's, and releases that; a key another holder has taken
+// since is left alone.
+//
+// ctx bounds the whole call. It is idempotent: once the store's release
+// succeeded (releasing a lock already lost succeeds too), later calls
+// return nil at once; after a failure a later call (or the Locker's Close)
+// tries again, and the lease otherwise expires after LeaseDuration.
 func (lk *Lock) Release(ctx context.Context) error {
 	lk.relMu.Lock()
 	defer lk.relMu.Unlock()
@@ -677,11 +868,28 @@ func (lk *Lock) Release(ctx context.Context) error {
 			return fmt.Errorf("lock: release %q: %w", lk.tg.record(lk.slot), ctx.Err())
 		}
 	}
+	record := lk.tg.record(lk.slot)
 	lk.mu.Lock()
-	lease := lk.lease
+	lease, unsure := lk.lease, lk.unsure
 	lk.mu.Unlock()
+	if unsure {
+		cur, err := lk.locker.backend.Acquire(ctx, lk.locker.request(record, lk.inc))
+		switch {
+		case err == nil:
+			lease = cur
+			lk.mu.Lock()
+			lk.lease, lk.unsure = cur, false
+			lk.mu.Unlock()
+		case refused(err): // not the Lock's any more: nothing to release
+			lk.released = true
+			lk.locker.untrack(lk)
+			return nil
+		default:
+			return fmt.Errorf("lock: release %q: %w", record, err)
+		}
+	}
 	if err := lk.locker.backend.Release(ctx, lease); err != nil {
-		return fmt.Errorf("lock: release %q: %w", lk.tg.record(lk.slot), err)
+		return fmt.Errorf("lock: release %q: %w", record, err)
 	}
 	lk.released = true
 	lk.locker.untrack(lk)
