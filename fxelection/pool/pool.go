@@ -190,8 +190,9 @@ type Status struct {
 // hand-over hint's, then the new owner's). What it does not: the share is
 // reached within a few RetryPeriods, not at once; a worker that dies holds
 // its shards until their leases expire (LeaseDuration) and counts as a
-// member until its slot expires (RenewDeadline), so its shards are taken
-// within about LeaseDuration plus a retry period after it stopped.
+// member until its slot expires (RenewDeadline, or the backend's minimum
+// lease, at most LeaseDuration), so its shards are taken within about
+// LeaseDuration plus a retry period after it stopped.
 type Pool struct {
 	cfg     Config
 	backend fxelection.Backend
