@@ -222,6 +222,7 @@ func TestExportedNames(t *testing.T) {
 	for _, n := range []string{NameIsLeader, NameTerm, NameTransitions, NameBackendErrors, NameLastRenew,
 		NameRenewMarginMin, NameLeaderInfo, NameHealthy, NameHandOvers,
 		NamePoolOwned, NamePoolTarget, NamePoolMembers, NamePoolMoves, NamePoolAcquired, NamePoolLost,
+		NamePoolMismatched, NamePoolSlotRefused,
 		NameLockAcquisitions, NameLocksHeld, NameLockLost} {
 		if !names[n] {
 			t.Errorf("%s not exported", n)
@@ -232,7 +233,7 @@ func TestExportedNames(t *testing.T) {
 			t.Errorf("%s not an exported histogram", n)
 		}
 	}
-	if got := len(names) - 2*len(histograms); got != 22 {
-		t.Errorf("%d families, want 22 (update the README tables)", got)
+	if got := len(names) - 2*len(histograms); got != 24 {
+		t.Errorf("%d families, want 24 (update the README tables)", got)
 	}
 }

@@ -18,6 +18,11 @@ const (
 	NamePoolMoves    = "fxelection_pool_moves_total"
 	NamePoolAcquired = "fxelection_pool_acquired_total"
 	NamePoolLost     = "fxelection_pool_lost_total"
+	// NamePoolMismatched and NamePoolSlotRefused report a pool that
+	// cannot balance as configured: members with another shard list, and
+	// member slots the store refused for their lease duration.
+	NamePoolMismatched  = "fxelection_pool_mismatched_members"
+	NamePoolSlotRefused = "fxelection_pool_slot_refused_total"
 )
 
 // RegisterPool registers on reg (prometheus.DefaultRegisterer when nil) the
@@ -31,6 +36,8 @@ const (
 //	fxelection_pool_moves_total    counter  shards it has handed over since Start (Status.Moves)
 //	fxelection_pool_acquired_total counter  shard leaderships it has taken since Start (Status.Acquired)
 //	fxelection_pool_lost_total     counter  shard leaderships it lost, not handed over or stopped (Status.Lost)
+//	fxelection_pool_mismatched_members gauge live members with another shard list or MaxWorkers (Status.Mismatched)
+//	fxelection_pool_slot_refused_total counter member slot acquisitions refused for their duration (Status.SlotRefused)
 //
 // Register p before or after p.Start; call unregister (idempotent) when p
 // has stopped, which removes its series. RegisterPool fails for a nil p or
@@ -65,6 +72,7 @@ type poolCollector struct {
 	p                             *pool.Pool
 	owned, target, members, moves *prometheus.Desc
 	acquired, lost                *prometheus.Desc
+	mismatched, refused           *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*poolCollector)(nil)
@@ -87,6 +95,10 @@ func newPoolCollector(name string, p *pool.Pool) *poolCollector {
 			"Shard leaderships this pool worker has taken since it started, free, handed over or after an owner failed (Status.Acquired).", nil, l),
 		lost: prometheus.NewDesc(NamePoolLost,
 			"Shard leaderships of this pool worker that ended other than by a hand-over or Stop: lease lost, renew deadline, health (Status.Lost).", nil, l),
+		mismatched: prometheus.NewDesc(NamePoolMismatched,
+			"Live members of the pool that balance over another shard list or MaxWorkers than this worker, at its last scan (Status.Mismatched).", nil, l),
+		refused: prometheus.NewDesc(NamePoolSlotRefused,
+			"Member slot acquisitions of this pool worker that the store refused for their lease duration since it started (Status.SlotRefused).", nil, l),
 	}
 }
 
@@ -98,6 +110,8 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.moves
 	ch <- c.acquired
 	ch <- c.lost
+	ch <- c.mismatched
+	ch <- c.refused
 }
 
 // Collect implements prometheus.Collector.
@@ -114,6 +128,8 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		{c.moves, prometheus.CounterValue, float64(s.Moves)},
 		{c.acquired, prometheus.CounterValue, float64(s.Acquired)},
 		{c.lost, prometheus.CounterValue, float64(s.Lost)},
+		{c.mismatched, prometheus.GaugeValue, float64(s.Mismatched)},
+		{c.refused, prometheus.CounterValue, float64(s.SlotRefused)},
 	} {
 		metric, err := prometheus.NewConstMetric(m.d, m.t, m.v)
 		if err != nil { // not with constant labels only; never panic in a scrape

@@ -64,12 +64,18 @@ fxelection_pool_lost_total{pool="jobs"} 0
 # HELP fxelection_pool_members Live workers of the pool at this worker's last scan, itself included once it holds a member slot (Status.Members).
 # TYPE fxelection_pool_members gauge
 fxelection_pool_members{pool="jobs"} 1
+# HELP fxelection_pool_mismatched_members Live members of the pool that balance over another shard list or MaxWorkers than this worker, at its last scan (Status.Mismatched).
+# TYPE fxelection_pool_mismatched_members gauge
+fxelection_pool_mismatched_members{pool="jobs"} 0
 # HELP fxelection_pool_moves_total Shards this pool worker has handed over to others since it started (Status.Moves).
 # TYPE fxelection_pool_moves_total counter
 fxelection_pool_moves_total{pool="jobs"} 0
 # HELP fxelection_pool_owned_shards Shards this pool worker owns now (Status.Owned), read at each scrape.
 # TYPE fxelection_pool_owned_shards gauge
 fxelection_pool_owned_shards{pool="jobs"} 4
+# HELP fxelection_pool_slot_refused_total Member slot acquisitions of this pool worker that the store refused for their lease duration since it started (Status.SlotRefused).
+# TYPE fxelection_pool_slot_refused_total counter
+fxelection_pool_slot_refused_total{pool="jobs"} 0
 # HELP fxelection_pool_target_shards Share of the shards this pool worker aims at: ceil(shards / members) (Status.Target), read at each scrape.
 # TYPE fxelection_pool_target_shards gauge
 fxelection_pool_target_shards{pool="jobs"} 4

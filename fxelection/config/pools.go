@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,12 +86,19 @@ var poolKeys = map[string]string{
 }
 
 // poolPath points a pool.New error at the key of the field it names
-// ("pools[1].max_workers"), or at the pool if it names none. Shards are
-// reported at shard_count when the pool counts them.
+// ("pools[1].max_workers", "pools[1].shards[3]" for Shards[3]), or at the
+// pool if it names none. Shards are reported at shard_count when the pool
+// counts them.
 func poolPath(path string, p Pool, err error) string {
 	var ce *pool.ConfigError
 	if !errors.As(err, &ce) {
 		return path
+	}
+	if i, ok := shardIndex(ce.Field); ok {
+		if p.ShardCount != 0 {
+			return path + ".shard_count"
+		}
+		return path + ".shards[" + strconv.Itoa(i) + "]"
 	}
 	key, ok := poolKeys[ce.Field]
 	if !ok {
@@ -105,6 +111,20 @@ func poolPath(path string, p Pool, err error) string {
 		key = "shard_count"
 	}
 	return path + "." + key
+}
+
+// shardIndex returns i for pool.ConfigError's field "Shards[i]".
+func shardIndex(field string) (int, bool) {
+	rest, ok := strings.CutPrefix(field, "Shards[")
+	if !ok {
+		return 0, false
+	}
+	rest, ok = strings.CutSuffix(rest, "]")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil && i >= 0
 }
 
 // validatePools checks doc's pools (see Document.Validate), reporting
@@ -203,16 +223,22 @@ func validateShards(path string, p Pool, fail func(string, error)) bool {
 	return ok
 }
 
-// checkPool runs pool.New's validation on p without building every
-// shard's elector: the same settings with only the longest shard (the
-// longest election name), on a backend that is never provisioned. It does
-// no I/O and starts nothing. p's shards must have passed validateShards.
+// checkPool runs pool.New's validation on p (pool.Config.Validate: every
+// shard's name, the timings) without building any shard's elector or
+// reaching a backend. It does no I/O and starts nothing. p's shards must
+// have passed validateShards. The backend's minimum lease is checked by
+// the pool when it starts (see MinLeaseDuration below).
 func checkPool(p Pool) error {
-	longest := strconv.Itoa(p.ShardCount - 1) // with shard_count, the last
-	if p.ShardCount == 0 {
-		longest = slices.MaxFunc(p.Shards, func(a, b string) int { return len(a) - len(b) })
+	return p.Config().Validate()
+}
+
+// MinLeaseDuration forwards backendkit.MinDurationer to the provisioned
+// backend, so that a pool on it asks for member slots the store grants
+// (pool.Pool.Start checks it); 0 before the backend is provisioned.
+func (l *lazyBackend) MinLeaseDuration() time.Duration {
+	b, err := l.get()
+	if err != nil {
+		return 0
 	}
-	p.Shards, p.ShardCount = []string{longest}, 0
-	_, err := pool.New(p.Config(), &lazyBackend{kind: "validate"})
-	return err
+	return backendkit.MinLeaseDuration(b)
 }

@@ -135,7 +135,13 @@ func TestPoolDocumentErrors(t *testing.T) {
 		{"name unfit for a tag", pools(`{"name": "a b", ` + ok + `}`),
 			[]string{`pools[0].name: invalid value: a pool name is its fx name tag`}, config.ErrInvalidValue},
 		{"name too long with its shards", pools(`{"name": "` + strings.Repeat("n", 195) + `", ` + ok + `}`),
-			[]string{`pools[0].name: pool: Name or Shards: `}, nil},
+			[]string{`pools[0].name: pool: Name: `}, nil},
+		// Every shard is checked, not only the longest; the error names
+		// the shard's index and never quotes it.
+		{"unprintable shard after a long one", pools(`{"name": "p", "shards": ["a-long-and-valid-shard-name", "x\u0001"], "backend": ` + mem + `}`),
+			[]string{`pools[0].shards[1]: pool: Shards[1]: must be printable (byte 1 is a control character)`}, nil},
+		{"shard too long with the name", pools(`{"name": "p", "shards": ["a", "` + strings.Repeat("s", 195) + `"], "backend": ` + mem + `}`),
+			[]string{`pools[0].shards[1]: pool: Shards[1]: with Name, its election name must be at most 200 bytes`}, nil},
 		{"both shards and shard_count", pools(`{"name": "p", "shards": ["a"], ` + ok + `}`),
 			[]string{`pools[0].shard_count: invalid value: set shards or shard_count, not both`}, config.ErrInvalidValue},
 		{"neither shards nor shard_count", pools(`{"name": "p", "backend": ` + mem + `}`),

@@ -2,6 +2,8 @@ package pool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,8 +26,12 @@ const (
 	handOverParallel = 16
 	// scanParallel bounds the member slots a worker reads at once.
 	scanParallel = 8
-	// scanAhead is how many slots past the highest live one a scan reads.
+	// scanAhead is how many slots past the highest live one a scan reads
+	// (the Pool and Config.MaxWorkers docs state it).
 	scanAhead = 8
+	// settleBeats is how many renewals of its member slot a member must
+	// have made before other workers hand it shards.
+	settleBeats = 1
 	// maxWorkersLimit bounds MaxWorkers.
 	maxWorkersLimit = 1024
 	// maxShards bounds len(Shards): each is an Elector in this process.
@@ -38,11 +44,14 @@ type Config struct {
 	// Name names the pool; workers with the same Name on the same backend
 	// share its shards. Shard s is the election "<Name>/shard/<s>";
 	// member slot k is the election "<Name>/member/<k>". Required; with
-	// the longest shard name it must fit an election name (200 bytes).
+	// every shard name it must fit an election name (200 bytes).
 	Name string
 
-	// Shards are the shards' names: non-empty, distinct, and the same on
-	// every worker of the pool. Required; at most 100,000.
+	// Shards are the shards' names: non-empty, printable text, distinct,
+	// and the same on every worker of the pool. Required; at most 100,000.
+	// Workers whose lists differ (a rolling change of the list) report it
+	// (Status.Mismatched) and keep every shard owned, but balance only
+	// among workers with the same list until they agree.
 	Shards []string
 
 	// Identity names this worker; unique among the pool's workers.
@@ -53,8 +62,9 @@ type Config struct {
 	// count towards the share (a worker that finds every slot taken still
 	// campaigns for free shards, but others do not leave it any). A
 	// worker takes the lowest free slot and reads, once per RetryPeriod,
-	// the slots up to eight past the highest live one. At most 1024.
-	// Default: 32.
+	// the slots up to 8 past the highest live one. The same on every
+	// worker of the pool (a difference counts as a mismatch, as Shards'
+	// does). At most 1024. Default: 32.
 	MaxWorkers int
 
 	// MaxMoves bounds how many shards this worker hands over per
@@ -65,7 +75,11 @@ type Config struct {
 
 	// LeaseDuration, RenewDeadline and RetryPeriod are every shard's and
 	// member record's timings, as in fxelection.Config (same defaults and
-	// rules). The pool's own loop runs every RetryPeriod.
+	// rules). The pool's own loop runs every RetryPeriod. A member slot
+	// is a lease of RenewDeadline, or of the backend's minimum lease
+	// (backendkit.MinDurationer: Azure Blob 15s, etcd its minimum TTL,
+	// memcached one second) when that is longer; New and Start refuse a
+	// LeaseDuration below that slot lease, naming LeaseDuration.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -106,6 +120,23 @@ type Status struct {
 	Target int
 	// Moves is how many shards this worker has handed over since Start.
 	Moves uint64
+	// Mismatched is how many live members, at the last scan, balance
+	// over another shard list or MaxWorkers than this worker (a rolling
+	// change of the list). While it is above 0 this worker campaigns for
+	// every free shard it knows, even at its share, and hands shards over
+	// only to members with its own list, so that no shard is left without
+	// an owner; the spread evens out once every worker runs one list.
+	Mismatched int
+	// Joining is how many members, at the last scan, hold a slot but
+	// have not yet renewed it: they count towards no share and receive no
+	// shards until they have (a worker that fails right after joining is
+	// never handed shards it cannot take).
+	Joining int
+	// SlotRefused is how many member slot acquisitions the store refused
+	// for their lease duration (backendkit.ErrDurationRange) since Start;
+	// each is logged. SlotFailures counts every failed member slot
+	// acquisition or renewal, those included.
+	SlotRefused, SlotFailures uint64
 	// Acquired is how many shard leaderships this worker has taken since
 	// Start, whichever way: free, handed to it, or after their owner's
 	// lease ended. Lost is how many of its shard leaderships ended other
@@ -126,11 +157,15 @@ type Status struct {
 //
 // Membership lives in the store, through the same Backend contract as
 // the shards: each worker holds the lowest free of MaxWorkers member
-// slots, a lease of RenewDeadline renewed (re-acquired) every
-// RetryPeriod; every worker reads, each RetryPeriod, the slots up to two
-// past the highest live one. A slot counts while the store
-// reports it held (on observed-time stores, while its version changed
-// within its lease). How many shards each member owns is read from the
+// slots, a lease of RenewDeadline (at least the backend's minimum lease)
+// renewed (re-acquired) every RetryPeriod; every worker reads, each
+// RetryPeriod, the slots up to 8 past the highest live one. A slot
+// counts while the store reports it held (on observed-time stores, while
+// its version changed within its lease), and only once its member has
+// renewed it at least once: a member that joined and failed at once is
+// never handed shards. The slot's record advertises what the member
+// balances over (a digest of Shards, and MaxWorkers) and how many times
+// it renewed. How many shards each member owns is read from the
 // shards themselves: each of this worker's electors knows its shard's
 // holder from its last attempt.
 //
@@ -140,7 +175,11 @@ type Status struct {
 // only a shard handed to them. A worker above hi — or above floor(N/W)
 // while another is below it — hands its excess over with
 // Elector.ResignTo to the workers furthest below their share, at most
-// MaxMoves per round. After a round with moves the next comes 1.25
+// MaxMoves per round, and only to members that advertise the same shard
+// list and MaxWorkers. While a live member advertises another list
+// (Status.Mismatched, logged when it begins and ends) no elector defers:
+// every worker takes the free shards it knows, so that a shard only some
+// workers know never waits for a hand-over that cannot come. After a round with moves the next comes 1.25
 // RetryPeriods later, not one: by then each of its electors has read its
 // shard again (they retry within 1.2 RetryPeriods), so the counts include
 // every worker's moves of that round.
@@ -151,8 +190,9 @@ type Status struct {
 // hand-over hint's, then the new owner's). What it does not: the share is
 // reached within a few RetryPeriods, not at once; a worker that dies holds
 // its shards until their leases expire (LeaseDuration) and counts as a
-// member until its slot expires (RenewDeadline), so its shards are taken
-// within about LeaseDuration plus a retry period after it stopped.
+// member until its slot expires (RenewDeadline, or the backend's minimum
+// lease, at most LeaseDuration), so its shards are taken within about
+// LeaseDuration plus a retry period after it stopped.
 type Pool struct {
 	cfg     Config
 	backend fxelection.Backend
@@ -161,15 +201,23 @@ type Pool struct {
 	log     *slog.Logger
 	inc     string // member slot incarnation
 
-	owned          atomic.Int64 // shards led, from the electors' events
-	hi             atomic.Int64 // the share; electors defer at or above it
-	moves          atomic.Uint64
-	acquired, lost atomic.Uint64
+	owned                 atomic.Int64 // shards led, from the electors' events
+	hi                    atomic.Int64 // the share; electors defer at or above it
+	mismatched            atomic.Int64 // live members with another list; no deferring while > 0
+	moves                 atomic.Uint64
+	acquired, lost        atomic.Uint64
+	refused, slotFailures atomic.Uint64
+
+	digest  string // what this worker balances over: its Shards' digest
+	workers string // and MaxWorkers, as advertised in its slot record
+	beats   int    // renewals of the current member slot (only the loop touches it)
+	failing bool   // the last member slot call failed (only the loop touches it)
 
 	mu        sync.Mutex
 	slot      int
 	slotLease fxelection.Lease // the member slot's lease as last written
 	members   int
+	joining   int
 	seen      []slotSeen // per member slot: the last read (only the loop touches it)
 	top       int        // the highest live slot at the last scan, -1 when none
 	started   bool
@@ -188,7 +236,8 @@ type shardElector struct {
 type slotSeen struct {
 	version string
 	since   time.Time
-	holder  string // the live holder at the last read, "" when none
+	holder  string // the live, settled holder at the last read, "" when none
+	same    bool   // holder advertised this worker's shard list and MaxWorkers
 }
 
 // New returns a worker for cfg on backend. It validates cfg (an error
@@ -205,7 +254,13 @@ func New(cfg Config, backend fxelection.Backend) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, backend: backend, group: g, slot: -1, top: -1, log: cfg.Logger, inc: backendkit.NewIncarnation()}
+	if err := cfg.checkSlotLease(backend); err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		cfg: cfg, backend: backend, group: g, slot: -1, top: -1, log: cfg.Logger, inc: backendkit.NewIncarnation(),
+		digest: shardsDigest(cfg.Shards), workers: strconv.Itoa(cfg.MaxWorkers),
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -251,35 +306,36 @@ func (c Config) normalize() (Config, error) {
 	case c.MaxMoves < 1:
 		return c, configErr("MaxMoves", "must be positive (is %d)", c.MaxMoves)
 	}
+	// The elections' names and timings are checked as an Elector's: the
+	// last member slot's name for Name and the timings, then every shard's
+	// name, each reported as Shards[i].
+	err := fxelection.Config{
+		Name: memberElection(c.Name, c.MaxWorkers-1), Identity: c.Identity,
+		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
+	}.Validate()
+	var ce *fxelection.ConfigError
+	if errors.As(err, &ce) {
+		return c, configErr(ce.Field, "%s", ce.Reason)
+	}
+	if err != nil {
+		return c, fmt.Errorf("pool: %w", err)
+	}
 	seen := make(map[string]bool, len(c.Shards))
 	for i, s := range c.Shards {
+		field := "Shards[" + strconv.Itoa(i) + "]"
 		switch {
 		case s == "":
-			return c, configErr("Shards", "shard %d is empty", i)
+			return c, configErr(field, "is empty")
 		case seen[s]:
-			return c, configErr("Shards", "shard %d repeats an earlier one", i)
+			return c, configErr(field, "repeats an earlier shard")
+		}
+		if problem := backendkit.PrintProblem(s); problem != "" {
+			return c, configErr(field, "%s", problem)
+		}
+		if n := len(shardElection(c.Name, s)); n > backendkit.MaxNameLen {
+			return c, configErr(field, "with Name, its election name must be at most %d bytes (is %d)", backendkit.MaxNameLen, n)
 		}
 		seen[s] = true
-	}
-	// The elections' names and timings are checked as an Elector's: the
-	// longest shard name and the last member slot make the longest names.
-	longest := slices.MaxFunc(c.Shards, func(a, b string) int { return len(a) - len(b) })
-	for _, name := range []string{shardElection(c.Name, longest), memberElection(c.Name, c.MaxWorkers-1)} {
-		err := fxelection.Config{
-			Name: name, Identity: c.Identity,
-			LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
-		}.Validate()
-		var ce *fxelection.ConfigError
-		if errors.As(err, &ce) {
-			field := ce.Field
-			if field == "Name" {
-				field = "Name or Shards"
-			}
-			return c, configErr(field, "%s", ce.Reason)
-		}
-		if err != nil {
-			return c, fmt.Errorf("pool: %w", err)
-		}
 	}
 	// The timings' defaults, for the pool's own loop.
 	if c.LeaseDuration == 0 {
@@ -292,6 +348,45 @@ func (c Config) normalize() (Config, error) {
 		c.RenewDeadline = 10 * time.Second
 	}
 	return c, nil
+}
+
+// Validate reports the first problem New would report for c with no
+// backend (an error naming the field), without making any elector: every
+// shard's name and the elections' timings. The backend's minimum lease
+// (see LeaseDuration) is checked by New and Start.
+func (c Config) Validate() error {
+	_, err := c.normalize()
+	return err
+}
+
+// slotLease is the member slot's lease duration on backend: RenewDeadline,
+// or the backend's minimum lease if that is longer.
+func (c Config) slotLease(backend fxelection.Backend) time.Duration {
+	return max(c.RenewDeadline, backendkit.MinLeaseDuration(backend))
+}
+
+// checkSlotLease refuses a normalized c whose member slot lease on backend
+// would outlast a shard's lease (LeaseDuration): a dead member would then
+// count towards the share after its shards expired, and the backend's
+// minimum would make the shards' own leases too short anyway.
+func (c Config) checkSlotLease(backend fxelection.Backend) error {
+	if slot := c.slotLease(backend); slot > c.LeaseDuration {
+		return configErr("LeaseDuration", "must be at least the member slot's lease, %v: the backend grants no lease shorter than %v (is %v)",
+			slot, backendkit.MinLeaseDuration(backend), c.LeaseDuration)
+	}
+	return nil
+}
+
+// shardsDigest is what a worker advertises of its shard list: a digest of
+// the names in order, so that workers with different lists tell.
+func shardsDigest(shards []string) string {
+	h := sha256.New()
+	for _, s := range shards {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // ConfigError names the Config field that is wrong.
@@ -339,15 +434,23 @@ func (p *Pool) count(ev fxelection.Event) {
 }
 
 // full is every shard elector's Config.Defer: at or above the share,
-// take only what is handed over.
-func (p *Pool) full() bool { return p.owned.Load() >= p.hi.Load() }
+// take only what is handed over; but never while a member balances over
+// another shard list, who may not know the shards left free.
+func (p *Pool) full() bool {
+	return p.mismatched.Load() == 0 && p.owned.Load() >= p.hi.Load()
+}
 
 // Start starts the shard electors and the pool's loop, whose first round
 // (claiming a member slot, reading the others) comes at once. It does no
 // I/O itself: until that round has set the share, the electors take free
 // shards as if this worker were alone, and a joining worker finds few
-// free. Start after Stop is an error.
+// free. Start after Stop is an error, and so is a backend whose minimum
+// lease (known only now for one resolved when the app starts) outlasts
+// LeaseDuration (see Config.LeaseDuration).
 func (p *Pool) Start(ctx context.Context) error {
+	if err := p.cfg.checkSlotLease(p.backend); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
@@ -504,11 +607,21 @@ func (p *Pool) heartbeat(ctx context.Context) {
 	// free, and they take them at their next attempt. A worker whose
 	// heartbeat is RenewDeadline late is near its shards' renew deadlines
 	// too.
-	req := backendkit.AcquireRequest{Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.RenewDeadline}
+	//
+	// The slot lasts at least the backend's minimum lease (Start checked
+	// that it does not outlast LeaseDuration). Its record advertises what
+	// this worker balances over and how many times it renewed the slot.
+	req := backendkit.AcquireRequest{
+		Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.slotLease(p.backend),
+		Metadata: map[string]string{metaShards: p.digest, metaWorkers: p.workers},
+	}
 	if slot >= 0 {
 		req.Election = memberElection(p.cfg.Name, slot)
+		req.Metadata[metaBeats] = strconv.Itoa(p.beats + 1)
 		l, err := p.backend.Acquire(ctx, req)
 		if err == nil {
+			p.slotOK()
+			p.beats++
 			p.mu.Lock()
 			if p.slot == slot {
 				p.slotLease = l
@@ -517,6 +630,7 @@ func (p *Pool) heartbeat(ctx context.Context) {
 			return
 		}
 		if backendkit.IsStoreFailure(err) {
+			p.slotFailed(slot, err)
 			return
 		}
 		p.log.Warn("pool: member slot lost", "slot", slot, "error", err)
@@ -525,14 +639,17 @@ func (p *Pool) heartbeat(ctx context.Context) {
 	// Claim the lowest free slot, so that the live members sit in the
 	// lowest slots and a scan reads only a few past the highest.
 	var held fxelection.Lease
+	req.Metadata[metaBeats] = "0"
 	for k := range p.cfg.MaxWorkers {
 		req.Election = memberElection(p.cfg.Name, k)
 		l, err := p.backend.Acquire(ctx, req)
 		if err == nil {
-			slot, held = k, l
+			p.slotOK()
+			slot, held, p.beats = k, l, 0
 			break
 		}
 		if backendkit.IsStoreFailure(err) {
+			p.slotFailed(k, err)
 			break
 		}
 	}
@@ -543,10 +660,43 @@ func (p *Pool) heartbeat(ctx context.Context) {
 	p.mu.Unlock()
 }
 
-// member is a live worker seen at a scan, and the shards it owns.
+// The member slot record's metadata keys: the digest of the member's
+// Shards, its MaxWorkers, and how many times it renewed the slot.
+const (
+	metaShards  = "fxelection.pool.shards"
+	metaWorkers = "fxelection.pool.max-workers"
+	metaBeats   = "fxelection.pool.renewals"
+)
+
+// slotOK notes a member slot call that succeeded.
+func (p *Pool) slotOK() {
+	if p.failing {
+		p.log.Info("pool: member slot calls succeed again")
+	}
+	p.failing = false
+}
+
+// slotFailed counts and logs a member slot call that failed as a store
+// failure (logged when a run of failures begins; a refused duration
+// always, since no retry helps).
+func (p *Pool) slotFailed(slot int, err error) {
+	p.slotFailures.Add(1)
+	if errors.Is(err, backendkit.ErrDurationRange) {
+		p.refused.Add(1)
+		p.log.Error("pool: the store refused the member slot's lease duration: the pool cannot spread; set RenewDeadline within the store's lease range",
+			"slot", slot, "duration", p.cfg.slotLease(p.backend), "error", err)
+	} else if !p.failing {
+		p.log.Warn("pool: member slot call failed", "slot", slot, "error", err)
+	}
+	p.failing = true
+}
+
+// member is a live worker seen at a scan, and the shards it owns; same
+// when it advertises this worker's shard list and MaxWorkers.
 type member struct {
 	identity string
 	owned    int
+	same     bool
 }
 
 // scan reads every member slot and returns the live members, each with
@@ -578,8 +728,8 @@ func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
 	}
 	wg.Wait()
 	now := time.Now()
-	live := make(map[string]bool)
-	newTop, failed := -1, 0
+	live := make(map[string]bool) // settled members: whether they balance over this worker's list
+	newTop, failed, mismatched, joining := -1, 0, 0, 0
 	for k, r := range reads {
 		l, err := r.l, r.err
 		if err != nil {
@@ -587,8 +737,11 @@ func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
 				// Unknown this time: it counts as it did at the last scan.
 				failed++
 				if h := p.seen[k].holder; h != "" {
-					live[h] = true
+					live[h] = p.seen[k].same
 					newTop = k
+					if !p.seen[k].same {
+						mismatched++
+					}
 				}
 				continue
 			}
@@ -605,27 +758,54 @@ func (p *Pool) scan(ctx context.Context) (members []member, ok bool) {
 				continue
 			}
 		}
-		p.seen[k].holder = l.Holder
-		live[l.Holder] = true
 		newTop = k
+		self := l.Holder == p.cfg.Identity
+		same := self || l.Metadata[metaShards] == p.digest && l.Metadata[metaWorkers] == p.workers
+		if !same {
+			mismatched++
+		}
+		if beats, _ := strconv.Atoi(l.Metadata[metaBeats]); !self && beats < settleBeats {
+			// Joined but not yet seen renewing: no share, no shards.
+			p.seen[k].holder = ""
+			joining++
+			continue
+		}
+		p.seen[k].holder, p.seen[k].same = l.Holder, same
+		live[l.Holder] = same
 	}
 	if failed == len(reads) {
 		return nil, false
 	}
 	p.mu.Lock()
 	p.top = newTop
+	p.joining = joining
 	p.mu.Unlock()
+	p.setMismatched(mismatched)
 	counts := make(map[string]int, len(live))
 	for _, s := range p.shards {
-		if l, ok := s.e.Leader(); ok && live[l.Holder] {
-			counts[l.Holder]++
+		if l, ok := s.e.Leader(); ok {
+			if _, isLive := live[l.Holder]; isLive {
+				counts[l.Holder]++
+			}
 		}
 	}
 	counts[p.cfg.Identity] = int(p.owned.Load())
-	for id := range live {
-		members = append(members, member{identity: id, owned: counts[id]})
+	for id, same := range live {
+		members = append(members, member{identity: id, owned: counts[id], same: same})
 	}
 	return members, true
+}
+
+// setMismatched records how many live members balance over another list
+// than this worker's, logging when such a difference begins and ends.
+func (p *Pool) setMismatched(n int) {
+	switch was := p.mismatched.Swap(int64(n)); {
+	case was == 0 && n > 0:
+		p.log.Warn("pool: members balance over another shard list or MaxWorkers: every worker takes the free shards it knows, and hands shards over only to members with its own list, until they agree",
+			"members", n)
+	case was > 0 && n == 0:
+		p.log.Info("pool: every member balances over this worker's shard list again")
+	}
 }
 
 // rebalance hands over this worker's excess: down to hi, or to lo while
@@ -638,7 +818,9 @@ func (p *Pool) rebalance(ctx context.Context, members []member, owned, hi, lo in
 		if m.identity == p.cfg.Identity {
 			continue
 		}
-		if m.owned < hi {
+		if m.owned < hi && m.same {
+			// Only a member with this worker's list knows every shard it
+			// could be handed.
 			below = append(below, m)
 		}
 		if m.owned > hi {
@@ -756,6 +938,8 @@ func (p *Pool) Status() Status {
 	defer p.mu.Unlock()
 	return Status{
 		Members: p.members, Slot: p.slot, Owned: int(p.owned.Load()), Target: int(p.hi.Load()),
-		Moves: p.moves.Load(), Acquired: p.acquired.Load(), Lost: p.lost.Load(),
+		Moves: p.moves.Load(), Mismatched: int(p.mismatched.Load()), Joining: p.joining,
+		SlotRefused: p.refused.Load(), SlotFailures: p.slotFailures.Load(),
+		Acquired: p.acquired.Load(), Lost: p.lost.Load(),
 	}
 }

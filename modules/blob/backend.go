@@ -56,7 +56,8 @@ var (
 	ErrContainerRequired = errors.New("bloblease: Options.Container is required")
 	// ErrDuration is returned by Acquire when AcquireRequest.Duration,
 	// rounded up to whole seconds, is outside Azure's 15s–60s lease range.
-	// With this backend Config.LeaseDuration must be 15s–60s.
+	// With this backend Config.LeaseDuration must be 15s–60s. Errors
+	// matching it match backendkit.ErrDurationRange too.
 	ErrDuration = errors.New("bloblease: lease Duration must be between 15s and 60s (Azure blob lease range)")
 )
 
@@ -126,12 +127,17 @@ func LeaseID(identity string) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
+// MinLeaseDuration returns MinDuration, the shortest lease Azure grants
+// (backendkit.MinDurationer): a shorter AcquireRequest.Duration is refused
+// with an error matching ErrDuration and backendkit.ErrDurationRange.
+func (b *Backend) MinLeaseDuration() time.Duration { return MinDuration }
+
 // durationSeconds maps d onto Azure's lease duration: whole seconds,
 // rounded up, 15 to 60.
 func durationSeconds(d time.Duration) (int32, error) {
 	secs := (d + time.Second - 1) / time.Second
 	if d <= 0 || secs < 15 || secs > 60 {
-		return 0, fmt.Errorf("%w: got %v", ErrDuration, d)
+		return 0, fmt.Errorf("%w (%w): got %v", ErrDuration, backendkit.ErrDurationRange, d)
 	}
 	return int32(secs), nil
 }

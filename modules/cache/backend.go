@@ -129,6 +129,15 @@ func (b *Backend) readValue(ctx context.Context, election string) (s backendkit.
 	return s, true, nil
 }
 
+// MinLeaseDuration returns the store's MinTTL on a store with server TTL
+// (memcached: one second), else 0 (backendkit.MinDurationer).
+func (b *Backend) MinLeaseDuration() time.Duration {
+	if !b.caps.ServerTTL {
+		return 0
+	}
+	return b.caps.MinTTL
+}
+
 // ttl is the TTL for a live lease of duration d.
 func (b *Backend) ttl(d time.Duration) (time.Duration, error) {
 	if !b.caps.ServerTTL {

@@ -3,7 +3,10 @@ package cachelease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // Store is the cache contract: the small set of atomic operations a cache
@@ -92,6 +95,10 @@ type Capabilities struct {
 	// MaxTTL is the longest ttl the store can express; a longer lease
 	// duration is refused by Acquire. 0 means no limit.
 	MaxTTL time.Duration
+	// MinTTL is the shortest ttl the store keeps as asked: a shorter one is
+	// rounded up (memcached: whole seconds). The Backend reports it as its
+	// backendkit.MinDurationer minimum when ServerTTL is set. 0 means none.
+	MinTTL time.Duration
 	// MaxKeyLen is the longest key the store accepts, in bytes; 0 means no
 	// limit. Longer keys are replaced by a hash of the election name.
 	MaxKeyLen int
@@ -115,6 +122,7 @@ var (
 	// write in the same call).
 	ErrVersionUnknown = errors.New("cachelease: write stored, its version unknown")
 	// ErrTTLRange is returned when a lease duration cannot be expressed as
-	// the store's TTL (memcached: more than 30 days).
-	ErrTTLRange = errors.New("cachelease: lease duration out of the store's TTL range")
+	// the store's TTL (memcached: more than 30 days). Errors matching it
+	// match backendkit.ErrDurationRange too.
+	ErrTTLRange = fmt.Errorf("cachelease: lease duration out of the store's TTL range (%w)", backendkit.ErrDurationRange)
 )

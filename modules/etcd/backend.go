@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -31,14 +32,46 @@ type Backend struct {
 	hub *backendkit.WakeHub // push wake-up: subscriptions and the watch
 
 	secrets []string // the client's credentials, redacted from every error
+
+	// minTTL is the longest TTL, in seconds, that etcd granted above
+	// what was asked (its minimum TTL); 0 before any.
+	minTTL atomic.Int64
 }
 
 var (
-	_ fxelection.Backend      = (*Backend)(nil)
-	_ backendkit.Notifier     = (*Backend)(nil)
-	_ backendkit.NamedBackend = (*Backend)(nil)
-	_ backendkit.Transferer   = (*Backend)(nil)
+	_ fxelection.Backend       = (*Backend)(nil)
+	_ backendkit.Notifier      = (*Backend)(nil)
+	_ backendkit.NamedBackend  = (*Backend)(nil)
+	_ backendkit.Transferer    = (*Backend)(nil)
+	_ backendkit.MinDurationer = (*Backend)(nil)
 )
+
+// DefaultMinTTL is etcd's minimum lease TTL with its default election
+// timeout (1s): 1.5 election timeouts, rounded up to a whole second. etcd
+// grants a shorter TTL asked for as this one.
+const DefaultMinTTL = 2 * time.Second
+
+// MinLeaseDuration returns the shortest lease etcd grants as asked
+// (backendkit.MinDurationer): DefaultMinTTL, or the longest TTL etcd has
+// granted this Backend above what it asked for (a cluster with a longer
+// election timeout has a higher minimum), whichever is longer.
+func (b *Backend) MinLeaseDuration() time.Duration {
+	return max(DefaultMinTTL, time.Duration(b.minTTL.Load())*time.Second)
+}
+
+// granted notes the TTL etcd granted for a request of asked seconds: more
+// than asked is etcd's minimum TTL.
+func (b *Backend) granted(asked, ttl int64) {
+	if ttl <= asked {
+		return
+	}
+	for {
+		cur := b.minTTL.Load()
+		if ttl <= cur || b.minTTL.CompareAndSwap(cur, ttl) {
+			return
+		}
+	}
+}
 
 // New returns a Backend storing leases through client. It validates opts
 // with Options.Validate and does no I/O; a nil client is an error.
@@ -91,7 +124,7 @@ func ttlSeconds(d time.Duration) int64 {
 
 func checkDuration(d time.Duration) error {
 	if d < time.Millisecond || d > backendkit.MaxRecordDuration {
-		return fmt.Errorf("duration %v is not between 1ms and %v", d, backendkit.MaxRecordDuration)
+		return fmt.Errorf("%w: duration %v is not between 1ms and %v", backendkit.ErrDurationRange, d, backendkit.MaxRecordDuration)
 	}
 	return nil
 }
@@ -214,6 +247,7 @@ func (b *Backend) tryAcquire(ctx context.Context, req backendkit.AcquireRequest,
 	if err != nil {
 		return fxelection.Lease{}, nil, fmt.Errorf("acquire lease: grant: %w", err)
 	}
+	b.granted(ttlSeconds(req.Duration), g.TTL)
 	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	if cur != nil {
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)

@@ -43,10 +43,12 @@ func NewStore(client *memcache.Client) (*Store, error) {
 	return &Store{client: client}, nil
 }
 
-// capabilities are every Store's: server TTL, MaxLease, 250-byte keys.
-var capabilities = cachelease.Capabilities{ServerTTL: true, MaxTTL: MaxLease, MaxKeyLen: maxKeyLen}
+// capabilities are every Store's: server TTL in whole seconds (so a
+// minimum of one), MaxLease, 250-byte keys.
+var capabilities = cachelease.Capabilities{ServerTTL: true, MaxTTL: MaxLease, MinTTL: time.Second, MaxKeyLen: maxKeyLen}
 
-// Capabilities reports server TTL, MaxLease and memcached's 250-byte keys.
+// Capabilities reports server TTL (whole seconds, at least one), MaxLease
+// and memcached's 250-byte keys.
 func (s *Store) Capabilities() cachelease.Capabilities { return capabilities }
 
 // Expiration converts a lease duration into memcached's expiration in
