@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
@@ -36,7 +37,11 @@ func TestReservedKeys(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), key) {
 			t.Errorf("TryAcquire(%q) = %v: quotes the key", key, err)
 		}
-		if _, err := l.Acquire(context.Background(), key); !errors.Is(err, lock.ErrInvalidKey) {
+		// Bounded: were the key a semaphore's slot, Acquire would wait for it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err = l.Acquire(ctx, key)
+		cancel()
+		if !errors.Is(err, lock.ErrInvalidKey) {
 			t.Errorf("Acquire(%q) = %v, want ErrInvalidKey", key, err)
 		}
 		if _, err := l.TryAcquireSemaphore(context.Background(), key, 2); !errors.Is(err, lock.ErrInvalidKey) {
