@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/names"
 	"github.com/fxelection/fxelection/internal/backoff"
 )
 
@@ -34,7 +35,8 @@ const (
 type Config struct {
 	// Name identifies the election: candidates with the same Name on the same
 	// backend compete for one lease. Required; at most 200 bytes of printable
-	// UTF-8.
+	// UTF-8, without '#' (backendkit.ReservedNameChar, which names the
+	// library's own records; backendkit.UserNameProblem).
 	Name string
 
 	// Identity names this candidate; it must be unique among the candidates.
@@ -186,6 +188,18 @@ type Config struct {
 
 	// Logger receives the elector's logs. Default (nil): no logs.
 	Logger *slog.Logger
+
+	// derived lets Name be one the library derived (names.AllowDerived):
+	// it then follows backendkit.NameProblem instead of UserNameProblem.
+	derived bool
+}
+
+func init() {
+	names.AllowDerived = func(cfg any) {
+		if c, ok := cfg.(*Config); ok {
+			c.derived = true
+		}
+	}
 }
 
 // withDefaults returns c with defaults filled in.
@@ -224,8 +238,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate fills in defaults and checks c: Name, Identity and Metadata
-// follow the text rules that Lease.Validate applies to every record a
+// Validate fills in defaults and checks c: Name follows the rule of
+// user-given names (backendkit.UserNameProblem: no '#'); Name, Identity
+// and Metadata follow the text rules that Lease.Validate applies to every record a
 // backend reads (valid, printable UTF-8 within backendkit.MaxNameLen, backendkit.MaxIdentityLen
 // and backendkit.MaxMetadataBytes; no empty metadata key), so that whatever New
 // accepts every backend can store and every follower can read back; the
@@ -238,6 +253,13 @@ func (c Config) Validate() error {
 
 func (c Config) normalize() (Config, error) {
 	c = c.withDefaults()
+	nameRule := backendkit.UserNameProblem
+	if c.derived {
+		nameRule = backendkit.NameProblem
+	}
+	if problem := nameRule(c.Name); problem != "" {
+		return c, &ConfigError{Field: "Name", Reason: problem}
+	}
 	if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, c.Metadata); field != "" {
 		return c, &ConfigError{Field: field, Reason: problem}
 	}
@@ -250,8 +272,8 @@ func (c Config) normalize() (Config, error) {
 		}
 	}
 	if c.Preempt {
-		if problem := backendkit.NameProblem(c.Name + preemptSuffix); problem != "" {
-			return c, configErr("Name", "%s (with Preempt's suffix %q)", problem, preemptSuffix)
+		if problem := backendkit.NameProblem(names.Preempt(c.Name)); problem != "" {
+			return c, configErr("Name", "%s (with the %d bytes Preempt adds for its request record)", problem, names.PreemptLen)
 		}
 	}
 	// Every duration is checked against backendkit.MaxRecordDuration first, so that
@@ -328,9 +350,6 @@ func DefaultIdentity() string {
 // Config.Priority is not 0 advertises it in its lease record (and in its
 // preemption request), as a decimal integer.
 const MetaPriority = "fxelection.priority"
-
-// preemptSuffix names an election's preemption request record.
-const preemptSuffix = "#preempt"
 
 // requestMetadata returns the metadata an elector's records carry: the
 // Config's, plus MetaPriority when Priority is not 0.

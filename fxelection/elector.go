@@ -197,13 +197,18 @@ func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
 // Other candidates find the lease held meanwhile. If successor does not
 // take it (it is not running, or not a candidate of this election), the
 // hint expires after LeaseDuration and any candidate may then take it:
-// a successor that never comes delays the election by one LeaseDuration,
-// as a leader that dies does, and no more.
+// a successor that never comes delays the election by LeaseDuration (and
+// a candidate's next attempt), as a leader that dies does. With
+// priorities it can be LeaseDuration + PriorityGrace: a candidate that
+// saw a higher priority than its own lead (this leader's, when it then
+// stops) waits until it has found the lease free for PriorityGrace.
 //
-// What it cannot promise. On a backend that does not implement
-// backendkit.Transferer (here: S3 and Azure Blob) the lease is released
-// first and the hint written just after, so a candidate whose attempt
-// lands in between may take the free lease; that candidate then leads and the hint is not written
+// What it cannot promise. Every backend of this repository implements
+// backendkit.Transferer, so that no other candidate can take the lease
+// between the leader's lease and the hint. On one that does not (a third-party backend, a wrapper) the lease is
+// released first and the hint written just after, so a candidate whose
+// attempt lands in between may take the free lease; that candidate then
+// leads and the hint is not written
 // (the outcome is reported to observers as an EventHandOver whose Err
 // matches ErrLeaseHeld). If successor itself took the free lease in
 // between, the hint is not written either: it leads already. Candidates

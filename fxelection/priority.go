@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
 // Priorities (Config.Priority, PriorityGrace, Preempt, MinTenure).
@@ -76,7 +77,7 @@ func (e *Elector) requestPreemption(leader Lease) {
 	ctx, end := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
 	defer end()
 	req := e.acquireRequest()
-	req.Election += preemptSuffix
+	req.Election = names.Preempt(req.Election)
 	_, err := e.backend.Acquire(ctx, req)
 	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpPreempt, Duration: time.Since(start), Err: err})
@@ -96,7 +97,7 @@ func (e *Elector) preemptor(t *leaderTerm) (string, bool) {
 	}
 	start := time.Now()
 	ctx, end := e.opContext(e.base, t.deadline())
-	req, err := e.backend.Get(ctx, e.cfg.Name+preemptSuffix)
+	req, err := e.backend.Get(ctx, names.Preempt(e.cfg.Name))
 	end()
 	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})

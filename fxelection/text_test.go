@@ -216,3 +216,36 @@ func TestOneTextRule(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedNames: '#' names the library's own records ("<X>#preempt",
+// semaphore slots, pool shards and members), so no election may be named
+// with it: an election named "X#preempt" would be read as election X's
+// preemption request. Config.Validate, New and Group.New refuse it with a
+// ConfigError naming Name, without quoting the name; records and requests,
+// which carry derived names, still accept it.
+func TestReservedNames(t *testing.T) {
+	const secret = "s3cr3t"
+	for _, name := range []string{"X#preempt", secret + "#0", "#", secret + "#shard/a"} {
+		cfg := fxelection.Config{Name: name, Identity: "id"}
+		_, newErr := fxelection.New(cfg, memory.New())
+		g, err := fxelection.NewGroup(memory.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, groupErr := g.New(cfg)
+		for who, err := range map[string]error{"Config.Validate": cfg.Validate(), "New": newErr, "Group.New": groupErr} {
+			var ce *fxelection.ConfigError
+			if !errors.As(err, &ce) || ce.Field != "Name" {
+				t.Fatalf("%s(Name %q) = %v, want a ConfigError naming Name", who, name, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "must not contain '#'") || strings.Contains(msg, secret) {
+				t.Fatalf("%s(Name %q) = %q: want the reserved character named, the value never quoted", who, name, msg)
+			}
+		}
+		req := backendkit.AcquireRequest{Election: name, Identity: "id", Duration: time.Second}
+		rec := backendkit.Lease{Election: name, Holder: "id", Term: 1, Duration: time.Second}
+		if err := errors.Join(req.Validate(), rec.Validate()); err != nil {
+			t.Fatalf("a derived name %q refused in a request or record: %v", name, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -54,8 +55,34 @@ func CheckConfigTexts(name, identity string, md map[string]string) (field, probl
 }
 
 // NameProblem describes what is wrong with an election name under the text
-// rules, or returns "" if nothing is.
+// rules, or returns "" if nothing is. It is the rule of the names in records
+// and requests, which may be names the library derived (see UserNameProblem);
+// a name a user gives is checked with UserNameProblem.
 func NameProblem(name string) string { return textProblem(name, MaxNameLen) }
+
+// ReservedNameChar is the character no user-given name may contain: the
+// library derives the names of its own records from user-given names with
+// it ("<election>#preempt", semaphore slot "<name>#<i>", pool shard
+// "<pool>#shard/<shard>" and member slot "<pool>#member/<k>"), so that no
+// name a user gives is ever one of them.
+const ReservedNameChar = '#'
+
+// UserNameProblem describes what is wrong with a name a user gives (an
+// election's Config.Name, a lock key, a semaphore, pool or shard name, a
+// watched election, a job lock's prefix and key), or returns "" if nothing
+// is: the text rules of NameProblem, and no ReservedNameChar. Every entry
+// point that accepts such a name applies it; records read from a store and
+// requests to a backend follow NameProblem, which accepts the derived names.
+func UserNameProblem(name string) string {
+	if p := NameProblem(name); p != "" {
+		return p
+	}
+	if i := strings.IndexRune(name, ReservedNameChar); i >= 0 {
+		return "must not contain " + strconv.QuoteRune(ReservedNameChar) + " (byte " + strconv.Itoa(i) +
+			" is; the library names its own records with it)"
+	}
+	return ""
+}
 
 // PrintProblem describes the first byte of s that breaks the text rules
 // (invalid UTF-8, or a character that is not printable), or returns "" if

@@ -1,6 +1,7 @@
 package backendkit_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // NameProblem, CheckConfigTexts, AcquireRequest.Validate and fxelection's
 // Config.Validate.
 func FuzzTextRulesAgree(f *testing.F) {
-	for _, s := range []string{"billing", "", "a\x00b", "\xff", "a\u200bb", "tab\tx", "élection", "\u00a0", "\ufffd", "\xef\xbf\xbd", string(make([]byte, 201))} {
+	for _, s := range []string{"billing", "", "a\x00b", "\xff", "a\u200bb", "tab\tx", "élection", "\u00a0", "\ufffd", "\xef\xbf\xbd", string(make([]byte, 201)), "x#preempt", "#"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -38,9 +39,14 @@ func FuzzTextRulesAgree(f *testing.F) {
 		if want := len(s)+1 <= backendkit.MaxMetadataBytes && printOK; (mdField == "") != want {
 			t.Fatalf("%q: metadata value refused by %q, want accepted = %v", s, mdField, want)
 		}
+		// A Config's Name is a user-given name: the same rule, and no '#'.
+		userOK := backendkit.UserNameProblem(s) == ""
+		if want := nameOK && !strings.ContainsRune(s, backendkit.ReservedNameChar); userOK != want {
+			t.Fatalf("%q: UserNameProblem accepts = %v, NameProblem and the reserved character say %v", s, userOK, want)
+		}
 		cfg := fxelection.Config{Name: s, Identity: "id"}
-		if (cfg.Validate() == nil) != nameOK {
-			t.Fatalf("%q: Config.Validate = %v, NameProblem accepts = %v", s, cfg.Validate(), nameOK)
+		if (cfg.Validate() == nil) != userOK {
+			t.Fatalf("%q: Config.Validate = %v, UserNameProblem accepts = %v", s, cfg.Validate(), userOK)
 		}
 	})
 }

@@ -72,9 +72,9 @@
 // electors are not in fxelection.GroupTag's group. Pool names are unique
 // among pools and fit an fx name tag; a pool and an election may share a
 // name (they are different types in the graph, and looked up apart in a
-// Runtime), but no election or other pool may be named under a pool's
-// name and "/": that is where the pool's own elections are
-// ("<name>/shard/<shard>", "<name>/member/<k>").
+// Runtime). The pool's own elections are "<name>#shard/<shard>" and
+// "<name>#member/<k>": no name in a document (election, pool, shard) may
+// contain '#', so none of them ever meets another's records.
 //
 // A locker (see Locker) is a *lock.Locker that the application takes
 // fenced locks with: its keys are lock.Options' in snake case — name

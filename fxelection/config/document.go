@@ -56,9 +56,9 @@ import (
 // pool is a *pool.Pool tagged `name:"<pool name>"` in the fx graph; in a
 // Runtime, Runtime.Pool returns it by name. Pool names are unique among
 // pools; an election may have a pool's name (elections and pools are
-// looked up apart), but no election or pool may be named under a pool's
-// name and "/", where that pool's own elections are
-// ("<name>/shard/<shard>", "<name>/member/<k>"). A locker (see Locker)
+// looked up apart). No election, pool or shard name contains '#', which
+// names the library's own records (a pool's are "<name>#shard/<shard>"
+// and "<name>#member/<k>"), so none meets another's. A locker (see Locker)
 // is a *lock.Locker tagged `name:"<locker name>"` in the fx graph (in a
 // Runtime, Runtime.Locker returns it by name), closed on the app's stop
 // before its backend, which releases the locks it still holds; the code

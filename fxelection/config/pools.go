@@ -20,16 +20,18 @@ const MaxPoolShards = 100_000
 // Pool is one pool in a Document: the JSON form of pool.Config (which see
 // for every field's meaning, default and limits) plus the backend it runs
 // on. The pool's shard and member elections are named
-// "<name>/shard/<shard>" and "<name>/member/<k>" in its store.
+// "<name>#shard/<shard>" and "<name>#member/<k>" in its store: names no
+// user-given name can be (none may contain '#'), so that no election,
+// locker's lock or other pool meets them.
 type Pool struct {
 	// Name is the pool's name (pool.Config.Name), shared by every worker
 	// of the pool; it is also the pool's fx name tag, so it must be unique
 	// among the document's pools and consist of ASCII letters, digits and
 	// "_.-:/". Required.
 	Name string `json:"name" config:"required"`
-	// Shards are the shards' names (pool.Config.Shards): non-empty and
-	// distinct, at most MaxPoolShards. Exactly one of Shards and
-	// ShardCount is set.
+	// Shards are the shards' names (pool.Config.Shards): non-empty,
+	// distinct, printable and without '#' (the rule of election names),
+	// at most MaxPoolShards. Exactly one of Shards and ShardCount is set.
 	Shards []string `json:"shards,omitempty"`
 	// ShardCount, when positive, names ShardCount shards "0", "1", …,
 	// "<ShardCount-1>"; at most MaxPoolShards. Zero means unset (Shards
@@ -162,30 +164,12 @@ func (doc *Document) validatePools(used map[string]bool, fail func(string, error
 			}
 		}
 	}
-	// A pool's elections are "<name>/shard/…" and "<name>/member/…": no
-	// election, and no other pool, may be named under "<name>/", whatever
-	// its backend (two modules may reach one store).
-	for j, p := range doc.Pools {
-		if p.Name == "" {
-			continue
-		}
-		prefix := p.Name + "/"
-		for i, e := range doc.Elections {
-			if strings.HasPrefix(e.Name, prefix) {
-				fail("elections["+strconv.Itoa(i)+"].name", fmt.Errorf(`%w: names under pools[%d]'s name and "/" are that pool's elections`, ErrInvalidValue, j))
-			}
-		}
-		for i, q := range doc.Pools {
-			if i != j && strings.HasPrefix(q.Name, prefix) {
-				fail("pools["+strconv.Itoa(i)+"].name", fmt.Errorf(`%w: names under pools[%d]'s name and "/" are that pool's elections`, ErrInvalidValue, j))
-			}
-		}
-	}
 }
 
 // validateShards checks that p sets exactly one of shards and
-// shard_count, within MaxPoolShards, and that the shards are non-empty
-// and distinct. It reports whether they are.
+// shard_count, within MaxPoolShards, and that the shards are distinct
+// user-given names (backendkit.UserNameProblem), each of them. It reports
+// whether they are.
 func validateShards(path string, p Pool, fail func(string, error)) bool {
 	switch {
 	case len(p.Shards) > 0 && p.ShardCount != 0:
@@ -212,6 +196,9 @@ func validateShards(path string, p Pool, fail func(string, error)) bool {
 		at := path + ".shards[" + strconv.Itoa(k) + "]"
 		if s == "" {
 			fail(at, ErrRequired)
+			ok = false
+		} else if problem := backendkit.UserNameProblem(s); problem != "" {
+			fail(at, fmt.Errorf("%w: %s", ErrInvalidValue, problem))
 			ok = false
 		} else if j, dup := seen[s]; dup {
 			fail(at, fmt.Errorf("%w: repeats shards[%d]", ErrInvalidValue, j))

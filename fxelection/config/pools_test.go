@@ -194,10 +194,12 @@ func TestPoolDocumentErrors(t *testing.T) {
 			[]string{`pools[0].backend.module: unknown module`}, config.ErrUnknownModule},
 		{"backend module Validate", pools(`{"name": "p", "shard_count": 2, "backend": ` + probe(`"fail_validate": true`) + `}`),
 			[]string{`pools[0].backend: fxelection.backends.probe:`}, nil},
-		{"election under a pool's name", `{"elections": [{"name": "p/shard/0", "backend": ` + mem + `}], "pools": [{"name": "p", ` + ok + `}]}`,
-			[]string{`elections[0].name: invalid value: names under pools[0]'s name and "/" are that pool's elections`}, config.ErrInvalidValue},
-		{"pool under a pool's name", pools(`{"name": "p", `+ok+`}`, `{"name": "p/x", `+ok+`}`),
-			[]string{`pools[1].name: invalid value: names under pools[0]'s name and "/" are that pool's elections`}, config.ErrInvalidValue},
+		{"shard with the reserved character", pools(`{"name": "p", "shards": ["a", "b#0"], "backend": ` + mem + `}`),
+			[]string{`pools[0].shards[1]: invalid value: must not contain '#' (byte 1 is;`}, config.ErrInvalidValue},
+		{"unprintable shard, not the longest", pools(`{"name": "p", "shards": ["a-long-and-valid-shard-name", "x\u0001"], "backend": ` + mem + `}`),
+			[]string{`pools[0].shards[1]: invalid value: must be printable (byte 1 is a control character)`}, config.ErrInvalidValue},
+		{"election named as a preemption request", `{"elections": [{"name": "x#preempt", "fx_name": "x", "backend": ` + mem + `}]}`,
+			[]string{`elections[0].name: fxelection: Name: must not contain '#' (byte 1 is;`}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.doc))
@@ -234,6 +236,11 @@ func TestPoolDocumentValid(t *testing.T) {
 		"pool named as an election": `{"elections": [{"name": "p", "backend": ` + mem + `}], "pools": [{"name": "p", "shards": ["x"], "backend": ` + mem + `}]}`,
 		"pools with a common prefix": pools(`{"name": "p", "shard_count": 1, "backend": `+mem+`}`,
 			`{"name": "pq", "shard_count": 1, "backend": `+mem+`}`),
+		// A pool's records are "p#shard/…" and "p#member/…", which no
+		// name in a document can be.
+		"an election under a pool's name and /": `{"elections": [{"name": "p/shard/0", "fx_name": "e", "backend": ` + mem + `}], "pools": [{"name": "p", "shard_count": 1, "backend": ` + mem + `}]}`,
+		"a pool under a pool's name and /": pools(`{"name": "p", "shard_count": 1, "backend": `+mem+`}`,
+			`{"name": "p/member", "shard_count": 1, "backend": `+mem+`}`),
 	} {
 		if _, err := config.Parse([]byte(d)); err != nil {
 			t.Errorf("%s: %v", name, err)

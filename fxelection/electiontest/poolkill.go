@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/names"
 	"github.com/fxelection/fxelection/fxelection/pool"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -334,12 +334,12 @@ func (b *lockedBuffer) String() string {
 }
 
 // slotHeld reports whether identity holds one of pool name's first n
-// member slots ("<name>/member/<k>", as pool.Config documents).
+// member slots ("<name>#member/<k>", as pool.Config documents).
 func slotHeld(b fxelection.Backend, name string, n int, identity string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for k := range n {
-		if l, err := b.Get(ctx, name+"/member/"+strconv.Itoa(k)); err == nil && l.Holder == identity {
+		if l, err := b.Get(ctx, names.PoolMember(name, k)); err == nil && l.Holder == identity {
 			return true
 		}
 	}
@@ -347,7 +347,7 @@ func slotHeld(b fxelection.Backend, name string, n int, identity string) bool {
 }
 
 // heldBy reads every shard of pool name from the store (shard s is the
-// election "<name>/shard/<s>", as pool.Config documents), a few at a time,
+// election "<name>#shard/<s>", as pool.Config documents), a few at a time,
 // and returns the leases identity holds.
 func heldBy(b fxelection.Backend, name string, shards []string, identity string) (map[string]fxelection.Lease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -360,7 +360,7 @@ func heldBy(b fxelection.Backend, name string, shards []string, identity string)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			leases[i], errs[i] = b.Get(ctx, name+"/shard/"+s)
+			leases[i], errs[i] = b.Get(ctx, names.PoolShard(name, s))
 			if errors.Is(errs[i], backendkit.ErrNoLease) {
 				leases[i], errs[i] = fxelection.Lease{}, nil
 			}

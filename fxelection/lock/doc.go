@@ -20,7 +20,8 @@
 // backendkit), as packages pool and watch do, so it works on every backend
 // and leaves the core's API unchanged; each key is one lease record, the
 // key its election name, so a key must not also be used as the name of an
-// election on the same backend.
+// election on the same backend. A key follows the rule of election names
+// (no '#', which names the library's own records: a semaphore's slots).
 //
 // # What a lock guarantees
 //

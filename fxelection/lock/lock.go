@@ -32,8 +32,10 @@ var (
 	// wrapping the backend's *backendkit.HeldError, which carries the
 	// current holder and term (errors.As gets it).
 	ErrLocked = errors.New("lock: held by another holder")
-	// ErrInvalidKey means a key breaks the rule for election names: at
-	// most backendkit.MaxNameLen bytes of printable UTF-8, not empty.
+	// ErrInvalidKey means a key (or a semaphore's name) breaks the rule
+	// for user-given election names (backendkit.UserNameProblem): at
+	// most backendkit.MaxNameLen bytes of printable UTF-8, not empty,
+	// without '#'.
 	ErrInvalidKey = errors.New("lock: invalid key")
 	// ErrLost is the cause (context.Cause) of a Lock's Context that ended
 	// because the lock was lost: a renewal found the lease taken or
@@ -128,9 +130,9 @@ func (o Options) normalize() (Options, error) {
 	return o, err
 }
 
-// checkKey applies the rule for election names to key.
+// checkKey applies the rule for user-given names to key.
 func checkKey(key string) error {
-	if problem := backendkit.NameProblem(key); problem != "" {
+	if problem := backendkit.UserNameProblem(key); problem != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidKey, problem)
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
 // MaxSemaphore is the largest semaphore accepted: a waiter tries up to n
@@ -15,8 +17,9 @@ const MaxSemaphore = 1024
 // MaxSemaphore).
 var ErrInvalidSemaphore = errors.New("lock: invalid semaphore size")
 
-// semaphoreRecord names the record of slot i of semaphore name.
-func semaphoreRecord(name string, i int) string { return name + "#" + strconv.Itoa(i) }
+// semaphoreRecord names the record of slot i of semaphore name: a
+// derived name, "name#i", which no key can be.
+func semaphoreRecord(name string, i int) string { return names.SemaphoreSlot(name, i) }
 
 // checkSemaphore applies the key rule to the records of semaphore name of
 // size n (the longest is the last slot's) and checks n.
@@ -27,7 +30,10 @@ func checkSemaphore(name string, n int) error {
 	if err := checkKey(name); err != nil {
 		return err
 	}
-	return checkKey(semaphoreRecord(name, n-1))
+	if problem := backendkit.NameProblem(semaphoreRecord(name, n-1)); problem != "" {
+		return fmt.Errorf("%w: with its slot's suffix: %s", ErrInvalidKey, problem)
+	}
+	return nil
 }
 
 // AcquireSemaphore takes one of the n slots of the semaphore name, waiting

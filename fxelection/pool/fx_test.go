@@ -38,7 +38,7 @@ func TestModule(t *testing.T) {
 	}
 	app.RequireStop()
 	for _, s := range []string{"a", "b", "c"} {
-		if l, err := store.Get(context.Background(), "jobs/shard/"+s); err == nil {
+		if l, err := store.Get(context.Background(), "jobs#shard/"+s); err == nil {
 			t.Errorf("shard %s still held after the app stopped: %+v", s, l)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
 // Defaults for Config's zero values.
@@ -42,16 +43,18 @@ const (
 // Name and Shards means its documented default.
 type Config struct {
 	// Name names the pool; workers with the same Name on the same backend
-	// share its shards. Shard s is the election "<Name>/shard/<s>";
-	// member slot k is the election "<Name>/member/<k>". Required; with
-	// every shard name it must fit an election name (200 bytes).
+	// share its shards. Shard s is the election "<Name>#shard/<s>";
+	// member slot k is the election "<Name>#member/<k>": names no user
+	// gives, so no election, lock or other pool can use them. Required;
+	// a user-given name (backendkit.UserNameProblem: printable, no '#'),
+	// and with every shard name it must fit an election name (200 bytes).
 	Name string
 
-	// Shards are the shards' names: non-empty, printable text, distinct,
-	// and the same on every worker of the pool. Required; at most 100,000.
-	// Workers whose lists differ (a rolling change of the list) report it
-	// (Status.Mismatched) and keep every shard owned, but balance only
-	// among workers with the same list until they agree.
+	// Shards are the shards' names: non-empty, distinct, user-given names
+	// as Name is, and the same on every worker of the pool. Required; at
+	// most 100,000. Workers whose lists differ (a rolling change of the
+	// list) report it (Status.Mismatched) and keep every shard owned, but
+	// balance only among workers with the same list until they agree.
 	Shards []string
 
 	// Identity names this worker; unique among the pool's workers.
@@ -267,13 +270,15 @@ func New(cfg Config, backend fxelection.Backend) (*Pool, error) {
 	p.seen = make([]slotSeen, cfg.MaxWorkers)
 	for _, name := range cfg.Shards {
 		se := &shardElector{name: name}
-		e, err := g.New(fxelection.Config{
+		ecfg := fxelection.Config{
 			Name: shardElection(cfg.Name, name), Identity: cfg.Identity,
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Defer:     p.full,
 			Logger:    cfg.Logger,
 			Callbacks: p.callbacks(name),
-		})
+		}
+		names.AllowDerived(&ecfg)
+		e, err := g.New(ecfg)
 		if err != nil {
 			return nil, fmt.Errorf("pool: shard %d: %w", len(p.shards), err)
 		}
@@ -306,13 +311,18 @@ func (c Config) normalize() (Config, error) {
 	case c.MaxMoves < 1:
 		return c, configErr("MaxMoves", "must be positive (is %d)", c.MaxMoves)
 	}
+	if p := backendkit.UserNameProblem(c.Name); p != "" {
+		return c, configErr("Name", "%s", p)
+	}
 	// The elections' names and timings are checked as an Elector's: the
 	// last member slot's name for Name and the timings, then every shard's
 	// name, each reported as Shards[i].
-	err := fxelection.Config{
+	ecfg := fxelection.Config{
 		Name: memberElection(c.Name, c.MaxWorkers-1), Identity: c.Identity,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
-	}.Validate()
+	}
+	names.AllowDerived(&ecfg)
+	err := ecfg.Validate()
 	var ce *fxelection.ConfigError
 	if errors.As(err, &ce) {
 		return c, configErr(ce.Field, "%s", ce.Reason)
@@ -329,7 +339,7 @@ func (c Config) normalize() (Config, error) {
 		case seen[s]:
 			return c, configErr(field, "repeats an earlier shard")
 		}
-		if problem := backendkit.PrintProblem(s); problem != "" {
+		if problem := backendkit.UserNameProblem(s); problem != "" {
 			return c, configErr(field, "%s", problem)
 		}
 		if n := len(shardElection(c.Name, s)); n > backendkit.MaxNameLen {
@@ -402,8 +412,10 @@ func configErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-func shardElection(pool, shard string) string  { return pool + "/shard/" + shard }
-func memberElection(pool string, k int) string { return pool + "/member/" + strconv.Itoa(k) }
+// shardElection and memberElection name a pool's records: derived names,
+// which no user-given name can be.
+func shardElection(pool, shard string) string  { return names.PoolShard(pool, shard) }
+func memberElection(pool string, k int) string { return names.PoolMember(pool, k) }
 
 // callbacks are shard's elector callbacks: the Config's, named by shard.
 func (p *Pool) callbacks(shard string) fxelection.Callbacks {

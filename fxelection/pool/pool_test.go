@@ -77,7 +77,7 @@ func (b ownSlotUnreadable) Get(ctx context.Context, election string) (fxelection
 // zero), and the worker takes every shard alone.
 func TestOwnSlotUnreadable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := ownSlotUnreadable{Backend: memory.New(), slot: "blind/member/0"}
+		b := ownSlotUnreadable{Backend: memory.New(), slot: "blind#member/0"}
 		p, err := pool.New(pool.Config{
 			Name: "blind", Shards: []string{"a", "b", "c"},
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,

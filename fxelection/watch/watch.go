@@ -33,8 +33,8 @@ const watchFollowUpMin = 20 * time.Millisecond
 // Config configures a Watcher. The zero value of every field but
 // Name means its documented default.
 type Config struct {
-	// Name is the election to follow. Required; the same rules as
-	// Config.Name.
+	// Name is the election to follow. Required; the same rule as
+	// fxelection.Config.Name (backendkit.UserNameProblem: no '#').
 	Name string
 	// PollInterval is how often the watcher reads the lease (fxelection.Backend.Get),
 	// jittered up to 1.2 × PollInterval. It bounds how stale the
@@ -56,7 +56,7 @@ type Config struct {
 }
 
 func (c Config) normalize() (Config, error) {
-	if p := backendkit.NameProblem(c.Name); p != "" {
+	if p := backendkit.UserNameProblem(c.Name); p != "" {
 		return c, fmt.Errorf("fxelection: Config.Name: %s", p)
 	}
 	for _, f := range []struct {

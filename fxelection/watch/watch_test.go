@@ -172,6 +172,12 @@ func TestWatcherConfig(t *testing.T) {
 	if _, err := watch.New(watch.Config{Name: "bad\x1b"}, mem); err == nil {
 		t.Error("unprintable name accepted")
 	}
+	// '#' names the library's own records ("X#preempt" is election X's
+	// preemption request): not an election a user can name.
+	if _, err := watch.New(watch.Config{Name: "X#preempt"}, mem); err == nil ||
+		!strings.Contains(err.Error(), "Name: must not contain '#'") || strings.Contains(err.Error(), "X#preempt") {
+		t.Errorf("a name with '#': %v, want refused naming the field, never quoting the name", err)
+	}
 	if _, err := watch.New(watch.Config{Name: "x"}, nil); err == nil {
 		t.Error("nil backend accepted")
 	}

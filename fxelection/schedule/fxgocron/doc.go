@@ -95,8 +95,10 @@
 // documentation suggests it); a cron schedule is simpler.
 //
 // The instance whose scheduler fires first takes the lock: with one
-// instance's clock consistently ahead of the others, it runs most ticks.
-// That is gocron's limit too.
+// instance's clock consistently ahead of the others by less than MinHold,
+// it runs every tick. That is gocron's limit too. Ahead by more than
+// MinHold, the lock is released before the others fire: each tick runs on
+// every instance (see above).
 //
 // # Runs that outlast the lock
 //

@@ -86,7 +86,7 @@ func (o LockerOptions) withDefaults() LockerOptions {
 // *fxelection.ConfigError whose Field names the bad LockerOptions field.
 func (o LockerOptions) Validate() error {
 	o = o.withDefaults()
-	if p := backendkit.NameProblem(o.Prefix); p != "" {
+	if p := backendkit.UserNameProblem(o.Prefix); p != "" {
 		return &fxelection.ConfigError{Field: "Prefix", Reason: p}
 	}
 	if len(o.Prefix) >= backendkit.MaxNameLen {
@@ -165,7 +165,7 @@ func (l *Locker) key(name string) (string, error) {
 		return "", fmt.Errorf("%w: the default name of every job made with Locker.NewTask; give each gocron.WithName", ErrJobName)
 	}
 	key := l.opts.Prefix + name
-	if p := backendkit.NameProblem(key); p != "" {
+	if p := backendkit.UserNameProblem(key); p != "" {
 		return "", fmt.Errorf("%w: %w: prefix and name: %s", ErrJobName, lock.ErrInvalidKey, p)
 	}
 	return key, nil

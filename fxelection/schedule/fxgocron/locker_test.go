@@ -219,6 +219,7 @@ func TestJobNames(t *testing.T) {
 			{"tab\there", true},
 			{"\xff", true},
 			{maxName + "x", true},
+			{"jobs#0", true}, // '#' names the library's own records (a semaphore's slot)
 		} {
 			lk, err := l.Lock(context.Background(), c.name)
 			if lk != nil || !errors.Is(err, fxgocron.ErrJobName) || errors.Is(err, lock.ErrInvalidKey) != c.invalidKey {
@@ -234,6 +235,7 @@ func TestJobNames(t *testing.T) {
 			field string
 		}{
 			{fxgocron.LockerOptions{Prefix: "a\nb"}, "Prefix"},
+			{fxgocron.LockerOptions{Prefix: "gocron#"}, "Prefix"},
 			{fxgocron.LockerOptions{Prefix: strings.Repeat("p", backendkit.MaxNameLen)}, "Prefix"},
 		} {
 			var ce *fxelection.ConfigError
