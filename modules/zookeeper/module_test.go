@@ -30,12 +30,16 @@ func serversJSON(t testing.TB, addrs ...string) string {
 
 // TestConfigModule: fxelection.backends.zookeeper decodes its settings,
 // provisions a connection of its own, campaigns with it, and Cleanup
-// closes the connection.
+// closes the connection. (The session timeout is above the default
+// renew_deadline, 10s, of the document moduletest decodes the module in.)
 func TestConfigModule(t *testing.T) {
 	addr := server(t)
 	moduletest.CheckRegistered(t, "fxelection.backends.zookeeper")
-	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.zookeeper", "servers": `+serversJSON(t, addr)+`,
-		"prefix": "/reg", "push": false, "session_timeout": "4s"}`, "zookeeper")
+	m, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.zookeeper", "servers": `+serversJSON(t, addr)+`,
+		"prefix": "/reg", "push": false, "session_timeout": "11s"}`, "zookeeper")
+	if got, _ := b.(*Backend).RenewDeadlineLimit(); got != 11*time.Second || got != m.sessionTimeout() {
+		t.Errorf("the Backend's session timeout %v, want session_timeout's", got)
+	}
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
