@@ -10,7 +10,7 @@
 // with ZooKeeper 3.8 (Debian bookworm's package), standalone.
 //
 //	conn, _, err := zk.Connect([]string{"zk-0:2181"}, 15*time.Second)
-//	b, err := zklease.New(conn, zklease.Options{}) // or zklease.Module in fx
+//	b, err := zklease.New(conn, zklease.Options{SessionTimeout: 15 * time.Second}) // or zklease.Module in fx
 //
 // Get it with go get github.com/fxelection/fxelection/modules/zookeeper@vX.Y.Z,
 // at the same version as the root module.
