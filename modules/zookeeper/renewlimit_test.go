@@ -19,7 +19,7 @@ import (
 // and quoting neither value; a shorter one, and any on a Backend that
 // does not state it, is accepted.
 func TestRenewDeadlineBelowSessionTimeout(t *testing.T) {
-	conn := dial(t, testSession, "localhost:1")
+	conn := dial(t, testSession, server(t)) // one that answers: see TestConfigModuleDefaults
 	const session = 4 * time.Second
 	b, err := New(conn, Options{SessionTimeout: session})
 	if err != nil {
