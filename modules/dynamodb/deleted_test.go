@@ -22,7 +22,8 @@ import (
 // then finds it deleted is refused (held by a) until it has seen the item
 // missing for a's duration, then creates it with a higher term; Get
 // reports no lease meanwhile. The holder's own identity (a restarted
-// process) takes it at once, as it would the record itself.
+// process: another incarnation) takes it at once with a higher term, as it
+// would the record itself.
 func TestDeletedHeldItemWaitsALease(t *testing.T) {
 	const d = 3 * time.Second
 	a, b, e := newBackend(t, ddblease.Options{}), newBackend(t, ddblease.Options{}), electiontesting.Election(t)
@@ -59,7 +60,9 @@ func TestDeletedHeldItemWaitsALease(t *testing.T) {
 	_, err = b.Acquire(ctxT(t), req(e2, "b", time.Minute))
 	wantHeldBy(t, err, "a")
 	deleteItem(t, table, e2)
-	la3, err := b.Acquire(ctxT(t), req(e2, "a", time.Minute))
+	restarted := req(e2, "a", time.Minute)
+	restarted.Incarnation = backendkit.NewIncarnation()
+	la3, err := b.Acquire(ctxT(t), restarted)
 	if err != nil || la3.Term <= la2.Term {
 		t.Fatalf("the holder's identity after the delete: %+v, %v; want the lease at once with a term > %d", la3, err, la2.Term)
 	}
@@ -114,7 +117,7 @@ func TestItemDeletedFromOutsideNoOverlap(t *testing.T) {
 			}
 			iv := rec.Intervals()
 			if len(iv) >= 2 && !iv[0].End.IsZero() {
-				t.Logf("the next leader started %v after the old one stopped believing", iv[1].Start.Sub(iv[0].End).Round(time.Millisecond))
+				t.Logf("the next leader (%s) started %v after the old one (%s) stopped believing", iv[1].Identity, iv[1].Start.Sub(iv[0].End).Round(time.Millisecond), iv[0].Identity)
 			}
 			checkNoOverlap(t, rec)
 		})
