@@ -135,9 +135,14 @@ func (m *ConfigModule) Validate() error {
 
 // RenewDeadlineLimit implements backendkit.RenewDeadlineLimiter from the
 // settings, before anything is provisioned: session_timeout (or its
-// default), as the Backend Provision makes reports it.
+// default), as the Backend Provision makes reports it; 0 when the Options
+// are invalid (Validate reports that).
 func (m *ConfigModule) RenewDeadlineLimit() (time.Duration, string) {
-	return m.options().SessionTimeout, "session_timeout"
+	o := m.options()
+	if o.Validate() != nil {
+		return 0, "session_timeout"
+	}
+	return o.SessionTimeout, "session_timeout"
 }
 
 // secrets are the module's credentials, redacted from every error.
