@@ -30,6 +30,10 @@ const (
 	minRetryPeriod         = 10 * time.Millisecond
 )
 
+// DefaultRenewDeadline is Config.RenewDeadline's default (and
+// lock.Options' and pool.Config's).
+const DefaultRenewDeadline = defaultRenewDeadline
+
 // Config configures one Elector. The zero value of every field but Name means
 // its documented default.
 type Config struct {

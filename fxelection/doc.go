@@ -66,7 +66,13 @@
 //     The lease in the store cannot expire before that start plus
 //     LeaseDuration, so the leader stops believing LeaseDuration −
 //     RenewDeadline before another candidate can take over; that margin
-//     absorbs clock-rate drift and scheduling delays.
+//     absorbs clock-rate drift and scheduling delays. A store that also
+//     ends a lease when its holder's session expires (ZooKeeper, a
+//     backendkit.RenewDeadlineLimiter) can end it as early as the session
+//     timeout after that start: there the margin is the smaller of the
+//     two, session timeout − RenewDeadline, and New refuses a
+//     RenewDeadline that is not shorter than the session timeout the
+//     backend states.
 //   - Followers try again RetryPeriod to JitterFactor × RetryPeriod after
 //     an attempt that found the lease held; after store failures they back
 //     off exponentially (doubling from RetryPeriod, jittered, capped at

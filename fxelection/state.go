@@ -164,7 +164,9 @@ type observerEntry struct{ o Observer }
 var discardLogger = slog.New(slog.DiscardHandler)
 
 // New returns an Elector for cfg on backend. It validates cfg (filling in
-// defaults) and returns an error naming the first bad field. It does no I/O.
+// defaults), and RenewDeadline against a backend that limits it
+// (backendkit.RenewDeadlineLimiter), and returns an error naming the
+// first bad field. It does no I/O.
 func New(cfg Config, backend Backend) (*Elector, error) {
 	if backend == nil {
 		return nil, errors.New("fxelection: Backend is required")
@@ -172,6 +174,9 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
 		return nil, err
+	}
+	if problem := backendkit.RenewDeadlineProblem(backend, cfg.RenewDeadline); problem != "" {
+		return nil, &ConfigError{Field: "RenewDeadline", Reason: problem}
 	}
 	// The caller keeps its map; later changes to it must not reach leases.
 	cfg.Metadata = maps.Clone(cfg.Metadata)

@@ -22,7 +22,7 @@
 // It also holds the contract itself: Backend, Lease, AcquireRequest and
 // HeldError, the optional Notifier, BatchRenewer, BatchAcquirer,
 // BatchProber, AcquireBatchProber, Transferer (with Transfer for
-// wrappers) and
+// wrappers), RenewDeadlineLimiter (with RenewDeadlineProblem) and
 // NamedBackend, the errors (ErrLeaseHeld, ErrLeaseLost, ErrNoLease,
 // ErrInvalidRecord, ErrTermExhausted) and the limits on what a record may
 // hold (MaxTerm, MaxRecordDuration, MaxNameLen, …).

@@ -428,7 +428,9 @@ func redactable(secrets []string) []string {
 // unique and fit a tag (pool names among pools, locker names among
 // lockers); every module that implements Validator (nested
 // backend modules included) passes Validate; every election's
-// fxelection.Config passes Config.Validate; each pool sets exactly one of
+// fxelection.Config passes Config.Validate, and its renew_deadline is
+// shorter than what its backend module allows (pools' and lockers' too:
+// backendkit.RenewDeadlineLimiter); each pool sets exactly one of
 // shards and shard_count (at most MaxPoolShards), its shards are non-empty
 // and distinct, and its pool.Config passes pool.New's checks; each
 // locker's lock.Options pass Options.Validate; and no election or other
@@ -484,6 +486,8 @@ func (doc *Document) Validate() error {
 		if e.Name != "" {
 			if err := e.Config().Validate(); err != nil {
 				fail(configPath(path, err), err)
+			} else {
+				doc.checkRenewLimit(path, e.Backend, e.RenewDeadline, fail)
 			}
 		}
 	}
@@ -522,6 +526,27 @@ func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[s
 		fail(bpath, ErrRequired)
 	default:
 		validateModuleAt(bpath, ref.Module, fail)
+	}
+}
+
+// checkRenewLimit reports at path's renew_deadline a renew deadline (rd,
+// 0 for the default) that the backend module ref names does not allow
+// (backendkit.RenewDeadlineProblem: ZooKeeper's session_timeout). A ref
+// naming no backends entry is reported by validateBackendRef.
+func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, fail func(string, error)) {
+	m := ref.Module
+	if ref.Use != "" {
+		m = doc.Backends[ref.Use].Module
+	}
+	if m == nil {
+		return
+	}
+	d := time.Duration(rd)
+	if d == 0 {
+		d = fxelection.DefaultRenewDeadline
+	}
+	if problem := backendkit.RenewDeadlineProblem(m, d); problem != "" {
+		fail(path+".renew_deadline", fmt.Errorf("%w: %s", ErrInvalidValue, problem))
 	}
 }
 

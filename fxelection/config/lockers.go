@@ -68,6 +68,8 @@ func (doc *Document) validateLockers(used map[string]bool, fail func(string, err
 		// errors *fxelection.ConfigErrors: they map as an election's.
 		if err := l.Options().Validate(); err != nil {
 			fail(configPath(path, err), err)
+		} else {
+			doc.checkRenewLimit(path, l.Backend, l.RenewDeadline, fail)
 		}
 	}
 }

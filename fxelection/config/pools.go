@@ -161,6 +161,8 @@ func (doc *Document) validatePools(used map[string]bool, fail func(string, error
 		if nameOK && shardsOK { // else pool.New would report the same problem again
 			if err := checkPool(p); err != nil {
 				fail(poolPath(path, p, err), err)
+			} else {
+				doc.checkRenewLimit(path, p.Backend, p.RenewDeadline, fail)
 			}
 		}
 	}

@@ -161,7 +161,8 @@ type Locker struct {
 // New returns a Locker on backend. Its locks' renewals share round trips
 // with each other when the backend renews in batches; NewInGroup shares
 // them with the electors of a group too. It returns a
-// *fxelection.ConfigError naming the first bad Options field.
+// *fxelection.ConfigError naming the first bad Options field (RenewDeadline
+// too when the backend limits it: backendkit.RenewDeadlineLimiter).
 func New(backend fxelection.Backend, opts Options) (*Locker, error) {
 	if backend == nil {
 		return nil, errNilBackend
@@ -187,6 +188,9 @@ func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 		return nil, err
 	}
 	backend := g.Backend()
+	if problem := backendkit.RenewDeadlineProblem(backend, opts.RenewDeadline); problem != "" {
+		return nil, &fxelection.ConfigError{Field: "RenewDeadline", Reason: problem}
+	}
 	n, _ := backend.(backendkit.Notifier)
 	return &Locker{backend: backend, group: g, notifier: n, opts: opts,
 		held: make(map[*Lock]struct{}), closed: make(chan struct{})}, nil

@@ -38,7 +38,14 @@ type Backend struct {
 
 	ensureMu sync.Mutex  // one table creation at a time
 	ensured  atomic.Bool // the table was found or created
+
+	heldMu   sync.Mutex
+	lastHeld map[string]backendkit.Value // by election: the last record read, while it was held (not released)
 }
+
+// vanishedVersion names, in the expiry tracker, the state "the item that
+// was held is gone": no item version is empty.
+const vanishedVersion = ""
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
@@ -173,15 +180,56 @@ func key(election string) map[string]types.AttributeValue {
 }
 
 // read returns election's item; found is false if there is none. It is
-// one strongly consistent GetItem.
+// one strongly consistent GetItem. A record read is noted (note): a held
+// one is what vanished returns until a released one is read.
 func (b *Backend) read(ctx context.Context, election string) (s stored, found bool, err error) {
 	s, found, err = b.readItem(ctx, election)
-	if err != nil || !found {
-		// No observation spans a gap: a missing item or a failed read
-		// starts the watch of the next write afresh.
+	if err == nil && found {
+		b.note(election, s.Value)
+	}
+	_, vanished := b.vanished(election)
+	if err != nil || !found && !vanished {
+		// No observation spans a gap: a failed read, or a missing item
+		// that was not held when last read, starts the watch of the next
+		// write (or of the absence) afresh.
 		b.tracker.Forget(election)
 	}
 	return s, found, err
+}
+
+// note remembers v, read in election, as the record last seen held, or
+// forgets that record if v is released.
+func (b *Backend) note(election string, v backendkit.Value) {
+	b.heldMu.Lock()
+	defer b.heldMu.Unlock()
+	if v.Released {
+		delete(b.lastHeld, election)
+		return
+	}
+	if b.lastHeld == nil {
+		b.lastHeld = make(map[string]backendkit.Value)
+	}
+	b.lastHeld[election] = v
+}
+
+// vanished returns the record this Backend last read held in election
+// (and has not read released since). When the item is now missing, that
+// record was deleted from outside (the package never deletes an item: an
+// operator, a re-created table, DynamoDB TTL), and its holder may still
+// believe it leads until its next renewal, or its RenewDeadline.
+func (b *Backend) vanished(election string) (backendkit.Value, bool) {
+	b.heldMu.Lock()
+	defer b.heldMu.Unlock()
+	v, ok := b.lastHeld[election]
+	return v, ok
+}
+
+// goneExpired records that election's item, last read held as gone, is
+// missing now and reports whether this Backend has seen it missing for
+// gone's whole duration (backendkit.ExpiryTracker: the absence is watched
+// as a write would be, so the holder's lease could have expired).
+func (b *Backend) goneExpired(election string, gone backendkit.Value) bool {
+	return b.tracker.Expired(election, vanishedVersion, gone.Write, gone.Lease.Duration)
 }
 
 func (b *Backend) readItem(ctx context.Context, election string) (stored, bool, error) {
@@ -239,7 +287,10 @@ func (b *Backend) write(ctx context.Context, l fxelection.Lease, released bool, 
 
 // Acquire takes req.Election's lease for req.Identity if the item is
 // absent, released, held by req.Identity, or observed unchanged by this
-// Backend for the record's full Duration; see the package documentation.
+// Backend for the record's full Duration; an item this Backend last read
+// held and now finds missing (deleted from outside) counts as that record
+// until the absence has been observed for its full Duration. See the
+// package documentation.
 // backendkit.Claim decides; a new holder's term comes from
 // backendkit.NextTerm (clock-seeded); at backendkit.MaxTerm Acquire fails
 // with an error matching backendkit.ErrTermExhausted and writes nothing.
@@ -257,9 +308,18 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 		if err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
-		next, err := backendkit.Claim(req, cur.Value, found, func() bool {
+		decide, present := cur.Value, found
+		expired := func() bool {
 			return b.tracker.Expired(req.Election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
-		}, time.Now())
+		}
+		if gone, ok := b.vanished(req.Election); !found && ok {
+			// A held item deleted from outside: decided as if it were
+			// still there (its holder's identity takes it at once, others
+			// once the absence has lasted its duration), then created.
+			decide, present = gone, true
+			expired = func() bool { return b.goneExpired(req.Election, gone) }
+		}
+		next, err := backendkit.Claim(req, decide, present, expired, time.Now())
 		if err != nil {
 			var held *backendkit.HeldError
 			if errors.As(err, &held) {
@@ -435,6 +495,9 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	cur, found, err := b.read(ctx, election)
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
+	}
+	if gone, ok := b.vanished(election); !found && ok {
+		b.goneExpired(election, gone) // starts the watch of the absence, as Acquire would
 	}
 	if !found || cur.Released {
 		return fxelection.Lease{}, backendkit.ErrNoLease

@@ -33,6 +33,14 @@
 //     last renewal, plus round trips. A candidate that starts later waits a
 //     full LeaseDuration from its first read, however long ago the holder
 //     died. Until then Get still names the old holder.
+//   - Deletes from outside: the package never deletes an item, so an item
+//     a candidate read held and then finds missing was deleted behind the
+//     holder's back (an operator, a re-created table, DynamoDB TTL), and
+//     the holder believes it leads until its next renewal. The candidate
+//     creates the item again only after it has seen it missing for the
+//     vanished record's duration; until then Acquire reports that record
+//     as the holder (its identity takes it at once, as it would the
+//     record itself). So the old holder has stopped believing first.
 //   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
 //     Elector.ResignTo uses): the caller's lease replaced by the
 //     successor's record in one PutItem conditional on the item read, with
@@ -44,7 +52,10 @@
 //     running faster than the leader's by more than
 //     LeaseDuration−RenewDeadline over one lease could take over early;
 //     DynamoDB global tables (multi-region, last writer wins) break mutual
-//     exclusion between regions: use a single-region table.
+//     exclusion between regions: use a single-region table; a candidate
+//     that never read a deleted item held (one started after the delete)
+//     creates it at once, and leads while the old holder believes it does,
+//     until the old holder's next renewal (its RenewDeadline if cut off).
 //
 // # Layout
 //
@@ -77,7 +88,10 @@
 // Every read is a strongly consistent GetItem; every write one PutItem.
 //
 //   - Acquire reads the item. Absent: create it, conditional on
-//     attribute_not_exists(election). Released: replace it, conditional on
+//     attribute_not_exists(election); but if this Backend's last read of
+//     it found it held (not released), decide as if that record were still
+//     there, its absence watched instead of a write (below), and create
+//     the item only when that allows. Released: replace it, conditional on
 //     the version and value read. Held by the caller's identity and
 //     incarnation (AcquireRequest.Continues; a request with no incarnation
 //     matches any): replace it at the same term (a retry after a lost
@@ -112,7 +126,14 @@
 //     restarts whenever the candidate finds the item missing or a read
 //     fails (a store error, a deleted table): no watch spans a gap in what
 //     the candidate saw, so an item deleted and restored from a backup is
-//     watched for a full lease from its reappearance. Only a candidate
+//     watched for a full lease from its reappearance. An item the
+//     candidate last read held and now finds missing is, in the same way,
+//     created again only after the candidate has seen it missing for the
+//     vanished record's full duration (backendkit.ExpiryTracker watches the
+//     absence as it would a write, from the first read that found it
+//     missing; a failed read starts it again): the holder's last renewal
+//     came before the delete, so it has stopped believing by then, even if
+//     it was cut off from DynamoDB at the delete. Only a candidate
 //     clock running faster than the leader's by more than
 //     LeaseDuration−RenewDeadline over one lease period could take over
 //     early.

@@ -36,6 +36,8 @@ type Backend struct {
 	acl    []zk.ACL
 	push   bool
 
+	session time.Duration // Options.SessionTimeout
+
 	tracker backendkit.ExpiryTracker // observed time for persistent (orphan) records
 
 	mu      sync.Mutex
@@ -60,6 +62,8 @@ var (
 	_ backendkit.Notifier     = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
 	_ backendkit.Transferer   = (*Backend)(nil)
+
+	_ backendkit.RenewDeadlineLimiter = (*Backend)(nil)
 )
 
 // heldLease is one of this Backend's own leases: the znode it created and
@@ -70,7 +74,9 @@ type heldLease struct {
 	timer    *time.Timer
 }
 
-// New returns a Backend storing leases through conn. It validates opts with
+// New returns a Backend storing leases through conn, made with
+// opts.SessionTimeout (when stated, electors on the Backend refuse a
+// RenewDeadline that is not shorter). It validates opts with
 // Options.Validate and does no I/O; a nil conn is an error. secrets are
 // values to redact from every error (the digest credentials the connection
 // authenticates with, if any: see backendkit.Credentials).
@@ -97,6 +103,7 @@ func New(conn *zk.Conn, opts Options, secrets ...string) (*Backend, error) {
 		prefix:  prefix,
 		acl:     acl,
 		push:    !opts.DisablePush,
+		session: opts.SessionTimeout,
 		held:    make(map[string]*heldLease),
 		watches: make(map[string]*watch),
 		secrets: backendkit.Credentials("", secrets...),
@@ -106,6 +113,13 @@ func New(conn *zk.Conn, opts Options, secrets ...string) (*Backend, error) {
 // redact passes an error leaving the backend through backendkit.RedactError
 // with the configured secrets.
 func (b *Backend) redact(err error) error { return backendkit.RedactError(err, b.secrets...) }
+
+// RenewDeadlineLimit implements backendkit.RenewDeadlineLimiter:
+// Options.SessionTimeout (0 when not stated), which an elector's, pool's or
+// Locker's RenewDeadline must be shorter than.
+func (b *Backend) RenewDeadlineLimit() (time.Duration, string) {
+	return b.session, "session timeout (zklease Options.SessionTimeout, the config module's session_timeout)"
+}
 
 // BackendName returns "zookeeper".
 func (b *Backend) BackendName() string { return "zookeeper" }

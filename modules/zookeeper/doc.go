@@ -10,7 +10,7 @@
 // with ZooKeeper 3.8 (Debian bookworm's package), standalone.
 //
 //	conn, _, err := zk.Connect([]string{"zk-0:2181"}, 15*time.Second)
-//	b, err := zklease.New(conn, zklease.Options{}) // or zklease.Module in fx
+//	b, err := zklease.New(conn, zklease.Options{SessionTimeout: 15 * time.Second}) // or zklease.Module in fx
 //
 // Get it with go get github.com/fxelection/fxelection/modules/zookeeper@vX.Y.Z,
 // at the same version as the root module.
@@ -26,8 +26,11 @@
 //     Acquire or Renew (an elector that stopped renewing in a process that
 //     still lives, whose session ZooKeeper keeps alive). No clock is ever
 //     compared with another machine's.
-//   - Timing rule: RenewDeadline must not exceed the negotiated session
-//     timeout, with a margin (see Sessions and leases).
+//   - Timing rule: RenewDeadline must be shorter than the negotiated
+//     session timeout, with a margin (see Sessions and leases). Electors,
+//     pools and lockers on a Backend that states its session timeout
+//     (Options.SessionTimeout; the config module always does) refuse a
+//     RenewDeadline that is not, and so does a configuration document.
 //   - Fencing term: the creation zxid of the lease znode (the zxid of the
 //     multi that created it); zxids only grow, so terms survive release,
 //     expiry, deletes from outside and restarts (see Guarantees).
@@ -53,7 +56,9 @@
 //     negotiate (a server that grants less than RenewDeadline breaks the
 //     timing rule: check its maxSessionTimeout); a deposed leader paused
 //     past the margin still acts with its older term (fence writes with the
-//     term). The client, go-zookeeper/zk v1.0.4, re-arms watches after a
+//     term); a lease znode deleted from outside frees the election at once
+//     while its holder believes it leads until its next renewal (see
+//     Deletes from outside). The client, go-zookeeper/zk v1.0.4, re-arms watches after a
 //     reconnect reading the last zxid its receive loop writes without
 //     synchronization (upstream go-zookeeper/zk#35): the race detector
 //     reports it, and the re-armed watches may be relative to a slightly
@@ -158,12 +163,25 @@
 // with a margin for the two machines' clock rates and ZooKeeper's tick
 // rounding (a tick or two is plenty; the server expires sessions only at
 // tick boundaries, which makes them later, never earlier). Then a leader
-// always stops believing before ZooKeeper can delete its znode. The usual
+// always stops believing before ZooKeeper can delete its znode, by the
+// margin: here it is the session timeout − RenewDeadline, not
+// LeaseDuration − RenewDeadline as on other stores, when the session
+// timeout is the shorter. The usual
 // choice is a session timeout equal to LeaseDuration (with the defaults:
 // LeaseDuration 15s, RenewDeadline 10s, session 15s), which makes a
 // crashed leader's lease end after about LeaseDuration, as on other
-// backends. A longer session only delays failover after a crash; a shorter
-// one than RenewDeadline is unsafe. go-zookeeper does not report the
+// backends. A longer session only delays failover after a crash; one not
+// longer than RenewDeadline is unsafe (two leaders after a partition, for
+// up to their difference), so it is refused: Options.SessionTimeout
+// states the session timeout asked for (the config module sets it from
+// session_timeout), the Backend (and the config module) report it as a
+// backendkit.RenewDeadlineLimiter, and fxelection.New (every elector,
+// Group member and pool shard), lock.New and a configuration document's
+// validation refuse a RenewDeadline that is not shorter, with an error
+// naming RenewDeadline (renew_deadline) and the session timeout
+// (session_timeout), quoting neither. The margin is the operator's to
+// leave; a Backend whose Options do not state the session timeout is not
+// checked. go-zookeeper does not report the
 // negotiated value, so check the server's maxSessionTimeout (and
 // minSessionTimeout) against the session timeout asked for.
 //
@@ -216,6 +234,21 @@
 // again); restore with care when terms fence writes. zxids are int64, so
 // terms never pass backendkit.MaxTerm.
 //
+// # Deletes from outside
+//
+// An operator (or a script) that deletes the lease znode, or the whole
+// election node, frees the election at once: candidates cannot tell that
+// deletion from a release or a session's expiry (after which taking over
+// at once is safe), so they do not wait, and the child watch wakes them.
+// The holder learns of it at its next renewal (Renew finds the znode
+// gone: backendkit.ErrLeaseLost), within RetryPeriod, or, if its renewals
+// fail meanwhile, at its RenewDeadline; until then it still believes it
+// leads while a woken candidate already does: two leaders for up to
+// RetryPeriod (up to RenewDeadline). The new leader's term is a later
+// zxid, so fenced writes stay safe. To move a leadership use
+// Elector.Resign or ResignTo, or stop the holder first; a hung holder's
+// lease ends by itself (session expiry, or the holder-side expiry).
+//
 // # Partitions
 //
 // A leader cut off from the ensemble's quorum cannot renew (Renew's sync
@@ -255,7 +288,8 @@
 //   - servers (required, a list of host:port): the ensemble's client
 //     addresses.
 //   - session_timeout: the session timeout asked for (default 15s, between
-//     1s and 10m); see Sessions and leases for the rule it must meet.
+//     1s and 10m), and Options.SessionTimeout: every renew_deadline using
+//     the module must be shorter (see Sessions and leases).
 //   - prefix: Options.Prefix (default "/fxelection").
 //   - username, password (a secret): digest authentication, set together;
 //     the znodes the Backend creates then get the ACL "auth" (all

@@ -22,6 +22,8 @@ import (
 //			return c, err
 //		}),
 //		zklease.Module,
+//		// The session timeout asked for: RenewDeadline is checked against it.
+//		fx.Supply(zklease.Options{SessionTimeout: 15 * time.Second}),
 //		fx.Supply(fxelection.Config{Name: "billing"}),
 //		fxelection.Module,
 //	)

@@ -43,10 +43,13 @@ type ConfigModule struct {
 	// Servers are the ensemble's client addresses, host:port. Required.
 	Servers []string `json:"servers" config:"required"`
 	// SessionTimeout is the session timeout asked of the server, which
-	// negotiates it into its range (minSessionTimeout to maxSessionTimeout). It
-	// must not be below the elections' RenewDeadline (see the package
-	// documentation). Between 1s and 10m. Default: 15s.
-	SessionTimeout config.Duration `json:"session_timeout,omitempty" option:""`
+	// negotiates it into its range (minSessionTimeout to maxSessionTimeout),
+	// and Options.SessionTimeout. The renew_deadline of every election,
+	// pool and locker using the module must be shorter: a document that
+	// breaks the rule is refused (the module is a
+	// backendkit.RenewDeadlineLimiter; see the package documentation).
+	// Between 1s and 10m. Default: 15s.
+	SessionTimeout config.Duration `json:"session_timeout,omitempty"`
 	// Username and Password are ZooKeeper digest authentication, set
 	// together; the znodes the Backend creates then get the ACL "auth"
 	// (all permissions for the authenticated user only). The password is
@@ -64,7 +67,10 @@ type ConfigModule struct {
 	config.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var (
+	_ config.ClientBackendModule      = (*ConfigModule)(nil)
+	_ backendkit.RenewDeadlineLimiter = (*ConfigModule)(nil)
+)
 
 // ElectionModule returns the module's ModuleInfo.
 func (ConfigModule) ElectionModule() config.ModuleInfo {
@@ -74,7 +80,7 @@ func (ConfigModule) ElectionModule() config.ModuleInfo {
 
 // options returns the Options the settings describe.
 func (m *ConfigModule) options() Options {
-	o := Options{Prefix: m.Prefix, DisablePush: m.Push != nil && !*m.Push}
+	o := Options{Prefix: m.Prefix, DisablePush: m.Push != nil && !*m.Push, SessionTimeout: m.sessionTimeout()}
 	if m.Username != "" {
 		o.ACL = zk.AuthACL(zk.PermAll)
 	}
@@ -106,17 +112,17 @@ func (m *ConfigModule) sessionTimeout() time.Duration {
 	return time.Duration(m.SessionTimeout)
 }
 
-// Validate checks the settings without I/O: servers, session_timeout, the
-// user name and password pair (the user name printable ASCII without ':'),
-// and the Options they make through Options.Validate (the check New runs).
-// Errors match ErrInvalidOptions and name the setting.
+// Validate checks the settings without I/O: servers, the user name and
+// password pair (the user name printable ASCII without ':'), and the
+// Options they make (prefix, session_timeout) through Options.Validate
+// (the check New runs). Errors match ErrInvalidOptions and name the
+// setting. The document checks every renew_deadline using the module
+// against session_timeout (RenewDeadlineLimit).
 func (m *ConfigModule) Validate() error {
 	if _, err := m.servers(); err != nil {
 		return err
 	}
-	switch st := time.Duration(m.SessionTimeout); {
-	case st != 0 && (st < minSessionSetting || st > maxSessionSetting):
-		return fmt.Errorf("%w: session_timeout: must be between %v and %v", ErrInvalidOptions, minSessionSetting, maxSessionSetting)
+	switch {
 	case m.Username != "" && m.Password.IsZero():
 		return fmt.Errorf("%w: password: required with username", ErrInvalidOptions)
 	case m.Username == "" && !m.Password.IsZero():
@@ -125,6 +131,18 @@ func (m *ConfigModule) Validate() error {
 		return fmt.Errorf("%w: username: must be printable ASCII without ':'", ErrInvalidOptions)
 	}
 	return m.options().validate(config.SettingLabel[ConfigModule])
+}
+
+// RenewDeadlineLimit implements backendkit.RenewDeadlineLimiter from the
+// settings, before anything is provisioned: session_timeout (or its
+// default), as the Backend Provision makes reports it; 0 when the Options
+// are invalid (Validate reports that).
+func (m *ConfigModule) RenewDeadlineLimit() (time.Duration, string) {
+	o := m.options()
+	if o.Validate() != nil {
+		return 0, "session_timeout"
+	}
+	return o.SessionTimeout, "session_timeout"
 }
 
 // secrets are the module's credentials, redacted from every error.

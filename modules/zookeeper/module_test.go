@@ -30,12 +30,16 @@ func serversJSON(t testing.TB, addrs ...string) string {
 
 // TestConfigModule: fxelection.backends.zookeeper decodes its settings,
 // provisions a connection of its own, campaigns with it, and Cleanup
-// closes the connection.
+// closes the connection. (The session timeout is above the default
+// renew_deadline, 10s, of the document moduletest decodes the module in.)
 func TestConfigModule(t *testing.T) {
 	addr := server(t)
 	moduletest.CheckRegistered(t, "fxelection.backends.zookeeper")
-	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.zookeeper", "servers": `+serversJSON(t, addr)+`,
-		"prefix": "/reg", "push": false, "session_timeout": "4s"}`, "zookeeper")
+	m, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.zookeeper", "servers": `+serversJSON(t, addr)+`,
+		"prefix": "/reg", "push": false, "session_timeout": "11s"}`, "zookeeper")
+	if got, _ := b.(*Backend).RenewDeadlineLimit(); got != 11*time.Second || got != m.sessionTimeout() {
+		t.Errorf("the Backend's session timeout %v, want session_timeout's", got)
+	}
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
@@ -54,7 +58,10 @@ func TestConfigModule(t *testing.T) {
 
 // TestConfigModuleDefaults: absent settings give the documented defaults.
 func TestConfigModuleDefaults(t *testing.T) {
-	m, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.zookeeper", "servers": ["localhost:1"]}`, "zookeeper")
+	// A server that answers: a connection to an address where something
+	// else listens would wait in its handshake, after Close, for up to ten
+	// times two thirds of the session timeout.
+	m, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.zookeeper", "servers": `+serversJSON(t, server(t))+`}`, "zookeeper")
 	defer func() { _ = cleanup() }()
 	zb := b.(*Backend)
 	if !zb.push || zb.prefix != DefaultPrefix || m.sessionTimeout() != DefaultSessionTimeout {
@@ -97,7 +104,7 @@ func TestConfigModuleErrors(t *testing.T) {
 // TestOptionsValidateBothPaths: the plain constructor and the module share
 // Options.Validate, so they refuse the same prefixes.
 func TestOptionsValidateBothPaths(t *testing.T) {
-	conn := dial(t, testSession, "localhost:1")
+	conn := dial(t, testSession, server(t))
 	for _, prefix := range []string{"a", "/", "/a/", "//a", "/a/./b", "/a/..", "/a\x00", "/\x1b[31m", "/\xff", "/é", "/a\tb", "/zookeeper", "/zookeeper/x", "/" + strings.Repeat("p", maxPrefixLen)} {
 		if _, err := New(conn, Options{Prefix: prefix}); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Options.Prefix") {
 			t.Errorf("New with prefix %q: %v, want ErrInvalidOptions naming Options.Prefix", prefix, err)

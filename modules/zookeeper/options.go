@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -36,13 +37,24 @@ type Options struct {
 	// nothing and followers find a released, expired or transferred lease
 	// at their next retry. Default (false): push on.
 	DisablePush bool
+
+	// SessionTimeout is the session timeout the connection was made with
+	// (zk.Connect's argument). ZooKeeper deletes the session's lease
+	// znodes once it has heard nothing from it for that long, so an
+	// elector, pool or Locker on this Backend must stop believing first:
+	// they refuse a RenewDeadline that is not shorter (the Backend is a
+	// backendkit.RenewDeadlineLimiter; see Sessions and leases in the
+	// package documentation). Between 1s and 10m. Default (0): not
+	// stated, and nothing is checked; the config module always states it.
+	SessionTimeout time.Duration
 }
 
 // ErrInvalidOptions is matched by the errors of Options.Validate (and so of
 // New, and of the fxelection.backends.zookeeper module's Validate).
 var ErrInvalidOptions = errors.New("zklease: invalid options")
 
-// Validate checks opts without I/O (see Options.Prefix for the rule). New
+// Validate checks opts without I/O (see Options.Prefix and
+// Options.SessionTimeout for the rules). New
 // and the fxelection.backends.zookeeper module both call it. The error
 // matches ErrInvalidOptions, names the field and does not quote its value.
 func (o Options) Validate() error { return o.validate(optionLabel) }
@@ -52,6 +64,9 @@ func (o Options) Validate() error { return o.validate(optionLabel) }
 func (o Options) validate(label func(field string) string) error {
 	if problem := prefixProblem(o.Prefix); problem != "" {
 		return fmt.Errorf("%w: %s %s", ErrInvalidOptions, label("Prefix"), problem)
+	}
+	if st := o.SessionTimeout; st != 0 && (st < minSessionSetting || st > maxSessionSetting) {
+		return fmt.Errorf("%w: %s: must be between %v and %v", ErrInvalidOptions, label("SessionTimeout"), minSessionSetting, maxSessionSetting)
 	}
 	return nil
 }
