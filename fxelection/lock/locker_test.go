@@ -60,8 +60,11 @@ func TestClose(t *testing.T) {
 		if n := a.Held(); n != 0 {
 			t.Errorf("Held %d after Close, want 0", n)
 		}
-		for _, k := range []string{"k1", "s#0"} {
-			lk, err := b.TryAcquire(context.Background(), k)
+		for k, try := range map[string]func() (*lock.Lock, error){
+			"k1":               func() (*lock.Lock, error) { return b.TryAcquire(context.Background(), "k1") },
+			"semaphore s of 1": func() (*lock.Lock, error) { return b.TryAcquireSemaphore(context.Background(), "s", 1) },
+		} {
+			lk, err := try()
 			if err != nil {
 				t.Fatalf("%s after Close: %v, want free", k, err)
 			}
