@@ -1,0 +1,201 @@
+//go:build unix
+
+package proctree
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+const killSignal = syscall.SIGKILL
+
+func ownGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pgid = 0
+}
+
+// Signal sends sig to every member of the tree: its process group, then
+// each member found in /proc (see the package doc). The error is
+// syscall.ESRCH when there was no member to signal, else the first error
+// other than ESRCH.
+func (t *Tree) Signal(sig syscall.Signal) error {
+	registry.Lock()
+	defer registry.Unlock()
+	pid, waited := t.root()
+	if pid == 0 {
+		return syscall.ESRCH
+	}
+	var first error
+	note := func(err error) {
+		if err != nil && !errors.Is(err, syscall.ESRCH) && first == nil {
+			first = err
+		}
+	}
+	sent := false
+	if err := syscall.Kill(-pid, sig); err == nil || !errors.Is(err, syscall.ESRCH) {
+		sent = true
+		note(err)
+	}
+	ms, _ := t.members(pid, waited, true)
+	for _, m := range ms {
+		if m.pgrp == pid {
+			continue // signalled with the group
+		}
+		if err := syscall.Kill(m.pid, sig); err == nil || !errors.Is(err, syscall.ESRCH) {
+			sent = true
+			note(err)
+		}
+	}
+	if !sent {
+		return syscall.ESRCH
+	}
+	return first
+}
+
+// Alive reports whether a member of the tree is left that is not a
+// zombie. It reaps the zombies among this process's children that no
+// Tree started (see Reap).
+func (t *Tree) Alive() bool {
+	registry.Lock()
+	defer registry.Unlock()
+	reapLocked()
+	pid, waited := t.root()
+	if pid == 0 {
+		return false
+	}
+	ms, ok := t.members(pid, waited, false)
+	if !ok {
+		// No /proc: the process group is all there is to see.
+		err := syscall.Kill(-pid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	for _, m := range ms {
+		if !m.dead() {
+			return true
+		}
+	}
+	return false
+}
+
+// Reap reaps every zombie child of this process that no Tree started:
+// descendants re-parented to a subreaper. It returns how many it reaped.
+func Reap() int {
+	registry.Lock()
+	defer registry.Unlock()
+	return reapLocked()
+}
+
+func reapLocked() int {
+	ps, ok := scan()
+	if !ok {
+		return 0
+	}
+	self, n := os.Getpid(), 0
+	for _, p := range ps {
+		if p.ppid == self && p.state == 'Z' && !registry.roots[p.pid] {
+			var ws syscall.WaitStatus
+			if got, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil); err == nil && got == p.pid {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// KillOrphans sends SIGKILL to every child of this process that no Tree
+// started, and to their descendants, and reaps those already gone: what a
+// subreaper does while it runs no tree with Options.Orphans. It returns
+// how many processes it signalled.
+func KillOrphans() int {
+	registry.Lock()
+	defer registry.Unlock()
+	reapLocked()
+	t := &Tree{opts: Options{Orphans: true}, known: map[int]uint64{}}
+	ms, _ := t.members(0, true, false)
+	n := 0
+	for _, m := range ms {
+		if !m.dead() && syscall.Kill(m.pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// root is the command's pid and whether it has been reaped.
+func (t *Tree) root() (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pid, t.waited
+}
+
+// members are the tree's processes found in /proc now (false: no /proc),
+// this process never among them. withEnv also reads every other process's
+// environment for the mark. The caller holds the registry lock.
+func (t *Tree) members(pid int, waited, withEnv bool) ([]proc, bool) {
+	ps, ok := scan()
+	if !ok {
+		return nil, false
+	}
+	self := os.Getpid()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	in := map[int]bool{}
+	children := map[int][]int{}
+	for _, p := range ps {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	for q, start := range t.known {
+		if p, ok := ps[q]; ok && p.start == start {
+			in[q] = true
+		} else {
+			delete(t.known, q)
+		}
+	}
+	for _, p := range ps {
+		switch {
+		case p.pid == self || in[p.pid]:
+		case pid != 0 && p.pid == pid && !waited,
+			pid != 0 && p.pgrp == pid,
+			t.opts.Orphans && p.ppid == self && !registry.roots[p.pid],
+			withEnv && hasMark(p.pid, t.mark):
+			in[p.pid] = true
+		}
+	}
+	// Their descendants.
+	queue := make([]int, 0, len(in))
+	for q := range in {
+		queue = append(queue, q)
+	}
+	for len(queue) > 0 {
+		q := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, c := range children[q] {
+			if !in[c] && c != self {
+				in[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	out := make([]proc, 0, len(in))
+	for q := range in {
+		p := ps[q]
+		out = append(out, p)
+		t.known[q] = p.start
+	}
+	return out, true
+}
+
+// proc is one process as /proc/PID/stat shows it.
+type proc struct {
+	pid, ppid, pgrp int
+	state           byte
+	start           uint64 // clock ticks after boot
+}
+
+// dead: a zombie (or exiting) process runs nothing.
+func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' || p.state == 'x' }
