@@ -48,6 +48,9 @@ const (
 	// startFailedCode is the exit code of a child that could not be
 	// started, as a shell reports a command it cannot run.
 	startFailedCode = 127
+	// exitOnLossCode is the exit code after a lost leadership of an
+	// election with exit_on_loss, as "run" exits.
+	exitOnLossCode = 1
 )
 
 // restartPolicies are --restart's choices.
@@ -151,9 +154,8 @@ func runExec(o options, log *slog.Logger, stdout, stderr io.Writer) (code int, e
 			return nil, nil
 		},
 		run: func() error {
-			var err error
-			code, err = s.run()
-			return err
+			code = s.run()
+			return nil
 		},
 	})
 	return code, err
@@ -298,11 +300,11 @@ const (
 // leadership, and returns the exit code: the child's when its exit (and
 // --restart) or a stop signal ended the command while it ran, 0 when a
 // signal stopped a follower, the last child's when the elector stopped
-// campaigning after a loss (no_recampaign); and 1 with an error when a
+// campaigning after a loss (no_recampaign); and exitOnLossCode when a
 // leadership of an election with exit_on_loss ended (as "run" exits), once
 // the child is gone. Between leaderships whatever is left of a health
 // command (a process that dropped its tree's mark) is killed and reaped.
-func (s *supervisor) run() (int, error) {
+func (s *supervisor) run() int {
 	leading := make(chan struct{}, 1)
 	remove := s.e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
 		if ev.Kind == fxelection.EventStartedLeading {
@@ -326,17 +328,18 @@ func (s *supervisor) run() (int, error) {
 			return nil
 		})
 		if end != lost {
-			return code, nil
+			return code
 		}
 		last = code
 		if led && s.e.Config().ExitOnLoss {
-			return 1, fmt.Errorf("election %s: leadership ended and exit_on_loss is set", show(s.e.Status().Election))
+			s.log.Warn("leadership ended and exit_on_loss is set: exiting", "election", s.e.Status().Election, "code", exitOnLossCode)
+			return exitOnLossCode
 		}
 		if !s.e.Status().Running {
 			// It campaigns no more (no_recampaign after a loss): it
 			// would never run the child again.
 			s.log.Info("no longer campaigning: exiting", "election", s.e.Status().Election, "code", last)
-			return last, nil
+			return last
 		}
 		proctree.KillOrphans()
 		select {
@@ -344,7 +347,7 @@ func (s *supervisor) run() (int, error) {
 		case <-poll.C:
 		case sig := <-s.sigs:
 			if stopSignal(sig) {
-				return 0, nil
+				return 0
 			}
 			s.held(sig)
 		}
