@@ -431,6 +431,10 @@ func (s *supervisor) runChild(ctx context.Context, lease fxelection.Lease) (endi
 	pid := tree.Pid()
 	s.log.Info("child started", s.attrs(lease, "pid", pid)...)
 
+	// Processes re-parented here that exit while the child runs are
+	// reaped every RetryPeriod (this process may be a container's PID 1).
+	reap := time.NewTicker(s.e.Config().RetryPeriod)
+	defer reap.Stop()
 	end := running
 	leadership := ctx.Done()
 	var killAt time.Time // when SIGKILL is due (zero: no signal to end it sent)
@@ -481,6 +485,8 @@ func (s *supervisor) runChild(ctx context.Context, lease fxelection.Lease) (endi
 		case <-killC:
 			killSent = true
 			s.signal(lease, tree, syscall.SIGKILL, "kill-after passed")
+		case <-reap.C:
+			proctree.Reap()
 		}
 	}
 }
