@@ -259,7 +259,7 @@ func TestExecEnvAndExitCode(t *testing.T) {
 	if len(ls) != 1 || ls[0].kind != "E" {
 		t.Fatalf("child wrote %+v, want one E line", ls)
 	}
-	if got, want := ls[0].rest, []string{"it", "proc-0", strconv.FormatUint(acquired.Term, 10), "<none>"}; strings.Join(got, " ") != strings.Join(want, " ") {
+	if got, want := ls[0].rest, []string{"it", "proc-0", strconv.FormatUint(acquired.Term, 10), "<none>", "<none>"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("child's environment %q, want %q", got, want)
 	}
 

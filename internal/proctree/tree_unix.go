@@ -24,37 +24,64 @@ func ownGroup(cmd *exec.Cmd) {
 // syscall.ESRCH when there was no member to signal, else the first error
 // other than ESRCH.
 func (t *Tree) Signal(sig syscall.Signal) error {
-	registry.Lock()
-	defer registry.Unlock()
-	pid, waited := t.root()
+	var first error
+	sent := false
+	send := func(pid int) {
+		err := syscall.Kill(pid, sig)
+		if err == nil || !errors.Is(err, syscall.ESRCH) {
+			sent = true
+			if err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	pid, _ := t.root()
 	if pid == 0 {
 		return syscall.ESRCH
 	}
-	var first error
-	note := func(err error) {
-		if err != nil && !errors.Is(err, syscall.ESRCH) && first == nil {
-			first = err
-		}
-	}
-	sent := false
-	if err := syscall.Kill(-pid, sig); err == nil || !errors.Is(err, syscall.ESRCH) {
-		sent = true
-		note(err)
-	}
-	ms, _ := t.members(pid, waited, true)
+	send(-pid)
+	// The members the process tree shows, under the registry's lock (no
+	// command is between its fork and its registration), then those only
+	// the mark shows: reading every process's environment takes longer.
+	registry.Lock()
+	_, waited := t.root()
+	ms, _ := t.members(pid, waited)
 	for _, m := range ms {
-		if m.pgrp == pid {
-			continue // signalled with the group
+		if m.pgrp != pid {
+			send(m.pid)
 		}
-		if err := syscall.Kill(m.pid, sig); err == nil || !errors.Is(err, syscall.ESRCH) {
-			sent = true
-			note(err)
-		}
+	}
+	registry.Unlock()
+	for _, q := range t.marked(ms) {
+		send(q)
 	}
 	if !sent {
 		return syscall.ESRCH
 	}
 	return first
+}
+
+// marked are the processes, other than this one and the members found
+// (ms), whose environment holds the tree's mark; they join the tree.
+func (t *Tree) marked(ms []proc) []int {
+	ps, ok := scan()
+	if !ok {
+		return nil
+	}
+	skip := map[int]bool{os.Getpid(): true}
+	for _, m := range ms {
+		skip[m.pid] = true
+	}
+	var out []int
+	for q, p := range ps {
+		if !skip[q] && hasMark(q, t.mark) {
+			out = append(out, q)
+			t.mu.Lock()
+			t.known[q] = p.start
+			t.mu.Unlock()
+		}
+	}
+	return out
 }
 
 // Alive reports whether a member of the tree is left that is not a
@@ -68,7 +95,7 @@ func (t *Tree) Alive() bool {
 	if pid == 0 {
 		return false
 	}
-	ms, ok := t.members(pid, waited, false)
+	ms, ok := t.members(pid, waited)
 	if !ok {
 		// No /proc: the process group is all there is to see.
 		err := syscall.Kill(-pid, 0)
@@ -116,7 +143,7 @@ func KillOrphans() int {
 	defer registry.Unlock()
 	reapLocked()
 	t := &Tree{opts: Options{Orphans: true}, known: map[int]uint64{}}
-	ms, _ := t.members(0, true, false)
+	ms, _ := t.members(0, true)
 	n := 0
 	for _, m := range ms {
 		if !m.dead() && syscall.Kill(m.pid, syscall.SIGKILL) == nil {
@@ -134,9 +161,10 @@ func (t *Tree) root() (int, bool) {
 }
 
 // members are the tree's processes found in /proc now (false: no /proc),
-// this process never among them. withEnv also reads every other process's
-// environment for the mark. The caller holds the registry lock.
-func (t *Tree) members(pid int, waited, withEnv bool) ([]proc, bool) {
+// this process never among them: those known, its group, its descendants,
+// and with Options.Orphans this process's children no Tree started (the
+// mark is looked for by marked). The caller holds the registry lock.
+func (t *Tree) members(pid int, waited bool) ([]proc, bool) {
 	ps, ok := scan()
 	if !ok {
 		return nil, false
@@ -161,8 +189,7 @@ func (t *Tree) members(pid int, waited, withEnv bool) ([]proc, bool) {
 		case p.pid == self || in[p.pid]:
 		case pid != 0 && p.pid == pid && !waited,
 			pid != 0 && p.pgrp == pid,
-			t.opts.Orphans && p.ppid == self && !registry.roots[p.pid],
-			withEnv && hasMark(p.pid, t.mark):
+			t.opts.Orphans && p.ppid == self && !registry.roots[p.pid]:
 			in[p.pid] = true
 		}
 	}
