@@ -2,6 +2,7 @@ package proctree
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -83,6 +84,31 @@ func parseStat(pid int, s string) (proc, bool) {
 		return proc{}, false
 	}
 	return proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, true
+}
+
+// selfChildren are this process's children, from
+// /proc/self/task/*/children (false: the kernel does not list them).
+func selfChildren() ([]int, bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	var out []int
+	for _, task := range tasks {
+		raw, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, false
+			}
+			continue // the thread ended
+		}
+		for _, f := range strings.Fields(string(raw)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out, true
 }
 
 // maxEnviron bounds how much of a process's environment is read.

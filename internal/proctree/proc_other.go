@@ -14,3 +14,5 @@ func NotDumpable() error { return errors.ErrUnsupported }
 func scan() (map[int]proc, bool) { return nil, false }
 
 func hasMark(int, string) bool { return false }
+
+func selfChildren() ([]int, bool) { return nil, false }

@@ -117,7 +117,25 @@ func Reap() int {
 	return reapLocked()
 }
 
+// orphansLocked reports whether this process may have a child no Tree
+// started (true when it cannot tell). The caller holds the registry lock.
+func orphansLocked() bool {
+	kids, ok := selfChildren()
+	if !ok {
+		return true
+	}
+	for _, k := range kids {
+		if !registry.roots[k] {
+			return true
+		}
+	}
+	return false
+}
+
 func reapLocked() int {
+	if !orphansLocked() {
+		return 0
+	}
 	ps, ok := scan()
 	if !ok {
 		return 0
@@ -141,6 +159,9 @@ func reapLocked() int {
 func KillOrphans() int {
 	registry.Lock()
 	defer registry.Unlock()
+	if !orphansLocked() {
+		return 0
+	}
 	reapLocked()
 	t := &Tree{opts: Options{Orphans: true}, known: map[int]uint64{}}
 	ms, _ := t.members(0, true)
