@@ -2,7 +2,6 @@ package proctree
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -23,6 +22,7 @@ func Subreaper() error {
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		return e
 	}
+	subreaper.Store(true)
 	return nil
 }
 
@@ -87,28 +87,44 @@ func parseStat(pid int, s string) (proc, bool) {
 }
 
 // selfChildren are this process's children, from
-// /proc/self/task/*/children (false: the kernel does not list them).
+// /proc/self/task/*/children (false: the kernel does not list children).
 func selfChildren() ([]int, bool) {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
+	if _, err := os.Stat("/proc/thread-self/children"); err != nil {
 		return nil, false
+	}
+	return childrenOf(os.Getpid()), true
+}
+
+// readStat reads one process's /proc/PID/stat (false: it is gone).
+func readStat(pid int) (proc, bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	return parseStat(pid, string(raw))
+}
+
+// childrenOf are pid's children, from /proc/PID/task/*/children (none
+// when it is gone).
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
 	}
 	var out []int
 	for _, task := range tasks {
-		raw, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		raw, err := os.ReadFile(dir + "/" + task.Name() + "/children")
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, false
-			}
-			continue // the thread ended
+			continue
 		}
 		for _, f := range strings.Fields(string(raw)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
 			}
 		}
 	}
-	return out, true
+	return out
 }
 
 // maxEnviron bounds how much of a process's environment is read.

@@ -16,3 +16,7 @@ func scan() (map[int]proc, bool) { return nil, false }
 func hasMark(int, string) bool { return false }
 
 func selfChildren() ([]int, bool) { return nil, false }
+
+func readStat(int) (proc, bool) { return proc{}, false }
+
+func childrenOf(int) []int { return nil }

@@ -33,6 +33,7 @@ import (
 	"encoding/hex"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -59,6 +60,10 @@ type Tree struct {
 	waited bool           // the command has been reaped: pid may be reused
 	known  map[int]uint64 // members found so far: pid → start time
 }
+
+// subreaper is set once Subreaper succeeded: a tree with Options.Orphans
+// then finds every process it has by the children lists alone.
+var subreaper atomic.Bool
 
 // registry holds the pids of the commands Trees started and have not yet
 // reaped. Its lock is held while a command starts and while a tree is

@@ -52,8 +52,10 @@ func (t *Tree) Signal(sig syscall.Signal) error {
 		}
 	}
 	registry.Unlock()
-	for _, q := range t.marked(ms) {
-		send(q)
+	if !t.opts.Orphans || !subreaper.Load() {
+		for _, q := range t.marked(ms) {
+			send(q)
+		}
 	}
 	if !sent {
 		return syscall.ESRCH
@@ -96,11 +98,18 @@ func (t *Tree) Alive() bool {
 		return false
 	}
 	ms, ok := t.members(pid, waited)
-	if !ok {
-		// No /proc: the process group is all there is to see.
-		err := syscall.Kill(-pid, 0)
-		return err == nil || errors.Is(err, syscall.EPERM)
+	for _, m := range ms {
+		if !m.dead() {
+			return true
+		}
 	}
+	err := syscall.Kill(-pid, 0)
+	if group := err == nil || errors.Is(err, syscall.EPERM); !group || !ok {
+		return group // no /proc: the process group is all there is to see
+	}
+	// The group has a process the walk did not find (re-parented out of
+	// this process's reach) or a zombie: look at every process.
+	ms, _ = t.scanMembers(pid, waited)
 	for _, m := range ms {
 		if !m.dead() {
 			return true
@@ -182,10 +191,72 @@ func (t *Tree) root() (int, bool) {
 }
 
 // members are the tree's processes found in /proc now (false: no /proc),
-// this process never among them: those known, its group, its descendants,
-// and with Options.Orphans this process's children no Tree started (the
-// mark is looked for by marked). The caller holds the registry lock.
+// this process never among them: those known, its descendants, and with
+// Options.Orphans this process's children no Tree started and theirs (the
+// mark is looked for by marked; the group is signalled as one). They are
+// found by walking the kernel's children lists from there, or where it
+// has none by scanning every process (then the group's members count
+// too). The caller holds the registry lock.
 func (t *Tree) members(pid int, waited bool) ([]proc, bool) {
+	if ms, ok := t.walk(pid, waited); ok {
+		return ms, true
+	}
+	return t.scanMembers(pid, waited)
+}
+
+// walk is members from the children lists (false: the kernel has none).
+func (t *Tree) walk(pid int, waited bool) ([]proc, bool) {
+	self := os.Getpid()
+	var queue []int
+	if pid != 0 && !waited {
+		queue = append(queue, pid)
+	}
+	t.mu.Lock()
+	known := make(map[int]uint64, len(t.known))
+	for q, start := range t.known {
+		known[q] = start
+		queue = append(queue, q)
+	}
+	t.mu.Unlock()
+	kids, ok := selfChildren()
+	if !ok {
+		return nil, false
+	}
+	if t.opts.Orphans {
+		for _, k := range kids {
+			if !registry.roots[k] {
+				queue = append(queue, k)
+			}
+		}
+	}
+	in := map[int]proc{}
+	for len(queue) > 0 {
+		q := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if _, seen := in[q]; seen || q == self {
+			continue
+		}
+		p, ok := readStat(q)
+		if start, was := known[q]; !ok || was && p.start != start {
+			continue // gone (its pid maybe reused)
+		}
+		in[q] = p
+		queue = append(queue, childrenOf(q)...)
+	}
+	out := make([]proc, 0, len(in))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.known = make(map[int]uint64, len(in))
+	for q, p := range in {
+		out = append(out, p)
+		t.known[q] = p.start
+	}
+	return out, true
+}
+
+// scanMembers is members from a scan of every process, the group's
+// members included (false: no /proc).
+func (t *Tree) scanMembers(pid int, waited bool) ([]proc, bool) {
 	ps, ok := scan()
 	if !ok {
 		return nil, false
