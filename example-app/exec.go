@@ -56,7 +56,7 @@ const (
 // restartPolicies are --restart's choices.
 func restartPolicies() []string { return []string{"never", "on-failure", "always"} }
 
-// forwardedSignals are passed on to the child's process group while it
+// forwardedSignals are passed on to the child's process tree while it
 // runs; stopSignal tells which of them also stop the command.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
@@ -169,9 +169,12 @@ func runExec(o options, log *slog.Logger, stdout, stderr io.Writer) (code int, e
 // system has neither (not Linux) the child's process group is all exec
 // contains.
 func contain(log *slog.Logger) {
-	for what, set := range map[string]func() error{"subreaper": proctree.Subreaper, "not dumpable": proctree.NotDumpable} {
-		if err := set(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			log.Warn("exec: cannot make this process "+what, "error", err.Error())
+	for _, c := range []struct {
+		what string
+		set  func() error
+	}{{"a child subreaper", proctree.Subreaper}, {"not dumpable", proctree.NotDumpable}} {
+		if err := c.set(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			log.Warn("exec: cannot make this process "+c.what, "error", err.Error())
 		}
 	}
 }
@@ -273,7 +276,7 @@ func childEnv(environ []string, o options, docEnv []string) []string {
 }
 
 // supervisor runs the child while its elector leads. The goroutine that
-// calls run owns everything here: the child, its process group and the
+// calls run owns everything here: the child, its process tree and the
 // signals.
 type supervisor struct {
 	e              *fxelection.Elector
@@ -356,7 +359,7 @@ func (s *supervisor) run() int {
 
 // lead runs the child, restarting it as --restart says, until the
 // leadership (ctx) ends, a signal stops the command or the child's exit
-// ends it; it returns only once the child's process group is gone.
+// ends it; it returns only once the child's process tree is gone.
 func (s *supervisor) lead(ctx context.Context) (ending, int) {
 	lease, _ := fxelection.LeaseFromContext(ctx)
 	exits := 0
