@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/internal/proctree"
 )
 
 // "example-app exec [flags] -- CMD [ARGS…]" runs CMD only while this
@@ -37,25 +39,39 @@ const (
 	// restartBackoffMax or longer starts the count again.
 	restartBackoffBase = 100 * time.Millisecond
 	restartBackoffMax  = 10 * time.Second
-	// groupGoneWait bounds the wait for a process group to disappear
-	// after SIGKILL (a process in uninterruptible sleep dies only when it
-	// wakes); groupPoll is how often the group is checked once its leader
-	// has exited.
-	groupGoneWait = 5 * time.Second
-	groupPoll     = 10 * time.Millisecond
+	// treeGoneWait bounds the wait for the child's process tree to
+	// disappear after SIGKILL (a process in uninterruptible sleep dies
+	// only when it wakes); treePoll is how often the tree is checked once
+	// the child has exited.
+	treeGoneWait = 5 * time.Second
+	treePoll     = 10 * time.Millisecond
 	// startFailedCode is the exit code of a child that could not be
 	// started, as a shell reports a command it cannot run.
 	startFailedCode = 127
+	// exitOnLossCode is the exit code after a lost leadership of an
+	// election with exit_on_loss, as "run" exits.
+	exitOnLossCode = 1
 )
 
 // restartPolicies are --restart's choices.
 func restartPolicies() []string { return []string{"never", "on-failure", "always"} }
 
-// forwardedSignals are passed on to the child's process group while it
+// forwardedSignals are passed on to the child's process tree while it
 // runs; stopSignal tells which of them also stop the command.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 func stopSignal(sig os.Signal) bool { return sig == syscall.SIGINT || sig == syscall.SIGTERM }
+
+// heldSignals are the job-control signals that would stop this process
+// (Ctrl-Z, a background read or write on the terminal): a stopped command
+// cannot stop its child when its leadership ends, so they are caught and
+// dropped, with a log line. Caught, not ignored: an ignored signal would
+// stay ignored in the child.
+var heldSignals = []os.Signal{syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU}
+
+func heldSignal(sig os.Signal) bool {
+	return sig == syscall.SIGTSTP || sig == syscall.SIGTTIN || sig == syscall.SIGTTOU
+}
 
 // execCommand is exec's command: the arguments after "--" (rest is what
 // the flag package left of args).
@@ -107,14 +123,15 @@ func runExec(o options, log *slog.Logger, stdout, stderr io.Writer) (code int, e
 	}
 	// From here the signals are the supervisor's to forward.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, append(slices.Clone(forwardedSignals), heldSignals...)...)
 	defer signal.Stop(sigs)
+	contain(log)
 
-	doc, startProblem, what, err := o.execDocument()
+	doc, startProblem, what, docEnv, err := o.execDocument()
 	if err != nil {
 		return 0, err
 	}
-	s := &supervisor{argv: o.argv, env: childEnv(os.Environ(), o), restart: o.restart, log: log, sigs: sigs, stdout: stdout, stderr: stderr}
+	s := &supervisor{argv: o.argv, env: childEnv(os.Environ(), o, docEnv), restart: o.restart, log: log, sigs: sigs, stdout: stdout, stderr: stderr}
 	o.adminAddr = "" // exec runs one election, not a reloadable document
 	err = runDocument(context.Background(), doc, o, log, startProblem, docWork{
 		// The timings are checked against --kill-after before the
@@ -144,20 +161,39 @@ func runExec(o options, log *slog.Logger, stdout, stderr io.Writer) (code int, e
 	return code, err
 }
 
+// contain makes this process the keeper of its children's processes: a
+// child subreaper, so that what a child leaves behind (a daemon, a
+// setsid'd process) is re-parented here, where the supervisor finds, kills
+// and reaps it; and not dumpable, so that a child of the same uid cannot
+// read this process's environment (its secrets) in /proc. Where the
+// system has neither (not Linux) the child's process group is all exec
+// contains.
+func contain(log *slog.Logger) {
+	for _, c := range []struct {
+		what string
+		set  func() error
+	}{{"a child subreaper", proctree.Subreaper}, {"not dumpable", proctree.NotDumpable}} {
+		if err := c.set(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			log.Warn("exec: cannot make this process "+c.what, "error", err.Error())
+		}
+	}
+}
+
 // execDocument is the document exec runs (one election), how to report a
-// start error, and what names its lease window in messages.
-func (o options) execDocument() (doc *config.Document, startProblem func(error) error, what string, err error) {
+// start error, what names its lease window in messages, and the
+// environment variables the document's {env.NAME} placeholders read.
+func (o options) execDocument() (doc *config.Document, startProblem func(error) error, what string, env []string, err error) {
 	if o.configFile == "" {
 		doc, err = o.flagsDocument()
-		return doc, o.provisionProblem, "--lease − --renew-deadline", err
+		return doc, o.provisionProblem, "--lease − --renew-deadline", nil, err
 	}
-	_, full, err := loadConfig(o)
+	raw, full, err := loadConfig(o)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	doc, i, err := o.pickElection(full)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	what = fmt.Sprintf("%s: elections[%d] lease_duration − renew_deadline", o.configFile, i)
 	// The election runs alone, as the document's elections[0]: errors
@@ -165,12 +201,25 @@ func (o options) execDocument() (doc *config.Document, startProblem func(error) 
 	startProblem = func(err error) error {
 		return fmt.Errorf("%s: elections[%d] (run alone as elections[0]): %w", o.configFile, i, err)
 	}
-	return doc, startProblem, what, nil
+	return doc, startProblem, what, placeholderEnv(raw), nil
+}
+
+// envPlaceholder is a {env.NAME} placeholder as a document spells it.
+var envPlaceholder = regexp.MustCompile(`\{env\.([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// placeholderEnv are the variables raw's {env.NAME} placeholders name.
+func placeholderEnv(raw []byte) []string {
+	var names []string
+	for _, m := range envPlaceholder.FindAllSubmatch(raw, -1) {
+		names = append(names, string(m[1]))
+	}
+	return names
 }
 
 // pickElection is doc with only the election exec runs (the one named by
 // --election; without it, the only one) and the shared backend it uses, and
-// that election's index in doc.
+// that election's index in doc: none of the document's pools and lockers,
+// whose leases would be held by a process that is there for one election.
 func (o options) pickElection(doc *config.Document) (*config.Document, int, error) {
 	i := -1
 	if !o.given["election"] {
@@ -192,6 +241,7 @@ func (o options) pickElection(doc *config.Document) (*config.Document, int, erro
 	}
 	one := *doc
 	one.Elections = []config.Election{doc.Elections[i]}
+	one.Pools, one.Lockers = nil, nil
 	one.Backends = nil
 	if use := doc.Elections[i].Backend.Use; use != "" {
 		one.Backends = map[string]config.BackendRef{use: doc.Backends[use]}
@@ -200,22 +250,33 @@ func (o options) pickElection(doc *config.Document) (*config.Document, int, erro
 }
 
 // childEnv is the child's environment but for the three FXELECTION_
-// variables of its leadership: this process's, without the FXELECTION_
-// variables that set its flags (they hold passwords and connection
-// strings, and configure this command, not the child).
-func childEnv(environ []string, o options) []string {
+// variables of its leadership: this process's, without the secrets this
+// command used: the FXELECTION_ variables that set its flags (they hold
+// passwords and connection strings, and configure this command, not the
+// child), the variables docEnv names (its document's {env.NAME}
+// placeholders), and any variable whose value is a secret flag's.
+func childEnv(environ []string, o options, docEnv []string) []string {
 	drop := map[string]bool{"FXELECTION_IDENTITY": true, "FXELECTION_TERM": true}
 	for _, d := range o.flagTable() {
 		drop[envName(d.name)] = true
 	}
+	for _, name := range docEnv {
+		drop[name] = true
+	}
+	secret := map[string]bool{}
+	for _, v := range o.secrets() {
+		if v != "" {
+			secret[v] = true
+		}
+	}
 	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return drop[name]
+		name, val, _ := strings.Cut(kv, "=")
+		return drop[name] || secret[val]
 	})
 }
 
 // supervisor runs the child while its elector leads. The goroutine that
-// calls run owns everything here: the child, its process group and the
+// calls run owns everything here: the child, its process tree and the
 // signals.
 type supervisor struct {
 	e              *fxelection.Elector
@@ -242,7 +303,10 @@ const (
 // leadership, and returns the exit code: the child's when its exit (and
 // --restart) or a stop signal ended the command while it ran, 0 when a
 // signal stopped a follower, the last child's when the elector stopped
-// campaigning after a loss (no_recampaign).
+// campaigning after a loss (no_recampaign); and exitOnLossCode when a
+// leadership of an election with exit_on_loss ended (as "run" exits), once
+// the child is gone. Between leaderships whatever is left of a health
+// command (a process that dropped its tree's mark) is killed and reaped.
 func (s *supervisor) run() int {
 	leading := make(chan struct{}, 1)
 	remove := s.e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
@@ -260,8 +324,9 @@ func (s *supervisor) run() int {
 	defer poll.Stop()
 	last := 0 // the code of the last child a lost leadership stopped
 	for {
-		end, code := lost, last
+		end, code, led := lost, last, false
 		_, _ = s.e.RunIfLeader(context.Background(), func(ctx context.Context) error {
+			led = true
 			end, code = s.lead(ctx)
 			return nil
 		})
@@ -269,12 +334,17 @@ func (s *supervisor) run() int {
 			return code
 		}
 		last = code
+		if led && s.e.Config().ExitOnLoss {
+			s.log.Warn("leadership ended and exit_on_loss is set: exiting", "election", s.e.Status().Election, "code", exitOnLossCode)
+			return exitOnLossCode
+		}
 		if !s.e.Status().Running {
 			// It campaigns no more (no_recampaign after a loss): it
 			// would never run the child again.
 			s.log.Info("no longer campaigning: exiting", "election", s.e.Status().Election, "code", last)
 			return last
 		}
+		proctree.KillOrphans()
 		select {
 		case <-leading:
 		case <-poll.C:
@@ -282,13 +352,14 @@ func (s *supervisor) run() int {
 			if stopSignal(sig) {
 				return 0
 			}
+			s.held(sig)
 		}
 	}
 }
 
 // lead runs the child, restarting it as --restart says, until the
 // leadership (ctx) ends, a signal stops the command or the child's exit
-// ends it; it returns only once the child's process group is gone.
+// ends it; it returns only once the child's process tree is gone.
 func (s *supervisor) lead(ctx context.Context) (ending, int) {
 	lease, _ := fxelection.LeaseFromContext(ctx)
 	exits := 0
@@ -304,8 +375,11 @@ func (s *supervisor) lead(ctx context.Context) (ending, int) {
 		exits++
 		wait := backoff.Delay(exits, restartBackoffBase, restartBackoffMax)
 		s.log.Info("child restart", s.attrs(lease, "code", code, "in", wait.String())...)
-		if end := s.sleep(ctx, wait); end != running {
-			return end, code
+		switch s.sleep(ctx, wait) {
+		case stopped:
+			return stopped, 0 // a signal stopped the command with no child running
+		case lost:
+			return lost, code
 		}
 	}
 }
@@ -325,30 +399,45 @@ func (s *supervisor) sleep(ctx context.Context, d time.Duration) ending {
 			if stopSignal(sig) {
 				return stopped
 			}
+			s.held(sig)
 		}
 	}
 }
 
+// held logs a job-control signal the command drops (heldSignals).
+func (s *supervisor) held(sig os.Signal) {
+	if heldSignal(sig) {
+		s.log.Warn("signal ignored: a stopped command could not stop its child", "signal", signalName(sig.(syscall.Signal)))
+	}
+}
+
 // runChild runs the child once for lease and returns how it ended and its
-// exit code (128+N when signal N ended it), once its process group is
-// gone. On the leadership's end (ctx) the group gets SIGTERM at once; on a
-// stop signal, that signal; either way SIGKILL killAfter later.
+// exit code (128+N when signal N ended it), once its process tree is gone:
+// its process group, its descendants, and every process it left behind
+// (re-parented to this process, a subreaper; see contain and package
+// proctree). On the leadership's end (ctx) the tree gets SIGTERM at once;
+// on a stop signal, that signal; either way SIGKILL killAfter later.
 func (s *supervisor) runChild(ctx context.Context, lease fxelection.Lease) (ending, int) {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Env = append(slices.Clone(s.env),
 		"FXELECTION_ELECTION="+lease.Election, "FXELECTION_IDENTITY="+lease.Holder, "FXELECTION_TERM="+strconv.FormatUint(lease.Term, 10))
 	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	// Its own process group, so that signals reach all of it; SIGKILL if
-	// this process dies (start keeps the thread that delivers it alive).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	done, err := start(cmd)
+	// SIGKILL if this process dies (start keeps the thread that delivers
+	// it alive); the tree leads its own process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	tree := proctree.Command(cmd, proctree.Options{Orphans: true})
+	done, err := start(tree)
 	if err != nil {
 		s.log.Warn("child not started", s.attrs(lease, "error", oneLine(err.Error()))...)
 		return exited, startFailedCode
 	}
-	pgid := cmd.Process.Pid
-	s.log.Info("child started", s.attrs(lease, "pid", pgid)...)
+	pid := tree.Pid()
+	s.log.Info("child started", s.attrs(lease, "pid", pid)...)
 
+	// Processes re-parented here that exit while the child runs are
+	// reaped every RetryPeriod (this process may be a container's PID 1).
+	reap := time.NewTicker(s.e.Config().RetryPeriod)
+	defer reap.Stop()
 	end := running
 	leadership := ctx.Done()
 	var killAt time.Time // when SIGKILL is due (zero: no signal to end it sent)
@@ -361,7 +450,7 @@ func (s *supervisor) runChild(ctx context.Context, lease fxelection.Lease) (endi
 	}()
 	stopChild := func(e ending, sig syscall.Signal, reason string) {
 		end = e
-		s.signal(lease, pgid, sig, reason)
+		s.signal(lease, tree, sig, reason)
 		if kill == nil {
 			killAt, kill = time.Now().Add(s.killAfter), time.NewTimer(s.killAfter)
 		}
@@ -375,8 +464,8 @@ func (s *supervisor) runChild(ctx context.Context, lease fxelection.Lease) (endi
 		case err := <-done:
 			_ = err // the exit status is in cmd.ProcessState
 			code := exitCode(cmd.ProcessState)
-			s.log.Info("child exited", s.attrs(lease, "pid", pgid, "code", code)...)
-			s.reapGroup(lease, pgid, killAt, killSent)
+			s.log.Info("child exited", s.attrs(lease, "pid", pid, "code", code)...)
+			s.reapTree(lease, tree, killAt, killSent)
 			if end == running {
 				end = exited
 			}
@@ -389,48 +478,52 @@ func (s *supervisor) runChild(ctx context.Context, lease fxelection.Lease) (endi
 		case sig := <-s.sigs:
 			ss, _ := sig.(syscall.Signal)
 			switch {
+			case heldSignal(sig):
+				s.held(sig)
 			case stopSignal(sig) && end != stopped:
 				stopChild(stopped, ss, "forwarded; stopping")
 			default:
-				s.signal(lease, pgid, ss, "forwarded")
+				s.signal(lease, tree, ss, "forwarded")
 			}
 		case <-killC:
 			killSent = true
-			s.signal(lease, pgid, syscall.SIGKILL, "kill-after passed")
+			s.signal(lease, tree, syscall.SIGKILL, "kill-after passed")
+		case <-reap.C:
+			proctree.Reap()
 		}
 	}
 }
 
-// reapGroup returns once no process of the child's group (pgid) is left,
-// its leader having exited: the rest get SIGTERM (unless the group had its
-// signal already: killAt is set) and SIGKILL at killAt. It gives up,
-// logging it, groupGoneWait after SIGKILL.
-func (s *supervisor) reapGroup(lease fxelection.Lease, pgid int, killAt time.Time, killSent bool) {
-	if !groupAlive(pgid) {
+// reapTree returns once no process of the child's tree is left (zombies
+// re-parented here reaped), the child having exited: the rest get SIGTERM
+// (unless the tree had its signal already: killAt is set) and SIGKILL at
+// killAt. It gives up, logging it, treeGoneWait after SIGKILL.
+func (s *supervisor) reapTree(lease fxelection.Lease, tree *proctree.Tree, killAt time.Time, killSent bool) {
+	if !tree.Alive() {
 		return
 	}
 	if killAt.IsZero() {
-		s.signal(lease, pgid, syscall.SIGTERM, "child exited, its process group lives on")
+		s.signal(lease, tree, syscall.SIGTERM, "child exited, processes it started live on")
 		killAt = time.Now().Add(s.killAfter)
 	}
-	for groupAlive(pgid) {
+	for tree.Alive() {
 		now := time.Now()
 		switch {
 		case !killSent && !now.Before(killAt):
 			killSent = true
-			s.signal(lease, pgid, syscall.SIGKILL, "kill-after passed")
-		case now.After(killAt.Add(groupGoneWait)):
-			s.log.Warn("child process group still has processes after SIGKILL", s.attrs(lease, "pgid", pgid)...)
+			s.signal(lease, tree, syscall.SIGKILL, "kill-after passed")
+		case now.After(killAt.Add(treeGoneWait)):
+			s.log.Warn("child's processes still there after SIGKILL", s.attrs(lease, "pid", tree.Pid())...)
 			return
 		}
-		time.Sleep(groupPoll)
+		time.Sleep(treePoll)
 	}
 }
 
-// signal sends sig to the process group pgid and logs it.
-func (s *supervisor) signal(lease fxelection.Lease, pgid int, sig syscall.Signal, reason string) {
-	err := syscall.Kill(-pgid, sig)
-	attrs := s.attrs(lease, "pid", pgid, "signal", signalName(sig), "reason", reason)
+// signal sends sig to the child's tree and logs it.
+func (s *supervisor) signal(lease fxelection.Lease, tree *proctree.Tree, sig syscall.Signal, reason string) {
+	err := tree.Signal(sig)
+	attrs := s.attrs(lease, "pid", tree.Pid(), "signal", signalName(sig), "reason", reason)
 	if err != nil && !errors.Is(err, syscall.ESRCH) {
 		s.log.Warn("child not signalled", append(attrs, "error", err.Error())...)
 		return
@@ -453,29 +546,23 @@ func (s *supervisor) attrs(lease fxelection.Lease, more ...any) []any {
 	return append([]any{"election", lease.Election, "identity", lease.Holder, "term", lease.Term}, more...)
 }
 
-// groupAlive reports whether the process group pgid has a process left.
-func groupAlive(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// start starts cmd from a goroutine locked to its OS thread until cmd has
+// start starts tree's command from a goroutine locked to its OS thread until cmd has
 // exited: the kernel sends Pdeathsig when the thread that started the
 // child ends, so this keeps it from ending before the child (the Go
 // runtime may otherwise retire an idle thread), and the child still gets
 // its SIGKILL when this process dies, even by SIGKILL. done receives
 // Wait's result.
-func start(cmd *exec.Cmd) (done <-chan error, err error) {
+func start(tree *proctree.Tree) (done <-chan error, err error) {
 	started, waited := make(chan error, 1), make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
+		if err := tree.Start(); err != nil {
 			started <- err
 			return
 		}
 		started <- nil
-		waited <- cmd.Wait()
+		waited <- tree.Wait()
 	}()
 	if err := <-started; err != nil {
 		return nil, err

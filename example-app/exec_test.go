@@ -25,14 +25,20 @@ import (
 //
 //	T term pid unix-nanos             every 10 ms while it runs
 //	S term pid unix-nanos SIGNAME     on every signal it catches
-//	E term pid unix-nanos ELECTION IDENTITY TERM SECRET   once, at start
+//	E term pid unix-nanos ELECTION IDENTITY TERM SECRET DOCSECRET   once, at start
 //
 // Modes: "append" runs until SIGINT or SIGTERM, then exits 0; "ignore-term"
 // runs until killed; "exit:N" exits N at once; "fail-until:K" exits 1 until
-// the file has K E lines, then 0; "selfkill" kills itself with SIGKILL.
+// the file has K E lines, then 0; "selfkill" kills itself with SIGKILL;
+// "spawn:HOW:THEN" first starts another child in mode "append" (HOW
+// "setsid": in a new session, a daemon; "group": in this process's group)
+// and waits for its E line, then goes on in mode THEN ("exit" exits 0 at
+// once).
 const (
 	childModeEnv = "EXEC_TEST_CHILD"
 	childFileEnv = "EXEC_TEST_FILE"
+	// docSecretEnv is a variable a document's {env.NAME} placeholder reads.
+	docSecretEnv = "EXEC_TEST_DOC_SECRET"
 )
 
 // childMain is the test child's main.
@@ -54,7 +60,28 @@ func childMain(mode string) {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
-	line("E", orNone("FXELECTION_ELECTION"), orNone("FXELECTION_IDENTITY"), orNone("FXELECTION_TERM"), orNone("FXELECTION_REDIS_PASSWORD"))
+	if how, then, ok := strings.Cut(strings.TrimPrefix(mode, "spawn:"), ":"); ok && strings.HasPrefix(mode, "spawn:") {
+		self, _ := os.Executable()
+		c := exec.Command(self)
+		c.Env = append(os.Environ(), childModeEnv+"=append")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: how == "setsid"}
+		if err := c.Start(); err != nil {
+			os.Exit(101)
+		}
+		// Ready once it has written its E line (as a daemon's launcher
+		// waits for the daemon to be up).
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			raw, _ := os.ReadFile(os.Getenv(childFileEnv))
+			if strings.Contains(string(raw), " "+strconv.Itoa(c.Process.Pid)+" ") || time.Now().After(deadline) {
+				break
+			}
+		}
+		mode = then
+		if mode == "exit" {
+			mode = "exit:0"
+		}
+	}
+	line("E", orNone("FXELECTION_ELECTION"), orNone("FXELECTION_IDENTITY"), orNone("FXELECTION_TERM"), orNone("FXELECTION_REDIS_PASSWORD"), orNone(docSecretEnv))
 	switch {
 	case strings.HasPrefix(mode, "exit:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "exit:"))
@@ -115,7 +142,7 @@ func readChildFile(t *testing.T, path string) []childLine {
 
 // execProcs runs example-app exec processes (procs reading stderr) with
 // the test child; cleanup also kills the process group of every child
-// they started.
+// they started, and every test child that wrote to the file.
 type execProcs struct {
 	*procs
 	file string // the children's file
@@ -128,6 +155,9 @@ func newExecProcs(t *testing.T) *execProcs {
 			if l.Msg == "child started" {
 				_ = syscall.Kill(-l.Pid, syscall.SIGKILL)
 			}
+		}
+		for _, l := range readChildFile(t, p.file) {
+			_ = syscall.Kill(l.pid, syscall.SIGKILL)
 		}
 	})
 	return p
@@ -229,7 +259,7 @@ func TestExecEnvAndExitCode(t *testing.T) {
 	if len(ls) != 1 || ls[0].kind != "E" {
 		t.Fatalf("child wrote %+v, want one E line", ls)
 	}
-	if got, want := ls[0].rest, []string{"it", "proc-0", strconv.FormatUint(acquired.Term, 10), "<none>"}; strings.Join(got, " ") != strings.Join(want, " ") {
+	if got, want := ls[0].rest, []string{"it", "proc-0", strconv.FormatUint(acquired.Term, 10), "<none>", "<none>"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("child's environment %q, want %q", got, want)
 	}
 

@@ -18,8 +18,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(noReapEnv) != "" {
+		noReapMain() // exec's tests run this binary as an init that reaps late…
+		return
+	}
 	if mode := os.Getenv(childModeEnv); mode != "" {
-		childMain(mode) // exec's tests run this binary as their child
+		childMain(mode) // …and as their child
 		return
 	}
 	dir, err := os.MkdirTemp("", "example-app-test-*")

@@ -52,12 +52,16 @@ type procs struct {
 	env  []string
 	// stderr reads the log from stderr (exec's) instead of stdout.
 	stderr bool
+	// wrap runs every process under this command (given its arguments,
+	// then the program's).
+	wrap []string
 }
 
 func (p *procs) start(args ...string) int {
 	p.t.Helper()
 	i := len(p.cmds)
-	cmd := exec.Command(binary, args...)
+	argv := append(append(append([]string(nil), p.wrap...), binary), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	// No admin endpoint unless a test asks (--admin, or p.env): its
 	// default address is one per machine.
 	cmd.Env = append(append(os.Environ(), "FXELECTION_ADMIN=off"), p.env...)

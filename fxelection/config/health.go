@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/internal/proctree"
 )
 
 // Health is an election's "health" key: the check that gates its
@@ -110,11 +111,17 @@ func argIndex(err error) (int, bool) {
 // no stdin and the process's environment; of its output at most
 // MaxHealthOutput bytes are kept, and the first line of that (redacted by
 // backendkit.RedactText, at most 200 bytes) is quoted in the error of a
-// failed check. Each run is a process group of its own: when the context
-// ends the whole group is killed (SIGKILL), and so is whatever is left of
-// it once the command exits, so a check leaks no process and no goroutine
-// (Wait gives up on the output 1s after the command has exited or been
-// killed). Errors name neither the program nor its arguments.
+// failed check. Each run is a contained process tree: its own process
+// group, and on Linux every process it starts, also one that leaves the
+// group (setsid, a daemon) as long as it keeps the environment variable
+// FXELECTION_TREE_<random> the command is given (env -i and sudo drop it)
+// and this process may read its /proc/PID/environ (same uid, or root).
+// When the context ends the whole tree is killed (SIGKILL), and so is
+// whatever is left of it once the command exits, and the check returns
+// once it is gone (up to 1s for a process that cannot die yet), so a check
+// leaks no process and no goroutine (Wait gives up on the output 1s after
+// the command has exited or been killed). Errors name neither the program
+// nor its arguments.
 //
 // It fails, with an error matching ErrInvalidValue or ErrRequired, when
 // argv is empty, argv[0] is empty, or an argument holds a NUL byte.
@@ -142,12 +149,12 @@ func runCommand(ctx context.Context, argv []string) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = healthWaitDelay
-	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	tree := proctree.Command(cmd, proctree.Options{})
+	if err := tree.Start(); err != nil {
 		return fmt.Errorf("health command: %w", startError(err))
 	}
-	err := cmd.Wait()
-	killGroup(cmd) // whatever the command left running in its group
+	err := tree.Wait()
+	tree.End(healthWaitDelay) // whatever the command left running
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("health command: killed: %w", ctx.Err())

@@ -147,14 +147,27 @@ func TestCommandCheck(t *testing.T) {
 
 // TestCommandCheckKillsGroup: when the check's context ends, the command
 // and what it started are killed; what a command leaves behind when it
-// exits by itself is killed too.
+// exits by itself is killed too, in its process group or not.
 func TestCommandCheckKillsGroup(t *testing.T) {
+	const (
+		escape       = `setsid sh -c 'echo $$ > "$0"; exec sleep 100' "$0" >/dev/null 2>&1 &`
+		untilWritten = ` until [ -s "$0" ]; do sleep 0.01; done`
+		escaped      = escape + untilWritten
+	)
 	for _, tc := range []struct {
 		name, script string
 		cancel       bool // cancel the check once the pid is written
 	}{
 		{"context ends", `sleep 100 & echo $! > "$0"; wait`, true},
 		{"left behind", `sleep 100 >/dev/null 2>&1 & echo $! > "$0"`, false},
+		// Out of the command's process group and session: the process
+		// writes its pid once it has left them, and the command exits
+		// only after that.
+		{"setsid, context ends", escaped + `; wait`, true},
+		{"setsid, left behind", escaped, false},
+		// A daemon: its parent exits at once, so it is re-parented
+		// (to init, or the nearest subreaper) before the command exits.
+		{"daemon", `(` + escape + `);` + untilWritten, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pid")
