@@ -139,7 +139,7 @@ func TestPoolDocumentErrors(t *testing.T) {
 		// Every shard is checked, not only the longest; the error names
 		// the shard's index and never quotes it.
 		{"unprintable shard after a long one", pools(`{"name": "p", "shards": ["a-long-and-valid-shard-name", "x\u0001"], "backend": ` + mem + `}`),
-			[]string{`pools[0].shards[1]: pool: Shards[1]: must be printable (byte 1 is a control character)`}, nil},
+			[]string{`pools[0].shards[1]: invalid value: must be printable (byte 1 is a control character)`}, nil},
 		{"shard too long with the name", pools(`{"name": "p", "shards": ["a", "` + strings.Repeat("s", 195) + `"], "backend": ` + mem + `}`),
 			[]string{`pools[0].shards[1]: pool: Shards[1]: with Name, its election name must be at most 200 bytes`}, nil},
 		{"both shards and shard_count", pools(`{"name": "p", "shards": ["a"], ` + ok + `}`),

@@ -25,9 +25,9 @@ func TestNamesRefused(t *testing.T) {
 		field, want string
 	}{
 		{"pool name with '#'", pool.Config{Name: secret + "#p", Shards: []string{"a"}}, "Name", "must not contain '#'"},
-		{"shard with '#'", pool.Config{Name: "p", Shards: []string{"a", secret + "#0"}}, "Shards", "shard 1 must not contain '#'"},
+		{"shard with '#'", pool.Config{Name: "p", Shards: []string{"a", secret + "#0"}}, "Shards[1]", "must not contain '#'"},
 		{"unprintable shard, not the longest", pool.Config{Name: "p", Shards: []string{"a-long-and-valid-" + secret, secret + "\x01"}},
-			"Shards", "shard 1 must be printable"},
+			"Shards[1]", "must be printable"},
 	} {
 		_, err := pool.New(tc.cfg, memory.New())
 		var ce *pool.ConfigError
