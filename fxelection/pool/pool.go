@@ -182,10 +182,11 @@ type Status struct {
 // list and MaxWorkers. While a live member advertises another list
 // (Status.Mismatched, logged when it begins and ends) no elector defers:
 // every worker takes the free shards it knows, so that a shard only some
-// workers know never waits for a hand-over that cannot come. After a round with moves the next comes 1.25
-// RetryPeriods later, not one: by then each of its electors has read its
-// shard again (they retry within 1.2 RetryPeriods), so the counts include
-// every worker's moves of that round.
+// workers know never waits for a hand-over that cannot come. After a
+// round with moves the next comes 1.25 RetryPeriods later, not one: by
+// then each of its electors has read its shard again (they retry within
+// 1.2 RetryPeriods), so the counts include every worker's moves of that
+// round.
 //
 // What it guarantees is what each shard's election guarantees: never two
 // believing owners of a shard outside the renew-deadline rules, terms per

@@ -50,9 +50,9 @@ func TestDurationRange(t *testing.T) {
 	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	for _, d := range []time.Duration{0, time.Second, 14 * time.Second, 60*time.Second + time.Millisecond, time.Hour} {
 		_, err := b.Acquire(ctxT(t), req(e, "a", d))
-		if !errors.Is(err, bloblease.ErrDuration) || !strings.Contains(err.Error(), "Duration") ||
+		if !errors.Is(err, bloblease.ErrDuration) || !errors.Is(err, backendkit.ErrDurationRange) || !strings.Contains(err.Error(), "Duration") ||
 			!strings.Contains(err.Error(), "15s") || !strings.Contains(err.Error(), "60s") {
-			t.Fatalf("Acquire for %v: %v, want ErrDuration naming Duration and 15s–60s", d, err)
+			t.Fatalf("Acquire for %v: %v, want ErrDuration (and backendkit.ErrDurationRange) naming Duration and 15s–60s", d, err)
 		}
 	}
 	for _, d := range []time.Duration{14*time.Second + 1, 15 * time.Second, 60 * time.Second} {

@@ -27,7 +27,7 @@ func TestPoolSpreadsWithDefaultTimings(t *testing.T) {
 	name := electiontesting.Election(t)
 	shards := []string{"a", "b", "c", "d"}
 	var pools []*pool.Pool
-	for _, id := range []string{"w1", "w2"} {
+	start := func(id string) *pool.Pool {
 		p, err := pool.New(pool.Config{Name: name, Identity: id, Shards: shards}, newBackend(t, bloblease.Options{}))
 		if err != nil {
 			t.Fatal(err)
@@ -36,14 +36,27 @@ func TestPoolSpreadsWithDefaultTimings(t *testing.T) {
 			t.Fatal(err)
 		}
 		pools = append(pools, p)
-		defer func() {
+		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := p.Stop(ctx); err != nil {
 				t.Errorf("stop %s: %v", id, err)
 			}
-		}()
+		})
+		return p
 	}
+	// The first worker takes every shard and finishes its first round
+	// (its member slot taken, or refused) before the second starts.
+	w1 := start("w1")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if st := w1.Status(); st.Owned == len(shards) && (st.Slot >= 0 || st.SlotFailures > 0) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first worker did not take every shard and a member slot: %+v", w1.Status())
+		}
+	}
+	start("w2")
 	// Bound: the joiner renews its slot after one RetryPeriod (2s), the
 	// other reads it within another and hands over; a LeaseDuration of
 	// slack for each step on a loaded machine.
