@@ -39,8 +39,8 @@
 //     the holder believes it leads until its next renewal. The candidate
 //     creates the item again only after it has seen it missing for the
 //     vanished record's duration; until then Acquire reports that record
-//     as the holder (its identity takes it at once, as it would the
-//     record itself). So the old holder has stopped believing first.
+//     as the holder (its own identity takes it at once, always with a new
+//     term). So the old holder has stopped believing first.
 //   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
 //     Elector.ResignTo uses): the caller's lease replaced by the
 //     successor's record in one PutItem conditional on the item read, with
