@@ -90,8 +90,9 @@
 //   - Acquire reads the item. Absent: create it, conditional on
 //     attribute_not_exists(election); but if this Backend's last read of
 //     it found it held (not released), decide as if that record were still
-//     there, its absence watched instead of a write (below), and create
-//     the item only when that allows. Released: replace it, conditional on
+//     there (released, for its holder's identity), its absence watched
+//     instead of a write (below), and create the item only when that
+//     allows. Released: replace it, conditional on
 //     the version and value read. Held by the caller's identity and
 //     incarnation (AcquireRequest.Continues; a request with no incarnation
 //     matches any): replace it at the same term (a retry after a lost
