@@ -314,9 +314,12 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 		}
 		if gone, ok := b.vanished(req.Election); !found && ok {
 			// A held item deleted from outside: decided as if it were
-			// still there (its holder's identity takes it at once, others
-			// once the absence has lasted its duration), then created.
+			// still there, then created. Its holder's identity takes it
+			// at once, but with a new term (as if released): the record
+			// may be older than the last one the item held. Others wait
+			// until the absence has lasted its duration.
 			decide, present = gone, true
+			decide.Released = gone.Lease.Holder == req.Identity
 			expired = func() bool { return b.goneExpired(req.Election, gone) }
 		}
 		next, err := backendkit.Claim(req, decide, present, expired, time.Now())

@@ -22,8 +22,7 @@ import (
 // then finds it deleted is refused (held by a) until it has seen the item
 // missing for a's duration, then creates it with a higher term; Get
 // reports no lease meanwhile. The holder's own identity (a restarted
-// process: another incarnation) takes it at once with a higher term, as it
-// would the record itself.
+// process: another incarnation) takes it at once with a higher term.
 func TestDeletedHeldItemWaitsALease(t *testing.T) {
 	const d = 3 * time.Second
 	a, b, e := newBackend(t, ddblease.Options{}), newBackend(t, ddblease.Options{}), electiontesting.Election(t)

@@ -39,8 +39,8 @@
 //     the holder believes it leads until its next renewal. The candidate
 //     creates the item again only after it has seen it missing for the
 //     vanished record's duration; until then Acquire reports that record
-//     as the holder (its identity takes it at once, as it would the
-//     record itself). So the old holder has stopped believing first.
+//     as the holder (its own identity takes it at once, always with a new
+//     term). So the old holder has stopped believing first.
 //   - Hand-over: Backend implements backendkit.Transferer (Transfer, which
 //     Elector.ResignTo uses): the caller's lease replaced by the
 //     successor's record in one PutItem conditional on the item read, with
@@ -90,8 +90,9 @@
 //   - Acquire reads the item. Absent: create it, conditional on
 //     attribute_not_exists(election); but if this Backend's last read of
 //     it found it held (not released), decide as if that record were still
-//     there, its absence watched instead of a write (below), and create
-//     the item only when that allows. Released: replace it, conditional on
+//     there (released, for its holder's identity), its absence watched
+//     instead of a write (below), and create the item only when that
+//     allows. Released: replace it, conditional on
 //     the version and value read. Held by the caller's identity and
 //     incarnation (AcquireRequest.Continues; a request with no incarnation
 //     matches any): replace it at the same term (a retry after a lost
