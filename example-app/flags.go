@@ -13,6 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	memcachedlease "github.com/fxelection/fxelection/modules/cache/memcached"
 	natslease "github.com/fxelection/fxelection/modules/cache/nats"
+	redislease "github.com/fxelection/fxelection/modules/redis"
 )
 
 // usageError is bad input: main prints it on one line and exits 2.
@@ -39,9 +40,6 @@ const (
 	// maxHealthThreshold bounds --health-threshold: more failures in a row
 	// than this before resigning is no health check.
 	maxHealthThreshold = 1000
-	// maxRedisDB is the highest Redis database number accepted: Redis has
-	// 16 databases (0–15) unless its "databases" setting says otherwise.
-	maxRedisDB = 15
 )
 
 // options are the parsed command line.
@@ -167,8 +165,8 @@ func (o *options) flagTable() []flagDef {
 			usage: "Redis address host:port (comma-separated for Cluster)"},
 		{name: "redis-username", value: textFlag{&o.redisUser}, backend: "redis", setting: "username", usage: "Redis ACL user name"},
 		{name: "redis-password", value: textFlag{&o.redisPassword}, backend: "redis", setting: "password", secret: true, usage: "Redis password"},
-		{name: "redis-db", value: intFlag{p: &o.redisDB, min: 0, max: maxRedisDB}, backend: "redis", setting: "db",
-			usage: fmt.Sprintf("Redis database number (0–%d)", maxRedisDB)},
+		{name: "redis-db", value: intFlag{p: &o.redisDB, check: redislease.ValidateDB}, backend: "redis", setting: "db",
+			usage: fmt.Sprintf("Redis database number (0–%d)", redislease.MaxDB)},
 		{name: "redis-tls", value: boolFlag{&o.redisTLS}, backend: "redis", setting: "tls", usage: "use TLS to Redis"},
 		{name: "postgres-dsn", value: textFlag{&o.postgresDSN}, backend: "postgres", setting: "dsn", required: true, secret: true,
 			usage: "PostgreSQL connection string"},

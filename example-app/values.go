@@ -120,10 +120,13 @@ func (f durationFlag) Set(s string) error {
 }
 func (durationFlag) kind() string { return "duration" }
 
-// intFlag is an integer in [min, max].
+// intFlag is an integer in [min, max], or, with check, one check accepts
+// (the rule of the setting the flag feeds, so that a flag and a document
+// refuse the same values).
 type intFlag struct {
 	p        *int
 	min, max int
+	check    func(int) error
 }
 
 func (f intFlag) String() string {
@@ -138,7 +141,11 @@ func (f intFlag) Set(s string) error {
 	if err != nil {
 		return &badValue{show(s), "is not an integer"}
 	}
-	if n < f.min || n > f.max {
+	if f.check != nil {
+		if err := f.check(n); err != nil {
+			return &badValue{strconv.Itoa(n), err.Error()}
+		}
+	} else if n < f.min || n > f.max {
 		return &badValue{strconv.Itoa(n), fmt.Sprintf("must be between %d and %d", f.min, f.max)}
 	}
 	*f.p = n

@@ -44,6 +44,10 @@ var (
 	// not be replaced: the variable is not set, the file cannot be read, or
 	// the placeholder is malformed.
 	ErrPlaceholder = errors.New("placeholder")
+	// ErrPlaceholderRefused means a document has a placeholder and its
+	// Loader refuses them (Loader.RefusePlaceholders); such errors match
+	// ErrPlaceholder too.
+	ErrPlaceholderRefused = errors.New("not allowed here")
 	// ErrUnknownModule means a document names a module ID nobody registered.
 	ErrUnknownModule = errors.New("unknown module")
 	// ErrInvalidModuleID means a module ID does not have the ModuleID syntax.
