@@ -144,8 +144,15 @@ func TestAdminToken(t *testing.T) {
 // named without the token.
 func TestAdminTCPNeedsCredential(t *testing.T) {
 	file := writeFile(t, "doc.json", adminDoc)
+	// An address in use: a program that started anyway fails at once
+	// instead of running.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	var out, errOut bytes.Buffer
-	code := run([]string{"run", "--config", file, "--admin", "127.0.0.1:1", "--http", ""}, &out, &errOut, noEnv)
+	code := run([]string{"run", "--config", file, "--admin", busy.Addr().String(), "--http", ""}, &out, &errOut, noEnv)
 	if code != 2 || !strings.HasPrefix(errOut.String(), "example-app: --admin: a TCP admin endpoint needs a credential: --admin-token-file FILE or FXELECTION_ADMIN_TOKEN") {
 		t.Errorf("run with a TCP --admin and no token: exit %d, stderr %q", code, errOut.String())
 	}
