@@ -259,8 +259,10 @@ func TestAdminSocket(t *testing.T) {
 	if _, err := listenSocket(path, 0o600, false); err == nil || !strings.Contains(err.Error(), "is in use") {
 		t.Errorf("over a live socket: %v", err)
 	}
+	live, accepted := ln, make(chan struct{})
 	go func() {
-		if c, err := ln.Accept(); err == nil {
+		defer close(accepted)
+		if c, err := live.Accept(); err == nil {
 			c.Close()
 		}
 	}()
@@ -269,7 +271,8 @@ func TestAdminSocket(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	ln.Close()
+	live.Close()
+	<-accepted
 
 	// The private directory.
 	private := filepath.Join(dir, "private")
