@@ -24,12 +24,16 @@ import (
 // (config.Document.RedactedJSON: secrets and placeholder values masked),
 // POST /load replaces it. A load's body is a whole document (JSON, or YAML
 // with Content-Type application/yaml), at most config.MaxDocumentBytes,
-// parsed with the same rules as --config ({env.NAME} and {file.PATH}
-// resolved in this process) and checked before anything changes:
+// parsed with the same rules as --config except placeholders: {env.NAME}
+// and {file.PATH} are refused unless --admin-allow-placeholders, which
+// resolves them in this process (whoever may load a document then reads
+// any file or variable the process can). It is checked before anything
+// changes:
 //
 //   - 200: applied; what did not change kept running (config.Runtime.Apply);
 //   - 400: a bad document, nothing changed; one problem per line, each
-//     naming its JSON path and never a value;
+//     naming its JSON path and never a value (a refused placeholder is
+//     named by its kind);
 //   - 415: neither JSON nor YAML (a browser's cross-site form cannot send
 //     either without a preflight, which the endpoint does not answer);
 //   - 500: the document is valid but applying it failed (a backend module
@@ -57,29 +61,46 @@ import (
 //
 // Other methods than POST on /load and /resign answer 405.
 //
-// On a loopback address the endpoint answers only requests whose Host is a
-// loopback address or localhost, so a web page cannot reach it through a
-// DNS name rebound to 127.0.0.1.
+// Who may use it: by default it is a unix socket (--admin unix/PATH) that
+// only this user may connect to (--admin-socket-mode); on TCP every request
+// must carry the token (Authorization: Bearer …; 401 without it or with
+// another, compared in constant time), and a TCP endpoint without a token
+// is refused at start. On a loopback address the endpoint answers only
+// requests whose Host is a loopback address or localhost, so a web page
+// cannot reach it through a DNS name rebound to 127.0.0.1.
 
 // adminTimeouts bound the admin endpoint's connections: a body of up to
 // MaxDocumentBytes, and a load that provisions modules and stops elections
 // before it answers.
 var adminTimeouts = httpTimeouts{readHeader: 5 * time.Second, read: 30 * time.Second, write: 5 * time.Minute, idle: 60 * time.Second}
 
-// adminEndpoint serves the admin API for the graph's runtime on addr ("":
-// none) between start and stop.
-func adminEndpoint(addr string, remote bool, log *slog.Logger) fx.Option {
-	if addr == "" {
+// adminEndpoint serves the admin API for the graph's runtime as s says
+// (none when s.addr is "") between start and stop.
+func adminEndpoint(s adminSettings, log *slog.Logger) fx.Option {
+	if s.addr == "" {
 		return fx.Options()
 	}
+	_, unix := socketPath(s.addr)
+	policy := adminPolicy{localOnly: !unix && !s.remote, token: s.token, allowPlaceholders: s.allowPlaceholders}
 	return fx.Invoke(func(lc fx.Lifecycle, rt *config.Runtime) {
-		serveHTTP(lc, "--admin", addr, adminHandler(rt, !remote, log), adminTimeouts)
+		serve(lc, "--admin "+s.addr, func() (net.Listener, error) { return listenAdmin(s) }, adminHandler(rt, policy, log), adminTimeouts)
 	})
 }
 
-// adminHandler is the admin API over rt; localOnly refuses requests whose
-// Host is not a loopback name.
-func adminHandler(rt *config.Runtime, localOnly bool, log *slog.Logger) http.Handler {
+// adminPolicy is what the admin API requires of a request and allows in a
+// loaded document.
+type adminPolicy struct {
+	// localOnly refuses requests whose Host is not a loopback name.
+	localOnly bool
+	// token, if not "", must be every request's bearer token.
+	token string
+	// allowPlaceholders resolves placeholders in loaded documents (else
+	// they are refused).
+	allowPlaceholders bool
+}
+
+// adminHandler is the admin API over rt under policy p.
+func adminHandler(rt *config.Runtime, p adminPolicy, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /config", func(w http.ResponseWriter, r *http.Request) {
 		doc := rt.Document()
@@ -96,7 +117,7 @@ func adminHandler(rt *config.Runtime, localOnly bool, log *slog.Logger) http.Han
 		_, _ = w.Write(append(raw, '\n'))
 	})
 	mux.HandleFunc("POST /load", func(w http.ResponseWriter, r *http.Request) {
-		code, msg := load(r, rt)
+		code, msg := load(r, rt, p.allowPlaceholders)
 		if code == http.StatusOK {
 			log.Info("configuration loaded", "elections", len(rt.Electors()))
 		} else {
@@ -114,8 +135,13 @@ func adminHandler(rt *config.Runtime, localOnly bool, log *slog.Logger) http.Han
 		_, _ = io.WriteString(w, msg+"\n")
 	})))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if localOnly && !loopbackHost(r.Host) {
+		if p.localOnly && !loopbackHost(r.Host) {
 			http.Error(w, "admin endpoint: Host must be a loopback address or localhost", http.StatusForbidden)
+			return
+		}
+		if p.token != "" && !authorized(r, p.token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="example-app admin"`)
+			http.Error(w, "admin endpoint: a valid token is required (Authorization: Bearer …)", http.StatusUnauthorized)
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -123,8 +149,9 @@ func adminHandler(rt *config.Runtime, localOnly bool, log *slog.Logger) http.Han
 }
 
 // load reads, checks and applies a POST /load body and returns the status
-// and the message to answer with.
-func load(r *http.Request, rt *config.Runtime) (int, string) {
+// and the message to answer with. Placeholders are refused (nothing is
+// looked up or read) unless allowPlaceholders.
+func load(r *http.Request, rt *config.Runtime, allowPlaceholders bool) (int, string) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	yaml := false
 	switch ct {
@@ -142,16 +169,21 @@ func load(r *http.Request, rt *config.Runtime) (int, string) {
 		return http.StatusBadRequest, "cannot read the document"
 	}
 	var doc *config.Document
+	loader := config.Loader{RefusePlaceholders: !allowPlaceholders}
 	if yaml {
-		doc, err = config.Loader{}.ParseYAML(raw)
+		doc, err = loader.ParseYAML(raw)
 	} else {
-		doc, err = config.Loader{}.Parse(raw)
+		doc, err = loader.Parse(raw)
 	}
 	if err == nil {
 		err = config.ValidateForRuntime(doc)
 	}
 	if err != nil {
-		return http.StatusBadRequest, strings.Join(documentLines(err), "\n")
+		lines := documentLines(err)
+		if errors.Is(err, config.ErrPlaceholderRefused) {
+			lines = append(lines, "placeholders are resolved in a loaded document only when example-app runs with --admin-allow-placeholders")
+		}
+		return http.StatusBadRequest, strings.Join(lines, "\n")
 	}
 	// The client going away does not cut a load short; its own bound
 	// does.
@@ -289,9 +321,14 @@ func runReload(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	token, err := o.adminCredential()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+o.adminAddr+"/load", bytes.NewReader(raw))
+	client, base := adminClient(o.adminAddr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/load", bytes.NewReader(raw))
 	if err != nil {
 		return fmt.Errorf("--admin: %w", err)
 	}
@@ -299,7 +336,10 @@ func runReload(ctx context.Context, o options, w io.Writer) error {
 	if config.IsYAMLFile(o.configFile) {
 		req.Header.Set("Content-Type", "application/yaml")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w at %s: %w", errAdminUnreachable, o.adminAddr, errors.Unwrap(err))
 	}

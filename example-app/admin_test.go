@@ -30,7 +30,7 @@ func TestAdminHandler(t *testing.T) {
 	if err := rt.Apply(context.Background(), doc); err != nil {
 		t.Fatal(err)
 	}
-	h := adminHandler(rt, true, slog.New(slog.DiscardHandler))
+	h := adminHandler(rt, adminPolicy{localOnly: true}, slog.New(slog.DiscardHandler))
 	do := func(method, host, path, ctype, body string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, "http://"+host+path, strings.NewReader(body))
 		if ctype != "" {
@@ -89,13 +89,14 @@ func TestAdminHandler(t *testing.T) {
 
 func adminHandlerDo(rt *config.Runtime, host string) int {
 	w := httptest.NewRecorder()
-	adminHandler(rt, false, slog.New(slog.DiscardHandler)).ServeHTTP(w, httptest.NewRequest("GET", "http://"+host+"/config", nil))
+	adminHandler(rt, adminPolicy{}, slog.New(slog.DiscardHandler)).ServeHTTP(w, httptest.NewRequest("GET", "http://"+host+"/config", nil))
 	return w.Code
 }
 
-// TestAdminFlags: --admin is loopback only unless --admin-remote, off
-// turns it off, it works only with --config (or run), and reload needs an
-// address.
+// TestAdminFlags: --admin is a unix socket by default; on TCP it needs a
+// token (FXELECTION_ADMIN_TOKEN or --admin-token-file, never the command
+// line) and is loopback only unless --admin-remote; off turns it off, it
+// works only with --config (or run), and reload needs an address.
 func TestAdminFlags(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -103,17 +104,30 @@ func TestAdminFlags(t *testing.T) {
 	}{
 		{[]string{"run", "--config", "f.json"}, ""},
 		{[]string{"run", "--config", "f.json", "--admin", "off"}, ""},
-		{[]string{"--config", "f.json", "--admin", "localhost:1"}, ""},
-		{[]string{"--config", "f.json", "--admin", "[::1]:1"}, ""},
-		{[]string{"--config", "f.json", "--admin", "0.0.0.0:2019"}, "--admin: not a loopback address"},
-		{[]string{"--config", "f.json", "--admin", "0.0.0.0:2019", "--admin-remote"}, ""},
+		{[]string{"--config", "f.json", "--admin", "localhost:1", "--admin-token-file", "t"}, ""},
+		{[]string{"--config", "f.json", "--admin", "[::1]:1", "--admin-token-file", "t"}, ""},
+		{[]string{"--config", "f.json", "--admin", "0.0.0.0:2019", "--admin-token-file", "t"}, "--admin: not a loopback address"},
+		{[]string{"--config", "f.json", "--admin", "0.0.0.0:2019", "--admin-remote", "--admin-token-file", "t"}, ""},
+		{[]string{"--config", "f.json", "--admin", "unix//run/app/admin.sock", "--admin-socket-mode", "0660"}, ""},
+		{[]string{"--config", "f.json", "--admin", "unix/"}, "--admin unix/: the socket's path is missing"},
+		{[]string{"--config", "f.json", "--admin", "unix//" + strings.Repeat("a", 107)}, "--admin unix/: the socket's path is longer than 107 bytes"},
+		{[]string{"--config", "f.json", "--admin-socket-mode", "0666"}, "--admin-socket-mode (0666) must grant nothing to others"},
+		{[]string{"--config", "f.json", "--admin-socket-mode", "0400"}, "--admin-socket-mode (0400) must let the owner read and write"},
+		{[]string{"--config", "f.json", "--admin-socket-mode", "9"}, `--admin-socket-mode ("9") is not permission bits in octal`},
+		{[]string{"--config", "f.json", "--admin", "127.0.0.1:1", "--admin-socket-mode", "0600", "--admin-token-file", "t"}, "--admin-socket-mode works only with a unix socket --admin"},
+		{[]string{"--config", "f.json", "--admin-remote"}, "--admin-remote works only with a TCP --admin"},
+		{[]string{"--config", "f.json", "--admin-token", "0123456789abcdef"}, "--admin-token is not taken on the command line, which every user can read: set FXELECTION_ADMIN_TOKEN"},
+		{[]string{"--config", "f.json", "--admin-allow-placeholders"}, ""},
 		{[]string{"run"}, "--config is required for run"},
 		{[]string{"run", "--config", "f.json", "--lease", "5s"}, "--lease conflicts with --config"},
 		{[]string{"--backend", "memory", "--admin", "127.0.0.1:1"}, "--admin works only with --config"},
 		{[]string{"reload", "--config", "f.json"}, ""},
+		{[]string{"reload", "--config", "f.json", "--admin", "unix//run/app/admin.sock"}, ""},
+		{[]string{"reload", "--config", "f.json", "--admin", "127.0.0.1:1"}, "--admin: a TCP admin endpoint needs a credential"},
+		{[]string{"reload", "--config", "f.json", "--admin", "10.0.0.1:1", "--admin-token-file", "t"}, ""},
 		{[]string{"reload", "--config", "f.json", "--admin", "off"}, "reload needs the admin endpoint's address"},
 		{[]string{"reload", "--admin", "127.0.0.1:1"}, "--config is required for reload"},
-		{[]string{"reload", "--config", "f.json", "--http", "127.0.0.1:1"}, "reload takes only --config and --admin (got --http)"},
+		{[]string{"reload", "--config", "f.json", "--http", "127.0.0.1:1"}, "reload takes only --config, --admin and --admin-token-file (got --http)"},
 	}
 	for _, tt := range tests {
 		o, err := parseArgs(tt.args, noEnv)
@@ -162,7 +176,7 @@ func TestAdminResign(t *testing.T) {
 	if err := rt.Apply(context.Background(), doc); err != nil {
 		t.Fatal(err)
 	}
-	h := adminHandler(rt, true, slog.New(slog.DiscardHandler))
+	h := adminHandler(rt, adminPolicy{localOnly: true}, slog.New(slog.DiscardHandler))
 	do := func(method, host, target string, header ...string) *httptest.ResponseRecorder {
 		t.Helper()
 		r := httptest.NewRequest(method, "http://"+host+target, nil)

@@ -51,6 +51,10 @@ func runConfig(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The admin token, read once: the endpoint compares requests with it.
+	if o.adminToken, err = o.adminCredential(); err != nil {
+		return err
+	}
 	return runDocument(ctx, doc, o, log, func(err error) error { return err }, leaderWork(o, log))
 }
 
@@ -160,7 +164,7 @@ func runDocument(ctx context.Context, doc *config.Document, o options, log *slog
 		}),
 		fx.Populate(&rt),
 		observability(o.httpAddr),
-		adminEndpoint(o.adminAddr, o.adminRemote, log),
+		adminEndpoint(o.adminSettings(o.adminToken), log),
 	)
 	if err := app.Err(); err != nil {
 		return err

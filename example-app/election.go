@@ -108,13 +108,19 @@ func serveHTTP(lc fx.Lifecycle, flag, addr string, h http.Handler, t httpTimeout
 	if addr == "" {
 		return
 	}
+	serve(lc, flag+" "+addr, func() (net.Listener, error) { return net.Listen("tcp", addr) }, h, t)
+}
+
+// serve serves h on the listener listen opens between start and stop; what
+// names the listener in errors ("--http ADDR").
+func serve(lc fx.Lifecycle, what string, listen func() (net.Listener, error), h http.Handler, t httpTimeouts) {
 	srv := newHTTPServer(h, t)
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			ln, err := net.Listen("tcp", addr)
+			ln, err := listen()
 			if err != nil {
-				return fmt.Errorf("%s %s: %w", flag, addr, err)
+				return fmt.Errorf("%s: %w", what, err)
 			}
 			go func() {
 				defer close(done)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	memcachedlease "github.com/fxelection/fxelection/modules/cache/memcached"
 	natslease "github.com/fxelection/fxelection/modules/cache/nats"
+	redislease "github.com/fxelection/fxelection/modules/redis"
 )
 
 // usageError is bad input: main prints it on one line and exits 2.
@@ -39,9 +41,6 @@ const (
 	// maxHealthThreshold bounds --health-threshold: more failures in a row
 	// than this before resigning is no health check.
 	maxHealthThreshold = 1000
-	// maxRedisDB is the highest Redis database number accepted: Redis has
-	// 16 databases (0–15) unless its "databases" setting says otherwise.
-	maxRedisDB = 15
 )
 
 // options are the parsed command line.
@@ -59,10 +58,17 @@ type options struct {
 	// the one election the per-election flags describe.
 	configFile string
 	watch      bool // status --watch: follow the leader until interrupted
-	// adminAddr is --admin: the admin endpoint's address with --config
-	// ("" when off); adminRemote allows a non-loopback one.
+	// adminAddr is --admin: the admin endpoint's address with --config,
+	// "unix/PATH" or host:port ("" when off); adminRemote allows a
+	// non-loopback TCP one; adminMode is a unix socket's permission bits.
 	adminAddr   string
 	adminRemote bool
+	adminMode   os.FileMode
+	// The admin credential: a file holding the token, or the token itself
+	// (from FXELECTION_ADMIN_TOKEN only).
+	adminTokenFile, adminToken string
+	// adminAllowPlaceholders resolves placeholders in loaded documents.
+	adminAllowPlaceholders bool
 
 	backend       string
 	election      string
@@ -131,6 +137,10 @@ type flagDef struct {
 	// secret: the value is never echoed, and it is withheld from any error
 	// a backend returns.
 	secret bool
+	// envOnly: the value is taken only from the flag's environment
+	// variable; on the command line, which other users can read, it is
+	// refused.
+	envOnly bool
 }
 
 // flagTable defines every flag, bound to o's fields.
@@ -149,8 +159,17 @@ func (o *options) flagTable() []flagDef {
 		{name: "http", value: addrFlag{p: &o.httpAddr}, usage: "HTTP address host:port for /metrics, /healthz, /readyz, /leader (empty: off)"},
 		{name: "log-format", value: choiceFlag{&o.logFormat, func() []string { return []string{"text", "json"} }, false}, usage: "log format: text|json"},
 		{name: "demo-duration", value: durationFlag{p: &o.demoDuration, zeroOK: true}, usage: "stop the demo after this long (0: until Ctrl-C)"},
-		{name: "admin", value: adminFlag{&o.adminAddr}, usage: "admin endpoint host:port with --config: GET /config, POST /load (off: none; loopback only unless --admin-remote); reload's target"},
-		{name: "admin-remote", value: boolFlag{&o.adminRemote}, usage: "allow --admin on a non-loopback address: whoever reaches it can replace the running configuration"},
+		{name: "admin", value: adminFlag{&o.adminAddr},
+			usage: "admin endpoint with --config (GET /config, POST /load, POST /resign; reload's target): unix/PATH, a unix socket whose bits are --admin-socket-mode, or host:port, TCP, which needs --admin-token-file or FXELECTION_ADMIN_TOKEN and is loopback only unless --admin-remote; off: none. Whoever reaches it controls the process"},
+		{name: "admin-remote", value: boolFlag{&o.adminRemote}, usage: "allow a TCP --admin on a non-loopback address: whoever reaches it with the token can replace the running configuration"},
+		{name: "admin-socket-mode", value: modeFlag{&o.adminMode},
+			usage: "with a unix/PATH --admin: the socket's permission bits, octal, nothing for others; whoever may write it may use the endpoint (0660: the socket's group too)"},
+		{name: "admin-token-file", value: textFlag{&o.adminTokenFile},
+			usage: "file holding the admin token (16 to 4096 printable bytes): every admin request must carry \"Authorization: Bearer TOKEN\", and reload sends it; required for a TCP --admin"},
+		{name: "admin-token", value: textFlag{&o.adminToken}, secret: true, envOnly: true,
+			usage: "the admin token itself, as --admin-token-file's; from the environment only (the command line is visible to every user)"},
+		{name: "admin-allow-placeholders", value: boolFlag{&o.adminAllowPlaceholders},
+			usage: "resolve {env.NAME} and {file.PATH} placeholders in documents loaded through the admin endpoint (refused by default: a loaded document could otherwise read any file or variable this process can)"},
 		{name: "watch", value: boolFlag{&o.watch}, usage: "with status: print the leader on every change until interrupted (reads every --retry)"},
 		{name: "health-cmd", value: textFlag{&o.healthCmd},
 			usage: "campaign only while this command, run by /bin/sh in its own process group and killed after --health-interval, exits 0; a leader whose check fails --health-threshold times in a row resigns"},
@@ -167,8 +186,8 @@ func (o *options) flagTable() []flagDef {
 			usage: "Redis address host:port (comma-separated for Cluster)"},
 		{name: "redis-username", value: textFlag{&o.redisUser}, backend: "redis", setting: "username", usage: "Redis ACL user name"},
 		{name: "redis-password", value: textFlag{&o.redisPassword}, backend: "redis", setting: "password", secret: true, usage: "Redis password"},
-		{name: "redis-db", value: intFlag{p: &o.redisDB, min: 0, max: maxRedisDB}, backend: "redis", setting: "db",
-			usage: fmt.Sprintf("Redis database number (0–%d)", maxRedisDB)},
+		{name: "redis-db", value: intFlag{p: &o.redisDB, check: redislease.ValidateDB}, backend: "redis", setting: "db",
+			usage: fmt.Sprintf("Redis database number (0–%d)", redislease.MaxDB)},
 		{name: "redis-tls", value: boolFlag{&o.redisTLS}, backend: "redis", setting: "tls", usage: "use TLS to Redis"},
 		{name: "postgres-dsn", value: textFlag{&o.postgresDSN}, backend: "postgres", setting: "dsn", required: true, secret: true,
 			usage: "PostgreSQL connection string"},
@@ -233,6 +252,7 @@ func defaults() options {
 		stopTimeout:   10 * time.Second,
 		httpAddr:      "127.0.0.1:8080",
 		adminAddr:     defaultAdmin,
+		adminMode:     defaultSocketMode,
 		logFormat:     "text",
 		natsBucket:    natslease.DefaultBucket,
 		natsReplicas:  1,
@@ -416,7 +436,8 @@ func parseProblem(err error) error {
 
 // withConfig are the flags that work with --config: they concern the
 // process, not an election.
-var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true, "admin": true, "admin-remote": true}
+var withConfig = map[string]bool{"config": true, "http": true, "log-format": true, "work-interval": true,
+	"admin": true, "admin-remote": true, "admin-socket-mode": true, "admin-token-file": true, "admin-token": true, "admin-allow-placeholders": true}
 
 // execWithConfig are the flags that work with exec --config: the
 // process's, the choice of the document's election, and exec's own.
@@ -434,23 +455,29 @@ var validateOnly = map[string]bool{"config": true}
 
 // adminFlags are the admin endpoint's flags: for --config runs (and
 // reload's target), ignored elsewhere when they come from the environment.
-var adminFlags = map[string]bool{"admin": true, "admin-remote": true}
+var adminFlags = map[string]bool{"admin": true, "admin-remote": true, "admin-socket-mode": true, "admin-token-file": true, "admin-token": true,
+	"admin-allow-placeholders": true}
 
 // reloadOnly are the flags "reload" takes.
-var reloadOnly = map[string]bool{"config": true, "admin": true}
+var reloadOnly = map[string]bool{"config": true, "admin": true, "admin-token-file": true, "admin-token": true}
 
 func (o options) check() error {
+	for _, d := range o.flagTable() {
+		if d.envOnly && o.given[d.name] && o.fromEnv[d.name] == "" {
+			return usagef("--%s is not taken on the command line, which every user can read: set %s", d.name, envName(d.name))
+		}
+	}
 	switch {
 	case o.validate:
 		return o.onlyFlags("validate", validateOnly, "--config")
 	case o.reload:
-		if err := o.onlyFlags("reload", reloadOnly, "--config and --admin"); err != nil {
+		if err := o.onlyFlags("reload", reloadOnly, "--config, --admin and --admin-token-file"); err != nil {
 			return err
 		}
 		if o.adminAddr == "" {
 			return usagef("%s: reload needs the admin endpoint's address", o.label("admin"))
 		}
-		return nil
+		return o.checkAdmin()
 	case o.run && o.configFile == "":
 		return usagef("--config is required for run")
 	}
@@ -466,8 +493,10 @@ func (o options) check() error {
 		}
 	}
 	if o.configFile != "" {
-		if !o.exec && o.adminAddr != "" && !o.adminRemote && !loopback(o.adminAddr) {
-			return usagef("%s: not a loopback address; whoever reaches the admin endpoint can replace the configuration (add --admin-remote to allow it)", o.label("admin"))
+		if !o.exec && !o.status {
+			if err := o.checkAdmin(); err != nil {
+				return err
+			}
 		}
 		if o.status {
 			return usagef("--config does not work with status (use --backend and its flags)")
@@ -524,6 +553,35 @@ func (o options) check() error {
 	}
 	if o.exec {
 		return o.checkKillAfter(o.lease, o.renewDeadline, "--lease − --renew-deadline")
+	}
+	return nil
+}
+
+// checkAdmin checks the admin endpoint's flags, for the server (run) and
+// for reload, its client: a TCP endpoint needs a credential, a non-loopback
+// one --admin-remote (the server's), and the socket's mode goes with a unix
+// socket only.
+func (o options) checkAdmin() error {
+	if o.adminAddr == "" {
+		return nil
+	}
+	if o.adminTokenFile != "" && o.adminToken != "" {
+		return usagef("%s conflicts with FXELECTION_ADMIN_TOKEN: give the token once", o.label("admin-token-file"))
+	}
+	if _, ok := socketPath(o.adminAddr); ok {
+		if o.given["admin-remote"] && o.fromEnv["admin-remote"] == "" {
+			return usagef("--admin-remote works only with a TCP --admin (host:port)")
+		}
+		return nil
+	}
+	if o.given["admin-socket-mode"] && o.fromEnv["admin-socket-mode"] == "" {
+		return usagef("--admin-socket-mode works only with a unix socket --admin (unix/PATH)")
+	}
+	if o.adminTokenFile == "" && o.adminToken == "" {
+		return usagef("%s: a TCP admin endpoint needs a credential: --admin-token-file FILE or FXELECTION_ADMIN_TOKEN (or a unix socket: --admin unix/PATH)", o.label("admin"))
+	}
+	if !o.reload && !o.adminRemote && !loopback(o.adminAddr) {
+		return usagef("%s: not a loopback address; whoever reaches the admin endpoint can replace the configuration (add --admin-remote to allow it)", o.label("admin"))
 	}
 	return nil
 }

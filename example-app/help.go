@@ -19,14 +19,14 @@ type command struct {
 var commands = []command{
 	{
 		name:  "run",
-		usage: "example-app run --config FILE [--http ADDR] [--admin ADDR|off [--admin-remote]] [--log-format F] [--work-interval D]",
-		about: "Runs every election of the configuration file (as example-app --config FILE does) with /metrics, /healthz, /readyz and /leader on --http, and the admin endpoint on --admin (default " + defaultAdmin + ", loopback only unless --admin-remote): GET /config shows the running document (secrets and placeholder values masked), POST /load replaces it, POST /resign?election=NAME[&to=ID] makes this process's leader of NAME resign, handing the lease to the candidate ID when given (200 with what happened, \"not leading: nothing to do\" when it does not lead here; 404 for an unknown election). A load keeps every election whose settings and backend did not change running untouched (same leader, same term); removed elections stop and release their leases, added ones start, changed ones restart; a bad document changes nothing.",
+		usage: "example-app run --config FILE [--http ADDR] [--admin unix/PATH|ADDR|off [admin flags]] [--log-format F] [--work-interval D]",
+		about: "Runs every election of the configuration file (as example-app --config FILE does) with /metrics, /healthz, /readyz and /leader on --http, and the admin endpoint on --admin (default " + defaultAdmin + ", a unix socket only this user may connect to; on TCP every request needs the token of --admin-token-file or FXELECTION_ADMIN_TOKEN, and an address that is not loopback needs --admin-remote; placeholders in loaded documents are refused unless --admin-allow-placeholders). Whoever can use the endpoint controls the process. GET /config shows the running document (secrets and placeholder values masked), POST /load replaces it, POST /resign?election=NAME[&to=ID] makes this process's leader of NAME resign, handing the lease to the candidate ID when given (200 with what happened, \"not leading: nothing to do\" when it does not lead here; 404 for an unknown election). A load keeps every election whose settings and backend did not change running untouched (same leader, same term); removed elections stop and release their leases, added ones start, changed ones restart; a bad document changes nothing.",
 		flags: func(d flagDef) bool { return withConfig[d.name] },
 	},
 	{
 		name:  "reload",
-		usage: "example-app reload --config FILE [--admin ADDR]",
-		about: "Checks the configuration file as validate does, then POSTs it to the admin endpoint of a running \"example-app run\" (default " + defaultAdmin + "), which applies it keeping what did not change. Exit 0 when applied, 2 when the document is bad (each problem on its own line, naming its JSON path; nothing changed), 1 when the endpoint cannot be reached or failed to apply it.",
+		usage: "example-app reload --config FILE [--admin unix/PATH|ADDR] [--admin-token-file FILE]",
+		about: "Checks the configuration file as validate does, then POSTs it to the admin endpoint of a running \"example-app run\" (default " + defaultAdmin + "; with the token of --admin-token-file or FXELECTION_ADMIN_TOKEN, which TCP needs), which applies it keeping what did not change. Exit 0 when applied, 2 when the document is bad (each problem on its own line, naming its JSON path; nothing changed), 1 when the endpoint cannot be reached or failed to apply it.",
 		flags: func(d flagDef) bool { return reloadOnly[d.name] },
 	},
 	{
@@ -98,8 +98,8 @@ func printHelp(w io.Writer, topic string) {
 		return
 	}
 	fmt.Fprint(w, `usage: example-app [flags]
-       example-app run --config FILE [--http ADDR] [--admin ADDR|off] [--log-format F] [--work-interval D]
-       example-app reload --config FILE [--admin ADDR]
+       example-app run --config FILE [--http ADDR] [--admin unix/PATH|ADDR|off] [--log-format F] [--work-interval D]
+       example-app reload --config FILE [--admin unix/PATH|ADDR] [--admin-token-file FILE]
        example-app status [flags]
        example-app exec [flags] -- CMD [ARGS…]
        example-app validate --config FILE
@@ -125,6 +125,10 @@ func printFlags(w io.Writer, keep func(flagDef) bool) {
 	o := defaults()
 	for _, d := range o.flagTable() {
 		if !keep(d) {
+			continue
+		}
+		if d.envOnly {
+			fmt.Fprintf(w, "  %s (environment only)\n    \t%s\n", envName(d.name), d.usage)
 			continue
 		}
 		name := "--" + d.name

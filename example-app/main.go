@@ -17,12 +17,18 @@
 // registered modules; "example-app help [COMMAND]" prints the usage (of
 // one command).
 //
-// With --config the admin endpoint listens on --admin (default
-// 127.0.0.1:2019, "off" for none; a non-loopback address needs
-// --admin-remote, and requests must name a loopback Host): GET /config
-// returns the running document with secrets and placeholder values masked;
-// POST /load (JSON or YAML, at most 4 MiB, parsed as --config is) replaces
-// it. A bad document changes nothing (400, one problem per line naming its
+// With --config the admin endpoint listens on --admin: by default a unix
+// socket (unix/PATH, default $TMPDIR/example-app-UID/admin.sock in a
+// directory of mode 0700) whose bits, --admin-socket-mode (0600), say who
+// may use it; on TCP (host:port) every request must carry the token of
+// --admin-token-file or FXELECTION_ADMIN_TOKEN ("Authorization: Bearer",
+// else 401), and without one the program refuses to start; a non-loopback
+// address needs --admin-remote, and on loopback requests must name a
+// loopback Host; "off" for none. Whoever can use it controls the process.
+// GET /config returns the running document with secrets and placeholder
+// values masked; POST /load (JSON or YAML, at most 4 MiB, parsed as
+// --config is, but with {env.NAME} and {file.PATH} placeholders refused
+// unless --admin-allow-placeholders) replaces it. A bad document changes nothing (400, one problem per line naming its
 // JSON path, never a value). A good one is applied (200) keeping what did
 // not change: an election whose settings and backend are unchanged keeps
 // running untouched (same leader, same term, no "leadership lost");
@@ -69,7 +75,7 @@
 // connection strings are never echoed, and every error passes through
 // backendkit.RedactText.
 //
-// With --config only --http, --admin, --admin-remote, --log-format and
+// With --config only --http, the --admin flags, --log-format and
 // --work-interval may be set.
 // The flags for one election become a document internally (--backend redis
 // --redis-addr … is the module fxelection.backends.redis with "addr"), so a

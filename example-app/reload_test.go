@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +58,7 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 	}
 	keep := election("keep", "", `"shared"`)
 	file := writeFile(t, "elections.json", doc(keep, election("change", "", `"shared"`), election("remove", "", redis)))
-	addr, admin := freeAddr(t), freeAddr(t)
+	addr, admin := freeAddr(t), "unix/"+filepath.Join(t.TempDir(), "admin.sock")
 	p := &procs{t: t, noID: true}
 	i := p.start("run", "--config", file, "--http", addr, "--admin", admin, "--log-format", "json", "--work-interval", "100ms")
 	before := leaders(t, addr, "keep", "change", "remove")
@@ -115,12 +115,13 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = reloadEnv(t, []string{"FXE_TEST_CLIENT_ONLY=x"}, "--config", file, "--admin", admin)
-	if code != 2 || !strings.HasPrefix(stderr, "example-app: "+file+": elections[1].metadata.v: placeholder") {
+	if code != 2 || !strings.HasPrefix(stderr, "example-app: "+file+": elections[1].metadata.v: placeholder: {env.NAME}: not allowed here") {
 		t.Errorf("reload of a document the server rejects: exit %d, stderr %q; want 2 naming elections[1].metadata.v", code, stderr)
 	}
 	// A bad document posted straight to the endpoint: 400, one problem
 	// per line, and nothing changes.
-	resp, err := http.Post("http://"+admin+"/load", "application/json", strings.NewReader(doc(keep, `{"name": "x", "lease_duration": "1y", "colour": "crimson", "backend": "shared"}`)))
+	client, base := adminClient(admin)
+	resp, err := client.Post(base+"/load", "application/json", strings.NewReader(doc(keep, `{"name": "x", "lease_duration": "1y", "colour": "crimson", "backend": "shared"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +140,14 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 	}
 
 	// Nothing listening: exit 1.
-	if code, _, stderr := reloadCmd(t, "--config", file, "--admin", freeAddr(t)); code != 2 {
+	nowhere := "unix/" + filepath.Join(t.TempDir(), "none.sock")
+	if code, _, stderr := reloadCmd(t, "--config", file, "--admin", nowhere); code != 2 {
 		// The file is broken here (the variable is unset): checked
 		// locally first, exit 2.
 		t.Errorf("reload of a broken file to nowhere: exit %d, stderr %q; want 2", code, stderr)
 	}
 	good := writeFile(t, "good.json", doc(keep))
-	if code, _, stderr := reloadCmd(t, "--config", good, "--admin", freeAddr(t)); code != 1 || !strings.Contains(stderr, "admin endpoint unreachable") {
+	if code, _, stderr := reloadCmd(t, "--config", good, "--admin", nowhere); code != 1 || !strings.Contains(stderr, "admin endpoint unreachable") {
 		t.Errorf("reload to nowhere: exit %d, stderr %q; want 1", code, stderr)
 	}
 
@@ -164,5 +166,5 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 
 func getAdmin(t *testing.T, admin string) (int, string) {
 	t.Helper()
-	return get(t, "http://"+admin+"/config")
+	return adminGet(t, admin, "")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,10 +121,13 @@ func (f durationFlag) Set(s string) error {
 }
 func (durationFlag) kind() string { return "duration" }
 
-// intFlag is an integer in [min, max].
+// intFlag is an integer in [min, max], or, with check, one check accepts
+// (the rule of the setting the flag feeds, so that a flag and a document
+// refuse the same values).
 type intFlag struct {
 	p        *int
 	min, max int
+	check    func(int) error
 }
 
 func (f intFlag) String() string {
@@ -138,7 +142,11 @@ func (f intFlag) Set(s string) error {
 	if err != nil {
 		return &badValue{show(s), "is not an integer"}
 	}
-	if n < f.min || n > f.max {
+	if f.check != nil {
+		if err := f.check(n); err != nil {
+			return &badValue{strconv.Itoa(n), err.Error()}
+		}
+	} else if n < f.min || n > f.max {
 		return &badValue{strconv.Itoa(n), fmt.Sprintf("must be between %d and %d", f.min, f.max)}
 	}
 	*f.p = n
@@ -200,11 +208,8 @@ func (f addrFlag) Set(s string) error {
 }
 func (addrFlag) kind() string { return "host:port" }
 
-// defaultAdmin is --admin's default: loopback, Caddy's port.
-const defaultAdmin = "127.0.0.1:2019"
-
-// adminFlag is --admin: host:port, or "off" (or empty) for none, stored as
-// "".
+// adminFlag is --admin: "unix/PATH" (a unix socket), host:port, or "off"
+// (or empty) for none, stored as "".
 type adminFlag struct{ p *string }
 
 func (f adminFlag) String() string {
@@ -215,13 +220,51 @@ func (f adminFlag) String() string {
 }
 
 func (f adminFlag) Set(s string) error {
+	if path, ok := socketPath(s); ok {
+		switch {
+		case path == "":
+			return &badValue{"", "unix/: the socket's path is missing"}
+		case len(path) > maxSocketPath:
+			return &badValue{"", fmt.Sprintf("unix/: the socket's path is longer than %d bytes", maxSocketPath)}
+		case strings.IndexByte(path, 0) >= 0:
+			return &badValue{"", "unix/: the socket's path holds a NUL byte"}
+		}
+		*f.p = s
+		return nil
+	}
 	if s == "off" {
 		s = ""
 	}
 	return addrFlag{p: f.p}.Set(s)
 }
 
-func (adminFlag) kind() string { return "host:port|off" }
+func (adminFlag) kind() string { return "unix/PATH|host:port|off" }
+
+// modeFlag is a file's permission bits in octal (0600), granting nothing
+// to others: a socket's, where a bit decides who may connect.
+type modeFlag struct{ p *os.FileMode }
+
+func (f modeFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%04o", uint32(*f.p))
+}
+
+func (f modeFlag) Set(s string) error {
+	n, err := strconv.ParseUint(s, 8, 32)
+	switch {
+	case err != nil || n > 0o777:
+		return &badValue{show(s), "is not permission bits in octal (e.g. 0600, 0660)"}
+	case n&0o007 != 0:
+		return &badValue{fmt.Sprintf("%04o", n), "must grant nothing to others (use a group: 0660)"}
+	case n&0o600 != 0o600:
+		return &badValue{fmt.Sprintf("%04o", n), "must let the owner read and write (0600)"}
+	}
+	*f.p = os.FileMode(n)
+	return nil
+}
+func (modeFlag) kind() string { return "octal" }
 
 // loopback reports whether addr's host is a loopback IP address or
 // "localhost".

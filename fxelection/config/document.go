@@ -334,6 +334,12 @@ type Loader struct {
 	// ReadFile resolves {file.PATH}. Default: reads the file, refusing one
 	// larger than MaxPlaceholderFile.
 	ReadFile func(path string) ([]byte, error)
+	// RefusePlaceholders makes every {env.NAME} and {file.PATH} placeholder
+	// an error (ErrPlaceholderRefused) at its JSON path, naming its kind and
+	// neither the variable nor the file: nothing is looked up or read. For
+	// documents from a less trusted source than the process itself (an
+	// admin endpoint's body). Default: placeholders are resolved.
+	RefusePlaceholders bool
 }
 
 // Parse decodes and validates a document with the zero Loader.
@@ -385,7 +391,7 @@ func (l Loader) decode(raw []byte) (*Document, error) {
 // it stores (only under keys the document's types accept), charging what
 // they add to b.
 func (l Loader) fromTree(tree any, b *budget) (*Document, error) {
-	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile, budget: b}
+	r := &replacer{lookupEnv: l.LookupEnv, readFile: l.ReadFile, refuse: l.RefusePlaceholders, budget: b}
 	doc := &Document{}
 	d := &decoder{r: r}
 	d.decode(nil, tree, reflect.ValueOf(doc).Elem())

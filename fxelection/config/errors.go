@@ -44,6 +44,10 @@ var (
 	// not be replaced: the variable is not set, the file cannot be read, or
 	// the placeholder is malformed.
 	ErrPlaceholder = errors.New("placeholder")
+	// ErrPlaceholderRefused means a document has a placeholder and its
+	// Loader refuses them (Loader.RefusePlaceholders); such errors match
+	// ErrPlaceholder too.
+	ErrPlaceholderRefused = errors.New("not allowed here")
 	// ErrUnknownModule means a document names a module ID nobody registered.
 	ErrUnknownModule = errors.New("unknown module")
 	// ErrInvalidModuleID means a module ID does not have the ModuleID syntax.
@@ -77,7 +81,8 @@ func pathErr(path string, err error) error { return &PathError{Path: path, Err: 
 
 // redact passes the errors inside err's *PathErrors (and any other error in
 // it) through backendkit.RedactError, first masking every run of at least 8
-// bytes of a secret in any of its spellings (raw, Go- and JSON-quoted,
+// bytes of a secret (of a connection string, of its secret parts: see
+// redactmask.Parts) in any of its spellings (raw, Go- and JSON-quoted,
 // YAML, ASCII-only: see secretSpellings), so a module that quotes a value
 // with %q, marshals it, or shortens it before printing leaks no part of it
 // either. Secrets of 4 to 7 bytes are masked where a whole spelling occurs.
@@ -148,7 +153,17 @@ func newMasker(msg string, secrets []string) *masker {
 	m := &masker{}
 	var in map[uint64]struct{}
 	seen := map[string]bool{}
+	var values []string
 	for _, sec := range secrets {
+		// A connection string's secret parts, not its scheme, host or
+		// names (redactmask.Parts).
+		if parts, ok := redactmask.Parts(sec); ok {
+			values = append(values, parts...)
+		} else {
+			values = append(values, sec)
+		}
+	}
+	for _, sec := range values {
 		if seen[sec] || sec == "" {
 			continue
 		}

@@ -21,6 +21,7 @@ const MaxPlaceholderFile = 1 << 20
 type replacer struct {
 	lookupEnv func(string) (string, bool)
 	readFile  func(string) ([]byte, error)
+	refuse    bool // every placeholder is an error (Loader.RefusePlaceholders)
 	budget    *budget
 	resolved  map[string]resolution // by placeholder text ("env.X", "file./p")
 	secrets   []string
@@ -47,6 +48,13 @@ func (r *replacer) replace(s string) (string, error) {
 		}
 		b.WriteString(s[:i])
 		rest := s[i+1:]
+		if r.refuse {
+			kind := "{file.PATH}"
+			if strings.HasPrefix(rest, "env.") {
+				kind = "{env.NAME}"
+			}
+			return "", fmt.Errorf("%w: %s: %w", ErrPlaceholder, kind, ErrPlaceholderRefused)
+		}
 		end := strings.IndexByte(rest, '}')
 		if end < 0 {
 			return "", fmt.Errorf("%w: unterminated placeholder (no closing brace)", ErrPlaceholder)

@@ -175,3 +175,34 @@ func TestParsedDocumentNeverPrintsSecrets(t *testing.T) {
 		t.Errorf("marshalled document = %s", b)
 	}
 }
+
+// TestRefusePlaceholders: with Loader.RefusePlaceholders every placeholder
+// is an error at its path naming its kind only (neither the variable, the
+// file nor a value), matching ErrPlaceholderRefused and ErrPlaceholder, and
+// nothing is looked up or read; a brace that opens no placeholder is still
+// literal.
+func TestRefusePlaceholders(t *testing.T) {
+	looked := false
+	l := config.Loader{
+		RefusePlaceholders: true,
+		LookupEnv:          func(string) (string, bool) { looked = true; return secret, true },
+		ReadFile:           func(string) ([]byte, error) { looked = true; return []byte(secret), nil },
+	}
+	_, err := l.Parse([]byte(doc(`{"name": "a", "identity": "{env.FXELECTION_TEST_NODE}", "backend": ` +
+		probe(`"password": "{file./etc/shadow}", "hosts": ["x:{app}"]`) + `}`)))
+	if !errors.Is(err, config.ErrPlaceholderRefused) || !errors.Is(err, config.ErrPlaceholder) {
+		t.Fatalf("err = %v, want ErrPlaceholderRefused", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"elections[0].identity: placeholder: {env.NAME}: not allowed here", "elections[0].backend.password: placeholder: {file.PATH}: not allowed here"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "FXELECTION_TEST_NODE") || strings.Contains(msg, "shadow") || strings.Contains(msg, "hosts") || looked {
+		t.Errorf("error %q names a variable or file, or something was looked up (%v)", msg, looked)
+	}
+	if _, err := l.ParseYAML([]byte("elections:\n  - name: a\n    identity: '{file.x}'\n    backend: {module: fxelection.backends.memory}\n")); !errors.Is(err, config.ErrPlaceholderRefused) {
+		t.Errorf("YAML: %v", err)
+	}
+}

@@ -655,7 +655,9 @@ func writeField(h interface{ Write([]byte) (int, error) }, b []byte) {
 // RedactedJSON returns doc as JSON for display (an admin endpoint's GET
 // /config): every Secret setting comes out as "xxxxx", and every value
 // that replaced an {env.NAME} or {file.PATH} placeholder (at least 4 bytes
-// long) is masked wherever it appears. Module settings come out as their
+// long) is masked wherever it appears; of a connection string (a URL, or
+// key=value pairs with a password) only the secret parts are, not its
+// scheme or names, which module IDs share. Module settings come out as their
 // decoded values (defaults a module filled in are not shown; placeholders
 // are not restored).
 func (doc *Document) RedactedJSON() ([]byte, error) {

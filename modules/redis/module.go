@@ -12,6 +12,21 @@ import (
 
 func init() { config.RegisterModule(ConfigModule{}) }
 
+// MaxDB is the highest database number the module accepts: Redis has 16
+// databases (0–15) unless its "databases" setting says otherwise, and a
+// number the server does not have fails only at the first SELECT.
+const MaxDB = 15
+
+// ValidateDB is the rule for a database number, the "db" setting's and
+// every flag's that feeds it: 0 to MaxDB. Its error states the range and
+// does not quote n.
+func ValidateDB(n int) error {
+	if n < 0 || n > MaxDB {
+		return fmt.Errorf("must be between 0 and %d", MaxDB)
+	}
+	return nil
+}
+
 // ConfigModule is the configuration-document module
 // fxelection.backends.redis: a Backend with a Redis client of its own
 // (single node, Sentinel or Cluster), created by Provision and closed by
@@ -33,7 +48,8 @@ type ConfigModule struct {
 	Username string `json:"username,omitempty"`
 	// Password is the password; never logged or put in errors. Default: none.
 	Password config.Secret `json:"password,omitempty"`
-	// DB is the database number; Cluster has only 0. Default: 0.
+	// DB is the database number, 0 to MaxDB (ValidateDB); Cluster has
+	// only 0. Default: 0.
 	DB int `json:"db,omitempty"`
 	// TLS connects with TLS (1.2 or later; the server name is each
 	// address's host). Default: false.
@@ -86,8 +102,8 @@ func (m *ConfigModule) Validate() error {
 	if err != nil {
 		return err
 	}
-	if m.DB < 0 {
-		return fmt.Errorf("%w: db: must not be negative", ErrInvalidOptions)
+	if err := ValidateDB(m.DB); err != nil {
+		return fmt.Errorf("%w: db: %w", ErrInvalidOptions, err)
 	}
 	if m.DB != 0 && len(addrs) > 1 && m.Master == "" {
 		return fmt.Errorf("%w: db: Redis Cluster has only database 0", ErrInvalidOptions)

@@ -76,6 +76,7 @@ func TestConfigModuleErrors(t *testing.T) {
 		{Settings: obj(`, "addr": "h:1", "db": "x"`), Want: moduletest.At("db"), Is: config.ErrWrongType},
 		{Settings: obj(`, "addr": "h:1", "db": 1.5`), Want: moduletest.At("db"), Is: config.ErrWrongType},
 		{Settings: obj(`, "addr": "h:1", "db": -1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
+		{Settings: obj(`, "addr": "h:1", "db": 16`), Want: moduletest.Validated("db: must be between 0 and 15"), Is: ErrInvalidOptions},
 		{Settings: obj(`, "addr": "h:1,h:2", "db": 1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
 		{Settings: obj(`, "addr": "h:1", "tls": "maybe"`), Want: moduletest.At("tls"), Is: config.ErrWrongType},
 		{Settings: obj(`, "addr": "h:1", "push": "false"`), Want: moduletest.At("push"), Is: config.ErrWrongType},
