@@ -46,6 +46,9 @@ var (
 	_ backendkit.Notifier     = (*Backend)(nil)
 	_ backendkit.Transferer   = (*Backend)(nil)
 	_ backendkit.NamedBackend = (*Backend)(nil)
+
+	_ backendkit.MinDurationer        = (*Backend)(nil)
+	_ backendkit.RenewDeadlineLimiter = (*Backend)(nil)
 )
 
 // New wraps inner; it passes every call through until told otherwise.
@@ -200,6 +203,19 @@ func (f *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendk
 		return fxelection.Lease{}, err
 	}
 	return backendkit.Transfer(ctx, f.inner, l, req)
+}
+
+// MinLeaseDuration implements backendkit.MinDurationer by forwarding: the
+// wrapped backend's minimum lease, 0 if it states none.
+func (f *Backend) MinLeaseDuration() time.Duration { return backendkit.MinLeaseDuration(f.inner) }
+
+// RenewDeadlineLimit implements backendkit.RenewDeadlineLimiter by
+// forwarding: the wrapped backend's limit, 0 if it states none.
+func (f *Backend) RenewDeadlineLimit() (time.Duration, string) {
+	if l, ok := f.inner.(backendkit.RenewDeadlineLimiter); ok {
+		return l.RenewDeadlineLimit()
+	}
+	return 0, ""
 }
 
 // Subscribe implements backendkit.Notifier by forwarding to the wrapped
