@@ -138,12 +138,21 @@ func (b *Backend) read(ctx context.Context, election string) (obj *coordv1.Lease
 }
 
 // lastHeld returns the lease this Backend last read held in election's
-// Lease, if its last read did not find it released.
+// Lease, if its last read did not find it released and no write of its own
+// (an acquisition, hand-over or release) came after.
 func (b *Backend) lastHeld(election string) (fxelection.Lease, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l, ok := b.held[election]
 	return l, ok
+}
+
+// wrote drops what the last read found in election's Lease: this
+// Backend's own write (Acquire, Transfer, Release) replaced it.
+func (b *Backend) wrote(election string) {
+	b.mu.Lock()
+	delete(b.held, election)
+	b.mu.Unlock()
 }
 
 // claimed is what Acquire decides on over a read: the record and whether
@@ -266,6 +275,7 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		b.tracker.Forget(req.Election)
+		b.wrote(req.Election)
 		if next.Version, err = written(obj, req.Election, rv); err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
@@ -364,6 +374,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 		if err != nil {
 			return fmt.Errorf("release lease: %w", err)
 		}
+		b.wrote(lease.Election)
 		return nil
 	}
 	return fmt.Errorf("release lease: lost %d optimistic-update races in a row", writeAttempts)
@@ -405,6 +416,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
 	b.tracker.Forget(req.Election)
+	b.wrote(req.Election)
 	if next.Version, err = written(obj, req.Election, rv); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
