@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -36,9 +37,13 @@ type Backend struct {
 	secrets []string
 	push    bool
 	hub     *backendkit.WakeHub
+	log     *slog.Logger
 
 	mu    sync.Mutex
-	names map[string]map[string]int // Lease name → elections subscribed under it → subscriptions
+	names map[string]map[string]int   // Lease name → elections subscribed under it → subscriptions
+	held  map[string]fxelection.Lease // election → the lease this Backend last read held (not released)
+
+	refusal refusal // the watch refused by the API server, reported once
 }
 
 var (
@@ -65,7 +70,9 @@ func New(client kubernetes.Interface, opts Options) (*Backend, error) {
 		ns:     opts.namespace(),
 		sem:    make(chan struct{}, opts.maxInFlight()),
 		push:   !opts.DisablePush,
+		log:    opts.logger(),
 		names:  map[string]map[string]int{},
+		held:   map[string]fxelection.Lease{},
 	}
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
@@ -106,7 +113,9 @@ func (b *Backend) read(ctx context.Context, election string) (obj *coordv1.Lease
 	})
 	switch {
 	case apierrors.IsNotFound(err):
-		b.tracker.Forget(election)
+		if _, vanished := b.lastHeld(election); !vanished {
+			b.tracker.Forget(election)
+		}
 		return nil, state{}, false, nil
 	case err != nil:
 		b.tracker.Forget(election)
@@ -118,7 +127,58 @@ func (b *Backend) read(ctx context.Context, election string) (obj *coordv1.Lease
 		return nil, state{}, true, err
 	}
 	s.cur.Lease.Version = version(obj.ResourceVersion, s.nonce)
+	b.mu.Lock()
+	if s.cur.Released {
+		delete(b.held, election)
+	} else {
+		b.held[election] = s.cur.Lease.Clone()
+	}
+	b.mu.Unlock()
 	return obj, s, true, nil
+}
+
+// lastHeld returns the lease this Backend last read held in election's
+// Lease, if its last read did not find it released and no write of its own
+// (an acquisition, hand-over or release) came after.
+func (b *Backend) lastHeld(election string) (fxelection.Lease, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, ok := b.held[election]
+	return l, ok
+}
+
+// wrote drops what the last read found in election's Lease: this
+// Backend's own write (Acquire, Transfer, Release) replaced it.
+func (b *Backend) wrote(election string) {
+	b.mu.Lock()
+	delete(b.held, election)
+	b.mu.Unlock()
+}
+
+// claimed is what Acquire decides on over a read: the record and whether
+// there is one, as backendkit.Claim takes them, and the observed-time
+// test of the record. A Lease that is absent after this Backend read it
+// held was deleted from outside (the backend never deletes one, nor does
+// client-go): its holder may still believe until its next renewal finds
+// the Lease gone, so the absence counts as the held lease, observed like
+// a write (backendkit.ExpiryTracker, for the held lease's duration from
+// the first read that found it absent), and is taken over only once that
+// lease could have expired. For the same identity it counts as released
+// (as Claim lets an identity take back its own lease at once, with a new
+// term).
+func (b *Backend) claimed(election, identity string, s state, found bool) (cur backendkit.Value, exists bool, expired func() bool) {
+	if !found {
+		ghost, vanished := b.lastHeld(election)
+		if !vanished {
+			return backendkit.Value{}, false, nil
+		}
+		return backendkit.Value{Lease: ghost, Released: ghost.Holder == identity}, true, func() bool {
+			return b.tracker.Expired(election, "", "vanished:"+ghost.Version, ghost.Duration)
+		}
+	}
+	return s.cur, true, func() bool {
+		return b.tracker.Expired(election, s.cur.Lease.Version, s.nonce, s.cur.Lease.Duration)
+	}
 }
 
 // version is a Lease.Version: the object's resourceVersion and the nonce
@@ -189,12 +249,14 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		now := time.Now()
-		next, err := backendkit.Claim(req, s.cur, found, func() bool {
-			return b.tracker.Expired(req.Election, s.cur.Lease.Version, s.nonce, s.cur.Lease.Duration)
-		}, now)
+		cur, exists, expired := b.claimed(req.Election, req.Identity, s, found)
+		next, err := backendkit.Claim(req, cur, exists, expired, now)
 		if err != nil {
 			var held *backendkit.HeldError
 			if errors.As(err, &held) {
+				if refused := b.refusal.take(); refused != nil {
+					return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", refused)
+				}
 				return fxelection.Lease{}, err
 			}
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -213,6 +275,7 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		b.tracker.Forget(req.Election)
+		b.wrote(req.Election)
 		if next.Version, err = written(obj, req.Election, rv); err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
@@ -311,6 +374,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 		if err != nil {
 			return fmt.Errorf("release lease: %w", err)
 		}
+		b.wrote(lease.Election)
 		return nil
 	}
 	return fmt.Errorf("release lease: lost %d optimistic-update races in a row", writeAttempts)
@@ -352,6 +416,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
 	b.tracker.Forget(req.Election)
+	b.wrote(req.Election)
 	if next.Version, err = written(obj, req.Election, rv); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}

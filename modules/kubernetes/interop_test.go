@@ -44,6 +44,13 @@ type clientGoElector struct {
 // stopped, whichever comes first.
 func startClientGo(t *testing.T, name, id string, release bool, rec *electiontesting.Recorder) *clientGoElector {
 	t.Helper()
+	return startClientGoTimed(t, name, id, release, rec, ioLease, ioRenew, ioRetry)
+}
+
+// startClientGoTimed is startClientGo with the elector's LeaseDuration,
+// RenewDeadline and RetryPeriod.
+func startClientGoTimed(t *testing.T, name, id string, release bool, rec *electiontesting.Recorder, lease, renew, retry time.Duration) *clientGoElector {
+	t.Helper()
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Client:     newClient(t).CoordinationV1(),
@@ -58,7 +65,7 @@ func startClientGo(t *testing.T, name, id string, release bool, rec *electiontes
 		})
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: ioLease, RenewDeadline: ioRenew, RetryPeriod: ioRetry,
+		Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 		ReleaseOnCancel: release, Name: name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {

@@ -150,7 +150,7 @@ func (m *ConfigModule) restConfig() (*rest.Config, error) {
 // Provision creates the client and the Backend. It does no I/O beyond
 // reading the kubeconfig or the service account's files: the electors'
 // first operations reach the API server.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(ctx config.Context) error {
 	cfg, err := m.restConfig()
 	if err != nil {
 		return m.redact(err, nil)
@@ -160,7 +160,9 @@ func (m *ConfigModule) Provision(config.Context) error {
 		return m.redact(fmt.Errorf("kubernetes client: %w", err), cfg)
 	}
 	secrets := m.secrets(cfg)
-	b, err := New(client, m.options())
+	opts := m.options()
+	opts.Logger = ctx.Logger()
+	b, err := New(client, opts)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package kubelease
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -28,6 +29,13 @@ type Options struct {
 	// followers find a released, deleted or handed-over Lease at their
 	// next retry. Default (false): one watch on the namespace's Leases.
 	DisablePush bool
+
+	// Logger receives what the backend does not return to a caller: the
+	// watch refused by the API server (a Role without watch: logged once,
+	// at Warn, until a watch is established again, at Info). Default
+	// (nil): none; the refusal still reaches the elector as a store
+	// failure (ErrWatchRefused).
+	Logger *slog.Logger
 }
 
 // ErrInvalidOptions is matched by the errors of Options.Validate (and so of
@@ -62,6 +70,13 @@ func (o Options) maxInFlight() int {
 		return DefaultMaxInFlight
 	}
 	return o.MaxInFlight
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
 }
 
 func optionLabel(field string) string { return "Options." + field }

@@ -2,9 +2,13 @@ package kubelease
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -16,6 +20,58 @@ const (
 	watchMinBackoff = 100 * time.Millisecond
 	watchMaxBackoff = 5 * time.Second
 )
+
+// ErrWatchRefused is matched by the store failure an Acquire returns, once,
+// after the API server refused the Backend's watch on leases (403
+// Forbidden: a Role without the watch verb; 401 Unauthorized). The error
+// wraps the API server's, which names the missing permission. Push
+// wake-up is off until a watch is allowed: followers find a released
+// Lease at their next retry instead of within milliseconds. The watch is
+// retried with backoff, and the next refusal after a watch that worked is
+// reported again.
+var ErrWatchRefused = errors.New("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll")
+
+// refusal is the watch refused by the API server, reported once: logged
+// when it starts, and returned by the first Acquire that would have told
+// its caller that someone else holds the lease (a follower, which is what
+// push wake-up is for), so that it reaches the elector's events, OnError
+// and log without costing anyone a leadership.
+type refusal struct {
+	mu      sync.Mutex
+	on      bool  // the last watch attempt was refused
+	pending error // not yet returned by an Acquire
+}
+
+// refused records a refused watch; it reports whether this refusal
+// started one (the previous attempt was not refused).
+func (r *refusal) refused(err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on {
+		return false
+	}
+	r.on, r.pending = true, fmt.Errorf("%w: %w", ErrWatchRefused, err)
+	return true
+}
+
+// allowed records an established watch; it reports whether a refusal
+// ended.
+func (r *refusal) allowed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.on
+	r.on, r.pending = false, nil
+	return was
+}
+
+// take returns the refusal not yet reported to a caller, once.
+func (r *refusal) take() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.pending
+	r.pending = nil
+	return err
+}
 
 // Subscribe implements backendkit.Notifier: wake is called when
 // election's Lease is released (by fxelection or by a client-go elector),
@@ -95,9 +151,16 @@ func (b *Backend) watchOnce(ctx context.Context, hub *backendkit.WakeHub) (ok bo
 		return e
 	})
 	if err != nil {
+		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && b.refusal.refused(err) {
+			b.log.Warn("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll until it is allowed",
+				"namespace", b.ns, "error", b.redact(err).Error())
+		}
 		return false
 	}
 	defer w.Stop()
+	if b.refusal.allowed() {
+		b.log.Info("kubelease: the watch on leases is allowed again; push wake-up is on", "namespace", b.ns)
+	}
 	hub.WakeAll()                  // releases may have been missed while no watch ran
 	holders := map[string]string{} // Lease name → holder this watch last saw
 	for {

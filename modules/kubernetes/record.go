@@ -132,6 +132,8 @@ func durationSeconds(d time.Duration) int32 {
 // record, and fxelection's record into the annotation. released writes
 // client-go's release (empty holder, a duration of one second). The
 // transitions count rises when the holder changes, as client-go's does.
+// The times are those of distinctTimes: client-go sees every write as a
+// change.
 func apply(obj *coordv1.Lease, prev state, l fxelection.Lease, released bool, now time.Time) error {
 	v, err := backendkit.MarshalValue(l, released)
 	if err != nil {
@@ -141,20 +143,57 @@ func apply(obj *coordv1.Lease, prev state, l fxelection.Lease, released bool, no
 		obj.Annotations = map[string]string{}
 	}
 	obj.Annotations[AnnotationRecord] = string(v)
-	holder, secs := l.Holder, durationSeconds(l.Duration)
-	acquired := metav1.NewMicroTime(l.AcquiredAt)
+	holder, secs, acquiredAt := l.Holder, durationSeconds(l.Duration), l.AcquiredAt
 	if released {
-		holder, secs, acquired = "", 1, metav1.NewMicroTime(now)
+		holder, secs, acquiredAt = "", 1, now
 	}
 	transitions := prev.transitions
 	if holder != "" && holder != prev.holder && transitions < 1<<31-1 {
 		transitions++
 	}
-	renewed := metav1.NewMicroTime(now)
+	acquired, renewed := distinctTimes(obj.Spec, holder, secs, transitions, acquiredAt, now)
 	obj.Spec.HolderIdentity = &holder
 	obj.Spec.LeaseDurationSeconds = &secs
 	obj.Spec.AcquireTime = &acquired
 	obj.Spec.RenewTime = &renewed
 	obj.Spec.LeaseTransitions = &transitions
 	return nil
+}
+
+// distinctTimes returns the acquireTime and renewTime of a write of
+// holder, secs and transitions over prev, the spec read, so that client-go
+// sees the write as a change. A client-go follower compares the Lease's
+// spec as resourcelock.LeaderElectionRecord marshals it, with both times
+// in whole seconds, and restarts its observed time only when that record
+// changes: writes within one second that differ only in their
+// microseconds look to it like one, its observed time starts at the first
+// of them, and it would take over before the holder's last renewal
+// expired. So:
+//
+//   - renewTime is now, and a holder's renewTime never goes back (a
+//     write of the same holder keeps prev's renewTime if now is earlier);
+//   - a write that client-go would otherwise read as prev (same holder,
+//     duration, transitions and renewTime second) moves acquireTime one
+//     second before prev's.
+//
+// Within one renewTime second a holder's writes thus count acquireTime
+// down from its acquisition, one second per write, and no two of them
+// compare equal; in the next second acquireTime is the acquisition again.
+// renewTime stays the holder's clock (tools that add leaseDurationSeconds
+// to it stay right); acquireTime is off by at most the number of writes
+// per second, minus one.
+func distinctTimes(prev coordv1.LeaseSpec, holder string, secs, transitions int32, acquiredAt, now time.Time) (acquired, renewed metav1.MicroTime) {
+	same := prev.HolderIdentity != nil && *prev.HolderIdentity == holder && holder != ""
+	if same && prev.RenewTime != nil && now.Before(prev.RenewTime.Time) {
+		now = prev.RenewTime.Time
+	}
+	renewed, acquired = metav1.NewMicroTime(now), metav1.NewMicroTime(acquiredAt)
+	if same && prev.LeaseDurationSeconds != nil && *prev.LeaseDurationSeconds == secs &&
+		prev.LeaseTransitions != nil && *prev.LeaseTransitions == transitions &&
+		prev.RenewTime != nil && prev.RenewTime.Unix() == now.Unix() && prev.AcquireTime != nil {
+		if back := time.Unix(prev.AcquireTime.Unix()-1, 0); back.Before(acquiredAt) {
+			acquired = metav1.NewMicroTime(back)
+		}
+	}
+	return acquired, renewed
 }

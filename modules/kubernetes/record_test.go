@@ -1,7 +1,9 @@
 package kubelease
 
 import (
+	"encoding/json"
 	"errors"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +125,69 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// clientGoRecord is what a client-go follower compares between two reads
+// of a Lease: its spec as resourcelock.LeaseLock.Get marshals it.
+func clientGoRecord(t *testing.T, spec coordv1.LeaseSpec) string {
+	t.Helper()
+	raw, err := json.Marshal(resourcelock.LeaseSpecToLeaderElectionRecord(&spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// TestEveryWriteChangesClientGoRecord: a holder renewing many times a
+// second (and once with its clock stepped back) never writes a record
+// that client-go's follower reads as one it saw before, so the follower's
+// observed time restarts at every renewal it sees; renewTime stays the
+// holder's clock, never behind its previous write; acquireTime is never
+// after the acquisition and moves back by less than a second per write.
+func TestEveryWriteChangesClientGoRecord(t *testing.T) {
+	base := time.Unix(1_800_000_000, 0)
+	l := fxelection.Lease{Election: "e", Holder: "a", Incarnation: "i", Term: 5, Duration: 3 * time.Second, AcquiredAt: base.Add(300 * time.Millisecond)}
+	obj := &coordv1.Lease{}
+	var s state
+	seen := map[string]int{}
+	var clocks []time.Duration
+	for i := range 40 {
+		clocks = append(clocks, time.Duration(i)*70*time.Millisecond+300*time.Millisecond)
+	}
+	clocks = append(clocks, 1500*time.Millisecond, 1510*time.Millisecond) // the clock stepped back
+	var prevRenew time.Time
+	for i, c := range clocks {
+		now := base.Add(c)
+		err := apply(obj, s, l, false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := clientGoRecord(t, obj.Spec)
+		if j, dup := seen[rec]; dup {
+			t.Fatalf("write %d (at %v) reads as write %d to client-go: %s", i, c, j, rec)
+		}
+		seen[rec] = i
+		renew, acq := obj.Spec.RenewTime.Time, obj.Spec.AcquireTime.Time
+		if renew.Before(prevRenew) || renew.Before(now) && renew != prevRenew {
+			t.Fatalf("write %d: renewTime %v, previous %v, clock %v", i, renew, prevRenew, now)
+		}
+		if acq.After(l.AcquiredAt) || l.AcquiredAt.Sub(acq) > time.Duration(i+1)*time.Second {
+			t.Fatalf("write %d: acquireTime %v for an acquisition at %v", i, acq, l.AcquiredAt)
+		}
+		prevRenew = renew
+		if s, err = decode(obj, "e"); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.cur.Lease.AcquiredAt; !got.Equal(l.AcquiredAt) {
+			t.Fatalf("write %d: fxelection's record says acquired %v, want %v", i, got, l.AcquiredAt)
+		}
+	}
+	// Once a second has passed since the previous write, acquireTime is
+	// the acquisition again.
+	if err := apply(obj, s, l, false, prevRenew.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.Spec.AcquireTime.Time; !got.Equal(l.AcquiredAt) {
+		t.Fatalf("a write in a new second: acquireTime %v, want %v", got, l.AcquiredAt)
+	}
 }
