@@ -39,13 +39,8 @@ type Backend struct {
 	ensureMu sync.Mutex  // one table creation at a time
 	ensured  atomic.Bool // the table was found or created
 
-	heldMu   sync.Mutex
-	lastHeld map[string]backendkit.Value // by election: the last record read, while it was held (not released)
+	held backendkit.HeldRecords // an item deleted from outside (see Acquire)
 }
-
-// vanishedVersion names, in the expiry tracker, the state "the item that
-// was held is gone": no item version is empty.
-const vanishedVersion = ""
 
 var (
 	_ fxelection.Backend      = (*Backend)(nil)
@@ -180,56 +175,19 @@ func key(election string) map[string]types.AttributeValue {
 }
 
 // read returns election's item; found is false if there is none. It is
-// one strongly consistent GetItem. A record read is noted (note): a held
-// one is what vanished returns until a released one is read.
+// one strongly consistent GetItem. A record read is noted in b.held.
 func (b *Backend) read(ctx context.Context, election string) (s stored, found bool, err error) {
 	s, found, err = b.readItem(ctx, election)
 	if err == nil && found {
-		b.note(election, s.Value)
+		b.held.Saw(election, s.Value)
 	}
-	_, vanished := b.vanished(election)
-	if err != nil || !found && !vanished {
+	if err != nil || !found && !b.held.Vanished(election) {
 		// No observation spans a gap: a failed read, or a missing item
 		// that was not held when last read, starts the watch of the next
 		// write (or of the absence) afresh.
 		b.tracker.Forget(election)
 	}
 	return s, found, err
-}
-
-// note remembers v, read in election, as the record last seen held, or
-// forgets that record if v is released.
-func (b *Backend) note(election string, v backendkit.Value) {
-	b.heldMu.Lock()
-	defer b.heldMu.Unlock()
-	if v.Released {
-		delete(b.lastHeld, election)
-		return
-	}
-	if b.lastHeld == nil {
-		b.lastHeld = make(map[string]backendkit.Value)
-	}
-	b.lastHeld[election] = v
-}
-
-// vanished returns the record this Backend last read held in election
-// (and has not read released since). When the item is now missing, that
-// record was deleted from outside (the package never deletes an item: an
-// operator, a re-created table, DynamoDB TTL), and its holder may still
-// believe it leads until its next renewal, or its RenewDeadline.
-func (b *Backend) vanished(election string) (backendkit.Value, bool) {
-	b.heldMu.Lock()
-	defer b.heldMu.Unlock()
-	v, ok := b.lastHeld[election]
-	return v, ok
-}
-
-// goneExpired records that election's item, last read held as gone, is
-// missing now and reports whether this Backend has seen it missing for
-// gone's whole duration (backendkit.ExpiryTracker: the absence is watched
-// as a write would be, so the holder's lease could have expired).
-func (b *Backend) goneExpired(election string, gone backendkit.Value) bool {
-	return b.tracker.Expired(election, vanishedVersion, gone.Write, gone.Lease.Duration)
 }
 
 func (b *Backend) readItem(ctx context.Context, election string) (stored, bool, error) {
@@ -312,15 +270,9 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 		expired := func() bool {
 			return b.tracker.Expired(req.Election, cur.Lease.Version, cur.Write, cur.Lease.Duration)
 		}
-		if gone, ok := b.vanished(req.Election); !found && ok {
-			// A held item deleted from outside: decided as if it were
-			// still there, then created. Its holder's identity takes it
-			// at once, but with a new term (as if released): the record
-			// may be older than the last one the item held. Others wait
-			// until the absence has lasted its duration.
-			decide, present = gone, true
-			decide.Released = gone.Lease.Holder == req.Identity
-			expired = func() bool { return b.goneExpired(req.Election, gone) }
+		if !found {
+			// An item read held and now missing was deleted from outside.
+			decide, present, expired = b.held.Absent(&b.tracker, req.Election, req.Identity)
 		}
 		next, err := backendkit.Claim(req, decide, present, expired, time.Now())
 		if err != nil {
@@ -342,6 +294,7 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		b.tracker.Forget(req.Election)
+		b.held.Forget(req.Election)
 		next.Version = version
 		next.Metadata = maps.Clone(req.Metadata)
 		return next, nil
@@ -434,6 +387,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 			}
 			return fmt.Errorf("release lease: %w", err)
 		}
+		b.held.Forget(lease.Election)
 		return nil
 	}
 	return fmt.Errorf("release lease: lost %d conditional-write races in a row", acquireAttempts)
@@ -480,6 +434,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
 	b.tracker.Forget(req.Election)
+	b.held.Forget(req.Election)
 	next.Version = version
 	next.Metadata = maps.Clone(req.Metadata)
 	return next, nil
@@ -499,8 +454,10 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 	if err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
-	if gone, ok := b.vanished(election); !found && ok {
-		b.goneExpired(election, gone) // starts the watch of the absence, as Acquire would
+	if !found {
+		if _, deleted, expired := b.held.Absent(&b.tracker, election, ""); deleted {
+			expired() // starts the watch of the absence, as Acquire would
+		}
 	}
 	if !found || cur.Released {
 		return fxelection.Lease{}, backendkit.ErrNoLease

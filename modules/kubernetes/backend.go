@@ -34,14 +34,14 @@ type Backend struct {
 	ns      string
 	sem     chan struct{}
 	tracker backendkit.ExpiryTracker
+	held    backendkit.HeldRecords // a Lease deleted from outside (see claimed)
 	secrets []string
 	push    bool
 	hub     *backendkit.WakeHub
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	names map[string]map[string]int   // Lease name → elections subscribed under it → subscriptions
-	held  map[string]fxelection.Lease // election → the lease this Backend last read held (not released)
+	names map[string]map[string]int // Lease name → elections subscribed under it → subscriptions
 
 	refusal refusal // the watch refused by the API server, reported once
 }
@@ -72,7 +72,6 @@ func New(client kubernetes.Interface, opts Options) (*Backend, error) {
 		push:   !opts.DisablePush,
 		log:    opts.logger(),
 		names:  map[string]map[string]int{},
-		held:   map[string]fxelection.Lease{},
 	}
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
@@ -113,7 +112,7 @@ func (b *Backend) read(ctx context.Context, election string) (obj *coordv1.Lease
 	})
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, vanished := b.lastHeld(election); !vanished {
+		if !b.held.Vanished(election) {
 			b.tracker.Forget(election)
 		}
 		return nil, state{}, false, nil
@@ -127,54 +126,18 @@ func (b *Backend) read(ctx context.Context, election string) (obj *coordv1.Lease
 		return nil, state{}, true, err
 	}
 	s.cur.Lease.Version = version(obj.ResourceVersion, s.nonce)
-	b.mu.Lock()
-	if s.cur.Released {
-		delete(b.held, election)
-	} else {
-		b.held[election] = s.cur.Lease.Clone()
-	}
-	b.mu.Unlock()
+	b.held.Saw(election, s.cur)
 	return obj, s, true, nil
-}
-
-// lastHeld returns the lease this Backend last read held in election's
-// Lease, if its last read did not find it released and no write of its own
-// (an acquisition, hand-over or release) came after.
-func (b *Backend) lastHeld(election string) (fxelection.Lease, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	l, ok := b.held[election]
-	return l, ok
-}
-
-// wrote drops what the last read found in election's Lease: this
-// Backend's own write (Acquire, Transfer, Release) replaced it.
-func (b *Backend) wrote(election string) {
-	b.mu.Lock()
-	delete(b.held, election)
-	b.mu.Unlock()
 }
 
 // claimed is what Acquire decides on over a read: the record and whether
 // there is one, as backendkit.Claim takes them, and the observed-time
 // test of the record. A Lease that is absent after this Backend read it
 // held was deleted from outside (the backend never deletes one, nor does
-// client-go): its holder may still believe until its next renewal finds
-// the Lease gone, so the absence counts as the held lease, observed like
-// a write (backendkit.ExpiryTracker, for the held lease's duration from
-// the first read that found it absent), and is taken over only once that
-// lease could have expired. For the same identity it counts as released
-// (as Claim lets an identity take back its own lease at once, with a new
-// term).
+// client-go): backendkit.HeldRecords decides on its absence.
 func (b *Backend) claimed(election, identity string, s state, found bool) (cur backendkit.Value, exists bool, expired func() bool) {
 	if !found {
-		ghost, vanished := b.lastHeld(election)
-		if !vanished {
-			return backendkit.Value{}, false, nil
-		}
-		return backendkit.Value{Lease: ghost, Released: ghost.Holder == identity}, true, func() bool {
-			return b.tracker.Expired(election, "", "vanished:"+ghost.Version, ghost.Duration)
-		}
+		return b.held.Absent(&b.tracker, election, identity)
 	}
 	return s.cur, true, func() bool {
 		return b.tracker.Expired(election, s.cur.Lease.Version, s.nonce, s.cur.Lease.Duration)
@@ -275,7 +238,7 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
 		b.tracker.Forget(req.Election)
-		b.wrote(req.Election)
+		b.held.Forget(req.Election)
 		if next.Version, err = written(obj, req.Election, rv); err != nil {
 			return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
 		}
@@ -374,7 +337,7 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 		if err != nil {
 			return fmt.Errorf("release lease: %w", err)
 		}
-		b.wrote(lease.Election)
+		b.held.Forget(lease.Election)
 		return nil
 	}
 	return fmt.Errorf("release lease: lost %d optimistic-update races in a row", writeAttempts)
@@ -416,7 +379,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
 	b.tracker.Forget(req.Election)
-	b.wrote(req.Election)
+	b.held.Forget(req.Election)
 	if next.Version, err = written(obj, req.Election, rv); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
