@@ -569,12 +569,53 @@ func (s *suite) semaphoreKilledHolder(t *testing.T) {
 	}
 }
 
-// runContext returns a context for a long case: cancelled when the test
-// ends; limit only guards against a hang.
-func runContext(t *testing.T, limit time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	t.Cleanup(cancel)
-	return ctx
+// progressContext returns a context for a run of lock acquisitions that
+// ends only when the run stalls: when no acquisition has completed for
+// stall (progress reports one). A busy machine slows every acquisition but
+// stops none, so the run's length is no failure; a lock nobody can take
+// is. The run is otherwise bounded by the test binary's own timeout.
+func progressContext(t *testing.T, stall time.Duration) (ctx context.Context, progress func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	tick := make(chan struct{}, 1)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		timer := time.NewTimer(stall)
+		defer timer.Stop()
+		for {
+			select {
+			case <-tick:
+				timer.Reset(stall)
+			case <-timer.C:
+				cancel(fmt.Errorf("no acquisition completed for %v", stall))
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		<-stopped
+		cancel(nil)
+	})
+	return ctx, func() {
+		select {
+		case tick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stallBound is how long a run of contended acquisitions may go without
+// completing one before it counts as stuck: a lock released is taken at
+// the next poll (1.2 × RetryPeriod) at the latest, one that expired
+// instead after LeaseDuration more; four times that, and at least a
+// minute, is slack for a busy machine and slow store calls.
+func (s *suite) stallBound() time.Duration {
+	tm := s.o.Timing
+	return max(time.Minute, 4*(tm.LeaseDuration+tm.RetryPeriod*6/5))
 }
 
 // mutualExclusion: Clients Lockers, each on a backend of its own, take one
@@ -599,7 +640,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 	for i := range lockers {
 		lockers[i] = s.newLocker(t, s.newBackend(t), fmt.Sprint("mx-", i), false)
 	}
-	ctx := runContext(t, 10*time.Minute)
+	ctx, progress := progressContext(t, s.stallBound())
 	var (
 		inside   atomic.Int32
 		accepted atomic.Int64
@@ -640,6 +681,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 					return
 				}
 				accepted.Add(1)
+				progress()
 				if lost != nil && !errors.Is(lost, lock.ErrReleased) {
 					t.Errorf("client %d: the lock (term %d) was lost while held, with no fault injected: %v", i, term, lost)
 				}
@@ -710,7 +752,7 @@ func (s *suite) semaphore(t *testing.T) {
 	for i := range lockers {
 		lockers[i] = s.newLocker(t, s.newBackend(t), fmt.Sprint("sem-", i), false)
 	}
-	ctx := runContext(t, 10*time.Minute)
+	ctx, progress := progressContext(t, s.stallBound())
 	var (
 		holders, most atomic.Int32
 		mu            sync.Mutex
@@ -747,6 +789,7 @@ func (s *suite) semaphore(t *testing.T) {
 				if err := lk.Release(ctx); err != nil {
 					t.Errorf("client %d: Release: %v", i, err)
 				}
+				progress()
 			}
 		})
 	}
