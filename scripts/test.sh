@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# The one test command: installs what the tests need, then runs gofmt, vet and
-# every test with the race detector against real servers started by the tests
-# themselves (internal/testserver) on free loopback ports.
+# The one test command: installs what the tests need, then runs gofmt, vet,
+# staticcheck and the tests with the race detector against real servers
+# started by the tests themselves (internal/testserver) on free loopback
+# ports. The tests come in three tiers (internal/testtier):
 #
-#   ./scripts/test.sh            # everything
-#   ./scripts/test.sh ./modules/redis/...   # some packages
+#   ./scripts/test.sh            # default tier: unit, fake-time, contract, a smoke per store
+#   ./scripts/test.sh --e2e      # default + e2e: end-to-end features, examples, interop (CI)
+#   ./scripts/test.sh --soak     # soak: chaos on every store, pool kills and storms, long fuzzing
+#   ./scripts/test.sh ./modules/redis/...   # some packages (any tier)
 #
-# Every phase (gofmt, vet, go test -race, fuzzing) runs even after one
-# fails; the run ends with the failed tests and the line
+# Every phase (gofmt, vet, staticcheck, go test -race, fuzzing) runs even
+# after one fails; the run ends with the failed tests and the line
 # "N passed, N failed, N skipped", and exits non-zero if anything failed.
 # Under CI=true a test whose server binary is missing fails instead of skipping.
 #
-# Knobs (environment): FUZZTIME (inputs or time per fuzz target, 0 skips
-# fuzzing), TEST_P and TEST_PARALLEL (go test -p and -parallel, default 4),
+# Knobs (environment): FUZZTIME (inputs or time per fuzz target; the soak
+# tier fuzzes, the others run the seed corpora only), TEST_P and
+# TEST_PARALLEL (go test -p and -parallel, default 4),
 # FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED (a longer or replayed
 # chaos run).
 #
@@ -24,6 +28,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '==> %s\n' "$*"; }
+
+# The tier: flags first, then packages.
+tier=default
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--e2e) tier=e2e; shift ;;
+	--soak) tier=soak; shift ;;
+	--) shift; break ;;
+	-*) echo "test.sh: unknown flag $1 (--e2e, --soak)" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+case $tier in
+default) export FXELECTION_TEST_TIERS=default ;;
+e2e) export FXELECTION_TEST_TIERS=default,e2e ;;
+soak) export FXELECTION_TEST_TIERS=soak ;;
+esac
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -193,8 +214,10 @@ run_phases() {
 	# (-parallel) run at once than there are cores; every test must pass
 	# with the cores oversubscribed anyway. The nested modules run beside
 	# the root's packages; their output follows the root's.
-	phase "go test -race (-p $TEST_P -parallel $TEST_PARALLEL)"
+	phase "go test -race, tiers $FXELECTION_TEST_TIERS (-p $TEST_P -parallel $TEST_PARALLEL)"
 	testflags=(test -race -count=1 -timeout 40m -json -p "$TEST_P" -parallel "$TEST_PARALLEL")
+	# The soak tier is the tests named TestSoak… (and long fuzzing below).
+	if [ "$tier" = soak ]; then testflags+=(-run '^TestSoak'); fi
 	nested_out=$(mktemp -d)
 	for m in "${!sub_pkgs[@]}"; do
 		# shellcheck disable=SC2086 # the list is space-separated on purpose
@@ -214,15 +237,17 @@ run_phases() {
 	cat "$nested_out"/*.json 2>/dev/null
 	rm -rf "$nested_out"
 
-	# Fuzzing: the seed corpus of every Fuzz target already ran above as a
-	# unit test; on a full run each target also fuzzes for FUZZTIME (default
-	# 10000x: that many inputs; FUZZTIME=0 skips this step; FUZZTIME=2000000x
-	# or 10m to hunt for longer on demand). The default is a count, not a
+	# Fuzzing: the seed corpus of every Fuzz target runs above as a unit
+	# test (default tier); the soak tier also fuzzes each target for
+	# FUZZTIME (default 100000x: that many inputs; FUZZTIME=2000000x or 10m
+	# to hunt for longer; FUZZTIME in another tier fuzzes there too). The
+	# default is a count, not a
 	# duration: Go 1.26's fuzz coordinator can fail a duration-bounded run
 	# with "context deadline exceeded" when a starved worker is mid-input at
 	# the deadline (golang/go#75804, fixed in Go 1.27), and a count has no
 	# deadline to race.
-	fuzztime=${FUZZTIME:-10000x}
+	fuzztime=${FUZZTIME:-0}
+	if [ "$tier" = soak ]; then fuzztime=${FUZZTIME:-100000x}; fi
 	if [ "$fuzztime" != 0 ] && [ ${#args[@]} -eq 0 ]; then
 		targets=$(git grep -E '^func Fuzz[A-Za-z0-9_]+\(' -- '*_test.go' 2>/dev/null ||
 			grep -rE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . || true)

@@ -4,7 +4,9 @@
 // they come, prints a package's verdict when it ends and a failed test's
 // output when it fails, prints a progress line whenever nothing else was
 // printed for -every (30 s by default), and ends with the failed tests and
-// the line "N passed, N failed, N skipped", its last line.
+// the line "N passed, N failed, N skipped", its last line. A test skipped
+// because its tier is not being run (internal/testtier) is not a skip: the
+// line then ends "(N in tiers not run)".
 //
 // Counts are of tests, subtests included, not of packages; a test that
 // failed only because a subtest did is not counted again. A package that
@@ -31,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func main() {
@@ -93,6 +97,9 @@ type report struct {
 	build    map[string]*test // build output by import path
 	passed   int
 	skipped  int
+	// otherTier counts the tests skipped because their tier is not being
+	// run (internal/testtier): not skips, since no server was missing.
+	otherTier int
 	failures []string
 	anyTest  bool
 	// phaseFailures is len(failures) when the current phase started.
@@ -242,6 +249,11 @@ func (r *report) event(e event) {
 		r.passed++
 		delete(p.tests, e.Test)
 	case "skip":
+		if t != nil && slices.ContainsFunc(t.out, func(l string) bool { return strings.Contains(l, testtier.SkipPrefix) }) {
+			r.otherTier++
+			delete(p.tests, e.Test)
+			return
+		}
 		r.skipped++
 		if t != nil && os.Getenv("CI") == "true" {
 			r.printf("--- SKIP %s %s\n", e.Package, e.Test)
@@ -323,7 +335,11 @@ func (r *report) progress() {
 }
 
 func (r *report) counts() string {
-	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.passed, r.failed(), r.skipped)
+	s := fmt.Sprintf("%d passed, %d failed, %d skipped", r.passed, r.failed(), r.skipped)
+	if r.otherTier > 0 {
+		s += fmt.Sprintf(" (%d in tiers not run)", r.otherTier)
+	}
+	return s
 }
 
 // failed counts the failures (a parent failed only through its subtests

@@ -147,3 +147,24 @@ func TestKeepsTheLastLines(t *testing.T) {
 		t.Errorf("kept %d, dropped %d", len(tt.out), tt.dropped)
 	}
 }
+
+func TestOtherTierIsNotASkip(t *testing.T) {
+	in := `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0.1}
+{"Action":"run","Package":"p","Test":"TestSoakChaos"}
+{"Action":"output","Package":"p","Test":"TestSoakChaos","Output":"    chaos_test.go:9: testtier: in the soak tier (FXELECTION_TEST_TIERS=soak, or ./scripts/test.sh --soak)\n"}
+{"Action":"skip","Package":"p","Test":"TestSoakChaos","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestRedis"}
+{"Action":"output","Package":"p","Test":"TestRedis","Output":"    redis_test.go:9: redis-server not installed\n"}
+{"Action":"skip","Package":"p","Test":"TestRedis","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":0.3}
+`
+	out, ok := run(t, in)
+	if !ok {
+		t.Errorf("a green run was reported failed:\n%s", out)
+	}
+	if got, want := lastLine(out), "1 passed, 0 failed, 1 skipped (1 in tiers not run)"; got != want {
+		t.Errorf("last line %q, want %q\n%s", got, want, out)
+	}
+}
