@@ -88,20 +88,20 @@ type pkg struct {
 }
 
 type report struct {
-	mu       sync.Mutex
-	w        io.Writer
-	now      func() time.Time
-	start    time.Time
-	printed  time.Time // when anything was last printed
-	pkgs     map[string]*pkg
-	build    map[string]*test // build output by import path
-	passed   int
-	skipped  int
+	mu      sync.Mutex
+	w       io.Writer
+	now     func() time.Time
+	start   time.Time
+	printed time.Time // when anything was last printed
+	pkgs    map[string]*pkg
+	build   map[string]*test // build output by import path
+	passed  int
+	skipped int
 	// otherTier counts the tests skipped because their tier is not being
 	// run (internal/testtier): not skips, since no server was missing.
 	otherTier int
-	failures []string
-	anyTest  bool
+	failures  []string
+	anyTest   bool
 	// phaseFailures is len(failures) when the current phase started.
 	phaseFailures int
 }
