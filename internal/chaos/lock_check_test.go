@@ -1,4 +1,4 @@
-package electiontest
+package chaos
 
 import (
 	"strings"
@@ -9,12 +9,12 @@ import (
 // its analysis made-up recordings.
 
 func testLockChaos(keys int, lose bool) *lockChaos {
-	o, fb := LockChaosOptions{Target: "127.0.0.1:1", Seed: 1, Keys: keys, RestartLosesLeases: lose}.withDefaults()
-	return newLockChaos(nil, o, fb)
+	o := Options{Target: "127.0.0.1:1", Seed: 1, Locks: true, Keys: keys, RestartLosesLeases: lose}.withDefaults()
+	return newLockChaos(nil, o)
 }
 
 func addLockClient(lc *lockChaos, identity string) *lockClient {
-	cl := newLockClient(len(lc.all)+1, identity, len(lc.keys))
+	cl := newLockClient(memberBase{id: len(lc.all) + 1, identity: identity}, len(lc.keys))
 	lc.all = append(lc.all, cl)
 	return cl
 }
@@ -35,7 +35,7 @@ func held(cl *lockClient, k int, term uint64, acquired, end float64, released bo
 	return h
 }
 
-func hasLockViolation(r *LockChaosReport, substr string) bool {
+func hasLockViolation(r *Report, substr string) bool {
 	for _, v := range r.Violations {
 		if strings.Contains(v, substr) {
 			return true
