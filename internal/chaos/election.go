@@ -210,26 +210,14 @@ func (c *chaos) fenceWrite(ctx context.Context, inst *instance, term uint64) {
 // lateWrite writes term after a pause of up to two leases, whatever
 // happened to the leadership meanwhile.
 func (c *chaos) lateWrite(term uint64) {
-	pause := time.Duration(rand.Int64N(int64(2 * c.o.Timing.LeaseDuration)))
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTimer(pause)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			return
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	c.late(func(time.Duration) {
 		if term < c.highest {
 			c.fenced.staleRejected++
 		} else {
 			c.highest = term
 			c.fenced.staleAccepted++
 		}
-	}()
+	})
 }
 
 // sample runs every millisecond until done: each live elector's Lease().

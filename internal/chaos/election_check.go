@@ -230,7 +230,7 @@ func (c *chaos) analyse() *Report {
 			if s.first < earliest && !documented(s.first, s.first) {
 				violate("leader %s (last seen leading at %v) crashed at %v; %s led from %v, before its lease could expire (not before %v); faults on %s: %s; on %s: %s",
 					cr.inst.identity, ms(believed), ms(cr.at), s.inst.identity, ms(s.first), ms(earliest),
-					cr.inst.identity, c.history(cr.inst, cr.at), s.inst.identity, c.history(s.inst, s.first))
+					cr.inst.identity, c.history(cr.inst, cr.at, cr.inst.cbs), s.inst.identity, c.history(s.inst, s.first, s.inst.cbs))
 			}
 			break
 		}
@@ -304,26 +304,6 @@ func lastBelief(inst *instance, t time.Duration) (time.Duration, bool) {
 		}
 	}
 	return at, ok
-}
-
-// history lists the faults on inst (and the cluster) in the 10 s before t.
-func (c *chaos) history(inst *instance, t time.Duration) string {
-	out := ""
-	for _, f := range c.faults {
-		if f.inst == inst && f.start <= t && f.start >= t-10*time.Second {
-			end := "-"
-			if f.end >= 0 {
-				end = f.end.Round(time.Millisecond).String()
-			}
-			out += fmt.Sprintf("%s %v…%s; ", f.kind, f.start.Round(time.Millisecond), end)
-		}
-	}
-	for _, cb := range inst.cbs {
-		if cb.at <= t && cb.at >= t-10*time.Second {
-			out += fmt.Sprintf("%s(%d)@%v; ", cb.kind, cb.term, cb.at.Round(time.Millisecond))
-		}
-	}
-	return out
 }
 
 // convergence returns how long after from exactly one of ivs covered an

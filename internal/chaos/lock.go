@@ -292,22 +292,9 @@ func (lc *lockChaos) fencedWrite(cl *lockClient, k int, lk *lock.Lock, h *lockHo
 }
 
 // lateWrite writes term to key k's log after a pause of up to two leases,
-// whatever happened meanwhile. Called with mu held.
+// whatever happened meanwhile.
 func (lc *lockChaos) lateWrite(k int, term uint64) {
-	pause := time.Duration(rand.Int64N(int64(2 * lc.o.Timing.LeaseDuration)))
-	lc.wg.Add(1)
-	go func() {
-		defer lc.wg.Done()
-		t := time.NewTimer(pause)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-lc.ctx.Done():
-			return
-		}
-		at := lc.now()
-		lc.mu.Lock()
-		defer lc.mu.Unlock()
+	lc.late(func(at time.Duration) {
 		f := lc.logs[k]
 		if term < f.highest {
 			f.staleRefused++
@@ -316,7 +303,7 @@ func (lc *lockChaos) lateWrite(k int, term uint64) {
 		f.highest = term
 		f.staleAccepted++
 		f.log = append(f.log, fencedWrite{at: at, term: term, late: true})
-	}()
+	})
 }
 
 func (lc *lockChaos) releaseError(cl *lockClient, err error) {
@@ -522,7 +509,7 @@ func (lc *lockChaos) analyse() *Report {
 				r.Overlaps++
 				violate("%s held by %s (term %d, %v…%v%s) and %s (term %d, %v…%v%s) at once from %v to %v; faults on %s: %s; on %s: %s",
 					lc.keys[k], a.cl.identity, a.term, ms(a.acquired), ms(a.end), causeOf(a), b.cl.identity, b.term, ms(b.acquired), ms(b.end), causeOf(b),
-					ms(lo), ms(hi), a.cl.identity, lc.history(a.cl, hi), b.cl.identity, lc.history(b.cl, hi))
+					ms(lo), ms(hi), a.cl.identity, lc.history(a.cl, hi, nil), b.cl.identity, lc.history(b.cl, hi, nil))
 			}
 		}
 	}
@@ -609,22 +596,4 @@ func causeOf(h *lockHold) string {
 		return ", released"
 	}
 	return ""
-}
-
-// history lists the faults on cl (and the cluster) in the 10 s before t.
-func (lc *lockChaos) history(cl *lockClient, t time.Duration) string {
-	out := ""
-	for _, f := range lc.faults {
-		if f.inst == cl && f.start <= t && f.start >= t-10*time.Second {
-			end := "-"
-			if f.end >= 0 {
-				end = f.end.Round(time.Millisecond).String()
-			}
-			out += fmt.Sprintf("%s %v…%s; ", f.kind, f.start.Round(time.Millisecond), end)
-		}
-	}
-	if out == "" {
-		return "none"
-	}
-	return out
 }

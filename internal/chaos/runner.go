@@ -689,3 +689,48 @@ func (r *runner[M]) report() *Report {
 func (r *runner[M]) documented(lo, hi time.Duration) bool {
 	return r.o.RestartLosesLeases && inRestartWindow(r.downWindows, r.o.Timing.RenewDeadline+r.o.Slack, lo, hi)
 }
+
+// late runs write, under mu, after a pause of up to two leases (unless
+// the run ends first): a late write, as a paused process would make.
+func (r *runner[M]) late(write func(at time.Duration)) {
+	pause := time.Duration(rand.Int64N(int64(2 * r.o.Timing.LeaseDuration)))
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+			return
+		}
+		at := r.now()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		write(at)
+	}()
+}
+
+// history lists the faults on inst (and the cluster) and the callbacks
+// cbs in the 10 s before t.
+func (r *runner[M]) history(inst M, t time.Duration, cbs []record) string {
+	out := ""
+	for _, f := range r.faults {
+		if f.inst == inst && f.start <= t && f.start >= t-10*time.Second {
+			end := "-"
+			if f.end >= 0 {
+				end = f.end.Round(time.Millisecond).String()
+			}
+			out += fmt.Sprintf("%s %v…%s; ", f.kind, f.start.Round(time.Millisecond), end)
+		}
+	}
+	for _, cb := range cbs {
+		if cb.at <= t && cb.at >= t-10*time.Second {
+			out += fmt.Sprintf("%s(%d)@%v; ", cb.kind, cb.term, cb.at.Round(time.Millisecond))
+		}
+	}
+	if out == "" {
+		return "none"
+	}
+	return out
+}
