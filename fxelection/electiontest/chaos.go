@@ -21,17 +21,18 @@ type ChaosServer interface {
 // NewChaosClient builds a backend whose client reaches the store at addr
 // (a Proxy's address, "127.0.0.1:PORT"), as a separate process would, and
 // a function that closes that client. RunChaos calls it for every elector
-// it starts.
+// or lock client it starts.
 type NewChaosClient func(addr string) (backend fxelection.Backend, closeClient func(), err error)
 
 // ChaosOptions configures RunChaos. Zero fields take the documented
 // defaults.
 type ChaosOptions struct {
-	// Target is the store's address, "host:port". Every elector's client
-	// reaches it through a Proxy of its own. Required.
+	// Target is the store's address, "host:port". Every member's client
+	// (an elector's, a lock client's) reaches it through a Proxy of its
+	// own. Required.
 	Target string
 
-	// NewClient builds one elector's backend on a proxy's address.
+	// NewClient builds one member's backend on a proxy's address.
 	// Required.
 	NewClient NewChaosClient
 
@@ -42,10 +43,10 @@ type ChaosOptions struct {
 	// RestartLosesLeases says a killed and restarted server comes back
 	// without its leases (memcached, Redis without persistence, an
 	// emulator that loses its last writes). The guarantees table documents
-	// that another candidate may then lead while the old leader still
-	// believes it leads, until its next renewal fails: overlaps that end
-	// within RenewDeadline + Slack of a kill are counted as documented, not
-	// as failures.
+	// that another candidate may then lead (or hold a key) while the old
+	// one still believes it does, until its next renewal fails: overlaps
+	// from a kill until RenewDeadline + Slack after the server is back are
+	// counted as documented, not as failures.
 	RestartLosesLeases bool
 
 	// Candidates is how many electors campaign at once, or how many lock
@@ -66,7 +67,7 @@ type ChaosOptions struct {
 	// report names it. FXELECTION_CHAOS_SEED overrides it.
 	Seed uint64
 
-	// Timing is the electors' timing. Defaults: LeaseDuration 3s,
+	// Timing is the electors' or Lockers' timing. Defaults: LeaseDuration 3s,
 	// RenewDeadline 2s, RetryPeriod 400ms (a RenewDeadline defaults to 2/3
 	// and a RetryPeriod to 2/15 of a LeaseDuration that is set).
 	Timing Timing
@@ -77,8 +78,9 @@ type ChaosOptions struct {
 	MeanGap time.Duration
 
 	// FailoverBound is how long after a leader crashes another elector
-	// must lead, when one could; the long partitions last longer than it. Default: LeaseDuration + 1.2×RetryPeriod,
-	// the bound of a server-authoritative store. Observed-time stores need
+	// must lead, when one could; the long partitions last longer than it.
+	// Default: LeaseDuration + 1.2×RetryPeriod, the bound of a
+	// server-authoritative store. Observed-time stores need
 	// LeaseDuration + 2.4×RetryPeriod (a follower first sees the record at
 	// its next poll, then waits a full lease on its own clock).
 	FailoverBound time.Duration
@@ -92,7 +94,8 @@ type ChaosOptions struct {
 	// Slack is added to every timing bound for scheduling delays and store
 	// round trips on a loaded machine. It never applies to the overlap
 	// and term checks, which hold at every instant. Default: 2s or
-	// RetryPeriod, whichever is longer.
+	// RetryPeriod, whichever is longer. It never applies to the fencing
+	// checks either.
 	Slack time.Duration
 }
 
