@@ -6,21 +6,22 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
-// TestPool runs electiontest.CheckPool (256 shards over 4 workers, a
+// TestPool runs storetest.CheckPool (256 shards over 4 workers, a
 // fifth joining, one cut off) against a real PostgreSQL server, each
 // worker with a pool of its own, with slack on every bound for a loaded
 // machine.
 func TestPool(t *testing.T) {
 	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	d := dsn(t)
-	electiontest.CheckPool(t, func(t *testing.T) fxelection.Backend {
+	storetest.CheckPool(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "pool", pglease.Options{})
 		return b
-	}, electiontest.PoolOptions{
+	}, storetest.PoolOptions{
 		// fxelection's default timing (lease 15s, renew deadline 10s, retry
 		// 2s): 1,280 electors under the race detector on a machine whose two
 		// cores are oversubscribed four times over must keep their leases.
@@ -32,7 +33,7 @@ func TestPool(t *testing.T) {
 	})
 }
 
-// TestPoolKill runs electiontest.CheckPoolKill against a real PostgreSQL
+// TestPoolKill runs storetest.CheckPoolKill against a real PostgreSQL
 // server: 256 shards over 4 workers, three here and one in a child process
 // (this test binary running TestPoolChild), which is killed with SIGKILL;
 // its shards must be owned again within LeaseDuration plus two
@@ -40,10 +41,10 @@ func TestPool(t *testing.T) {
 func TestPoolKill(t *testing.T) {
 	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	d := dsn(t)
-	electiontest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
+	storetest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "pool", pglease.Options{})
 		return b
-	}, electiontest.PoolKillOptions{
+	}, storetest.PoolKillOptions{
 		Timing: electiontest.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		Slack:  20 * time.Second, // generous: CI runs this beside other packages under -race
 		Addr:   d,
@@ -53,7 +54,7 @@ func TestPoolKill(t *testing.T) {
 // TestPoolChild is TestPoolKill's child worker (its TestMain starts no
 // server then); in any other run it returns at once.
 func TestPoolChild(t *testing.T) {
-	electiontest.RunPoolChild(t, func(t *testing.T, dsn string) fxelection.Backend {
+	storetest.RunPoolChild(t, func(t *testing.T, dsn string) fxelection.Backend {
 		b, _ := newBackend(t, dsn, "pool-child", pglease.Options{})
 		return b
 	})

@@ -6,19 +6,20 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-// TestPool runs electiontest.CheckPool (256 shards over 4 workers, a
+// TestPool runs storetest.CheckPool (256 shards over 4 workers, a
 // fifth joining, one cut off) against a real redis-server, each worker
 // with a client of its own, with slack on every bound for a loaded
 // machine.
 func TestPool(t *testing.T) {
 	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	srv := newServer(t, testserver.RedisOptions{})
-	electiontest.CheckPool(t, func(t *testing.T) fxelection.Backend {
+	storetest.CheckPool(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, srv.Addr(), Options{})
-	}, electiontest.PoolOptions{
+	}, storetest.PoolOptions{
 		// fxelection's default timing (lease 15s, renew deadline 10s, retry
 		// 2s): 1,280 electors under the race detector on a machine whose two
 		// cores are oversubscribed four times over must keep their leases.
@@ -30,7 +31,7 @@ func TestPool(t *testing.T) {
 	})
 }
 
-// TestPoolKill runs electiontest.CheckPoolKill against a real
+// TestPoolKill runs storetest.CheckPoolKill against a real
 // redis-server: 256 shards over 4 workers, three here and one in a child
 // process (this test binary running TestPoolChild), which is killed with
 // SIGKILL; its shards must be owned again within LeaseDuration plus two
@@ -38,9 +39,9 @@ func TestPool(t *testing.T) {
 func TestPoolKill(t *testing.T) {
 	testserver.Exclusive(t, "pool") // one heavy pool test at a time on this machine
 	srv := newServer(t, testserver.RedisOptions{})
-	electiontest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
+	storetest.CheckPoolKill(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, srv.Addr(), Options{})
-	}, electiontest.PoolKillOptions{
+	}, storetest.PoolKillOptions{
 		Timing: electiontest.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		Slack:  20 * time.Second, // generous: CI runs this beside other packages under -race
 		Addr:   srv.Addr(),
@@ -50,7 +51,7 @@ func TestPoolKill(t *testing.T) {
 // TestPoolChild is TestPoolKill's child worker; in any other run it
 // returns at once.
 func TestPoolChild(t *testing.T) {
-	electiontest.RunPoolChild(t, func(t *testing.T, addr string) fxelection.Backend {
+	storetest.RunPoolChild(t, func(t *testing.T, addr string) fxelection.Backend {
 		return newBackend(t, addr, Options{})
 	})
 }

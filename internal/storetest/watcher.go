@@ -1,4 +1,4 @@
-package electiontest
+package storetest
 
 import (
 	"context"
