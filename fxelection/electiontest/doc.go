@@ -2,14 +2,9 @@
 // test it on a real store: the conformance suite (RunBackendTests; its Locks
 // part runs package lock on the backend, with LockOptions and a
 // FencedCounter, which CheckFencedCounter checks and package fencedcounter
-// keeps in Redis), fault scenarios against the store's server
-// (RunFaultTests), the chaos schedule (RunChaos, with Proxy, a
-// fault-injecting TCP proxy), Watcher and push wake-up checks
-// (RunWatcherTest, CheckPushHandover), hostile records and names for a
-// decoder and its fuzz target (RawRecord, HostileRecords, CheckDecoded,
-// CheckRecordRefused, CheckElectionNames), pool checks (CheckPool;
-// CheckPoolKill, with RunPoolChild, kills a worker process for real), and
-// the benchmarks every backend shares (RunBackendBenchmarks,
-// RunHandoverBenchmark). The fault-injecting Backend wrapper is package
-// fxelection/electiontest/faultinject.
+// keeps in Redis), the chaos schedule (RunChaos, with Proxy, a
+// fault-injecting TCP proxy), and hostile records and names for a decoder
+// and its fuzz target (RawRecord, HostileRecords, CheckDecoded,
+// CheckRecordRefused, CheckElectionNames). The fault-injecting Backend
+// wrapper is package fxelection/electiontest/faultinject.
 package electiontest

@@ -9,6 +9,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
+	"github.com/fxelection/fxelection/internal/storetest"
 )
 
 // TestConformance runs the core's conformance suite, end-to-end part
@@ -75,7 +76,7 @@ func TestConformance(t *testing.T) {
 // (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	eps := sharedCluster(t).Endpoints()
-	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+	storetest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, Options{}, eps...)
 	})
 }
