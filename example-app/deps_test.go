@@ -2,8 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -14,8 +12,8 @@ import (
 // program gets it by importing a test-helper package (electiontest), which
 // is why the demo's fault injection comes from faultinject.
 func TestBinaryDoesNotLinkTesting(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goBin, "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, ".").Output()
+	// go test puts its own toolchain's bin first on PATH.
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, ".").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}

@@ -114,7 +114,7 @@ func TestReloadKeepsUnchangedElections(t *testing.T) {
 	if err := os.WriteFile(file, []byte(doc(keep, election("change", `, "metadata": {"v": "{env.FXE_TEST_CLIENT_ONLY}"}`, `"shared"`))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr = reloadEnv(t, []string{"FXE_TEST_CLIENT_ONLY=x"}, "--config", file, "--admin", admin)
+	code, _, stderr = reloadEnv(t, []string{"FXE_TEST_CLIENT_ONLY=x"}, "--config", file, "--admin", admin)
 	if code != 2 || !strings.HasPrefix(stderr, "example-app: "+file+": elections[1].metadata.v: placeholder: {env.NAME}: not allowed here") {
 		t.Errorf("reload of a document the server rejects: exit %d, stderr %q; want 2 naming elections[1].metadata.v", code, stderr)
 	}

@@ -178,14 +178,19 @@ done
 if [ $# -eq 0 ] || [[ " ${pkgs[*]} " == *" ./... "* ]]; then
 	for m in "${nested[@]}"; do sub_pkgs[$m]="./..."; done
 fi
-# go_each ARGS…: go ARGS… on the root's packages, then in each nested module.
-go_each() {
-	if [ ${#root_pkgs[@]} -gt 0 ]; then go "$@" "${root_pkgs[@]}"; fi
+# each CMD ARGS…: CMD ARGS… on the root's packages, then in each nested
+# module; fails if any of them failed.
+each() {
+	local rc=0
+	if [ ${#root_pkgs[@]} -gt 0 ]; then "$@" "${root_pkgs[@]}" || rc=$?; fi
 	for m in "${!sub_pkgs[@]}"; do
 		# shellcheck disable=SC2086 # the list is space-separated on purpose
-		(cd "$m" && go "$@" ${sub_pkgs[$m]})
+		(cd "$m" && "$@" ${sub_pkgs[$m]}) || rc=$?
 	done
+	return "$rc"
 }
+# go_each ARGS…: go ARGS… on the root's packages, then in each nested module.
+go_each() { each go "$@"; }
 
 # Every phase runs even after one fails; testreport (internal/testreport)
 # turns `go test -json` into a package line per package, a failed test's
@@ -193,6 +198,9 @@ go_each() {
 # and ends with the failures and the line "N passed, N failed, N skipped".
 mkdir -p .cache/bin
 go build -o .cache/bin/testreport ./internal/testreport
+# staticcheck: pinned by the wrapper module internal/tools/staticcheck (its
+# go.mod), built by internal/tools/build.sh into .cache/bin once per version.
+internal/tools/build.sh staticcheck
 
 phase() { log "$1"; echo "##testreport phase $1"; }
 failed() { echo "##testreport exit $1 $2"; }
@@ -208,6 +216,11 @@ run_phases() {
 
 	phase "go vet"
 	go_each vet || failed "go vet" $?
+
+	# staticcheck's checks, each exception justified where it is made
+	# (staticcheck.conf at a module's root, //lint:ignore at the line).
+	phase "staticcheck"
+	each "$PWD/.cache/bin/staticcheck" || failed "staticcheck" $?
 
 	# The tests mostly wait (for leases to expire, faults to end, servers
 	# to start), so more packages (-p) and parallel conformance cases

@@ -25,11 +25,11 @@ func TestHeldRecords(t *testing.T) {
 		if !h.Vanished("e") {
 			t.Fatal("a held record read: its absence is a delete from outside")
 		}
-		cur, exists, expired := h.Absent(&tr, "e", "a")
+		cur, exists, _ := h.Absent(&tr, "e", "a")
 		if !exists || !cur.Released || cur.Lease.Term != 3 {
 			t.Fatalf("for its holder: %+v %v, want the record, released", cur, exists)
 		}
-		cur, exists, expired = h.Absent(&tr, "e", "b")
+		cur, exists, expired := h.Absent(&tr, "e", "b")
 		if !exists || cur.Released || cur.Lease.Holder != "a" {
 			t.Fatalf("for another: %+v %v, want the held record", cur, exists)
 		}

@@ -280,10 +280,7 @@ func wrongType(want string, n any) error {
 	return fmt.Errorf("%w: want %s, got %s", ErrWrongType, want, jsonKind(n))
 }
 
-var (
-	durationType        = reflect.TypeFor[time.Duration]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
+var durationType = reflect.TypeFor[time.Duration]()
 
 // decode stores tree value n into v (settable), reporting errors at p.
 // JSON null leaves v unchanged.

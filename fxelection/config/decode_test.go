@@ -268,6 +268,9 @@ func TestUnmarshal(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Unmarshal(%s) = %v, want %q", tc.doc, err, tc.want)
 		}
+		if s.private != 0 {
+			t.Errorf("Unmarshal(%s) set the unexported field to %d", tc.doc, s.private)
+		}
 	}
 	if err := config.Unmarshal([]byte(`{}`), settings{}); err == nil {
 		t.Error("Unmarshal into a non-pointer: no error")

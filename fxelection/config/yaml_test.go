@@ -13,7 +13,7 @@ import (
 
 func TestParseYAML(t *testing.T) {
 	l := config.Loader{LookupEnv: env(map[string]string{"PW": secret, "NODE": "node-7"})}
-	d, err := l.ParseYAML([]byte(`
+	_, err := l.ParseYAML([]byte(`
 backends:
   shared: {module: fxelection.backends.memory}
 timing: &timing
@@ -41,7 +41,7 @@ elections:
 	if err == nil || !strings.Contains(err.Error(), "timing: unknown key") {
 		t.Fatalf("anchor holder at top level: %v", err)
 	}
-	d, err = l.ParseYAML([]byte(`
+	d, err := l.ParseYAML([]byte(`
 backends:
   shared: {module: fxelection.backends.memory}
 elections:

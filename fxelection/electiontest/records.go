@@ -126,7 +126,8 @@ func CheckRecordRefused(t testing.TB, b fxelection.Backend, r backendkit.Acquire
 	if !errors.Is(err, backendkit.ErrInvalidRecord) {
 		t.Fatalf("Acquire: %v, want ErrInvalidRecord", err)
 	}
-	if strings.ContainsAny(err.Error(), "\x1b\x07\xff") {
+	// ContainsRune(…, utf8.RuneError) finds any invalid UTF-8 (0xff).
+	if msg := err.Error(); strings.ContainsAny(msg, "\x1b\x07") || strings.ContainsRune(msg, utf8.RuneError) {
 		t.Fatalf("error carries stored bytes unescaped: %q", err)
 	}
 	if l, err := b.Get(electiontesting.Context(t), r.Election); !errors.Is(err, backendkit.ErrInvalidRecord) {

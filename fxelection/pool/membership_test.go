@@ -202,8 +202,7 @@ func TestJoinerThatDiesGetsNoShards(t *testing.T) {
 // member slots' durations asked for.
 type floored struct {
 	fxelection.Backend
-	min    time.Duration
-	report bool // whether it reports min (backendkit.MinDurationer)
+	min time.Duration
 
 	mu    sync.Mutex
 	slots []time.Duration

@@ -11,7 +11,7 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
-	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,29 +24,35 @@ import (
 // missing from order, and names of order that are not files of the package,
 // are reported as errors.
 func Upward(dir string, order []string) ([]string, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.SkipObjectResolution)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(pkgs) != 1 {
-		return nil, fmt.Errorf("layers: %d packages in %s", len(pkgs), dir)
-	}
-	var files []*ast.File
 	rank := map[string]int{}
 	for i, f := range order {
 		rank[f] = i
 	}
-	for _, p := range pkgs {
-		for name, f := range p.Files {
-			base := filepath.Base(name)
-			if _, ok := rank[base]; !ok {
-				return nil, fmt.Errorf("layers: %s is not in the order", base)
-			}
-			files = append(files, f)
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, e := range entries {
+		base := e.Name()
+		if e.IsDir() || !strings.HasSuffix(base, ".go") || strings.HasSuffix(base, "_test.go") {
+			continue
 		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, base), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) > 0 && f.Name.Name != files[0].Name.Name {
+			return nil, fmt.Errorf("layers: packages %s and %s in %s", files[0].Name.Name, f.Name.Name, dir)
+		}
+		if _, ok := rank[base]; !ok {
+			return nil, fmt.Errorf("layers: %s is not in the order", base)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("layers: no package in %s", dir)
 	}
 	if len(files) != len(order) {
 		return nil, fmt.Errorf("layers: the order names %d files, the package has %d", len(order), len(files))

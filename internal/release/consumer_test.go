@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -36,12 +35,10 @@ func main() {
 }
 `
 
-// goCommand returns the go command of the toolchain running the test.
+// goCommand returns the go command of the toolchain running the test: go
+// test puts its own toolchain's bin first on PATH.
 func goCommand(t *testing.T) string {
 	t.Helper()
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); isFile(p) {
-		return p
-	}
 	p, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command: %v", err)

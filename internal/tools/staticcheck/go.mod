@@ -1,0 +1,18 @@
+// Builds staticcheck (honnef.co/go/tools/cmd/staticcheck, the version this
+// module requires) for scripts/test.sh's staticcheck phase. A module of its
+// own so that the root module and the nested ones do not depend on
+// honnef.co/go/tools; internal/tools/build.sh builds it into .cache/bin.
+module github.com/fxelection/fxelection/internal/tools/staticcheck
+
+go 1.26.8
+
+tool honnef.co/go/tools/cmd/staticcheck
+
+require (
+	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
+	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
+	honnef.co/go/tools v0.8.2 // indirect
+)
