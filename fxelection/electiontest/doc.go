@@ -1,8 +1,7 @@
 // Package electiontest is what the author of an fxelection.Backend needs to
-// test it on a real store: the conformance suite (RunBackendTests; its Locks
-// part runs package lock on the backend, with LockOptions and a
-// FencedCounter, which CheckFencedCounter checks and package fencedcounter
-// keeps in Redis), fault scenarios against the store's server
+// test it on a real store: the conformance suite (RunBackendTests: the
+// storage contract, then a smoke run of real electors and of package
+// lock's Lockers on the backend), fault scenarios against the store's server
 // (RunFaultTests), the chaos schedule (RunChaos, with Proxy, a
 // fault-injecting TCP proxy), Watcher and push wake-up checks
 // (RunWatcherTest, CheckPushHandover), hostile records and names for a

@@ -1,4 +1,4 @@
-package electiontest
+package featuretest
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // safety margin itself, so this case proves that the backend cannot hold
 // the step-down hostage (the wedged call never returns while it checks),
 // not the tightness of the bound.
-func (s *suite) stepDownWhileBackendHangs(t *testing.T) {
+func (s *env) stepDownWhileBackendHangs(t *testing.T) {
 	for _, batched := range []bool{false, true} {
 		name := "Direct"
 		if batched {
@@ -69,7 +69,7 @@ func (h lostHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func (s *suite) stepDownHang(t *testing.T, batched bool) {
+func (s *env) stepDownHang(t *testing.T, batched bool) {
 	tm := s.o.Timing
 	var (
 		f *faultinject.Backend
