@@ -151,4 +151,3 @@ func Check(t *testing.T, c Counter) {
 		t.Fatalf("Accepted of a key never written: %v, %v; want none", got, err)
 	}
 }
-

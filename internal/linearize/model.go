@@ -34,10 +34,10 @@ type Kind uint8
 // The outcomes.
 const (
 	OK      Kind = iota // nil error (a lease for Acquire, Renew, Get)
-	Held                   // *backendkit.HeldError
-	Lost                   // backendkit.ErrLeaseLost
-	NoLease                // backendkit.ErrNoLease
-	Unknown                // the call may or may not have taken effect
+	Held                // *backendkit.HeldError
+	Lost                // backendkit.ErrLeaseLost
+	NoLease             // backendkit.ErrNoLease
+	Unknown             // the call may or may not have taken effect
 )
 
 // Lease is the part of a lease the model compares.
