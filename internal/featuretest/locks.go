@@ -20,7 +20,7 @@ import (
 	"github.com/fxelection/fxelection/internal/fencedcounter"
 )
 
-// semaphoreSize is the size of the Locks part's semaphores.
+// semaphoreSize is the size of the lock cases' semaphores.
 const semaphoreSize = 3
 
 // lockOptions are the Lockers' options for identity id.
