@@ -78,6 +78,7 @@ func TestConformanceFeatures(t *testing.T) {
 		opts Options
 	}{{"Push", Options{}}, {"Polling", Options{SequentialTerms: true, DisablePush: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			featuretest.Run(t, func(t *testing.T) fxelection.Backend {
 				return newBackend(t, srv.Addr(), tc.opts)
 			}, opts)
