@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/featuretest"
 )
 
@@ -16,4 +17,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestMemory(t *testing.T) {
 	t.Run("Full", func(t *testing.T) { featuretest.RunMemory(t, false) })
 	t.Run("Plain", func(t *testing.T) { featuretest.RunMemory(t, true) })
+}
+
+// TestPackageDoc: the docs go doc shows name no unexported identifier of
+// the package.
+func TestPackageDoc(t *testing.T) {
+	doctest.CheckPackageDoc(t, doctest.Want{})
 }

@@ -5,10 +5,17 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/fencedcounter"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestPackageDoc: the docs go doc shows name no unexported identifier of
+// the package.
+func TestPackageDoc(t *testing.T) {
+	doctest.CheckPackageDoc(t, doctest.Want{})
+}
 
 // TestPrivateRedis: the counter on a Redis of the test's own fences its
 // reads and writes.
