@@ -13,6 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // TestChaos runs five candidates on one store for an hour of fake time while
@@ -20,9 +21,19 @@ import (
 // renewals, lost leases, resignations, graceful and abrupt restarts. The
 // guarantees must hold throughout: no two candidates ever believe they lead
 // at the same instant, the term rises with every change of holder, and once the faults stop a leader is elected within a lease and a
-// few retries. Each seed is one reproducible schedule.
-func TestChaos(t *testing.T) {
-	for seed := range uint64(6) {
+// few retries. Each seed is one reproducible schedule. One seed runs in
+// the default tier (the core's own check); TestSoakChaos runs six.
+func TestChaos(t *testing.T) { chaosSeeds(t, 1) }
+
+// TestSoakChaos is TestChaos with seeds 0 to 5.
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
+	chaosSeeds(t, 6)
+}
+
+// chaosSeeds runs the schedules of seeds 0 to n-1.
+func chaosSeeds(t *testing.T, n uint64) {
+	for seed := range n {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { chaos(t, seed) })
 		})

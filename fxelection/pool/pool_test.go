@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/pool"
+	"github.com/fxelection/fxelection/internal/storetest"
 )
 
 // TestPoolFakeTime runs CheckPool on the in-memory backend in fake time,
@@ -22,7 +22,7 @@ func TestPoolFakeTime(t *testing.T) {
 		// an order the scheduler picks. Measured over 300 runs: the spread
 		// took at most three RetryPeriods in 299, 3.6 in one; joins took
 		// at most 3.75 of their five.
-		electiontest.CheckPool(t, func(*testing.T) fxelection.Backend { return store }, electiontest.PoolOptions{Slack: 500 * time.Millisecond})
+		storetest.CheckPool(t, func(*testing.T) fxelection.Backend { return store }, storetest.PoolOptions{Slack: 500 * time.Millisecond})
 	})
 }
 

@@ -4,7 +4,8 @@
 // they come, prints a package's verdict when it ends and a failed test's
 // output when it fails, prints a progress line whenever nothing else was
 // printed for -every (30 s by default), and ends with the failed tests and
-// the line "N passed, N failed, N skipped", its last line. A test skipped
+// the line "N passed, N failed, N skipped", its last line, after the ten
+// slowest packages and top-level tests. A test skipped
 // because its tier is not being run (internal/testtier) is not a skip: the
 // line then ends "(N in tiers not run)".
 //
@@ -24,6 +25,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -87,6 +89,15 @@ type pkg struct {
 	failed  bool             // a test in it failed
 }
 
+// timing is how long a package or a top-level test ran.
+type timing struct {
+	name    string
+	elapsed float64
+}
+
+// slowest is how many packages and tests the closing lists name.
+const slowest = 10
+
 type report struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -97,6 +108,9 @@ type report struct {
 	build   map[string]*test // build output by import path
 	passed  int
 	skipped int
+	// elapsed holds each ended package's time and each ended top-level
+	// test's, for the slowest lists at the end.
+	pkgTimes, testTimes []timing
 	// otherTier counts the tests skipped because their tier is not being
 	// run (internal/testtier): not skips, since no server was missing.
 	otherTier int
@@ -200,6 +214,7 @@ func (r *report) event(e event) {
 		case "skip": // no test files
 			delete(r.pkgs, e.Package)
 		case "pass":
+			r.pkgTimes = append(r.pkgTimes, timing{e.Package, e.Elapsed})
 			if len(p.tests) == 0 {
 				r.printf("ok   %s %.1fs\n", e.Package, e.Elapsed)
 			} else {
@@ -207,6 +222,7 @@ func (r *report) event(e event) {
 			}
 			delete(r.pkgs, e.Package)
 		case "fail":
+			r.pkgTimes = append(r.pkgTimes, timing{e.Package, e.Elapsed})
 			r.printf("FAIL %s %.1fs\n", e.Package, e.Elapsed)
 			// A test still running when the package failed (a panic or a
 			// timeout) is where it failed: show its output too.
@@ -230,6 +246,9 @@ func (r *report) event(e event) {
 		return
 	}
 	t := p.tests[e.Test]
+	if (e.Action == "pass" || e.Action == "fail") && !strings.Contains(e.Test, "/") {
+		r.testTimes = append(r.testTimes, timing{e.Package + " " + e.Test, e.Elapsed})
+	}
 	switch e.Action {
 	case "run":
 		r.anyTest = true
@@ -366,6 +385,21 @@ func (r *report) finish() bool {
 			r.printf("  %s\n", f)
 		}
 	}
+	r.printSlowest("packages", r.pkgTimes)
+	r.printSlowest("tests", r.testTimes)
 	r.printf("took %s\n%s\n", r.now().Sub(r.start).Round(time.Second), r.counts())
 	return len(r.failures) == 0 && r.anyTest
+}
+
+// printSlowest prints the slowest of ts, longest first.
+func (r *report) printSlowest(what string, ts []timing) {
+	if len(ts) == 0 {
+		return
+	}
+	ts = slices.Clone(ts)
+	slices.SortStableFunc(ts, func(a, b timing) int { return cmp.Compare(b.elapsed, a.elapsed) })
+	r.printf("\nSlowest %s:\n", what)
+	for _, t := range ts[:min(slowest, len(ts))] {
+		r.printf("  %7.1fs %s\n", t.elapsed, strings.TrimPrefix(t.name, "github.com/fxelection/fxelection/"))
+	}
 }

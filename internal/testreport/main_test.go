@@ -167,4 +167,7 @@ func TestOtherTierIsNotASkip(t *testing.T) {
 	if got, want := lastLine(out), "1 passed, 0 failed, 1 skipped (1 in tiers not run)"; got != want {
 		t.Errorf("last line %q, want %q\n%s", got, want, out)
 	}
+	if !strings.Contains(out, "Slowest packages:\n      0.3s p\n") || !strings.Contains(out, "Slowest tests:\n      0.1s p TestA\n") {
+		t.Errorf("output lacks the slowest lists:\n%s", out)
+	}
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on the package's private Azurite: five candidates, each with its own
 // client behind its own fault-injecting proxy, partitions, latency, crashes,
 // restarts, resignations, whole-cluster outages and kill -9 of the emulator.
@@ -30,7 +31,8 @@ import (
 // (it saves its state on an interval): the restart hook re-creates it, as
 // an operator would, so that the schedule tests the election rather than a
 // missing container.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv := server(t)
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
 		Target:             srv.Addr(),

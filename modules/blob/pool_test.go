@@ -17,9 +17,6 @@ import (
 // RenewDeadline, which Azure refuses (every member slot refused, the first
 // worker keeping every shard).
 func TestPoolSpreadsWithDefaultTimings(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out real RetryPeriods")
-	}
 	var b backendkit.Backend = newBackend(t, bloblease.Options{})
 	if got := backendkit.MinLeaseDuration(b); got != bloblease.MinDuration {
 		t.Fatalf("MinLeaseDuration %v, want %v", got, bloblease.MinDuration)

@@ -7,10 +7,11 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	ddblease "github.com/fxelection/fxelection/modules/dynamodb"
 )
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on a DynamoDB Local of its own whose tables are in a file, so that they
 // survive kill -9 (no overlap is allowed): five candidates, each with its
 // own client behind its own fault-injecting proxy, partitions, latency,
@@ -20,8 +21,8 @@ import (
 // clock, so failover and convergence take up to LeaseDuration + 2.4 ×
 // RetryPeriod. FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED make it
 // a long run.
-func TestChaos(t *testing.T) {
-	testserver.SkipShort(t, "a chaos run of 40 s on a DynamoDB Local of its own")
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv := testserver.NewDynamoDB(t, testserver.DynamoDBOptions{})
 	if err := ddblease.CreateTable(ctxT(t), clientOn(t, srv.Endpoint(), 0), table); err != nil {
 		t.Fatal(err)

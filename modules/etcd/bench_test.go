@@ -11,6 +11,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/storetest"
 )
 
 // Run: go test -run '^$' -bench . -benchtime 2s -count 3 ./ (inside
@@ -18,10 +19,10 @@ import (
 // The embedded etcd runs without fsync unless FXELECTION_ETCD_FSYNC=1.
 
 // BenchmarkBackend measures the four operations as an elector uses them
-// (electiontest.RunBackendBenchmarks) on the embedded one-member etcd.
+// (storetest.RunBackendBenchmarks) on the embedded one-member etcd.
 func BenchmarkBackend(b *testing.B) {
 	eps := sharedCluster(b).Endpoints()
-	electiontest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
+	storetest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
 		return newBackend(tb, Options{}, eps...)
 	}, 10*time.Second)
 }
@@ -82,7 +83,7 @@ func BenchmarkHandover(b *testing.B) {
 					b.Cleanup(be.Subscribe("bench-keepalive", func() {}))
 				}
 			}
-			electiontest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, electiontest.HandoverOptions{
+			storetest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, storetest.HandoverOptions{
 				Timing:      electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
 				RandomPhase: !mode.push,
 			})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testtier"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
@@ -66,14 +67,15 @@ func (c *chaosMember) Restart() error {
 	return c.m.Restart()
 }
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on an embedded one-member etcd of its own: five candidates, each with its
 // own etcd client behind its own fault-injecting proxy, partitions, latency,
 // crashes, restarts, resignations, whole-cluster outages and stops and
 // restarts of the etcd member (acknowledged writes survive, so no overlap is
 // allowed). FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED make it a
 // long run.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	c := etcdtest.Start(t, etcdtest.Options{})
 	m := c.Members[0]
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
@@ -107,7 +109,8 @@ func TestChaos(t *testing.T) {
 // must return anyway, since RunChaos heals the stalled proxy holding such a
 // connection from the goroutine that calls Kill, and Restart must wait for
 // the stop and bring the member back.
-func TestChaosMemberKillWithSilentConnection(t *testing.T) {
+func TestSoakChaosMemberKillWithSilentConnection(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	c := etcdtest.Start(t, etcdtest.Options{})
 	m := c.Members[0]
 	conn, err := net.Dial("tcp", strings.TrimPrefix(m.Endpoint(), "http://"))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 )
 
 // TestConformance runs the core's conformance suite (contract and smoke)
@@ -70,7 +71,7 @@ func TestConformance(t *testing.T) {
 // (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	eps := sharedCluster(t).Endpoints()
-	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+	storetest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, Options{}, eps...)
 	})
 }

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/storetest"
 )
 
 // TestPushWakesFollower: with a retry period far longer than the test's
 // bound, a follower takes over a released lease only thanks to the watch.
 func TestPushWakesFollower(t *testing.T) {
 	eps := sharedCluster(t).Endpoints()
-	electiontest.CheckPushHandover(t, newBackend(t, Options{}, eps...), newBackend(t, Options{}, eps...), electiontest.PushOptions{
+	storetest.CheckPushHandover(t, newBackend(t, Options{}, eps...), newBackend(t, Options{}, eps...), storetest.PushOptions{
 		Retry: 30 * time.Second, Wait: leaderLimit, Handover: 10 * time.Second,
 	})
 }

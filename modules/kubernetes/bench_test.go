@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	kubelease "github.com/fxelection/fxelection/modules/kubernetes"
 )
 
@@ -25,9 +26,9 @@ const benchHandovers = 100
 var benchTiming = electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}
 
 // BenchmarkBackend measures the four operations as an elector uses them
-// (electiontest.RunBackendBenchmarks) on the package's API server.
+// (storetest.RunBackendBenchmarks) on the package's API server.
 func BenchmarkBackend(b *testing.B) {
-	electiontest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
+	storetest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
 		return newBackend(tb, kubelease.Options{})
 	}, 10*time.Second)
 }
@@ -48,7 +49,7 @@ func BenchmarkHandover(b *testing.B) {
 					b.Cleanup(be.Subscribe("bench-keepalive", func() {}))
 				}
 			}
-			electiontest.RunHandoverBenchmark(b, [2]fxelection.Backend{bs[0], bs[1]}, electiontest.HandoverOptions{
+			storetest.RunHandoverBenchmark(b, [2]fxelection.Backend{bs[0], bs[1]}, storetest.HandoverOptions{
 				Timing: benchTiming, Handovers: benchHandovers, RandomPhase: !mode.push,
 			})
 		})
@@ -114,6 +115,6 @@ func BenchmarkHandover(b *testing.B) {
 		}
 		leader.cancel()
 		<-leader.done
-		electiontest.ReportHandovers(b, lat)
+		storetest.ReportHandovers(b, lat)
 	})
 }

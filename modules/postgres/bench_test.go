@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -16,7 +17,7 @@ import (
 // the leader's renewal, Get, and taking a free lease and releasing it.
 func BenchmarkBackend(b *testing.B) {
 	d := dsn(b)
-	electiontest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
+	storetest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
 		be, _ := newBackend(tb, d, "bench", pglease.Options{})
 		if err := be.CreateTable(context.Background()); err != nil {
 			tb.Fatal(err)
@@ -44,7 +45,7 @@ func BenchmarkHandover(b *testing.B) {
 				b.Cleanup(be.Subscribe("bench-keepalive", func() {}))
 				backends[i] = be
 			}
-			electiontest.RunHandoverBenchmark(b, backends, electiontest.HandoverOptions{
+			storetest.RunHandoverBenchmark(b, backends, storetest.HandoverOptions{
 				Timing:      electiontest.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond},
 				RandomPhase: true,
 			})

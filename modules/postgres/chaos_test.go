@@ -9,16 +9,18 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testtier"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on the package's private PostgreSQL: five candidates, each with its own
 // pool behind its own fault-injecting proxy, partitions, latency, crashes,
 // restarts, resignations, whole-cluster outages and kill -9 of the
 // postmaster (committed rows survive, so no overlap is allowed).
 // FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED make it a long run.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv := server(t)
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
 		Target: srv.Addr(),

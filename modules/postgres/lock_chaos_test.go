@@ -9,11 +9,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testtier"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
-// TestLockChaos runs the chaos kit's lock schedule
-// (electiontest.RunLockChaos) on the package's private PostgreSQL: five
+// TestSoakLockChaos runs the chaos kit's lock schedule
+// (electiontest.RunChaos with Locks) on the package's private PostgreSQL: five
 // clients, each with its own pool and lock.Locker behind its own
 // fault-injecting proxy, locking two keys through partitions, latency,
 // resets, crashes, restarts, whole-cluster outages and kill -9 of the
@@ -21,9 +22,11 @@ import (
 // holds of a key may overlap, terms strictly increase per key, the fenced
 // log refuses no live write. FXELECTION_CHAOS_DURATION and
 // FXELECTION_CHAOS_SEED make it a long run.
-func TestLockChaos(t *testing.T) {
+func TestSoakLockChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv := server(t)
-	electiontest.RunLockChaos(t, electiontest.LockChaosOptions{
+	electiontest.RunChaos(t, electiontest.ChaosOptions{
+		Locks:  &electiontest.LockWorkload{},
 		Target: srv.Addr(),
 		Server: srv,
 		NewClient: func(addr string) (fxelection.Backend, func(), error) {

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
@@ -33,7 +33,7 @@ var (
 // before the Close and see the server's own process waiter).
 func TestMain(m *testing.M) {
 	testserver.Main(m, func() func() error {
-		if electiontest.InPoolChild() {
+		if storetest.InPoolChild() {
 			return nil // TestPoolKill's child: it uses its parent's server
 		}
 		private = testserver.StartPrivate(startPostgres, nil)

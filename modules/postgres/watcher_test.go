@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
@@ -12,7 +12,7 @@ import (
 // leader (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	d := dsn(t)
-	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+	storetest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "watch", pglease.Options{})
 		return b
 	})

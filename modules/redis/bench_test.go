@@ -17,6 +17,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -230,7 +231,7 @@ func BenchmarkHandover(b *testing.B) {
 			if mode.push {
 				keepSubscribed(b, backends)
 			}
-			electiontest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, electiontest.HandoverOptions{
+			storetest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, storetest.HandoverOptions{
 				Timing: electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
 			})
 		})

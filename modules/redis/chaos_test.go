@@ -9,9 +9,10 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on a real redis-server: five candidates, each with its own client behind
 // its own fault-injecting proxy, partitions, latency, crashes, restarts,
 // resignations, whole-cluster outages and kill -9 of the server. The server
@@ -19,7 +20,8 @@ import (
 // the reply, so a killed server comes back with its leases and no overlap is
 // allowed. FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED make it a
 // long run.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv := newServer(t, testserver.RedisOptions{AppendOnly: true})
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
 		Target: srv.Addr(),

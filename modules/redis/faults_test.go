@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestFaults(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
-	electiontest.RunFaultTests(t, electiontest.FaultHooks{
+	storetest.RunFaultTests(t, storetest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBackend(t, srv.Addr(), Options{}) },
 		Server:     srv,
 		Flush: func(t *testing.T) {
@@ -73,5 +73,5 @@ func TestReacquireAfterCrash(t *testing.T) {
 // bound, a follower takes over a released lease only thanks to push.
 func TestPushWakesFollower(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	electiontest.CheckPushHandover(t, newBackend(t, srv.Addr(), Options{}), newBackend(t, srv.Addr(), Options{}), electiontest.PushOptions{})
+	storetest.CheckPushHandover(t, newBackend(t, srv.Addr(), Options{}), newBackend(t, srv.Addr(), Options{}), storetest.PushOptions{})
 }

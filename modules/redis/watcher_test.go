@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -12,7 +12,7 @@ import (
 // (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	addr := newServer(t, testserver.RedisOptions{}).Addr()
-	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+	storetest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, addr, Options{})
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 )
 
 // Run: go test -run '^$' -bench . -benchtime 2s -count 3 ./ (inside
@@ -14,10 +15,10 @@ import (
 // write is fsynced to the transaction log before it is acknowledged).
 
 // BenchmarkBackend measures the four operations as an elector uses them
-// (electiontest.RunBackendBenchmarks) on the shared standalone ZooKeeper.
+// (storetest.RunBackendBenchmarks) on the shared standalone ZooKeeper.
 func BenchmarkBackend(b *testing.B) {
 	addr := server(b)
-	electiontest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
+	storetest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
 		return newBackend(tb, Options{}, addr)
 	}, 10*time.Second)
 }
@@ -33,7 +34,7 @@ func BenchmarkHandover(b *testing.B) {
 	}{{"watch", true}, {"poll-100ms", false}} {
 		b.Run(mode.name, func(b *testing.B) {
 			backends := [2]fxelection.Backend{newBackend(b, Options{DisablePush: !mode.push}, addr), newBackend(b, Options{DisablePush: !mode.push}, addr)}
-			electiontest.RunHandoverBenchmark(b, backends, electiontest.HandoverOptions{
+			storetest.RunHandoverBenchmark(b, backends, storetest.HandoverOptions{
 				Timing:      electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
 				RandomPhase: !mode.push,
 			})

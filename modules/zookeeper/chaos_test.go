@@ -9,6 +9,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // chaosSession is the chaos candidates' session timeout: the schedule's
@@ -17,7 +18,7 @@ import (
 // the schedule's failover bound.
 const chaosSession = 3 * time.Second
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on a ZooKeeper of its own: five candidates, each with its own connection
 // (so its own session) behind its own fault-injecting proxy, partitions,
 // latency, crashes (the proxy cut, then the connection closed: the session
@@ -25,7 +26,8 @@ const chaosSession = 3 * time.Second
 // SIGKILL and restart of ZooKeeper (acknowledged writes and sessions
 // survive, so no overlap is allowed). FXELECTION_CHAOS_DURATION and
 // FXELECTION_CHAOS_SEED make it a long run.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	z := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
 		Target: z.Addr(),

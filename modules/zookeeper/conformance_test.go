@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -115,7 +116,7 @@ func TestConformance(t *testing.T) {
 // (graceful hand-over, stop, cut) within its documented bound.
 func TestWatcher(t *testing.T) {
 	addr := server(t)
-	electiontest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
+	storetest.RunWatcherTest(t, func(t *testing.T) fxelection.Backend {
 		return newBackend(t, Options{}, addr)
 	})
 }

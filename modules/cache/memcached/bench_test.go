@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -16,7 +17,7 @@ import (
 // BenchmarkBackend measures the operations as an elector uses them.
 func BenchmarkBackend(b *testing.B) {
 	srv := testserver.NewMemcached(b, testserver.MemcachedOptions{})
-	electiontest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
+	storetest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
 		return newBackend(tb, srv.Addr(), cachelease.Options{})
 	}, 10*time.Second)
 }
@@ -28,7 +29,7 @@ func BenchmarkBackend(b *testing.B) {
 func BenchmarkHandover(b *testing.B) {
 	srv := testserver.NewMemcached(b, testserver.MemcachedOptions{})
 	backends := [2]fxelection.Backend{newBackend(b, srv.Addr(), cachelease.Options{}), newBackend(b, srv.Addr(), cachelease.Options{})}
-	electiontest.RunHandoverBenchmark(b, backends, electiontest.HandoverOptions{
+	storetest.RunHandoverBenchmark(b, backends, storetest.HandoverOptions{
 		Timing:      electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
 		RandomPhase: true,
 	})

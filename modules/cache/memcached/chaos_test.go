@@ -9,10 +9,11 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on a real memcached: five candidates, each with its own client behind its
 // own fault-injecting proxy, partitions, latency, crashes, restarts,
 // resignations, whole-cluster outages and kill -9 of the server. memcached
@@ -22,7 +23,8 @@ import (
 // seconds (a lease is stored for ceil(LeaseDuration)+1 s), which lengthens
 // failover by up to 2 s. FXELECTION_CHAOS_DURATION and FXELECTION_CHAOS_SEED
 // make it a long run.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	tm := electiontest.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond}
 	electiontest.RunChaos(t, electiontest.ChaosOptions{

@@ -12,6 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
@@ -23,7 +24,7 @@ func TestFaults(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	admin := newClient(t, srv.Addr())
 	keys := newBackend(t, srv.Addr(), cachelease.Options{})
-	electiontest.RunFaultTests(t, electiontest.FaultHooks{
+	storetest.RunFaultTests(t, storetest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBackend(t, srv.Addr(), cachelease.Options{}) },
 		Server:     srv,
 		Flush: func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/storetest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -15,7 +16,7 @@ import (
 // BenchmarkBackend measures the operations as an elector uses them.
 func BenchmarkBackend(b *testing.B) {
 	srv, _ := newServer(b)
-	electiontest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
+	storetest.RunBackendBenchmarks(b, func(tb testing.TB) fxelection.Backend {
 		return newBackend(tb, srv.URL(), cachelease.Options{})
 	}, 10*time.Second)
 }
@@ -40,7 +41,7 @@ func BenchmarkHandover(b *testing.B) {
 				}
 				time.Sleep(500 * time.Millisecond)
 			}
-			electiontest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, electiontest.HandoverOptions{
+			storetest.RunHandoverBenchmark(b, [2]fxelection.Backend{backends[0], backends[1]}, storetest.HandoverOptions{
 				Timing:      electiontest.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond},
 				RandomPhase: !mode.push,
 			})

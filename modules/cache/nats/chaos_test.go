@@ -9,10 +9,11 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
+	"github.com/fxelection/fxelection/internal/testtier"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-// TestChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
+// TestSoakChaos runs the conformance kit's chaos schedule (electiontest.RunChaos)
 // on a real nats-server with JetStream: five candidates, each with its own
 // connection behind its own fault-injecting proxy, partitions, latency,
 // crashes, restarts, resignations, whole-cluster outages and kill -9 of the
@@ -20,7 +21,8 @@ import (
 // store uses observed time, so failover and convergence take up to
 // LeaseDuration + 2.4 × RetryPeriod. FXELECTION_CHAOS_DURATION and
 // FXELECTION_CHAOS_SEED make it a long run.
-func TestChaos(t *testing.T) {
+func TestSoakChaos(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	srv, _ := newServer(t)
 	tm := electiontest.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond}
 	bound := tm.LeaseDuration + 3*tm.RetryPeriod // ≥ LeaseDuration + 2.4 × RetryPeriod

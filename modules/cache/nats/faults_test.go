@@ -13,6 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/storetest"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -27,7 +28,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := jsOf(t, connect(t, srv.URL()))
-	electiontest.RunFaultTests(t, electiontest.FaultHooks{
+	storetest.RunFaultTests(t, storetest.FaultHooks{
 		NewBackend: func(t *testing.T) fxelection.Backend { return newBucketBackend(t, srv.URL(), cachelease.Options{}) },
 		Server:     srv,
 		Empty: func(t *testing.T) {
@@ -62,7 +63,7 @@ func TestFaults(t *testing.T) {
 // watch.
 func TestPushWakesFollower(t *testing.T) {
 	srv, _ := newServer(t)
-	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), newBackend(t, srv.URL(), cachelease.Options{}), electiontest.PushOptions{})
+	storetest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), newBackend(t, srv.URL(), cachelease.Options{}), storetest.PushOptions{})
 }
 
 // TestBadInput: empty and invalid bucket names, bad prefixes and hostile
@@ -121,7 +122,7 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 	var woken atomic.Int32
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
 	electiontesting.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
-	electiontest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, electiontest.PushOptions{
+	storetest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, storetest.PushOptions{
 		BeforeStop: func(t *testing.T) {
 			if err := srv.Kill(); err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package electiontest
+package chaos
 
 import (
 	"strings"
@@ -9,12 +9,12 @@ import (
 // its analysis made-up recordings.
 
 func testLockChaos(keys int, lose bool) *lockChaos {
-	o, fb := LockChaosOptions{Target: "127.0.0.1:1", Seed: 1, Keys: keys, RestartLosesLeases: lose}.withDefaults()
-	return newLockChaos(nil, o, fb)
+	o := Options{Target: "127.0.0.1:1", Seed: 1, Locks: true, Keys: keys, RestartLosesLeases: lose}.withDefaults()
+	return newLockChaos(nil, o)
 }
 
 func addLockClient(lc *lockChaos, identity string) *lockClient {
-	cl := newLockClient(len(lc.all)+1, identity, len(lc.keys))
+	cl := newLockClient(memberBase{id: len(lc.all) + 1, identity: identity}, len(lc.keys))
 	lc.all = append(lc.all, cl)
 	return cl
 }
@@ -33,15 +33,6 @@ func held(cl *lockClient, k int, term uint64, acquired, end float64, released bo
 	cl.holds[k] = append(cl.holds[k], h)
 	cl.acquired[k]++
 	return h
-}
-
-func hasLockViolation(r *LockChaosReport, substr string) bool {
-	for _, v := range r.Violations {
-		if strings.Contains(v, substr) {
-			return true
-		}
-	}
-	return false
 }
 
 func TestLockChaosCheckClean(t *testing.T) {
@@ -75,7 +66,7 @@ func TestLockChaosCheckOverlap(t *testing.T) {
 	held(a, 0, 10, 1, 5, false)
 	held(b, 0, 11, 4.999, 6, true)
 	r := lc.analyse()
-	if r.Overlaps != 1 || !hasLockViolation(r, "at once from 4.999s to 5s") {
+	if r.Overlaps != 1 || !hasViolation(r, "at once from 4.999s to 5s") {
 		t.Fatalf("overlap not caught: %+v", r)
 	}
 }
@@ -140,10 +131,10 @@ func TestLockChaosCheckTerms(t *testing.T) {
 	held(b, 0, 9, 3, 4, true)
 	held(a, 0, 10, 5, 6, true)
 	r := lc.analyse()
-	if !hasLockViolation(r, "term 9 taken by b at 3s after term 10 taken by a at 1s") {
+	if !hasViolation(r, "term 9 taken by b at 3s after term 10 taken by a at 1s") {
 		t.Fatalf("decreasing term not caught: %v", r.Violations)
 	}
-	if !hasLockViolation(r, "term 10 taken twice") {
+	if !hasViolation(r, "term 10 taken twice") {
 		t.Fatalf("repeated term not caught: %v", r.Violations)
 	}
 }
@@ -156,10 +147,10 @@ func TestLockChaosCheckFencedLog(t *testing.T) {
 	lc.logs[0].refusedLive = []fencedWrite{{at: sec(1.5), term: 10, highest: 11, hold: ha}}
 	lc.logs[0].log = []fencedWrite{{at: sec(1), term: 11}, {at: sec(3), term: 10}}
 	r := lc.analyse()
-	if r.LiveRefused != 1 || !hasLockViolation(r, "refused term 10 of a at 1.5s while its Context was live") {
+	if r.LiveRefused != 1 || !hasViolation(r, "refused term 10 of a at 1.5s while its Context was live") {
 		t.Fatalf("live write refused not caught: %v", r.Violations)
 	}
-	if !hasLockViolation(r, "accepted term 10 at 3s after term 11") {
+	if !hasViolation(r, "accepted term 10 at 3s after term 11") {
 		t.Fatalf("fenced log accepting a lower term not caught: %v", r.Violations)
 	}
 }
@@ -171,8 +162,8 @@ func TestLockChaosCheckEvents(t *testing.T) {
 	held(a, 0, 11, 3, 4, false)
 	a.ends[0] = a.ends[0][:1] // the second Lock, never released, never ended
 	r := lc.analyse()
-	if !hasLockViolation(r, "2 acquisitions returned, 2 reported by the Observer, 1 Context ends reported") ||
-		!hasLockViolation(r, "(term 11, acquired at 3s) never ended") {
+	if !hasViolation(r, "2 acquisitions returned, 2 reported by the Observer, 1 Context ends reported") ||
+		!hasViolation(r, "(term 11, acquired at 3s) never ended") {
 		t.Fatalf("missing Context end not caught: %v", r.Violations)
 	}
 }
@@ -182,7 +173,7 @@ func TestLockChaosCheckIndependence(t *testing.T) {
 	a, b := addLockClient(lc, "a"), addLockClient(lc, "b")
 	held(a, 0, 10, 1, 2, true)
 	held(b, 1, 3, 2.5, 3, true)
-	if r := lc.analyse(); !hasLockViolation(r, "no two keys were ever held at the same instant") {
+	if r := lc.analyse(); !hasViolation(r, "no two keys were ever held at the same instant") {
 		t.Fatalf("keys never held at once not caught: %v", r.Violations)
 	}
 }

@@ -1,4 +1,4 @@
-package electiontest
+package storetest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/pool"
 	"github.com/fxelection/fxelection/internal/electiontesting"
@@ -21,7 +22,7 @@ type PoolOptions struct {
 	Shards, Workers int
 	// Timing of the shards and member records. Default: LeaseDuration 3s,
 	// RenewDeadline 2s, RetryPeriod 500ms.
-	Timing Timing
+	Timing electiontest.Timing
 	// Slack is added to every time bound: scheduling on a loaded machine
 	// (0 on fake time, where the bounds are exact).
 	Slack time.Duration
@@ -68,7 +69,7 @@ type PoolFigures struct {
 //
 // Each bound gets opts.Slack on top. It works on fake time (testing/synctest
 // with the in-memory backend) as well as against real stores.
-func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigures {
+func CheckPool(t *testing.T, newBackend electiontest.NewBackend, opts PoolOptions) PoolFigures {
 	t.Helper()
 	opts.Shards, opts.Workers, opts.Timing = poolDefaults(opts.Shards, opts.Workers, opts.Timing)
 	tm := opts.Timing
@@ -171,7 +172,7 @@ func CheckPool(t *testing.T, newBackend NewBackend, opts PoolOptions) PoolFigure
 }
 
 // poolDefaults fills in the zero values of a pool check's size and timing.
-func poolDefaults(shards, workers int, tm Timing) (int, int, Timing) {
+func poolDefaults(shards, workers int, tm electiontest.Timing) (int, int, electiontest.Timing) {
 	if shards == 0 {
 		shards = 256
 	}
@@ -179,7 +180,7 @@ func poolDefaults(shards, workers int, tm Timing) (int, int, Timing) {
 		workers = 4
 	}
 	if tm.LeaseDuration == 0 {
-		tm = Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+		tm = electiontest.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
 	}
 	return shards, workers, tm
 }
@@ -205,7 +206,7 @@ func poolShardName(i int) string { return fmt.Sprintf("s%03d", i) }
 
 // startWorker starts a worker of pool name on backend, its shards'
 // electors observed by the recorders. The caller stops it.
-func (ps *poolShards) startWorker(t *testing.T, name, identity string, tm Timing, backend fxelection.Backend) *pool.Pool {
+func (ps *poolShards) startWorker(t *testing.T, name, identity string, tm electiontest.Timing, backend fxelection.Backend) *pool.Pool {
 	t.Helper()
 	p, err := pool.New(pool.Config{
 		Name: name, Shards: ps.names, Identity: identity,

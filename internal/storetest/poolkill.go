@@ -1,4 +1,4 @@
-package electiontest
+package storetest
 
 import (
 	"bytes"
@@ -10,13 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/internal/names"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/pool"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -33,7 +34,7 @@ type PoolKillOptions struct {
 	Shards, Workers int
 	// Timing of the shards and member records. Default: LeaseDuration 3s,
 	// RenewDeadline 2s, RetryPeriod 500ms.
-	Timing Timing
+	Timing electiontest.Timing
 	// Slack is added to every time bound: scheduling on a loaded machine.
 	Slack time.Duration
 	// Addr is what the child's RunPoolChild passes to its backend
@@ -50,11 +51,11 @@ type PoolKillOptions struct {
 
 // poolChildConfig is what the child reads from PoolChildEnv.
 type poolChildConfig struct {
-	Addr     string `json:"addr"`
-	Pool     string `json:"pool"`
-	Identity string `json:"identity"`
-	Shards   int    `json:"shards"`
-	Timing   Timing `json:"timing"`
+	Addr     string              `json:"addr"`
+	Pool     string              `json:"pool"`
+	Identity string              `json:"identity"`
+	Shards   int                 `json:"shards"`
+	Timing   electiontest.Timing `json:"timing"`
 }
 
 // InPoolChild reports whether this process is the child CheckPoolKill
@@ -116,7 +117,7 @@ func RunPoolChild(t *testing.T, newBackend func(t *testing.T, addr string) fxele
 // shard has two believing owners among this process's workers and each
 // shard's terms strictly increase. The child is killed and reaped when the
 // test ends, whatever happens; its output is logged if the test failed.
-func CheckPoolKill(t *testing.T, newBackend NewBackend, opts PoolKillOptions) time.Duration {
+func CheckPoolKill(t *testing.T, newBackend electiontest.NewBackend, opts PoolKillOptions) time.Duration {
 	t.Helper()
 	opts.Shards, opts.Workers, opts.Timing = poolDefaults(opts.Shards, opts.Workers, opts.Timing)
 	if opts.Workers < 2 {
@@ -339,7 +340,7 @@ func slotHeld(b fxelection.Backend, name string, n int, identity string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for k := range n {
-		if l, err := b.Get(ctx, names.PoolMember(name, k)); err == nil && l.Holder == identity {
+		if l, err := b.Get(ctx, poolMember(name, k)); err == nil && l.Holder == identity {
 			return true
 		}
 	}
@@ -360,7 +361,7 @@ func heldBy(b fxelection.Backend, name string, shards []string, identity string)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			leases[i], errs[i] = b.Get(ctx, names.PoolShard(name, s))
+			leases[i], errs[i] = b.Get(ctx, poolShard(name, s))
 			if errors.Is(errs[i], backendkit.ErrNoLease) {
 				leases[i], errs[i] = fxelection.Lease{}, nil
 			}
@@ -379,4 +380,16 @@ func heldBy(b fxelection.Backend, name string, shards []string, identity string)
 		}
 	}
 	return out, nil
+}
+
+// poolShard is the election of shard of pool: "<pool>#shard/<shard>", as
+// pool.Config documents.
+func poolShard(pool, shard string) string {
+	return pool + string(backendkit.ReservedNameChar) + "shard/" + shard
+}
+
+// poolMember is member slot k of pool: "<pool>#member/<k>", as pool.Config
+// documents.
+func poolMember(pool string, k int) string {
+	return pool + string(backendkit.ReservedNameChar) + "member/" + strconv.Itoa(k)
 }

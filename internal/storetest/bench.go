@@ -1,4 +1,4 @@
-package electiontest
+package storetest
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -86,8 +87,8 @@ func RunBackendBenchmarks(b *testing.B, newBackend func(tb testing.TB) fxelectio
 // documented defaults.
 type HandoverOptions struct {
 	// Timing of the electors. Default: LeaseDuration 3s, RenewDeadline 2s,
-	// RetryPeriod 500ms (as Options.Timing).
-	Timing Timing
+	// RetryPeriod 500ms (as electiontest.Options.Timing).
+	Timing electiontest.Timing
 	// Handovers is the least number of hand-overs measured (b.N if
 	// larger). Default: 250.
 	Handovers int
@@ -105,7 +106,15 @@ type HandoverOptions struct {
 // handovers.
 func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o HandoverOptions) {
 	ctx := context.Background()
-	o.Timing = Options{Timing: o.Timing}.withDefaults().Timing
+	if o.Timing.LeaseDuration == 0 {
+		o.Timing.LeaseDuration = 3 * time.Second
+	}
+	if o.Timing.RenewDeadline == 0 {
+		o.Timing.RenewDeadline = o.Timing.LeaseDuration * 2 / 3
+	}
+	if o.Timing.RetryPeriod == 0 {
+		o.Timing.RetryPeriod = o.Timing.LeaseDuration / 6
+	}
 	if o.Handovers == 0 {
 		o.Handovers = 250
 	}

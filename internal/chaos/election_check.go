@@ -1,4 +1,4 @@
-package electiontest
+package chaos
 
 import (
 	"fmt"
@@ -8,24 +8,18 @@ import (
 
 // analyse checks the invariants on what was recorded and fills the report.
 // It runs after every elector stopped.
-func (c *chaos) analyse() *ChaosReport {
+func (c *chaos) analyse() *Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	tm := c.o.Timing
-	r := &ChaosReport{
-		Seed: c.o.Seed, Candidates: c.o.Candidates, Duration: c.o.Duration, Timing: tm,
-		Faults: c.faultCount, Electors: len(c.all),
-		FailoverBound: c.o.FailoverBound, ConvergenceBound: c.o.ConvergenceBound, Slack: c.o.Slack,
+	r := c.report()
+	r.FencedAccepted, r.StaleAccepted = c.fenced.accepted, c.fenced.staleAccepted
+	r.ElectionReport = &ElectionReport{
+		Electors: len(c.all), FailoverBound: c.o.FailoverBound, ConvergenceBound: c.o.ConvergenceBound,
 		FinalConvergence: c.finalConv, StopErrors: c.stopErrors, StopErrorSamples: c.stopErrSamples,
-		FencedAccepted: c.fenced.accepted, StaleRejected: c.fenced.staleRejected, StaleAccepted: c.fenced.staleAccepted,
+		StaleRejected: c.fenced.staleRejected,
 	}
-	for _, n := range c.faultCount {
-		r.TotalFaults += n
-	}
-	violate := func(format string, args ...any) {
-		r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
-	}
-	r.Violations = append(r.Violations, c.violations...)
+	violate := r.violate
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 	var ivs []sampled
@@ -48,9 +42,7 @@ func (c *chaos) analyse() *ChaosReport {
 
 	// Documented windows: a server that loses its leases on restart, from
 	// the kill until RenewDeadline + slack after it is back.
-	documented := func(lo, hi time.Duration) bool {
-		return c.o.RestartLosesLeases && inRestartWindow(c.downWindows, tm.RenewDeadline+c.o.Slack, lo, hi)
-	}
+	documented := c.documented
 
 	// 1. No two electors believe they lead at the same instant.
 	for i := range ivs {
@@ -238,7 +230,7 @@ func (c *chaos) analyse() *ChaosReport {
 			if s.first < earliest && !documented(s.first, s.first) {
 				violate("leader %s (last seen leading at %v) crashed at %v; %s led from %v, before its lease could expire (not before %v); faults on %s: %s; on %s: %s",
 					cr.inst.identity, ms(believed), ms(cr.at), s.inst.identity, ms(s.first), ms(earliest),
-					cr.inst.identity, c.history(cr.inst, cr.at), s.inst.identity, c.history(s.inst, s.first))
+					cr.inst.identity, c.history(cr.inst, cr.at, cr.inst.cbs), s.inst.identity, c.history(s.inst, s.first, s.inst.cbs))
 			}
 			break
 		}
@@ -273,7 +265,7 @@ func (c *chaos) analyse() *ChaosReport {
 // no sample shows it), and a failed Acquire may undo what the call wrote.
 // A successor that only crashed, or kept running, ended nothing: the
 // check still applies.
-func (c *chaos) successorFreed(cr mark, t time.Duration) bool {
+func (c *chaos) successorFreed(cr mark[*instance], t time.Duration) bool {
 	for _, inst := range c.all {
 		if inst == cr.inst || inst.identity != cr.inst.identity || inst.started < cr.at || inst.started >= t {
 			continue
@@ -314,26 +306,6 @@ func lastBelief(inst *instance, t time.Duration) (time.Duration, bool) {
 	return at, ok
 }
 
-// history lists the faults on inst (and the cluster) in the 10 s before t.
-func (c *chaos) history(inst *instance, t time.Duration) string {
-	out := ""
-	for _, f := range c.faults {
-		if f.inst == inst && f.start <= t && f.start >= t-10*time.Second {
-			end := "-"
-			if f.end >= 0 {
-				end = f.end.Round(time.Millisecond).String()
-			}
-			out += fmt.Sprintf("%s %v…%s; ", f.kind, f.start.Round(time.Millisecond), end)
-		}
-	}
-	for _, cb := range inst.cbs {
-		if cb.at <= t && cb.at >= t-10*time.Second {
-			out += fmt.Sprintf("%s(%d)@%v; ", cb.kind, cb.term, cb.at.Round(time.Millisecond))
-		}
-	}
-	return out
-}
-
 // convergence returns how long after from exactly one of ivs covered an
 // instant.
 func convergence(ivs []sampled, from time.Duration) (time.Duration, bool) {
@@ -364,7 +336,7 @@ func convergence(ivs []sampled, from time.Duration) (time.Duration, bool) {
 // was running, not cut off from the store (partition, refused connections),
 // from a backoff before the crash until until. until is when another
 // elector took over, or the end of the failover bound if none did.
-func (c *chaos) couldTakeOver(cr mark, until time.Duration) bool {
+func (c *chaos) couldTakeOver(cr mark[*instance], until time.Duration) bool {
 	tm := c.o.Timing
 	lo, hi := cr.at-tm.LeaseDuration, until
 	for _, w := range append(append([]window(nil), c.downWindows...), c.outages...) {

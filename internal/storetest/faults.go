@@ -1,4 +1,4 @@
-package electiontest
+package storetest
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
@@ -15,7 +16,7 @@ import (
 // real store's process on a fixed address (the servers of
 // internal/testserver implement it).
 type FaultServer interface {
-	ChaosServer // Kill and Restart
+	electiontest.ChaosServer // Kill and Restart
 	// Stop stops the server gracefully and waits until it is gone.
 	Stop() error
 }

@@ -1,4 +1,4 @@
-package electiontest
+package chaos
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 // made-up recordings.
 
 func testChaos(lose bool) *chaos {
-	o := ChaosOptions{Target: "127.0.0.1:1", Seed: 1, RestartLosesLeases: lose}.withDefaults()
+	o := Options{Target: "127.0.0.1:1", Seed: 1, RestartLosesLeases: lose}.withDefaults()
 	return newChaos(nil, o)
 }
 
@@ -25,7 +25,7 @@ func lead(inst *instance, term uint64, first, last, end time.Duration) {
 }
 
 func newInst(c *chaos, id string) *instance {
-	inst := &instance{id: len(c.all) + 1, identity: id, open: -1}
+	inst := &instance{memberBase: memberBase{id: len(c.all) + 1, identity: id}, open: -1}
 	c.all = append(c.all, inst)
 	return inst
 }
@@ -36,7 +36,7 @@ func detach(c *chaos) {
 	}
 }
 
-func hasViolation(r *ChaosReport, substr string) bool {
+func hasViolation(r *Report, substr string) bool {
 	for _, v := range r.Violations {
 		if strings.Contains(v, substr) {
 			return true
@@ -189,7 +189,7 @@ func TestChaosCheckStepDown(t *testing.T) {
 	// Partitioned at 2s for 10s; believed until 2s + RenewDeadline + slack + 1s.
 	late := sec(2) + tm.RenewDeadline + c.o.Slack + time.Second
 	lead(a, 7, sec(1), late, late)
-	c.faults = []faultRec{{kind: faultPartitionLong, inst: a, start: sec(2), end: sec(12)}}
+	c.faults = []faultRec[*instance]{{kind: faultPartitionLong, inst: a, start: sec(2), end: sec(12)}}
 	detach(c)
 	r := c.analyse()
 	if !hasViolation(r, "still believed it led") || !hasViolation(r, "leader context ended") || r.StepDown.N != 1 {
@@ -199,7 +199,7 @@ func TestChaosCheckStepDown(t *testing.T) {
 	c = testChaos(false)
 	a = newInst(c, "a")
 	lead(a, 7, sec(1), late, late)
-	c.faults = []faultRec{{kind: faultPartitionMid, inst: a, start: sec(2), end: sec(2) + tm.RenewDeadline}}
+	c.faults = []faultRec[*instance]{{kind: faultPartitionMid, inst: a, start: sec(2), end: sec(2) + tm.RenewDeadline}}
 	detach(c)
 	if r := c.analyse(); len(r.Violations) != 0 {
 		t.Fatalf("short partition flagged: %v", r.Violations)
@@ -212,7 +212,7 @@ func TestChaosCheckFailover(t *testing.T) {
 	lead(a, 7, sec(1), sec(5), sec(5))
 	late := sec(5) + c.o.FailoverBound + c.o.Slack + time.Second
 	lead(b, 8, late, late+time.Second, late+time.Second)
-	c.crashes = []mark{{at: sec(5), inst: a}}
+	c.crashes = []mark[*instance]{{at: sec(5), inst: a}}
 	detach(c)
 	r := c.analyse()
 	if !hasViolation(r, "crashed at") || r.FailoverAll.N != 1 {
@@ -220,13 +220,13 @@ func TestChaosCheckFailover(t *testing.T) {
 	}
 	// Nobody could take over (b cut off throughout): measured, not checked.
 	c.violations = nil
-	c.faults = []faultRec{{kind: faultPartitionLong, inst: b, start: sec(1), end: late}}
+	c.faults = []faultRec[*instance]{{kind: faultPartitionLong, inst: b, start: sec(1), end: late}}
 	if r := c.analyse(); len(r.Violations) != 0 || r.Failover.N != 0 || r.FailoverAll.N != 1 {
 		t.Fatalf("failover without a candidate able to take over: %+v", r)
 	}
 }
 
-func TestChaosStats(t *testing.T) {
+func TestStats(t *testing.T) {
 	var ds []time.Duration
 	for i := 1; i <= 100; i++ {
 		ds = append(ds, time.Duration(i)*time.Millisecond)
@@ -235,7 +235,7 @@ func TestChaosStats(t *testing.T) {
 	if s.N != 100 || s.P50 != 51*time.Millisecond || s.P99 != 100*time.Millisecond || s.Max != 100*time.Millisecond {
 		t.Fatalf("stats: %+v", s)
 	}
-	if (statsOf(nil) != ChaosStats{}) {
+	if (statsOf(nil) != Stats{}) {
 		t.Fatal("stats of nothing")
 	}
 }
@@ -245,7 +245,7 @@ func TestChaosCheckEarlyTakeover(t *testing.T) {
 	a, b := newInst(c, "a"), newInst(c, "b")
 	lead(a, 7, sec(1), sec(5), sec(5))
 	lead(b, 8, sec(5.5), sec(9), sec(9)) // lease 3s, renew deadline 2s: not before 6s
-	c.crashes = []mark{{at: sec(5), inst: a}}
+	c.crashes = []mark[*instance]{{at: sec(5), inst: a}}
 	detach(c)
 	if r := c.analyse(); !hasViolation(r, "before its lease could expire") {
 		t.Fatalf("early takeover not caught: %v", r.Violations)
@@ -257,7 +257,7 @@ func TestChaosCheckEarlyTakeover(t *testing.T) {
 	a2 := newInst(c, "a")
 	lead(a, 7, sec(1), sec(5), sec(5))
 	lead(a2, 8, sec(5.5), sec(9), sec(9))
-	c.crashes = []mark{{at: sec(5), inst: a}}
+	c.crashes = []mark[*instance]{{at: sec(5), inst: a}}
 	detach(c)
 	if r := c.analyse(); len(r.Violations) != 0 {
 		t.Fatalf("same identity re-acquiring flagged: %v", r.Violations)
@@ -278,17 +278,17 @@ func TestChaosCheckEarlyTakeoverAfterSameIdentityRestart(t *testing.T) {
 	}{
 		{"stopped", func(c *chaos, a2 *instance) {
 			a2.stopAt = sec(5.3)
-			c.faults = append(c.faults, faultRec{kind: faultStop, inst: a2, start: sec(5.3), end: sec(5.3)})
+			c.faults = append(c.faults, faultRec[*instance]{kind: faultStop, inst: a2, start: sec(5.3), end: sec(5.3)})
 		}, true},
 		{"resigned", func(c *chaos, a2 *instance) {
-			c.faults = append(c.faults, faultRec{kind: faultResign, inst: a2, start: sec(5.3), end: sec(5.6)})
+			c.faults = append(c.faults, faultRec[*instance]{kind: faultResign, inst: a2, start: sec(5.3), end: sec(5.6)})
 		}, true},
 		{"acquire failed", func(_ *chaos, a2 *instance) {
 			a2.acquireErrs = []time.Duration{sec(5.25)}
 		}, true},
 		{"crashed", func(c *chaos, a2 *instance) {
 			a2.stopAt = sec(5.3)
-			c.faults = append(c.faults, faultRec{kind: faultCrash, inst: a2, start: sec(5.3), end: sec(5.3)})
+			c.faults = append(c.faults, faultRec[*instance]{kind: faultCrash, inst: a2, start: sec(5.3), end: sec(5.3)})
 		}, false},
 		{"running", func(*chaos, *instance) {}, false},
 	} {
@@ -300,7 +300,7 @@ func TestChaosCheckEarlyTakeoverAfterSameIdentityRestart(t *testing.T) {
 			a2.started = sec(5.2)
 			tc.setup(c, a2)
 			lead(b, 8, sec(5.5), sec(9), sec(9)) // not before 6s but for a2
-			c.crashes = []mark{{at: sec(5), inst: a}}
+			c.crashes = []mark[*instance]{{at: sec(5), inst: a}}
 			detach(c)
 			r := c.analyse()
 			if tc.exempt {
@@ -321,7 +321,7 @@ func TestChaosCheckEarlyTakeoverAfterSameIdentityRestart(t *testing.T) {
 	a2 := newInst(c, "a")
 	a2.started, a2.stopAt = sec(5.6), sec(5.7)
 	lead(b, 8, sec(5.5), sec(9), sec(9))
-	c.crashes = []mark{{at: sec(5), inst: a}}
+	c.crashes = []mark[*instance]{{at: sec(5), inst: a}}
 	detach(c)
 	if r := c.analyse(); !hasViolation(r, "before its lease could expire") {
 		t.Fatalf("early takeover not caught: %v", r.Violations)
