@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,79 +74,6 @@ func (s *suite) renewBatch(t *testing.T) {
 		if r.Err == nil {
 			t.Fatalf("lease %d renewed with a cancelled context", i)
 		}
-	}
-}
-
-// manyElections runs many electors, one election each, on one shared
-// backend in one Group (so that a backend implementing BatchRenewer gets
-// batches):
-// every one leads and keeps leading through several retry periods.
-func (s *suite) manyElections(t *testing.T) {
-	const n = 40
-	be := s.newBackend(t)
-	tm := s.o.Timing
-	base := electiontesting.Election(t)
-	// A leadership the store says is lost (ReasonLost) is a failure; one
-	// that ended at the renew deadline because renewals were slow (a
-	// machine oversubscribed by the rest of the test run) is not: every
-	// elector must lead again.
-	var lost, slow atomic.Int64
-	group, err := fxelection.NewGroup(be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es := make([]*fxelection.Elector, n)
-	for i := range es {
-		e, err := group.New(fxelection.Config{
-			Name: fmt.Sprintf("%s-%d", base, i), Identity: "many",
-			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
-			if ev.Kind == fxelection.EventStoppedLeading {
-				switch ev.Reason {
-				case fxelection.ReasonStopped:
-				case fxelection.ReasonDeadline:
-					slow.Add(1)
-				default:
-					lost.Add(1)
-				}
-			}
-		}))
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		es[i] = e
-	}
-	allLead := func(what string) {
-		deadline := time.Now().Add(tm.LeaseDuration + 30*time.Second)
-		for {
-			leading := 0
-			for _, e := range es {
-				if e.IsLeader() {
-					leading++
-				}
-			}
-			if leading == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d of %d electors lead", what, leading, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	allLead("start")
-	time.Sleep(2 * tm.RetryPeriod) // every one renews at least once
-	allLead("after renewing")
-	if l := lost.Load(); l > 0 {
-		t.Fatalf("%d leaderships lost while renewing", l)
-	}
-	if n := slow.Load(); n > 0 {
-		t.Logf("%d leaderships ended at the renew deadline (slow renewals on a busy machine) and were taken again", n)
 	}
 }
 

@@ -1,14 +1,11 @@
 package electiontest
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
@@ -145,66 +142,4 @@ func (s *suite) recreatedStore(t *testing.T) {
 		return
 	}
 	t.Fatal("three set-ups in a row too slow to tell (the machine is overloaded)")
-}
-
-// fixedIdentityRestart: two electors with one identity (a process
-// restarted with a fixed Identity while its predecessor is only paused: a
-// SIGSTOP, a frozen VM, a partition). The second leads at once, before
-// the first's lease could have expired, with a strictly higher term, so
-// every fencing guard refuses the first's late writes.
-func (s *suite) fixedIdentityRestart(t *testing.T) {
-	e := electiontesting.Election(t)
-	cfg := fxelection.Config{
-		Name:          e,
-		Identity:      "fixed",
-		LeaseDuration: s.o.Timing.LeaseDuration,
-		RenewDeadline: s.o.Timing.RenewDeadline,
-		RetryPeriod:   s.o.Timing.RetryPeriod,
-		MaxBackoff:    4 * s.o.Timing.RetryPeriod,
-	}
-	first := faultinject.New(s.newBackend(t))
-	e1, err := fxelection.New(cfg, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e1.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e1.Stop(context.Background()) })
-	l1 := waitLease(t, e1, s.expiryLimit())
-
-	first.Partition(true)
-	partitioned := time.Now()
-	e2, err := fxelection.New(cfg, s.newBackend(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e2.Stop(context.Background()) })
-	l2 := waitLease(t, e2, s.expiryLimit())
-	if took := time.Since(partitioned); took >= cfg.LeaseDuration-cfg.RetryPeriod {
-		// The record's holder is the caller's identity: no wait for
-		// expiry is needed, and a backend that waits has misread it.
-		t.Errorf("the restarted identity led %v after its predecessor was partitioned, want before its lease (%v) could expire", took, cfg.LeaseDuration)
-	}
-	if l2.Term <= l1.Term {
-		t.Fatalf("restarted process leads with term %d, its paused predecessor with %d: want a strictly higher term", l2.Term, l1.Term)
-	}
-}
-
-// waitLease waits up to limit for e to lead and returns its lease.
-func waitLease(t *testing.T, e *fxelection.Elector, limit time.Duration) fxelection.Lease {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		if l, ok := e.Lease(); ok {
-			return l
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no leadership within %v", limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"sort"
-	"strings"
+
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/linearize"
 )
 
 // LinearizableOptions tune the Contract/Linearizable case: several clients
@@ -94,124 +93,55 @@ func (o LinearizableOptions) withDefaults() LinearizableOptions {
 // drops the result; such calls, and store failures, may or may not have
 // taken effect. Leases last a minute, so none expires during the run (the
 // expiry cases cover that); every client releases what it holds at the
-// end. The history must be linearizable against linModel: every result
-// must be explained by one order of the calls, each taking effect at one
-// instant within its own call (up to Grace after it for a call without a
-// result).
+// end. The history must be linearizable against the contract's sequential
+// model (internal/linearize): every result must be explained by one order
+// of the calls, each taking effect at one instant within its own call (up
+// to Grace after it for a call without a result).
 func (s *suite) linearizable(t *testing.T) {
-	v := runLinearizable(t, s.newBackend, s.o.Linearizable)
+	o, v, ran := runLinearizable(t, s.newBackend, s.o.Linearizable)
 	t.Logf("%d calls (%d without a result) on %d elections in %v; checked in %v: %s; outcomes: %s",
-		v.ops, v.ambiguous, v.elections, v.ran.Round(time.Millisecond), v.checked.Round(time.Millisecond), v.result, v.outcomes)
-	for _, p := range v.problems {
+		v.Ops, v.Ambiguous, o.Elections, ran.Round(time.Millisecond), v.Checked.Round(time.Millisecond), v.Result, v.Outcomes)
+	for _, p := range v.Problems {
 		t.Errorf("contract: %s", p)
 	}
-	switch v.result {
+	switch v.Result {
 	case porcupine.Ok:
 	case porcupine.Unknown:
-		t.Errorf("the linearizability check did not finish within %v (seed %d); make the run smaller", v.o.CheckTimeout, v.o.Seed)
+		t.Errorf("the linearizability check did not finish within %v (seed %d); make the run smaller", o.CheckTimeout, o.Seed)
 	default:
-		t.Errorf("history not linearizable against the Backend contract (seed %d):\n%s", v.o.Seed, v.report)
+		t.Errorf("history not linearizable against the Backend contract (seed %d):\n%s", o.Seed, v.Report)
 	}
-}
-
-// linVerdict is the outcome of one run.
-type linVerdict struct {
-	o            LinearizableOptions
-	result       porcupine.CheckResult
-	problems     []string // results that break the contract on their own
-	report       string   // on Illegal: the offending history, readable
-	outcomes     string   // how many calls of each kind had each outcome
-	ops          int
-	ambiguous    int
-	elections    int
-	ran, checked time.Duration
-}
-
-// linRun records one run's history.
-type linRun struct {
-	o     LinearizableOptions
-	start time.Time
-
-	mu        sync.Mutex
-	ops       []porcupine.Operation
-	problems  []string
-	ambiguous int
-}
-
-func (r *linRun) now() int64 { return int64(time.Since(r.start)) }
-
-func (r *linRun) problem(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.problems) < 20 {
-		r.problems = append(r.problems, fmt.Sprintf(format, args...))
-	}
-}
-
-// record adds one call to the history. A call without a result may take
-// effect up to Grace after it returned; a Get without a result constrains
-// nothing and is left out.
-func (r *linRun) record(in linInput, out linOutput, call, ret int64, late bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if out.Kind == outUnknown {
-		r.ambiguous++
-		if in.Op == opGet {
-			return
-		}
-		if late {
-			ret += int64(r.o.Grace)
-		}
-	}
-	r.ops = append(r.ops, porcupine.Operation{ClientId: in.Client, Input: in, Output: out, Call: call, Return: ret})
 }
 
 // runLinearizable runs the clients, then checks what they recorded.
-func runLinearizable(t *testing.T, newBackend NewBackend, o LinearizableOptions) linVerdict {
+func runLinearizable(t *testing.T, newBackend NewBackend, o LinearizableOptions) (LinearizableOptions, linearize.Verdict, time.Duration) {
 	o = o.withDefaults()
 	base := electiontesting.Election(t)
 	elections := make([]string, o.Elections)
 	for i := range elections {
 		elections[i] = fmt.Sprintf("%s-%d", base, i)
 	}
-	r := &linRun{o: o}
+	h := linearize.NewHistory(o.Grace)
 	clients := make([]*linClient, o.Clients)
 	for i := range clients {
 		clients[i] = &linClient{
-			id: i, b: newBackend(t), run: r, elections: elections,
+			id: i, b: newBackend(t), h: h, maxOps: o.MaxOps, elections: elections,
 			rng:    rand.New(rand.NewPCG(o.Seed, uint64(i))),
 			leases: map[string]*fxelection.Lease{}, old: map[string][]fxelection.Lease{},
 			ident: map[string]string{}, inc: map[string]string{},
 		}
 	}
-	r.start = time.Now()
-	deadline := r.start.Add(o.Duration)
+	start := time.Now()
+	deadline := start.Add(o.Duration)
 	ctx := electiontesting.Context(t)
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.loop(ctx, deadline)
-		}()
+		wg.Go(func() { c.loop(ctx, deadline) })
 	}
 	wg.Wait()
-	ran := time.Since(r.start)
+	ran := time.Since(start)
 	defer linCleanup(t, newBackend(t), elections)
-
-	r.mu.Lock()
-	ops := append([]porcupine.Operation(nil), r.ops...)
-	v := linVerdict{o: o, problems: r.problems, ops: len(ops), ambiguous: r.ambiguous, elections: o.Elections, ran: ran}
-	r.mu.Unlock()
-	v.outcomes = linOutcomes(ops)
-	model := linModel(o.PartialReadVersions)
-	began := time.Now()
-	v.result = porcupine.CheckOperationsTimeout(model, ops, o.CheckTimeout)
-	if v.result == porcupine.Illegal {
-		v.report = linReport(model, ops, o, !o.noVisual)
-	}
-	v.checked = time.Since(began)
-	return v
+	return o, h.Check(o.PartialReadVersions, o.CheckTimeout, !o.noVisual), ran
 }
 
 // linCleanup releases every lease left behind, as a candidate of the
@@ -245,7 +175,8 @@ func linCleanup(t *testing.T, b fxelection.Backend, elections []string) {
 type linClient struct {
 	id        int
 	b         fxelection.Backend
-	run       *linRun
+	h         *linearize.History
+	maxOps    int
 	rng       *rand.Rand
 	elections []string
 	leases    map[string]*fxelection.Lease // the lease last granted, per election
@@ -262,7 +193,7 @@ var (
 )
 
 func (c *linClient) loop(ctx context.Context, deadline time.Time) {
-	for n := 0; n < c.run.o.MaxOps && time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+	for n := 0; n < c.maxOps && time.Now().Before(deadline) && ctx.Err() == nil; n++ {
 		e := c.elections[c.rng.IntN(len(c.elections))]
 		c.step(ctx, e)
 		time.Sleep(time.Duration(c.rng.IntN(3000)) * time.Microsecond)
@@ -314,58 +245,18 @@ func (c *linClient) ctxFor(ctx context.Context) (context.Context, context.Cancel
 }
 
 // call runs f as one recorded call.
-func (c *linClient) call(ctx context.Context, in linInput, f func(ctx context.Context) (fxelection.Lease, error)) linOutput {
+func (c *linClient) call(ctx context.Context, in linearize.Input, f func(ctx context.Context) (fxelection.Lease, error)) linearize.Output {
 	cctx, cancel, drop := c.ctxFor(ctx)
-	start := c.run.now()
+	start := c.h.Now()
 	l, err := f(cctx)
-	end := c.run.now()
+	end := c.h.Now()
 	cancel()
-	out := c.classify(in, l, err)
+	out := c.h.Classify(in, l, err)
 	if drop {
-		out = linOutput{Kind: outUnknown, Err: "result dropped"}
+		out = linearize.Output{Kind: linearize.Unknown, Err: "result dropped"}
 	}
-	c.run.record(in, out, start, end, !drop)
+	c.h.Record(in, out, start, end, !drop)
 	return out
-}
-
-// classify turns a call's result into the model's output, noting results
-// the contract forbids whatever the state.
-func (c *linClient) classify(in linInput, l fxelection.Lease, err error) linOutput {
-	lease := func(l fxelection.Lease) linLease {
-		return linLease{Holder: l.Holder, Incarnation: l.Incarnation, Version: l.Version, Term: l.Term}
-	}
-	var he *backendkit.HeldError
-	switch {
-	case err == nil:
-		if in.Op != opRelease && l.Election != in.Election {
-			c.run.problem("%s on %s returned a lease of election %q", in.Op, in.Election, l.Election)
-		}
-		return linOutput{Kind: outOK, Lease: lease(l)}
-	case errors.As(err, &he) && in.Op == opAcquire:
-		return linOutput{Kind: outHeld, Lease: lease(he.Holder)}
-	case errors.Is(err, backendkit.ErrLeaseLost) && in.Op == opRenew:
-		return linOutput{Kind: outLost}
-	case errors.Is(err, backendkit.ErrNoLease) && in.Op == opGet:
-		return linOutput{Kind: outNoLease}
-	case errors.Is(err, backendkit.ErrLeaseHeld), errors.Is(err, backendkit.ErrLeaseLost), errors.Is(err, backendkit.ErrNoLease):
-		c.run.problem("%s returned %v, which the contract does not allow for it", in.Op, err)
-	}
-	return linOutput{Kind: outUnknown, Err: errText(err)}
-}
-
-// errText shortens an error for the history display.
-func errText(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
-	}
-	s := err.Error()
-	if len(s) > 60 {
-		s = s[:60] + "…"
-	}
-	return s
 }
 
 func (c *linClient) acquire(ctx context.Context, e string) {
@@ -379,7 +270,7 @@ func (c *linClient) acquire(ctx context.Context, e string) {
 		inc = linIncarnations[c.rng.IntN(len(linIncarnations))]
 		c.inc[e] = inc
 	}
-	in := linInput{Op: opAcquire, Client: c.id, Election: e, Identity: id, Inc: inc}
+	in := linearize.Input{Op: linearize.OpAcquire, Client: c.id, Election: e, Identity: id, Inc: inc}
 	req := backendkit.AcquireRequest{Election: e, Identity: id, Incarnation: inc, Duration: time.Minute,
 		Metadata: map[string]string{"addr": id + ":8080"}}
 	var got fxelection.Lease
@@ -388,13 +279,13 @@ func (c *linClient) acquire(ctx context.Context, e string) {
 		got = l
 		return l, err
 	})
-	if out.Kind == outOK {
+	if out.Kind == linearize.OK {
 		c.keep(e, &got)
 	}
 }
 
 func (c *linClient) renew(ctx context.Context, e string, l fxelection.Lease) {
-	in := linInput{Op: opRenew, Client: c.id, Election: e, Lease: linLease{Holder: l.Holder, Incarnation: l.Incarnation, Version: l.Version, Term: l.Term}}
+	in := linearize.Input{Op: linearize.OpRenew, Client: c.id, Election: e, Lease: linearize.LeaseOf(l)}
 	var got fxelection.Lease
 	out := c.call(ctx, in, func(ctx context.Context) (fxelection.Lease, error) {
 		r, err := c.b.Renew(ctx, l)
@@ -404,14 +295,14 @@ func (c *linClient) renew(ctx context.Context, e string, l fxelection.Lease) {
 	cur := c.leases[e]
 	isCur := cur != nil && cur.Term == l.Term && cur.Version == l.Version && cur.Holder == l.Holder
 	switch out.Kind {
-	case outOK:
+	case linearize.OK:
 		if got.Term != l.Term || got.Holder != l.Holder {
-			c.run.problem("Renew of %s/%d returned %s/%d", l.Holder, l.Term, got.Holder, got.Term)
+			c.h.Problem("Renew of %s/%d returned %s/%d", l.Holder, l.Term, got.Holder, got.Term)
 		}
 		if isCur || cur == nil {
 			c.keep(e, &got)
 		}
-	case outLost:
+	case linearize.Lost:
 		if isCur {
 			c.keep(e, nil)
 		}
@@ -419,7 +310,7 @@ func (c *linClient) renew(ctx context.Context, e string, l fxelection.Lease) {
 }
 
 func (c *linClient) release(ctx context.Context, e string, l fxelection.Lease) {
-	in := linInput{Op: opRelease, Client: c.id, Election: e, Lease: linLease{Holder: l.Holder, Incarnation: l.Incarnation, Version: l.Version, Term: l.Term}}
+	in := linearize.Input{Op: linearize.OpRelease, Client: c.id, Election: e, Lease: linearize.LeaseOf(l)}
 	c.call(ctx, in, func(ctx context.Context) (fxelection.Lease, error) {
 		return fxelection.Lease{}, c.b.Release(ctx, l)
 	})
@@ -429,7 +320,7 @@ func (c *linClient) release(ctx context.Context, e string, l fxelection.Lease) {
 }
 
 func (c *linClient) get(ctx context.Context, e string) {
-	in := linInput{Op: opGet, Client: c.id, Election: e}
+	in := linearize.Input{Op: linearize.OpGet, Client: c.id, Election: e}
 	c.call(ctx, in, func(ctx context.Context) (fxelection.Lease, error) { return c.b.Get(ctx, e) })
 }
 
@@ -443,105 +334,4 @@ func (c *linClient) keep(e string, l *fxelection.Lease) {
 		}
 	}
 	c.leases[e] = l
-}
-
-// linReport renders an illegal history readably: for the first election
-// whose history is not linearizable, the longest sequence of calls the
-// model could explain, the state it reached, and the calls that could not
-// come next. It also writes porcupine's HTML visualisation to a file and
-// names it.
-func linReport(model porcupine.Model, ops []porcupine.Operation, o LinearizableOptions, visualise bool) string {
-	timeout := o.CheckTimeout
-	var b strings.Builder
-	for _, part := range model.Partition(ops) {
-		if porcupine.CheckOperationsTimeout(model, part, timeout) != porcupine.Illegal {
-			continue
-		}
-		res, info := porcupine.CheckOperationsVerbose(model, part, timeout)
-		if res != porcupine.Illegal {
-			continue
-		}
-		e := part[0].Input.(linInput).Election
-		fmt.Fprintf(&b, "election %s: %d calls\n", e, len(part))
-		var longest []porcupine.Operation
-		for _, partials := range info.PartialLinearizationsOperations() {
-			for _, p := range partials {
-				if len(p) > len(longest) {
-					longest = p
-				}
-			}
-		}
-		state := model.Init()
-		var lines []string
-		for _, op := range longest {
-			_, state = model.Step(state, op.Input, op.Output)
-			lines = append(lines, fmt.Sprintf("  [%8.3fms … %8.3fms] %s\n      ⇒ %s", ms(op.Call), ms(op.Return), model.DescribeOperation(op.Input, op.Output), model.DescribeState(state)))
-		}
-		const keep = 12
-		if len(lines) > keep {
-			fmt.Fprintf(&b, "  … %d earlier calls explained\n", len(lines)-keep)
-			lines = lines[len(lines)-keep:]
-		}
-		b.WriteString("longest explainable order ends:\n")
-		for _, l := range lines {
-			b.WriteString(l + "\n")
-		}
-		// The calls left over that began first: one of them is the call no
-		// state of the model allows.
-		done := map[int64]bool{}
-		for _, op := range longest {
-			done[op.Call<<8|int64(op.ClientId)] = true
-		}
-		var rest []porcupine.Operation
-		for _, op := range part {
-			if !done[op.Call<<8|int64(op.ClientId)] {
-				rest = append(rest, op)
-			}
-		}
-		sort.Slice(rest, func(i, j int) bool { return rest[i].Call < rest[j].Call })
-		b.WriteString("calls that cannot follow (first few by start):\n")
-		for i, op := range rest {
-			if i == 6 {
-				break
-			}
-			fmt.Fprintf(&b, "  [%8.3fms … %8.3fms] %s\n", ms(op.Call), ms(op.Return), model.DescribeOperation(op.Input, op.Output))
-			if states, ok := state.([]any); ok && len(states) > 0 {
-				if why := linWhy(states[0].(linState), op.Input.(linInput), op.Output.(linOutput), o.PartialReadVersions); why != "" {
-					fmt.Fprintf(&b, "      ✗ %s\n", why)
-				}
-			}
-		}
-		if !visualise {
-			break
-		}
-		if f, err := os.CreateTemp("", "fxelection-linearizable-*.html"); err == nil {
-			if err := porcupine.Visualize(model, info, f); err == nil {
-				fmt.Fprintf(&b, "visualisation: %s\n", f.Name())
-			}
-			_ = f.Close()
-		}
-		break
-	}
-	return b.String()
-}
-
-func ms(ns int64) float64 { return float64(ns) / 1e6 }
-
-// linOutcomes counts the recorded calls by operation and outcome.
-func linOutcomes(ops []porcupine.Operation) string {
-	n := map[string]int{}
-	for _, op := range ops {
-		in, out := op.Input.(linInput), op.Output.(linOutput)
-		n[fmt.Sprintf("%s %s", in.Op, [...]string{"ok", "held", "lost", "none", "unknown"}[out.Kind])]++
-	}
-	keys := make([]string, 0, len(n))
-	for k := range n {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, n[k])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -19,9 +19,9 @@ import (
 
 func TestLinearizableMemoryPasses(t *testing.T) {
 	m := memory.New()
-	v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{})
-	if v.result != porcupine.Ok || len(v.problems) > 0 {
-		t.Fatalf("in-memory backend: %s %v\n%s", v.result, v.problems, v.report)
+	_, v, _ := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{})
+	if v.Result != porcupine.Ok || len(v.Problems) > 0 {
+		t.Fatalf("in-memory backend: %s %v\n%s", v.Result, v.Problems, v.Report)
 	}
 }
 
@@ -47,13 +47,13 @@ func TestLinearizableCatchesBrokenBackends(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.wrap(memory.New())
-			v := runLinearizable(t, func(*testing.T) fxelection.Backend { return b }, LinearizableOptions{noVisual: true})
-			if v.result != porcupine.Illegal && len(v.problems) == 0 {
-				t.Fatalf("broken backend passed: %s (%d calls: %s)", v.result, v.ops, v.outcomes)
+			_, v, _ := runLinearizable(t, func(*testing.T) fxelection.Backend { return b }, LinearizableOptions{noVisual: true})
+			if v.Result != porcupine.Illegal && len(v.Problems) == 0 {
+				t.Fatalf("broken backend passed: %s (%d calls: %s)", v.Result, v.Ops, v.Outcomes)
 			}
-			t.Logf("caught: %s %v\n%s", v.result, v.problems, v.report)
-			if v.result == porcupine.Illegal && !strings.Contains(v.report, "cannot follow") {
-				t.Fatalf("report without the offending calls:\n%s", v.report)
+			t.Logf("caught: %s %v\n%s", v.Result, v.Problems, v.Report)
+			if v.Result == porcupine.Illegal && !strings.Contains(v.Report, "cannot follow") {
+				t.Fatalf("report without the offending calls:\n%s", v.Report)
 			}
 		})
 	}
@@ -226,15 +226,15 @@ func (b partialVersions) Get(ctx context.Context, election string) (fxelection.L
 func TestLinearizablePartialReadVersions(t *testing.T) {
 	b := partialVersions{memory.New()}
 	nb := func(*testing.T) fxelection.Backend { return b }
-	if v := runLinearizable(t, nb, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok || len(v.problems) > 0 {
-		t.Fatalf("partial read versions with PartialReadVersions: %s %v\n%s", v.result, v.problems, v.report)
+	if _, v, _ := runLinearizable(t, nb, LinearizableOptions{PartialReadVersions: true}); v.Result != porcupine.Ok || len(v.Problems) > 0 {
+		t.Fatalf("partial read versions with PartialReadVersions: %s %v\n%s", v.Result, v.Problems, v.Report)
 	}
-	if v := runLinearizable(t, nb, LinearizableOptions{noVisual: true}); v.result != porcupine.Illegal {
-		t.Fatalf("partial read versions without PartialReadVersions: %s", v.result)
+	if _, v, _ := runLinearizable(t, nb, LinearizableOptions{noVisual: true}); v.Result != porcupine.Illegal {
+		t.Fatalf("partial read versions without PartialReadVersions: %s", v.Result)
 	}
 	// The in-memory backend passes in that mode too.
 	m := memory.New()
-	if v := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{PartialReadVersions: true}); v.result != porcupine.Ok {
-		t.Fatalf("in-memory backend with PartialReadVersions: %s\n%s", v.result, v.report)
+	if _, v, _ := runLinearizable(t, func(*testing.T) fxelection.Backend { return m }, LinearizableOptions{PartialReadVersions: true}); v.Result != porcupine.Ok {
+		t.Fatalf("in-memory backend with PartialReadVersions: %s\n%s", v.Result, v.Report)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -19,8 +18,5 @@ func TestMemoryBackendConformance(t *testing.T) {
 		// Nothing outside the process can delete an in-memory record; the
 		// closest is forgetting it, which keeps the term counter.
 		DeleteRecord: func(_ *testing.T, election string) { store.Forget(election) },
-		// The Locks part's holders write through redisfence on a Redis of
-		// the test's own: a fenced store outside the process.
-		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }

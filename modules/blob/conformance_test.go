@@ -9,7 +9,6 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
 )
@@ -62,9 +61,6 @@ func TestConformance(t *testing.T) {
 		// Get and HeldError report the lease id alone; Acquire and Renew
 		// add the ETag (see the package doc on Version).
 		Linearizable: electiontest.LinearizableOptions{PartialReadVersions: true},
-		// The Locks part's holders write through redisfence on a Redis of
-		// the test's own; its Lockers use Timing's 15s lease.
-		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }
 

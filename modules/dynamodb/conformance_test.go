@@ -10,7 +10,6 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 	ddblease "github.com/fxelection/fxelection/modules/dynamodb"
 )
@@ -44,9 +43,9 @@ func item(election, value, version string) map[string]types.AttributeValue {
 	}
 }
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, in a table of its own, which the RecreatedStore case deletes
-// and the backends create again.
+// TestConformance runs the core's conformance suite (contract and smoke) in
+// a table of its own, which the RecreatedStore case deletes and the backends
+// create again.
 func TestConformance(t *testing.T) {
 	tbl := newTable()
 	opts := ddblease.Options{Table: tbl}
@@ -64,9 +63,6 @@ func TestConformance(t *testing.T) {
 		DeleteRecord:        func(t *testing.T, election string) { deleteItem(t, tbl, election) },
 		Recreate:            func(t *testing.T, _ string) { recreateTable(t, tbl) },
 		StoreDown:           storeDown,
-		// The Locks part's holders write through redisfence on a Redis of
-		// the test's own.
-		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }
 

@@ -8,14 +8,13 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/storetest"
 )
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, against a real etcd: with the defaults (push wake-up, garbage
-// on an etcd lease, so it expires), and with push off, another prefix and
-// garbage that has no etcd lease (so it never expires).
+// TestConformance runs the core's conformance suite (contract and smoke)
+// against a real etcd: with the defaults (push wake-up, garbage on an etcd
+// lease, so it expires), and with push off, another prefix and garbage that
+// has no etcd lease (so it never expires).
 func TestConformance(t *testing.T) {
 	c := sharedCluster(t)
 	admin := c.Client(t)
@@ -33,9 +32,6 @@ func TestConformance(t *testing.T) {
 			// etcd lease TTLs are whole seconds.
 			TTL:          time.Second,
 			DeleteRecord: deleteRecord(DefaultKeyPrefix),
-			// The Locks part's holders write through redisfence on a Redis
-			// of the test's own.
-			Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				g, err := admin.Grant(ctxT(t), ttlSeconds(ttl))
 				if err != nil {
@@ -56,7 +52,6 @@ func TestConformance(t *testing.T) {
 			DeleteRecord:        deleteRecord(prefix),
 			GarbageNeverExpires: true,
 			PushDisabled:        true,
-			Locks:               electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				// A valid-looking record on no etcd lease: it would never
 				// expire, so it is not a lease.

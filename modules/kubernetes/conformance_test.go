@@ -10,7 +10,6 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	kubelease "github.com/fxelection/fxelection/modules/kubernetes"
 )
 
@@ -50,23 +49,17 @@ func deleteLease(ns string) func(*testing.T, string) {
 	}
 }
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, against a real kube-apiserver: with push wake-up (a watch on
-// the namespace's Leases), and without; each with the StoreDown case on
-// an API server of its own.
+// TestConformance runs the core's conformance suite (contract and smoke)
+// against a real kube-apiserver: with push wake-up (a watch on the
+// namespace's Leases), and without; each with the StoreDown case on an API
+// server of its own.
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts kubelease.Options
-		// lockAcquisitions is each client's count in the Locks part's
-		// MutualExclusion case (0: the suite's 200). With push every
-		// release wakes all seven waiting clients, each an Acquire
-		// through the API server: 8 × 200 took 70 s on an idle 2-core
-		// machine (polling: 30 s), so the push run takes 8 × 100.
-		lockAcquisitions int
 	}{
-		{"Default", kubelease.Options{}, 100},
-		{"Polling", kubelease.Options{DisablePush: true}, 0},
+		{"Default", kubelease.Options{}},
+		{"Polling", kubelease.Options{DisablePush: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := "default"
@@ -79,9 +72,6 @@ func TestConformance(t *testing.T) {
 				DeleteRecord:        deleteLease(ns),
 				PushDisabled:        tc.opts.DisablePush,
 				StoreDown:           storeDown, // an API server of its own, killed and restarted
-				// The Locks part's holders write through redisfence on a
-				// Redis of the test's own.
-				Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis, Acquisitions: tc.lockAcquisitions},
 			})
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/fencedcounter"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
@@ -51,8 +52,8 @@ func deleteRecord(dsn string, opts pglease.Options) func(*testing.T, string) {
 	}
 }
 
-// pgCounter is electiontest.FencedCounter in PostgreSQL, for the suite's
-// Locks part: every read and every write is a transaction of its own
+// pgCounter is a fenced counter (fencedcounter.Counter) in PostgreSQL:
+// every read and every write is a transaction of its own
 // fenced by pgfence (Guard.Check first), so PostgreSQL itself refuses a
 // holder whose term is stale.
 type pgCounter struct {
@@ -60,10 +61,10 @@ type pgCounter struct {
 	guard *pgfence.Guard
 }
 
-// newCounter returns the Locks part's counter on dsn: a pgfence table and
-// the counter's tables, shared by every run (each uses keys of its own).
-func newCounter(dsn string) func(*testing.T) electiontest.FencedCounter {
-	return func(t *testing.T) electiontest.FencedCounter {
+// newCounter returns a counter on dsn: a pgfence table and the counter's
+// tables, shared by every run (each uses keys of its own).
+func newCounter(dsn string) func(*testing.T) fencedcounter.Counter {
+	return func(t *testing.T) fencedcounter.Counter {
 		pool := admin(t, dsn)
 		g, err := pgfence.New(pgfence.Options{Table: "lock_fence"})
 		if err != nil {
@@ -134,16 +135,20 @@ func (c *pgCounter) Accepted(ctx context.Context, key string) ([]uint64, error) 
 	return out, err
 }
 
-// TestConformance runs the suite on the default table; the Locks part's
-// holders write through pgfence on the same server.
+// TestFencedCounter: a counter behind pgfence fences as the lock feature
+// cases' holders need (fencedcounter.Check).
+func TestFencedCounter(t *testing.T) {
+	fencedcounter.Check(t, newCounter(dsn(t))(t))
+}
+
+// TestConformance runs the suite (contract and smoke) on the default table.
 func TestConformance(t *testing.T) {
 	d := dsn(t)
 	opts := pglease.Options{}
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts),
-		Locks: electiontest.LockOptions{Counter: newCounter(d)}})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts)})
 }
 
 // TestConformanceSchemaNoPush runs the suite on a table in its own schema
@@ -157,6 +162,5 @@ func TestConformanceSchemaNoPush(t *testing.T) {
 	electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 		b, _ := newBackend(t, d, "conf-nopush", opts)
 		return b
-	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts), PushDisabled: true,
-		Locks: electiontest.LockOptions{Counter: newCounter(d)}})
+	}, electiontest.Options{PutGarbage: putGarbage(t, d, opts), DeleteRecord: deleteRecord(d, opts), PushDisabled: true})
 }

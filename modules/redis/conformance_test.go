@@ -6,21 +6,19 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
+	"github.com/fxelection/fxelection/internal/featuretest"
+	"github.com/fxelection/fxelection/internal/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, against a real redis-server: with the defaults (clock-based
-// terms, push wake-up, a foreign string as garbage), and with sequential
-// terms, push off and a foreign list as garbage. The Locks part's holders
-// write through redisfence on the same server.
+// TestConformance runs the core's conformance suite (contract and smoke)
+// against a real redis-server: with the defaults (clock-based terms, push
+// wake-up, a foreign string as garbage), and with sequential terms, push
+// off and a foreign list as garbage.
 func TestConformance(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
-	locks := electiontest.LockOptions{Counter: func(t *testing.T) electiontest.FencedCounter {
-		return fencedcounter.NewRedis(newClient(t, srv.Addr()))
-	}}
 	keys := mustNew(t, admin, Options{})
 	deleteRecord := func(t *testing.T, election string) {
 		lease, term := keys.Keys(election)
@@ -34,7 +32,6 @@ func TestConformance(t *testing.T) {
 			return newBackend(t, srv.Addr(), Options{})
 		}, electiontest.Options{
 			DeleteRecord: deleteRecord,
-			Locks:        locks,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.Set(ctxT(t), lease, "\x00not a lease record", ttl).Err(); err != nil {
@@ -52,7 +49,6 @@ func TestConformance(t *testing.T) {
 			DeleteRecord:      deleteRecord,
 			DeleteResetsTerms: true,
 			PushDisabled:      true,
-			Locks:             locks,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.RPush(ctxT(t), lease, "foreign").Err(); err != nil {
@@ -64,4 +60,28 @@ func TestConformance(t *testing.T) {
 			},
 		})
 	})
+}
+
+// TestConformanceFeatures runs the repository's feature cases (electors,
+// locks and semaphores: internal/featuretest) on Redis, the push store, at
+// real timings, with and without push wake-up (e2e tier; they run on the
+// in-memory backend under fake time in the default tier). The lock cases'
+// holders write through redisfence on the same server.
+func TestConformanceFeatures(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
+	srv := newServer(t, testserver.RedisOptions{})
+	opts := featuretest.Options{Counter: func(t *testing.T) fencedcounter.Counter {
+		return fencedcounter.NewRedis(newClient(t, srv.Addr()))
+	}}
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{{"Push", Options{}}, {"Polling", Options{SequentialTerms: true, DisablePush: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			featuretest.Run(t, func(t *testing.T) fxelection.Backend {
+				return newBackend(t, srv.Addr(), tc.opts)
+			}, opts)
+		})
+	}
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -128,17 +128,17 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("cross-slot script: %v, want CROSSSLOT", err)
 		}
 	})
+	t.Run("FencedCounter", func(t *testing.T) {
+		// redisfence on the cluster: the counter's keys share the fence
+		// key's hash slot.
+		fencedcounter.Check(t, fencedcounter.NewRedis(newCluster(t)))
+	})
 	t.Run("Conformance", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
 			return mustNew(t, newCluster(t), Options{})
 		}, electiontest.Options{
 			Candidates: 20,
 			Rounds:     10,
-			// redisfence on the cluster: the counter's keys share the
-			// fence key's hash slot.
-			Locks: electiontest.LockOptions{Counter: func(t *testing.T) electiontest.FencedCounter {
-				return fencedcounter.NewRedis(newCluster(t))
-			}},
 			DeleteRecord: func(t *testing.T, election string) {
 				lease, term := keys.Keys(election)
 				if err := admin.Del(ctxT(t), lease, term).Err(); err != nil {

@@ -11,8 +11,10 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
+	"github.com/fxelection/fxelection/internal/featuretest"
+	"github.com/fxelection/fxelection/internal/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
@@ -43,14 +45,11 @@ func runConformance(t *testing.T, opts s3lease.Options, storeDown func(*testing.
 			recreateBucket(t, opts.Bucket)
 		},
 		StoreDown: storeDown,
-		// The Locks part's holders write through redisfence on a Redis of
-		// the test's own.
-		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }
 
-// TestConformance runs the suite in a bucket of its own, which the
-// RecreatedStore case deletes and re-creates.
+// TestConformance runs the suite (contract and smoke) in a bucket of its
+// own, which the RecreatedStore case deletes and re-creates.
 func TestConformance(t *testing.T) {
 	runConformance(t, s3lease.Options{Bucket: newBucket(t)}, storeDown)
 }
@@ -124,4 +123,17 @@ func storeDown(t *testing.T) electiontest.DownStore {
 		t.Fatal(err)
 	}
 	return electiontest.DownStore{Backend: b, Kill: srv.Kill, Restart: srv.Restart, RenewWrites: true}
+}
+
+// TestConformanceFeatures runs the repository's feature cases (electors,
+// locks and semaphores: internal/featuretest) on S3, an observed-time
+// store without push, at real timings (e2e tier; they run on the
+// in-memory backend under fake time in the default tier). The lock cases'
+// holders write through redisfence on a Redis of the test's own.
+func TestConformanceFeatures(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
+	opts := s3lease.Options{Bucket: newBucket(t)}
+	featuretest.Run(t, func(t *testing.T) fxelection.Backend {
+		return newBackend(t, opts)
+	}, featuretest.Options{Counter: fencedcounter.PrivateRedis})
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
@@ -59,10 +58,10 @@ func putGarbage(t *testing.T, conn *zk.Conn, dir string, data []byte, flags int3
 	}
 }
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, against a real ZooKeeper: with the defaults (push wake-up,
-// garbage in an ephemeral znode whose session ends after the TTL), and
-// with push off, another prefix and persistent garbage (never expires).
+// TestConformance runs the core's conformance suite (contract and smoke)
+// against a real ZooKeeper: with the defaults (push wake-up, garbage in an
+// ephemeral znode whose session ends after the TTL), and with push off,
+// another prefix and persistent garbage (never expires).
 func TestConformance(t *testing.T) {
 	addr := server(t)
 	admin := dial(t, testSession, addr)
@@ -74,9 +73,6 @@ func TestConformance(t *testing.T) {
 			DeleteRecord: func(t *testing.T, election string) {
 				deleteAll(t, admin, DefaultPrefix+"/"+escapeName(election))
 			},
-			// The Locks part's holders write through redisfence on a Redis
-			// of the test's own.
-			Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				// An ephemeral znode of a session of its own, closed after
 				// ttl: ZooKeeper deletes the znode with it.
@@ -109,7 +105,6 @@ func TestConformance(t *testing.T) {
 			},
 			GarbageNeverExpires: true,
 			PushDisabled:        true,
-			Locks:               electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				putGarbage(t, admin, prefix+"/"+escapeName(election), []byte(`{"fxelection_zk":1,"holder":"a"}`), zk.FlagPersistent)
 			},

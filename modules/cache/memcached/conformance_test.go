@@ -9,13 +9,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/testserver"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, against a real memcached.
+// TestConformance runs the core's conformance suite (contract and smoke)
+// against a real memcached.
 func TestConformance(t *testing.T) {
 	srv := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	admin := newClient(t, srv.Addr())
@@ -47,8 +46,5 @@ func TestConformance(t *testing.T) {
 		// memcached has no change notifications: the Backend is a
 		// backendkit.Notifier whose Subscribe does nothing.
 		PushDisabled: true,
-		// The Locks part's holders write through redisfence on a Redis of
-		// the test's own.
-		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	})
 }

@@ -9,14 +9,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-// TestConformance runs the core's conformance suite, end-to-end part
-// included, against a real nats-server with JetStream: on a bucket the
-// application owns (push wake-up on), and on a bucket the store manages
-// (push off).
+// TestConformance runs the core's conformance suite (contract and smoke)
+// against a real nats-server with JetStream: on a bucket the application
+// owns (push wake-up on), and on a bucket the store manages (push off).
 func TestConformance(t *testing.T) {
 	srv, admin := newServer(t)
 	adminJS := jsOf(t, connect(t, srv.URL()))
@@ -39,9 +37,6 @@ func TestConformance(t *testing.T) {
 		// The whole bucket deleted and re-created behind the backends'
 		// backs: its revisions start again at 1.
 		Recreate: func(t *testing.T, _ string) { recreateBucket(t, adminJS) },
-		// The Locks part's holders write through redisfence on a Redis of
-		// the test's own.
-		Locks: electiontest.LockOptions{Counter: fencedcounter.PrivateRedis},
 	}
 	t.Run("Push", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {

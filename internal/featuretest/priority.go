@@ -1,4 +1,4 @@
-package electiontest
+package featuretest
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func moves(rec *electiontesting.Recorder, since time.Time) (n int, order []strin
 // candidate may take the lease between the release and the hint, as
 // ResignTo documents; the higher priority then preempts it in turn: two
 // moves are allowed there.
-func (s *suite) preempt(t *testing.T) {
+func (s *env) preempt(t *testing.T) {
 	rec := &electiontesting.Recorder{}
 	allowed := s.allowedMoves(t)
 	tm := s.o.Timing
@@ -76,7 +76,7 @@ func (s *suite) preempt(t *testing.T) {
 // take the lease the moment it is free: the higher one, back within
 // PriorityGrace, gets it; once the higher one is gone for good, the lower
 // one takes it after the grace.
-func (s *suite) priorityGrace(t *testing.T) {
+func (s *env) priorityGrace(t *testing.T) {
 	rec := &electiontesting.Recorder{}
 	tm := s.o.Timing
 	grace := 5 * tm.RetryPeriod
@@ -126,7 +126,7 @@ func (s *suite) priorityGrace(t *testing.T) {
 // others (a new version rolling out): after each restart the restarted
 // one leads, and leadership moved to another identity at most once (twice
 // on a backend that cannot transfer in one step: see preempt).
-func (s *suite) rollingUpgrade(t *testing.T) {
+func (s *env) rollingUpgrade(t *testing.T) {
 	rec := &electiontesting.Recorder{}
 	allowed := s.allowedMoves(t)
 	tm := s.o.Timing
@@ -162,7 +162,7 @@ func (s *suite) rollingUpgrade(t *testing.T) {
 
 // startCandidate starts one candidate for cfg on a backend of its own,
 // recorded by rec, stopped at the test's end.
-func (s *suite) startCandidate(t *testing.T, cfg fxelection.Config, rec *electiontesting.Recorder) *candidate {
+func (s *env) startCandidate(t *testing.T, cfg fxelection.Config, rec *electiontesting.Recorder) *candidate {
 	t.Helper()
 	inner := s.newBackend(t)
 	f := faultinject.New(inner)
@@ -181,7 +181,7 @@ func (s *suite) startCandidate(t *testing.T, cfg fxelection.Config, rec *electio
 // allowedMoves is how many times leadership may move for one preemption:
 // once where the backend transfers in one step, twice where a candidate
 // woken by the release may take the lease before the hint is written.
-func (s *suite) allowedMoves(t *testing.T) int {
+func (s *env) allowedMoves(t *testing.T) int {
 	if _, ok := s.newBackend(t).(backendkit.Transferer); ok {
 		return 1
 	}

@@ -1,4 +1,4 @@
-package electiontest
+package featuretest
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // candidate but the first two defer (Config.Defer) when the backend cannot
 // transfer in one step: a bystander woken by the release could otherwise
 // take the free lease before the hint is written, which ResignTo documents.
-func (s *suite) handOverBystanders(t *testing.T) (edit func(i int, c *fxelection.Config), transfers bool) {
+func (s *env) handOverBystanders(t *testing.T) (edit func(i int, c *fxelection.Config), transfers bool) {
 	_, transfers = s.newBackend(t).(backendkit.Transferer)
 	return func(i int, c *fxelection.Config) {
 		if i >= 2 && !transfers {
@@ -28,7 +28,7 @@ func (s *suite) handOverBystanders(t *testing.T) (edit func(i int, c *fxelection
 // (with two other candidates around), which leads within one retry period
 // with push wake-up and within two without, with a higher term; the
 // leader's own next term and the hint's are above the first.
-func (s *suite) resignToNamed(t *testing.T) {
+func (s *env) resignToNamed(t *testing.T) {
 	rec := &electiontesting.Recorder{}
 	edit, transfers := s.handOverBystanders(t)
 	cs := s.candidatesWith(t, electiontesting.Election(t), 4, rec, edit)
@@ -72,7 +72,7 @@ func (s *suite) resignToNamed(t *testing.T) {
 // resignToAbsent: a hand-over to a candidate that does not exist holds the
 // lease back for the hint's window (LeaseDuration) only: then one of the
 // others leads, with a term above the first.
-func (s *suite) resignToAbsent(t *testing.T) {
+func (s *env) resignToAbsent(t *testing.T) {
 	rec := &electiontesting.Recorder{}
 	cs := s.candidates(t, electiontesting.Election(t), 3, rec)
 	tm := s.o.Timing

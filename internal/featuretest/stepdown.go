@@ -1,4 +1,4 @@
-package electiontest
+package featuretest
 
 import (
 	"context"
@@ -11,30 +11,6 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
-
-// stepDownWhileBackendHangs: a leader whose renewal hangs in the backend,
-// ignoring its context (faultinject.Backend.Wedge, as an SDK without ctx
-// support or a blocked read), still steps down on time: the leader context
-// is cancelled, OnStoppedLeading is called and "leadership lost" is logged
-// within RenewDeadline of the start of its last successful renewal, with
-// and without batched renewals (faultinject.BatchBackend hands batches to
-// the backend's own RenewBatch where it has one).
-//
-// The exact bound is checked on fake time in package fxelection; here real
-// servers and an oversubscribed machine need a margin: max(RenewDeadline/2,
-// 1s). With the default timing that equals LeaseDuration−RenewDeadline, the
-// safety margin itself, so this case proves that the backend cannot hold
-// the step-down hostage (the wedged call never returns while it checks),
-// not the tightness of the bound.
-func (s *suite) stepDownWhileBackendHangs(t *testing.T) {
-	for _, batched := range []bool{false, true} {
-		name := "Direct"
-		if batched {
-			name = "Batched"
-		}
-		t.Run(name, func(t *testing.T) { s.stepDownHang(t, batched) })
-	}
-}
 
 // signalTimes records the first time of each step-down signal.
 type signalTimes struct {
@@ -69,7 +45,21 @@ func (h lostHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func (s *suite) stepDownHang(t *testing.T, batched bool) {
+// stepDownHang: a leader whose renewal hangs in the backend, ignoring its
+// context (faultinject.Backend.Wedge, as an SDK without ctx support or a
+// blocked read), still steps down on time: the leader context is
+// cancelled, OnStoppedLeading is called and "leadership lost" is logged
+// within RenewDeadline of the start of its last successful renewal, with
+// and without batched renewals (faultinject.BatchBackend hands batches to
+// the backend's own RenewBatch where it has one).
+//
+// The exact bound is checked on fake time in package fxelection; real
+// servers on an oversubscribed machine need a margin, kept under fake time
+// too: max(RenewDeadline/2, 1s). With the default timing that equals
+// LeaseDuration−RenewDeadline, the safety margin itself, so this case
+// proves that the backend cannot hold the step-down hostage (the wedged
+// call never returns while it checks), not the tightness of the bound.
+func (s *env) stepDownHang(t *testing.T, batched bool) {
 	tm := s.o.Timing
 	var (
 		f *faultinject.Backend

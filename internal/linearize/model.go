@@ -1,4 +1,11 @@
-package electiontest
+// Package linearize checks recorded concurrent histories of calls to an
+// fxelection.Backend (the conformance suite's Contract/Linearizable case)
+// against a sequential model of the Backend contract for one election.
+// The model is nondeterministic: an operation whose outcome the client
+// could not see (a cancelled call, a dropped result, a store failure) may
+// or may not have taken effect, and what such an operation wrote (a new
+// term, a new version) stays unknown until a later result reveals it.
+package linearize
 
 import (
 	"fmt"
@@ -6,45 +13,40 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The sequential model of the Backend contract for one election, which the
-// Contract/Linearizable case checks recorded concurrent histories against.
-// It is nondeterministic: an operation whose outcome the client could not
-// see (a cancelled call, a dropped result, a store failure) may or may not
-// have taken effect, and what such an operation wrote (a new term, a new
-// version) stays unknown until a later result reveals it.
+// Op names an operation of the Backend contract.
+type Op uint8
 
-// linOp names an operation of the Backend contract.
-type linOp uint8
-
+// The operations.
 const (
-	opAcquire linOp = iota
-	opRenew
-	opRelease
-	opGet
+	OpAcquire Op = iota
+	OpRenew
+	OpRelease
+	OpGet
 )
 
-func (o linOp) String() string {
+func (o Op) String() string {
 	return [...]string{"Acquire", "Renew", "Release", "Get"}[o]
 }
 
-// linKind is the outcome of an operation as the model sees it.
-type linKind uint8
+// Kind is the outcome of an operation as the model sees it.
+type Kind uint8
 
+// The outcomes.
 const (
-	outOK      linKind = iota // nil error (a lease for Acquire, Renew, Get)
-	outHeld                   // *backendkit.HeldError
-	outLost                   // backendkit.ErrLeaseLost
-	outNoLease                // backendkit.ErrNoLease
-	outUnknown                // the call may or may not have taken effect
+	OK      Kind = iota // nil error (a lease for Acquire, Renew, Get)
+	Held                // *backendkit.HeldError
+	Lost                // backendkit.ErrLeaseLost
+	NoLease             // backendkit.ErrNoLease
+	Unknown             // the call may or may not have taken effect
 )
 
-// linLease is the part of a lease the model compares.
-type linLease struct {
+// Lease is the part of a lease the model compares.
+type Lease struct {
 	Holder, Incarnation, Version string
 	Term                         uint64
 }
 
-func (l linLease) String() string {
+func (l Lease) String() string {
 	inc := l.Incarnation
 	if inc == "" {
 		inc = "-"
@@ -60,28 +62,28 @@ func short(v string) string {
 	return v
 }
 
-// linInput is one call: Acquire(Identity, Incarnation), Renew(Lease),
+// Input is one call: Acquire(Identity, Incarnation), Renew(Lease),
 // Release(Lease) or Get.
-type linInput struct {
-	Op       linOp
+type Input struct {
+	Op       Op
 	Client   int
 	Election string
 	Identity string // Acquire
 	Inc      string // Acquire
-	Lease    linLease
+	Lease    Lease
 }
 
-// linOutput is what the call returned. For outHeld, Lease is the holder the
+// Output is what the call returned. For Held, Lease is the holder the
 // error carried, and Version is compared only when it is not empty.
-type linOutput struct {
-	Kind  linKind
-	Lease linLease
+type Output struct {
+	Kind  Kind
+	Lease Lease
 	Err   string // for display
 }
 
-// linState is the model's state of one election. It is a comparable value
+// modelState is the model's state of one election. It is a comparable value
 // (the checker compares states with ==).
-type linState struct {
+type modelState struct {
 	Held      bool
 	Holder    string
 	Inc       string
@@ -97,7 +99,7 @@ type linState struct {
 	ReadKnown bool
 }
 
-func (s linState) String() string {
+func (s modelState) String() string {
 	if !s.Held {
 		return fmt.Sprintf("free (high %d)", s.High)
 	}
@@ -118,7 +120,7 @@ func (s linState) String() string {
 
 // withTerm returns s with its term known to be t, or false if t cannot be
 // its term.
-func (s linState) withTerm(t uint64) (linState, bool) {
+func (s modelState) withTerm(t uint64) (modelState, bool) {
 	if s.TermKnown {
 		return s, s.Term == t
 	}
@@ -131,7 +133,7 @@ func (s linState) withTerm(t uint64) (linState, bool) {
 
 // withVersion returns s with its version known to be v, or false if v
 // cannot be its version.
-func (s linState) withVersion(v string) (linState, bool) {
+func (s modelState) withVersion(v string) (modelState, bool) {
 	if s.VerKnown {
 		return s, s.Version == v
 	}
@@ -142,7 +144,7 @@ func (s linState) withVersion(v string) (linState, bool) {
 // holds reports whether the lease l may be the live record's (holder and
 // term), and whether it certainly is, with the version the store has: then
 // Renew must succeed and Release must free it.
-func (s linState) holds(l linLease) (maybe, exact bool) {
+func (s modelState) holds(l Lease) (maybe, exact bool) {
 	if !s.Held || s.Holder != l.Holder {
 		return false, false
 	}
@@ -156,7 +158,7 @@ func (s linState) holds(l linLease) (maybe, exact bool) {
 
 // freed is s after its lease ended: free, with every term it had below
 // High's successor.
-func (s linState) freed() linState {
+func (s modelState) freed() modelState {
 	high := s.High
 	if s.Held {
 		if s.TermKnown {
@@ -165,13 +167,13 @@ func (s linState) freed() linState {
 			high = max(high, s.TermAbove+1)
 		}
 	}
-	return linState{High: high}
+	return modelState{High: high}
 }
 
 // taken is s after id/inc took it with a new term (t, or unknown when
 // !known) and version v (unknown when !verKnown).
-func (s linState) taken(id, inc string, t uint64, known bool, v string, verKnown bool) linState {
-	n := linState{Held: true, Holder: id, Inc: inc, High: s.High, Version: v, VerKnown: verKnown}
+func (s modelState) taken(id, inc string, t uint64, known bool, v string, verKnown bool) modelState {
+	n := modelState{Held: true, Holder: id, Inc: inc, High: s.High, Version: v, VerKnown: verKnown}
 	if known {
 		n.Term, n.TermKnown, n.High = t, true, max(s.High, t)
 	} else {
@@ -184,28 +186,28 @@ func (s linState) taken(id, inc string, t uint64, known bool, v string, verKnown
 // leadership with version v (unknown when !verKnown): the record's
 // incarnation becomes req's, or, for a request naming none, either the old
 // one or none (backends differ).
-func (s linState) continued(inc string, v string, verKnown bool) []linState {
+func (s modelState) continued(inc string, v string, verKnown bool) []modelState {
 	s.Version, s.VerKnown = v, verKnown
 	if inc != "" || s.Inc == "" {
 		s.Inc = inc
-		return []linState{s}
+		return []modelState{s}
 	}
 	blank := s
 	blank.Inc = ""
-	return []linState{s, blank}
+	return []modelState{s, blank}
 }
 
-// linStep returns every state the election can be in after in returned out
+// step returns every state the election can be in after in returned out
 // from state s; none if it cannot. With partial, the versions Get and
 // HeldError report are only compared with each other, between writes
-// (LinearizableOptions.PartialReadVersions).
-func linStep(s linState, in linInput, out linOutput, partial bool) []linState {
+// (electiontest.LinearizableOptions.PartialReadVersions).
+func step(s modelState, in Input, out Output, partial bool) []modelState {
 	if !partial {
-		return linStep1(s, in, out)
+		return step1(s, in, out)
 	}
-	read := in.Op == opGet || in.Op == opAcquire && out.Kind == outHeld
+	read := in.Op == OpGet || in.Op == OpAcquire && out.Kind == Held
 	if !read {
-		next := linStep1(s, in, out)
+		next := step1(s, in, out)
 		for i := range next {
 			next[i].Read, next[i].ReadKnown = "", false
 		}
@@ -219,10 +221,10 @@ func linStep(s linState, in linInput, out linOutput, partial bool) []linState {
 	}
 	t := s
 	out.Lease.Version = ""
-	if in.Op == opGet {
+	if in.Op == OpGet {
 		t.Version, t.VerKnown = "", false // matched below instead
 	}
-	next := linStep1(t, in, out)
+	next := step1(t, in, out)
 	for i := range next {
 		next[i].Version, next[i].VerKnown = s.Version, s.VerKnown
 		next[i].Read, next[i].ReadKnown = v, true
@@ -230,24 +232,24 @@ func linStep(s linState, in linInput, out linOutput, partial bool) []linState {
 	return next
 }
 
-func linStep1(s linState, in linInput, out linOutput) []linState {
+func step1(s modelState, in Input, out Output) []modelState {
 	switch in.Op {
-	case opAcquire:
+	case OpAcquire:
 		return stepAcquire(s, in, out)
-	case opRenew:
+	case OpRenew:
 		return stepRenew(s, in, out)
-	case opRelease:
+	case OpRelease:
 		return stepRelease(s, in, out)
-	case opGet:
+	case OpGet:
 		return stepGet(s, out)
 	}
 	return nil
 }
 
-func stepAcquire(s linState, in linInput, out linOutput) []linState {
+func stepAcquire(s modelState, in Input, out Output) []modelState {
 	continues := s.Held && s.Holder == in.Identity && (in.Inc == "" || s.Inc == in.Inc)
 	switch out.Kind {
-	case outOK:
+	case OK:
 		got := out.Lease
 		if got.Holder != in.Identity || got.Incarnation != "" && got.Incarnation != in.Inc {
 			return nil
@@ -265,9 +267,9 @@ func stepAcquire(s linState, in linInput, out linOutput) []linState {
 			if got.Term <= s.High || s.Held && !s.TermKnown && got.Term <= s.TermAbove+1 {
 				return nil
 			}
-			return []linState{s.taken(in.Identity, in.Inc, got.Term, true, got.Version, true)}
+			return []modelState{s.taken(in.Identity, in.Inc, got.Term, true, got.Version, true)}
 		}
-	case outHeld:
+	case Held:
 		h := out.Lease
 		if !s.Held || s.Holder != h.Holder || h.Holder == in.Identity {
 			return nil
@@ -281,9 +283,9 @@ func stepAcquire(s linState, in linInput, out linOutput) []linState {
 				return nil
 			}
 		}
-		return []linState{n}
-	case outUnknown:
-		res := []linState{s} // no effect
+		return []modelState{n}
+	case Unknown:
+		res := []modelState{s} // no effect
 		switch {
 		case s.Held && s.Holder != in.Identity:
 		case continues:
@@ -296,59 +298,59 @@ func stepAcquire(s linState, in linInput, out linOutput) []linState {
 	return nil
 }
 
-func stepRenew(s linState, in linInput, out linOutput) []linState {
+func stepRenew(s modelState, in Input, out Output) []modelState {
 	maybe, exact := s.holds(in.Lease)
 	switch out.Kind {
-	case outOK:
+	case OK:
 		if !maybe || out.Lease.Term != in.Lease.Term || out.Lease.Holder != in.Lease.Holder {
 			return nil
 		}
 		n, _ := s.withTerm(in.Lease.Term)
 		n.Version, n.VerKnown = out.Lease.Version, true
-		return []linState{n}
-	case outLost:
+		return []modelState{n}
+	case Lost:
 		// A backend may also refuse a lease whose version is stale.
 		if exact {
 			return nil
 		}
-		return []linState{s}
-	case outUnknown:
+		return []modelState{s}
+	case Unknown:
 		if !maybe {
-			return []linState{s}
+			return []modelState{s}
 		}
 		n, _ := s.withTerm(in.Lease.Term)
 		n.Version, n.VerKnown = "", false
-		return []linState{s, n}
+		return []modelState{s, n}
 	}
 	return nil
 }
 
-func stepRelease(s linState, in linInput, out linOutput) []linState {
+func stepRelease(s modelState, in Input, out Output) []modelState {
 	maybe, exact := s.holds(in.Lease)
 	switch out.Kind {
-	case outOK, outUnknown:
+	case OK, Unknown:
 		if !maybe {
-			return []linState{s}
+			return []modelState{s}
 		}
 		n, _ := s.withTerm(in.Lease.Term)
-		if exact && out.Kind == outOK {
-			return []linState{n.freed()}
+		if exact && out.Kind == OK {
+			return []modelState{n.freed()}
 		}
 		// Not certain: the version may be stale (a backend may compare it)
 		// or the call may not have run.
-		return []linState{s, n.freed()}
+		return []modelState{s, n.freed()}
 	}
 	return nil
 }
 
-func stepGet(s linState, out linOutput) []linState {
+func stepGet(s modelState, out Output) []modelState {
 	switch out.Kind {
-	case outNoLease:
+	case NoLease:
 		if s.Held {
 			return nil
 		}
-		return []linState{s}
-	case outOK:
+		return []modelState{s}
+	case OK:
 		g := out.Lease
 		if !s.Held || s.Holder != g.Holder || g.Incarnation != "" && g.Incarnation != s.Inc {
 			return nil
@@ -360,19 +362,19 @@ func stepGet(s linState, out linOutput) []linState {
 		if n, ok = n.withVersion(g.Version); !ok {
 			return nil
 		}
-		return []linState{n}
+		return []modelState{n}
 	}
 	return nil
 }
 
-// linModel is the porcupine model: one partition per election.
-func linModel(partial bool) porcupine.Model {
+// Model is the porcupine model: one partition per election.
+func Model(partial bool) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 			by := map[string][]porcupine.Operation{}
 			var order []string
 			for _, op := range h {
-				e := op.Input.(linInput).Election
+				e := op.Input.(Input).Election
 				if _, ok := by[e]; !ok {
 					order = append(order, e)
 				}
@@ -384,85 +386,85 @@ func linModel(partial bool) porcupine.Model {
 			}
 			return out
 		},
-		Init: func() []any { return []any{linState{}} },
+		Init: func() []any { return []any{modelState{}} },
 		Step: func(state, input, output any) []any {
-			next := linStep(state.(linState), input.(linInput), output.(linOutput), partial)
+			next := step(state.(modelState), input.(Input), output.(Output), partial)
 			out := make([]any, len(next))
 			for i, n := range next {
 				out[i] = n
 			}
 			return out
 		},
-		DescribeOperation: func(input, output any) string { return describeOp(input.(linInput), output.(linOutput)) },
-		DescribeState:     func(state any) string { return state.(linState).String() },
+		DescribeOperation: func(input, output any) string { return describeOp(input.(Input), output.(Output)) },
+		DescribeState:     func(state any) string { return state.(modelState).String() },
 	}
 	return nm.ToModel()
 }
 
 // describeOp renders one call and its result.
-func describeOp(in linInput, out linOutput) string {
+func describeOp(in Input, out Output) string {
 	var call string
 	switch in.Op {
-	case opAcquire:
+	case OpAcquire:
 		inc := in.Inc
 		if inc == "" {
 			inc = "-"
 		}
 		call = fmt.Sprintf("Acquire(%s/%s)", in.Identity, inc)
-	case opRenew, opRelease:
+	case OpRenew, OpRelease:
 		call = fmt.Sprintf("%s(%s)", in.Op, in.Lease)
-	case opGet:
+	case OpGet:
 		call = "Get()"
 	}
 	var res string
 	switch out.Kind {
-	case outOK:
-		if in.Op == opRelease {
+	case OK:
+		if in.Op == OpRelease {
 			res = "nil"
 		} else {
 			res = out.Lease.String()
 		}
-	case outHeld:
+	case Held:
 		res = "held by " + out.Lease.String()
-	case outLost:
+	case Lost:
 		res = "ErrLeaseLost"
-	case outNoLease:
+	case NoLease:
 		res = "ErrNoLease"
-	case outUnknown:
+	case Unknown:
 		res = "unknown (" + out.Err + ")"
 	}
 	return fmt.Sprintf("c%d %s → %s", in.Client, call, res)
 }
 
-// linWhy says which rule of the contract forbids out for in from state s,
+// why says which rule of the contract forbids out for in from state s,
 // or "" if none does; for failure reports.
-func linWhy(s linState, in linInput, out linOutput, partial bool) string {
-	if len(linStep(s, in, out, partial)) > 0 {
+func why(s modelState, in Input, out Output, partial bool) string {
+	if len(step(s, in, out, partial)) > 0 {
 		return ""
 	}
 	maybe, exact := s.holds(in.Lease)
 	switch {
-	case in.Op == opAcquire && out.Kind == outOK && s.Held && s.Holder != in.Identity:
+	case in.Op == OpAcquire && out.Kind == OK && s.Held && s.Holder != in.Identity:
 		return "Acquire succeeded over another identity's live lease"
-	case in.Op == opAcquire && out.Kind == outOK && s.Held && s.Holder == in.Identity && (in.Inc == "" || s.Inc == in.Inc):
+	case in.Op == OpAcquire && out.Kind == OK && s.Held && s.Holder == in.Identity && (in.Inc == "" || s.Inc == in.Inc):
 		return "a re-acquisition by the same incarnation must keep the term"
-	case in.Op == opAcquire && out.Kind == outOK && out.Lease.Term <= s.High:
+	case in.Op == OpAcquire && out.Kind == OK && out.Lease.Term <= s.High:
 		return fmt.Sprintf("a new leadership (free, or a new incarnation of the holder) must get a term above %d", s.High)
-	case in.Op == opAcquire && out.Kind == outOK:
+	case in.Op == OpAcquire && out.Kind == OK:
 		return "the lease returned is not the requester's"
-	case in.Op == opAcquire && out.Kind == outHeld && (!s.Held || out.Lease.Holder == in.Identity):
+	case in.Op == OpAcquire && out.Kind == Held && (!s.Held || out.Lease.Holder == in.Identity):
 		return "ErrLeaseHeld while the lease is free or the requester's own identity holds it"
-	case in.Op == opAcquire && out.Kind == outHeld:
+	case in.Op == OpAcquire && out.Kind == Held:
 		return "the HeldError does not name the current holder, term and version"
-	case in.Op == opRenew && out.Kind == outOK && !maybe:
+	case in.Op == OpRenew && out.Kind == OK && !maybe:
 		return "Renew succeeded for a lease that is not the live one"
-	case in.Op == opRenew && out.Kind == outLost && exact:
+	case in.Op == OpRenew && out.Kind == Lost && exact:
 		return "Renew refused the live lease with its current version"
-	case in.Op == opGet && out.Kind == outNoLease:
+	case in.Op == OpGet && out.Kind == NoLease:
 		return "ErrNoLease while the lease is held"
-	case in.Op == opGet && !s.Held:
+	case in.Op == OpGet && !s.Held:
 		return "Get returned a holder while the lease is free"
-	case in.Op == opGet:
+	case in.Op == OpGet:
 		return "Get does not report the current holder, term, version and incarnation"
 	}
 	return "no rule of the contract allows this result"

@@ -1,4 +1,4 @@
-package electiontest
+package featuretest
 
 import (
 	"context"
@@ -17,228 +17,14 @@ import (
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/fencedcounter"
 )
 
-// LockOptions tune the Locks part of RunBackendTests: package lock's locks
-// and semaphores on the backend, each client a lock.Locker of its own on a
-// backend of its own (newBackend), as separate processes would be. The
-// Lockers' LeaseDuration and RenewDeadline are Options.Timing's; their
-// RetryPeriod is RetryPeriod here. Zero fields take the defaults.
-type LockOptions struct {
-	// Counter returns the fenced store the MutualExclusion case's holders
-	// write through (it is called once per run; the store may be shared
-	// with other runs, since every run uses keys of its own). Default: an
-	// in-process counter (NewMemoryCounter), which checks terms as a fenced
-	// store does but fences nothing outside the test process; the backends
-	// of this repository pass a real store (package fencedcounter:
-	// redisfence on a Redis of the test's own; Postgres's tests pgfence).
-	Counter func(t *testing.T) FencedCounter
-
-	// Clients is how many Lockers contend for one lock in the
-	// MutualExclusion case. Default: 8.
-	Clients int
-
-	// Acquisitions is how many times each of them takes the lock there.
-	// Default: 200.
-	Acquisitions int
-
-	// SemaphoreClients is how many Lockers share a semaphore of 3 slots in
-	// the Semaphore case. Default: 10.
-	SemaphoreClients int
-
-	// SemaphoreRounds is how many times each of them takes a slot there.
-	// Default: 30.
-	SemaphoreRounds int
-
-	// RetryPeriod is the Lockers' RetryPeriod: how often a waiter polls on
-	// a backend without push wake-up (and a holder renews). Default: 50ms.
-	RetryPeriod time.Duration
-}
-
-func (o LockOptions) withDefaults() LockOptions {
-	if o.Clients == 0 {
-		o.Clients = 8
-	}
-	if o.Acquisitions == 0 {
-		o.Acquisitions = 200
-	}
-	if o.SemaphoreClients == 0 {
-		o.SemaphoreClients = 10
-	}
-	if o.SemaphoreRounds == 0 {
-		o.SemaphoreRounds = 30
-	}
-	if o.RetryPeriod == 0 {
-		o.RetryPeriod = 50 * time.Millisecond
-	}
-	return o
-}
-
-// FencedCounter is a counter in a store that fences its reads and writes
-// with lock terms, as an application guards what it does under a lock:
-// every call carries a term, and the store refuses a call whose term is
-// lower than the highest it has seen for the key. The Locks part's holders
-// each read the counter and write it plus one under their lock's term, as
-// two separate calls: only mutual exclusion (or, failing that, the fence)
-// keeps an increment from being lost.
-type FencedCounter interface {
-	// Read returns the counter key's value (0 if it was never written).
-	// It fails with an error matching fence.ErrStaleTerm if a term higher
-	// than term was seen for key; otherwise it raises the key's highest
-	// term to term, in the same atomic operation.
-	Read(ctx context.Context, key string, term uint64) (uint64, error)
-
-	// Write sets the counter key to value, fenced with term as Read is,
-	// and appends term to the list Accepted returns, in the same atomic
-	// operation: nothing is written when the term is refused.
-	Write(ctx context.Context, key string, term, value uint64) error
-
-	// Accepted returns the terms of key's accepted writes, in the order
-	// the store accepted them.
-	Accepted(ctx context.Context, key string) ([]uint64, error)
-}
-
-// NewMemoryCounter returns a FencedCounter in the test process: the
-// LockOptions.Counter default, for backends that have no fenced store of
-// their own at hand. It is safe for concurrent use.
-func NewMemoryCounter() FencedCounter { return &memCounter{keys: make(map[string]*memCount)} }
-
-// memCounter is NewMemoryCounter's FencedCounter.
-type memCounter struct {
-	mu   sync.Mutex
-	keys map[string]*memCount
-}
-
-// memCount is one key of a memCounter.
-type memCount struct {
-	value, highest uint64
-	accepted       []uint64
-}
-
-// fenced returns key's count if term is not stale, raising its highest
-// term; the caller holds c.mu.
-func (c *memCounter) fenced(key string, term uint64) (*memCount, error) {
-	if err := (fence.Token{Election: key, Term: term}).Validate(); err != nil {
-		return nil, err
-	}
-	k := c.keys[key]
-	if k == nil {
-		k = &memCount{}
-		c.keys[key] = k
-	}
-	if term < k.highest {
-		return nil, &fence.StaleTermError{Election: key, Term: term, Highest: k.highest}
-	}
-	k.highest = term
-	return k, nil
-}
-
-func (c *memCounter) Read(_ context.Context, key string, term uint64) (uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, err := c.fenced(key, term)
-	if err != nil {
-		return 0, err
-	}
-	return k.value, nil
-}
-
-func (c *memCounter) Write(_ context.Context, key string, term, value uint64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, err := c.fenced(key, term)
-	if err != nil {
-		return err
-	}
-	k.value = value
-	k.accepted = append(k.accepted, term)
-	return nil
-}
-
-func (c *memCounter) Accepted(_ context.Context, key string) ([]uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k := c.keys[key]; k != nil {
-		return slices.Clone(k.accepted), nil
-	}
-	return nil, nil
-}
-
-// CheckFencedCounter checks that c fences as the Locks part needs, on keys
-// of the test's own: a fresh key reads 0; writes with a term are accepted,
-// again with the same term too; a read or a write with a lower term is
-// refused with an error matching fence.ErrStaleTerm and changes nothing; a
-// read raises the fence (a write with the earlier term is then refused);
-// Accepted lists the accepted writes' terms in order; keys are
-// independent. The Locks part runs it on its counter before using it.
-func CheckFencedCounter(t *testing.T, c FencedCounter) {
-	t.Helper()
-	ctx := electiontesting.Context(t)
-	key := electiontesting.Election(t)
-	read := func(term, want uint64) {
-		t.Helper()
-		if got, err := c.Read(ctx, key, term); err != nil || got != want {
-			t.Fatalf("Read with term %d: %d, %v; want %d", term, got, err, want)
-		}
-	}
-	write := func(term, value uint64) {
-		t.Helper()
-		if err := c.Write(ctx, key, term, value); err != nil {
-			t.Fatalf("Write of %d with term %d: %v", value, term, err)
-		}
-	}
-	stale := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, fence.ErrStaleTerm) {
-			t.Fatalf("%s: %v, want an error matching fence.ErrStaleTerm", what, err)
-		}
-	}
-	read(5, 0)
-	write(5, 1)
-	write(5, 2)
-	_, err := c.Read(ctx, key, 4)
-	stale("Read with a lower term", err)
-	stale("Write with a lower term", c.Write(ctx, key, 4, 9))
-	read(7, 2)
-	stale("Write with the term a Read raised the fence past", c.Write(ctx, key, 5, 9))
-	write(7, 3)
-	read(7, 3)
-	if got, err := c.Accepted(ctx, key); err != nil || !slices.Equal(got, []uint64{5, 5, 7}) {
-		t.Fatalf("Accepted: %v, %v; want [5 5 7]", got, err)
-	}
-	other := key + "-other"
-	if got, err := c.Read(ctx, other, 1); err != nil || got != 0 {
-		t.Fatalf("Read of another key with term 1: %d, %v; want 0 (keys are independent)", got, err)
-	}
-	if got, err := c.Accepted(ctx, other); err != nil || len(got) != 0 {
-		t.Fatalf("Accepted of a key never written: %v, %v; want none", got, err)
-	}
-}
-
-// semaphoreSize is the size of the Locks part's semaphores.
+// semaphoreSize is the size of the lock cases' semaphores.
 const semaphoreSize = 3
 
-// locks is the Locks part: package lock on the backend.
-func (s *suite) locks(t *testing.T) {
-	start := time.Now()
-	t.Cleanup(func() { t.Logf("Locks part: %v", time.Since(start).Round(time.Millisecond)) })
-	t.Run("TryAcquireHeld", s.lockTryAcquireHeld)
-	t.Run("ReleasedAcquirable", s.lockReleasedAcquirable)
-	t.Run("TermsAcrossLockers", s.lockTermsAcrossLockers)
-	t.Run("SemaphoreFull", s.semaphoreFull)
-	t.Run("Semaphore", s.semaphore)
-	t.Run("ReleaseDuringRenewal", s.lockReleaseDuringRenewal)
-	// These two run together once the others are done: the first mostly
-	// waits for a lease to expire.
-	parallel := func(name string, f func(*testing.T)) {
-		t.Run(name, func(t *testing.T) { t.Parallel(); f(t) })
-	}
-	parallel("SemaphoreKilledHolder", s.semaphoreKilledHolder)
-	parallel("MutualExclusion", s.mutualExclusion)
-}
-
 // lockOptions are the Lockers' options for identity id.
-func (s *suite) lockOptions(id string) lock.Options {
+func (s *env) lockOptions(id string) lock.Options {
 	return lock.Options{
 		Identity:      id,
 		LeaseDuration: s.o.Timing.LeaseDuration,
@@ -249,13 +35,13 @@ func (s *suite) lockOptions(id string) lock.Options {
 
 // newLocker returns a Locker with identity id on b, closed at the end of
 // the test (which fails if closing does, unless mayFailClose).
-func (s *suite) newLocker(t *testing.T, b fxelection.Backend, id string, mayFailClose bool) *lock.Locker {
+func (s *env) newLocker(t *testing.T, b fxelection.Backend, id string, mayFailClose bool) *lock.Locker {
 	t.Helper()
 	return s.newLockerWith(t, b, s.lockOptions(id), mayFailClose)
 }
 
 // newLockerWith is newLocker with options of the caller's.
-func (s *suite) newLockerWith(t *testing.T, b fxelection.Backend, opts lock.Options, mayFailClose bool) *lock.Locker {
+func (s *env) newLockerWith(t *testing.T, b fxelection.Backend, opts lock.Options, mayFailClose bool) *lock.Locker {
 	t.Helper()
 	l, err := lock.New(b, opts)
 	if err != nil {
@@ -292,7 +78,7 @@ func wantLocked(t *testing.T, err error, what string) fxelection.Lease {
 
 // lockTryAcquireHeld: TryAcquire of a held key, by another Locker or by
 // the holder's own, is ErrLocked naming the holder and its term.
-func (s *suite) lockTryAcquireHeld(t *testing.T) {
+func (s *env) lockTryAcquireHeld(t *testing.T) {
 	a := s.newLocker(t, s.newBackend(t), "held-a", false)
 	b := s.newLocker(t, s.newBackend(t), "held-b", false)
 	key := electiontesting.Election(t)
@@ -327,7 +113,7 @@ func (s *suite) lockTryAcquireHeld(t *testing.T) {
 // lockReleasedAcquirable: a released lock is free at once: another client's
 // single TryAcquire takes it, with a higher term, and the released Lock's
 // Context has ended with ErrReleased.
-func (s *suite) lockReleasedAcquirable(t *testing.T) {
+func (s *env) lockReleasedAcquirable(t *testing.T) {
 	a := s.newLocker(t, s.newBackend(t), "rel-a", false)
 	b := s.newLocker(t, s.newBackend(t), "rel-b", false)
 	key := electiontesting.Election(t)
@@ -351,7 +137,7 @@ func (s *suite) lockReleasedAcquirable(t *testing.T) {
 
 // lockTermsAcrossLockers: two Lockers taking one key in turn get strictly
 // increasing terms, and each Lock's Context carries its term for fencing.
-func (s *suite) lockTermsAcrossLockers(t *testing.T) {
+func (s *env) lockTermsAcrossLockers(t *testing.T) {
 	lockers := []*lock.Locker{
 		s.newLocker(t, s.newBackend(t), "turn-a", false),
 		s.newLocker(t, s.newBackend(t), "turn-b", false),
@@ -380,7 +166,7 @@ func (s *suite) lockTermsAcrossLockers(t *testing.T) {
 // semaphoreFull: three Lockers take the three slots of a semaphore (one
 // each); a fourth's TryAcquireSemaphore is ErrLocked; once one slot is
 // released, the fourth takes that slot at once, with a higher term.
-func (s *suite) semaphoreFull(t *testing.T) {
+func (s *env) semaphoreFull(t *testing.T) {
 	name := electiontesting.Election(t)
 	held := make([]*lock.Lock, semaphoreSize)
 	seen := map[int]bool{}
@@ -424,7 +210,7 @@ func (s *suite) semaphoreFull(t *testing.T) {
 }
 
 // errKilled is every call's error on a killed backend.
-var errKilled = errors.New("electiontest: backend killed")
+var errKilled = errors.New("featuretest: backend killed")
 
 // killable is a backend a test can cut off as if its process had died:
 // once killed, every call fails without reaching the store. It hides the
@@ -495,7 +281,7 @@ func (k *killable) Get(ctx context.Context, election string) (fxelection.Lease, 
 // expired: not before LeaseDuration after the last write the killed holder
 // sent (a bound delays can only make later), and within a generous limit.
 // The killed holder's Context ends with ErrLost.
-func (s *suite) semaphoreKilledHolder(t *testing.T) {
+func (s *env) semaphoreKilledHolder(t *testing.T) {
 	name := electiontesting.Election(t)
 	lease := s.o.Timing.LeaseDuration
 	victimBackend := &killable{Backend: s.newBackend(t)}
@@ -613,7 +399,7 @@ func progressContext(t *testing.T, stall time.Duration) (ctx context.Context, pr
 // the next poll (1.2 × RetryPeriod) at the latest, one that expired
 // instead after LeaseDuration more; four times that, and at least a
 // minute, is slack for a busy machine and slow store calls.
-func (s *suite) stallBound() time.Duration {
+func (s *env) stallBound() time.Duration {
 	tm := s.o.Timing
 	return max(time.Minute, 4*(tm.LeaseDuration+tm.RetryPeriod*6/5))
 }
@@ -626,15 +412,10 @@ func (s *suite) stallBound() time.Duration {
 // failure: without faults no holder should be stale), the store accepted
 // them with strictly increasing terms, exactly the locks' terms, and no
 // two holders were ever in the critical section at once in this process.
-func (s *suite) mutualExclusion(t *testing.T) {
+func (s *env) mutualExclusion(t *testing.T) {
 	o := s.o.Locks
-	counter := NewMemoryCounter()
-	if o.Counter != nil {
-		counter = o.Counter(t)
-	} else {
-		t.Log("LockOptions.Counter not set: the holders write through an in-process fenced counter")
-	}
-	CheckFencedCounter(t, counter)
+	counter := s.o.Counter(t)
+	fencedcounter.Check(t, counter)
 	key := electiontesting.Election(t)
 	lockers := make([]*lock.Locker, o.Clients)
 	for i := range lockers {
@@ -729,7 +510,7 @@ func (s *suite) mutualExclusion(t *testing.T) {
 
 // increment reads the counter and writes it plus one, both fenced with
 // term.
-func increment(ctx context.Context, c FencedCounter, key string, term uint64) error {
+func increment(ctx context.Context, c fencedcounter.Counter, key string, term uint64) error {
 	v, err := c.Read(ctx, key, term)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
@@ -745,7 +526,7 @@ func increment(ctx context.Context, c FencedCounter, key string, term uint64) er
 // than 3 holders at once (counted in this process: after Acquire, before
 // Release), every slot in range, and each slot's terms strictly increase
 // in the order its holders took it.
-func (s *suite) semaphore(t *testing.T) {
+func (s *env) semaphore(t *testing.T) {
 	o := s.o.Locks
 	name := electiontesting.Election(t)
 	lockers := make([]*lock.Locker, o.SemaphoreClients)
@@ -807,35 +588,6 @@ func (s *suite) semaphore(t *testing.T) {
 				t.Errorf("slot %d: term %d taken after term %d, want strictly increasing", slot, terms[i], terms[i-1])
 				break
 			}
-		}
-	}
-}
-
-// lockReleaseDuringRenewal: a lock released at random points of its
-// renewal cycle is free in the store once Release returns, every time,
-// also when Release lands during a renewal (which Release lets finish: a
-// renewal cut short could still be applied by the store, and a backend
-// that matches the last write on release, PostgreSQL, would then free
-// nothing and leave the lock held for a whole lease).
-func (s *suite) lockReleaseDuringRenewal(t *testing.T) {
-	b := s.newBackend(t)
-	l := s.newLocker(t, b, "release-during-renewal", false)
-	key := electiontesting.Election(t)
-	const rounds = 60
-	for i := range rounds {
-		lk, err := l.TryAcquire(electiontesting.Context(t), key)
-		if err != nil {
-			t.Fatalf("round %d: %v", i, err)
-		}
-		time.Sleep(rand.N(2 * s.o.Locks.RetryPeriod))
-		release(t, lk)
-		got, err := b.Get(electiontesting.Context(t), key)
-		switch {
-		case errors.Is(err, backendkit.ErrNoLease):
-		case err != nil:
-			t.Fatalf("round %d: Get after Release: %v", i, err)
-		case got.Holder == lk.Lease().Holder && got.Term == lk.Term():
-			t.Fatalf("round %d: the store still shows the released lock (term %d, expiring %v)", i, got.Term, got.ExpiresAt)
 		}
 	}
 }

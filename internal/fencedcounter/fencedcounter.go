@@ -1,14 +1,10 @@
-// Package fencedcounter is electiontest.FencedCounter on a real fenced
-// store: a counter in Redis whose every read and write is one script behind
-// package redisfence's check, so the store itself refuses a call whose term
-// is lower than the highest it has seen. The conformance suite's Locks part
-// writes through it (electiontest.LockOptions.Counter) on backends that
-// have no fenced store of their own; Redis's tests pass a counter on their
-// own server, PostgreSQL's one on pgfence.
-//
-// It is a package of its own, not part of electiontest, so that
-// electiontest stays free of any store's SDK: only the tests that use it
-// link go-redis.
+// Package fencedcounter is the fenced store the lock feature cases
+// (internal/featuretest's MutualExclusion) write through: a Counter whose
+// every read and write carries a lock term, refused when a higher term was
+// seen. Memory keeps it in the test process; Redis keeps it in Redis, each
+// call one script behind package redisfence's check, so the store itself
+// refuses a stale term; PostgreSQL's tests keep one on pgfence. Check
+// checks that a Counter fences.
 package fencedcounter
 
 import (
@@ -19,7 +15,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/modules/redis/redisfence"
@@ -29,7 +24,7 @@ import (
 // redisfence's fence keys.
 const KeyPrefix = "fxcounter:"
 
-// Redis is a FencedCounter in Redis. Each key's counter, the list of its
+// Redis is a Counter in Redis. Each key's counter, the list of its
 // accepted terms and its fence key share one Redis Cluster hash slot
 // (redisfence.HashTag). It is safe for concurrent use and does not own the
 // client.
@@ -38,7 +33,7 @@ type Redis struct {
 	guard  *redisfence.Guard
 }
 
-var _ electiontest.FencedCounter = (*Redis)(nil)
+var _ Counter = (*Redis)(nil)
 
 // NewRedis returns a counter writing through client (a *redis.Client or a
 // cluster client; set ContextTimeoutEnabled so calls honour deadlines).
@@ -49,8 +44,8 @@ func NewRedis(client redis.UniversalClient) *Redis {
 // PrivateRedis starts a redis-server of the test's own (internal/testserver:
 // skipped when redis-server is missing, a failure under CI=true) and
 // returns a counter on it; the server and the client close when the test
-// ends. It fits electiontest.LockOptions.Counter.
-func PrivateRedis(t *testing.T) electiontest.FencedCounter {
+// ends. It fits featuretest.Options.Counter.
+func PrivateRedis(t *testing.T) Counter {
 	t.Helper()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
@@ -72,7 +67,7 @@ func keys(key string) (counter, accepted string) {
 	return KeyPrefix + tag + ":counter", KeyPrefix + tag + ":accepted"
 }
 
-// Read implements electiontest.FencedCounter.
+// Read implements Counter.
 func (r *Redis) Read(ctx context.Context, key string, term uint64) (uint64, error) {
 	counter, _ := keys(key)
 	v, err := r.guard.Run(fence.WithToken(ctx, fence.Token{Election: key, Term: term}), readScript, []string{counter})
@@ -90,7 +85,7 @@ func (r *Redis) Read(ctx context.Context, key string, term uint64) (uint64, erro
 	return n, nil
 }
 
-// Write implements electiontest.FencedCounter.
+// Write implements Counter.
 func (r *Redis) Write(ctx context.Context, key string, term, value uint64) error {
 	counter, accepted := keys(key)
 	_, err := r.guard.Run(fence.WithToken(ctx, fence.Token{Election: key, Term: term}), writeScript,
@@ -98,7 +93,7 @@ func (r *Redis) Write(ctx context.Context, key string, term, value uint64) error
 	return err
 }
 
-// Accepted implements electiontest.FencedCounter.
+// Accepted implements Counter.
 func (r *Redis) Accepted(ctx context.Context, key string) ([]uint64, error) {
 	_, accepted := keys(key)
 	all, err := r.client.LRange(ctx, accepted, 0, -1).Result()

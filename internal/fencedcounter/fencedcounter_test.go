@@ -5,9 +5,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fxelection/fxelection/fxelection/electiontest"
-	"github.com/fxelection/fxelection/fxelection/electiontest/fencedcounter"
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/fencedcounter"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,7 +18,12 @@ func TestPackageDoc(t *testing.T) {
 }
 
 // TestPrivateRedis: the counter on a Redis of the test's own fences its
-// reads and writes (electiontest.CheckFencedCounter).
+// reads and writes.
 func TestPrivateRedis(t *testing.T) {
-	electiontest.CheckFencedCounter(t, fencedcounter.PrivateRedis(t))
+	fencedcounter.Check(t, fencedcounter.PrivateRedis(t))
+}
+
+// TestMemory: the in-process counter fences as a real store does.
+func TestMemory(t *testing.T) {
+	fencedcounter.Check(t, fencedcounter.NewMemory())
 }

@@ -1,4 +1,4 @@
-package electiontest
+package featuretest
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/electiontesting"
@@ -20,13 +19,13 @@ type candidate struct {
 	inner  fxelection.Backend // behind faulty
 }
 
-func (s *suite) candidates(t *testing.T, election string, n int, rec *electiontesting.Recorder) []*candidate {
+func (s *env) candidates(t *testing.T, election string, n int, rec *electiontesting.Recorder) []*candidate {
 	return s.candidatesWith(t, election, n, rec, nil)
 }
 
 // candidatesWith is candidates, with edit (when set) changing candidate
 // i's Config before it starts.
-func (s *suite) candidatesWith(t *testing.T, election string, n int, rec *electiontesting.Recorder, edit func(i int, c *fxelection.Config)) []*candidate {
+func (s *env) candidatesWith(t *testing.T, election string, n int, rec *electiontesting.Recorder, edit func(i int, c *fxelection.Config)) []*candidate {
 	t.Helper()
 	out := make([]*candidate, n)
 	for i := range out {
@@ -97,46 +96,10 @@ func checkNoOverlap(t *testing.T, rec *electiontesting.Recorder) {
 	}
 }
 
-// handOverOnStop: a leader that stops gracefully releases, and another
-// candidate leads within one retry period (at once with push wake-up).
-func (s *suite) handOverOnStop(t *testing.T) {
-	rec := &electiontesting.Recorder{}
-	cs := s.candidates(t, electiontesting.Election(t), 3, rec)
-	tm := s.o.Timing
-	leader, _ := waitLeader(t, cs, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
-	first, _ := leader.e.Lease()
-
-	// Let the followers settle into their retry wait and learn the leader.
-	time.Sleep(tm.RetryPeriod * 3 / 2)
-	for _, c := range cs {
-		if c == leader {
-			continue
-		}
-		if l, ok := c.e.Leader(); !ok || l.Holder != leader.e.Status().Identity || l.Term != first.Term {
-			t.Fatalf("follower %s sees leader %+v (known %v), want %s term %d", c.e.Status().Identity, l, ok, leader.e.Status().Identity, first.Term)
-		}
-	}
-	_, push := cs[0].inner.(backendkit.Notifier)
-
-	stopped := time.Now()
-	if err := leader.e.Stop(context.Background()); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	limit := backoff.JitterMax(tm.RetryPeriod) + time.Second
-	next, at := waitLeader(t, cs, leader, limit)
-	took := at.Sub(stopped)
-	second, _ := next.e.Lease()
-	if second.Term <= first.Term {
-		t.Fatalf("term after hand-over %d, want > %d", second.Term, first.Term)
-	}
-	t.Logf("hand-over took %v (push wake-up: %v, retry period %v)", took, push, tm.RetryPeriod)
-	checkNoOverlap(t, rec)
-}
-
 // vanished: a leader cut off from the store stops believing within the
 // renew deadline, and another candidate takes over only after the lease
 // expired, within LeaseDuration plus a retry period.
-func (s *suite) vanished(t *testing.T) {
+func (s *env) vanished(t *testing.T) {
 	rec := &electiontesting.Recorder{}
 	cs := s.candidates(t, electiontesting.Election(t), 3, rec)
 	tm := s.o.Timing
