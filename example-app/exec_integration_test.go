@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // Timings of the three-process exec tests: the window between a
@@ -28,6 +29,7 @@ const (
 // through a proxy of its own, children that ignore SIGTERM (so every
 // step-down ends in SIGKILL after --kill-after).
 func TestExecThreeProcessesOnRedis(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	execFailovers(t, "ignore-term", srv.Addr(), func(addr string) []string {
@@ -38,6 +40,7 @@ func TestExecThreeProcessesOnRedis(t *testing.T) {
 // TestExecThreeProcessesOnPostgres: the same on PostgreSQL, with children
 // that exit on SIGTERM.
 func TestExecThreeProcessesOnPostgres(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	execFailovers(t, "append", srv.Addr(), func(addr string) []string {
@@ -232,6 +235,7 @@ func execFailovers(t *testing.T, mode, target string, backend func(addr string) 
 // ends (its store connection cut) stops its child and exits with the
 // child's code instead of waiting for a leadership that cannot come.
 func TestExecNoRecampaign(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	px, err := electiontest.NewProxy(srv.Addr())

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // The test child: this test binary run again with childModeEnv set (see
@@ -248,6 +250,7 @@ var memoryExec = []string{"--backend", "memory", "--election", "it", "--http", "
 // log reports) and none of the command's own FXELECTION_ settings; the
 // command exits with the child's code, 128+N when signal N ended it.
 func TestExecEnvAndExitCode(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("exit:3", memoryExec...)
@@ -290,6 +293,7 @@ func TestExecEnvAndExitCode(t *testing.T) {
 // on-failure restarts after failures and exits 0 after a success; always
 // restarts after a success too, until a signal stops the command.
 func TestExecRestartPolicies(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	t.Run("never", func(t *testing.T) {
 		t.Parallel()
@@ -339,6 +343,7 @@ func TestExecRestartPolicies(t *testing.T) {
 // TestExecSignals: signals to the command reach the child; SIGINT stops
 // both, and the command exits with the child's code.
 func TestExecSignals(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("append", memoryExec...)
@@ -368,6 +373,7 @@ func TestExecSignals(t *testing.T) {
 // TestExecKillAfter: a child that ignores SIGTERM is killed --kill-after
 // after the command's SIGTERM, and the command exits 137.
 func TestExecKillAfter(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	const killAfter = 500 * time.Millisecond
 	p := newExecProcs(t)
@@ -451,6 +457,7 @@ func TestExecUsage(t *testing.T) {
 // TestExecConfigElection: exec --config runs the document's election
 // --election names, alone.
 func TestExecConfigElection(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	doc := filepath.Join(t.TempDir(), "two.json")
 	if err := os.WriteFile(doc, []byte(`{"backends": {"mem": {"module": "fxelection.backends.memory"}}, "elections": [

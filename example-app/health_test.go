@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // TestHealthCmd: two candidates on one private Redis with --health-cmd
@@ -16,6 +17,7 @@ import (
 // checks (asserted with a generous margin; the exact bound is checked on
 // fake time in fxelection's health tests).
 func TestHealthCmd(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	dir := t.TempDir()
 	okA, okB := filepath.Join(dir, "a-ok"), filepath.Join(dir, "b-ok")

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // logLine is one JSON log line of an example-app process.
@@ -225,6 +226,7 @@ func (p *procs) checkWorkTerms(last uint64) {
 }
 
 func TestThreeProcessesOnRedis(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	const lease, retry = 3 * time.Second, 500 * time.Millisecond
 	p := &procs{t: t}
@@ -277,6 +279,7 @@ func TestThreeProcessesOnRedis(t *testing.T) {
 // backend rejects the record (exit 1, invalid record) or passes it on
 // (status escapes it).
 func TestStatusEscapesHostileRecord(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()

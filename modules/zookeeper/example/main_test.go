@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
@@ -16,6 +17,7 @@ func noEnv(string) (string, bool) { return "", false }
 // which /leader reports on both; stopping the leader hands over to the
 // other.
 func TestTwoInstances(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
 	exampletest.CheckTwoInstances(t, run, []string{"--servers", srv.Addr(), "--session-timeout", "2s"}, noEnv, "zookeeper")
 }
