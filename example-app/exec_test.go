@@ -178,7 +178,8 @@ func (p *execProcs) start(mode string, args ...string) int {
 	return p.procs.start(append(append([]string{"exec"}, args...), "--", self)...)
 }
 
-// waitLog returns the first log line matching, waiting up to limit.
+// waitLog returns the first log line matching, waiting up to limit, or
+// waitFloor if longer.
 func (p *execProcs) waitLog(limit time.Duration, match func(logLine) bool) logLine {
 	p.t.Helper()
 	l, _ := p.waitFor(0, limit, match)
@@ -195,9 +196,11 @@ func (p *execProcs) signal(i int, sig syscall.Signal) time.Time {
 	return at
 }
 
-// exit waits for process i to exit (up to limit) and returns its code.
+// exit waits for process i to exit (up to limit, or waitFloor if longer)
+// and returns its code.
 func (p *execProcs) exit(i int, limit time.Duration) int {
 	p.t.Helper()
+	limit = max(limit, waitFloor)
 	select {
 	case <-p.eof[i]:
 	case <-time.After(limit):
@@ -216,9 +219,10 @@ func (p *execProcs) exit(i int, limit time.Duration) int {
 }
 
 // waitLines waits until the children's file has a line matching, up to
-// limit.
+// limit, or waitFloor if longer.
 func (p *execProcs) waitLines(limit time.Duration, match func([]childLine) bool) []childLine {
 	p.t.Helper()
+	limit = max(limit, waitFloor)
 	deadline := time.Now().Add(limit)
 	for {
 		ls := readChildFile(p.t, p.file)

@@ -19,7 +19,7 @@ func noEnv(string) (string, bool) { return "", false }
 func TestTwoInstances(t *testing.T) {
 	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
-	exampletest.CheckTwoInstances(t, run, []string{"--servers", srv.Addr(), "--session-timeout", "2s"}, noEnv, "zookeeper")
+	exampletest.CheckTwoInstances(t, run, []string{"--servers", srv.Addr(), "--session-timeout", "10s"}, noEnv, "zookeeper") // longer than CheckTwoInstances's renew deadline
 }
 
 // TestBadUsage: bad flags or settings exit 2 on one line, without the
