@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // adminRuntime is a runtime running adminDoc (one election on the
@@ -304,6 +305,7 @@ func TestAdminSocket(t *testing.T) {
 // another, get 401, with it 200, and reload sends it. On a unix socket (the
 // default kind): the socket is 0600 and reload reaches it.
 func TestAdminEndToEnd(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	file := writeFile(t, "doc.json", adminDoc)
 	dir := t.TempDir()
 	tokenFile, wrongFile := filepath.Join(dir, "token"), filepath.Join(dir, "wrong")

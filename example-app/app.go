@@ -181,7 +181,12 @@ func runDocument(ctx context.Context, doc *config.Document, o options, log *slog
 		return errors.Join(startProblem(err), closeErr)
 	}
 	if err := app.Start(startCtx); err != nil {
-		return errors.Join(err, rt.Close(context.Background()))
+		closeErr := rt.Close(context.Background())
+		if ctx.Err() != nil {
+			// Asked to stop while the endpoints started: as above.
+			return closeErr
+		}
+		return errors.Join(err, closeErr)
 	}
 	var runErr error
 	if w.run != nil {

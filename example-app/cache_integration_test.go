@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // TestThreeProcessesOnCaches runs three example-app processes on memcached
@@ -16,6 +17,7 @@ import (
 // SIGTERM hands over at once (NATS: pushed by the KV watch; memcached: at
 // the next poll), and "status" reads the leader from the store.
 func TestThreeProcessesOnCaches(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	const lease, retry = 3 * time.Second, 500 * time.Millisecond
 	cases := []struct {
 		name     string

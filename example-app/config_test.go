@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // writeFile writes content to name in a temporary directory.
@@ -75,6 +76,7 @@ func stopWithSIGTERM(t *testing.T, p *procs, i int) {
 // gets a leader with the log contract and leader work, /leader, /healthz,
 // /readyz and /metrics answer for each, and SIGTERM stops each gracefully.
 func TestConfigFileRunsEveryElection(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	const timing = `"lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"`
 	file := writeFile(t, "elections.json", `{
   "backends": {"shared": {"module": "fxelection.backends.memory"}},
@@ -141,6 +143,7 @@ func TestConfigFileRunsEveryElection(t *testing.T) {
 // each leads; "status" reads the Redis ones from the store; SIGTERM
 // releases the Redis leases (status then finds no leader at once).
 func TestConfigFileOnRedis(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	file := writeFile(t, "elections.yaml", `
 backends:
@@ -277,6 +280,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 // no cloud service (memory, and redis on a test server): every election
 // they name leads in one process, and SIGTERM stops it cleanly.
 func TestShippedConfigs(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	for _, tt := range []struct {
 		file      string
 		elections []string

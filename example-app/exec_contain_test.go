@@ -20,6 +20,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/proctree"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // noReapEnv makes the test binary an init that reaps late (noReapMain).
@@ -91,6 +92,7 @@ func noOverlap(t *testing.T, ls []childLine) {
 // TestExecStopKillsDaemons: a daemon the child started (a new session, not
 // in its process group) is gone when exec, stopped by SIGTERM, exits.
 func TestExecStopKillsDaemons(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("spawn:setsid:append", memoryExec...)
@@ -110,6 +112,7 @@ func TestExecStopKillsDaemons(t *testing.T) {
 // daemonizes and exits (setsid, nginx, *ctl start) leaves one daemon at a
 // time: the next child starts once the last one's daemon is gone.
 func TestExecRestartAlwaysOneDaemon(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("spawn:setsid:exit", append([]string{"--restart", "always"}, memoryExec...)...)
@@ -139,6 +142,7 @@ func TestExecRestartAlwaysOneDaemon(t *testing.T) {
 // child and the daemon are gone before the next leader's child (and its
 // daemon) first append.
 func TestExecLossKillsDaemonsOnRedis(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	p := newExecProcs(t)
@@ -190,6 +194,7 @@ func TestExecLossKillsDaemonsOnRedis(t *testing.T) {
 // stop does not wait for the host's init: no "still there after SIGKILL"
 // wait, the stop takes about --kill-after at most.
 func TestExecReapsWhatTheChildLeaves(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
@@ -218,6 +223,7 @@ func TestExecReapsWhatTheChildLeaves(t *testing.T) {
 // children would run): the leader keeps its leadership and child, and the
 // other candidate never starts one within a lease.
 func TestExecIgnoresCtrlZ(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	p := newExecProcs(t)
@@ -248,6 +254,7 @@ func TestExecIgnoresCtrlZ(t *testing.T) {
 // does: when the lease is taken away (FLUSHALL under the leader), the
 // child is stopped and exec exits 1 instead of campaigning again.
 func TestExecExitOnLoss(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	doc := writeFile(t, "exit.json", `{"elections": [{"name": "exits", "identity": "node-a", "exit_on_loss": true,
@@ -276,6 +283,7 @@ func TestExecExitOnLoss(t *testing.T) {
 // election alone: the document's pools and lockers are not started, and
 // hold no lease in the store.
 func TestExecOnlyTheNamedElection(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	doc := writeFile(t, "mixed.json", `{"backends": {"shared": {"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`"}},
@@ -323,6 +331,7 @@ func TestExecOnlyTheNamedElection(t *testing.T) {
 // exec is not dumpable. As root the test runs exec as nobody (65534),
 // since root reads every process's environ.
 func TestExecChildGetsNoSecret(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	t.Run("document placeholder", func(t *testing.T) {
 		t.Parallel()
@@ -399,6 +408,7 @@ func copyFile(from, to string, mode os.FileMode) error {
 // exec waits to restart a failed child (no child runs) exits 0, as the
 // help says, not with the last child's code.
 func TestExecOnFailureStopInBackoff(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("exit:3", append([]string{"--restart", "on-failure"}, memoryExec...)...)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // The test child: this test binary run again with childModeEnv set (see
@@ -176,7 +178,8 @@ func (p *execProcs) start(mode string, args ...string) int {
 	return p.procs.start(append(append([]string{"exec"}, args...), "--", self)...)
 }
 
-// waitLog returns the first log line matching, waiting up to limit.
+// waitLog returns the first log line matching, waiting up to limit, or
+// waitFloor if longer.
 func (p *execProcs) waitLog(limit time.Duration, match func(logLine) bool) logLine {
 	p.t.Helper()
 	l, _ := p.waitFor(0, limit, match)
@@ -193,9 +196,11 @@ func (p *execProcs) signal(i int, sig syscall.Signal) time.Time {
 	return at
 }
 
-// exit waits for process i to exit (up to limit) and returns its code.
+// exit waits for process i to exit (up to limit, or waitFloor if longer)
+// and returns its code.
 func (p *execProcs) exit(i int, limit time.Duration) int {
 	p.t.Helper()
+	limit = max(limit, waitFloor)
 	select {
 	case <-p.eof[i]:
 	case <-time.After(limit):
@@ -214,9 +219,10 @@ func (p *execProcs) exit(i int, limit time.Duration) int {
 }
 
 // waitLines waits until the children's file has a line matching, up to
-// limit.
+// limit, or waitFloor if longer.
 func (p *execProcs) waitLines(limit time.Duration, match func([]childLine) bool) []childLine {
 	p.t.Helper()
+	limit = max(limit, waitFloor)
 	deadline := time.Now().Add(limit)
 	for {
 		ls := readChildFile(p.t, p.file)
@@ -248,6 +254,7 @@ var memoryExec = []string{"--backend", "memory", "--election", "it", "--http", "
 // log reports) and none of the command's own FXELECTION_ settings; the
 // command exits with the child's code, 128+N when signal N ended it.
 func TestExecEnvAndExitCode(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("exit:3", memoryExec...)
@@ -290,6 +297,7 @@ func TestExecEnvAndExitCode(t *testing.T) {
 // on-failure restarts after failures and exits 0 after a success; always
 // restarts after a success too, until a signal stops the command.
 func TestExecRestartPolicies(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	t.Run("never", func(t *testing.T) {
 		t.Parallel()
@@ -339,6 +347,7 @@ func TestExecRestartPolicies(t *testing.T) {
 // TestExecSignals: signals to the command reach the child; SIGINT stops
 // both, and the command exits with the child's code.
 func TestExecSignals(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	p := newExecProcs(t)
 	i := p.start("append", memoryExec...)
@@ -368,6 +377,7 @@ func TestExecSignals(t *testing.T) {
 // TestExecKillAfter: a child that ignores SIGTERM is killed --kill-after
 // after the command's SIGTERM, and the command exits 137.
 func TestExecKillAfter(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	const killAfter = 500 * time.Millisecond
 	p := newExecProcs(t)
@@ -451,6 +461,7 @@ func TestExecUsage(t *testing.T) {
 // TestExecConfigElection: exec --config runs the document's election
 // --election names, alone.
 func TestExecConfigElection(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Parallel()
 	doc := filepath.Join(t.TempDir(), "two.json")
 	if err := os.WriteFile(doc, []byte(`{"backends": {"mem": {"module": "fxelection.backends.memory"}}, "elections": [

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // TestRunExitOnLoss: "run" with a document whose election has exit_on_loss
@@ -17,6 +18,7 @@ import (
 // away (FLUSHALL under the leader); an election without it would have
 // campaigned again. A removed election (ReasonStopped) would not count.
 func TestRunExitOnLoss(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	const timing = `"lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"`
 	file := writeFile(t, "exit.json", `{"elections": [

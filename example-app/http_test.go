@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func freeAddr(t *testing.T) string {
@@ -39,6 +41,7 @@ func get(t *testing.T, url string) (int, string) {
 // TestRealModeHTTP runs one candidate on the in-memory backend and checks
 // its endpoints, then stops it with SIGTERM.
 func TestRealModeHTTP(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "--backend", "memory", "--election", "web", "--id", "solo", "--http", addr,
 		"--lease", "3s", "--renew-deadline", "2s", "--retry", "500ms", "--log-format", "json")

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // binary is the example-app built once for tests that run processes.
@@ -165,6 +167,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestDemoShowsFailover(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, binary, "--demo-duration", "15s").CombinedOutput()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // reloadCmd runs "example-app reload" with args and returns its exit code,
@@ -47,6 +48,7 @@ func reloadEnv(t *testing.T, env []string, args ...string) (int, string, string)
 // then leaves all running and reload exits 2 naming the path; an
 // unreachable endpoint exits 1.
 func TestReloadKeepsUnchangedElections(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	const timing = `"lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"`
 	redis := `{"module": "fxelection.backends.redis", "addr": "` + srv.Addr() + `"}`

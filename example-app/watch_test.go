@@ -26,7 +26,7 @@ func TestStatusWatch(t *testing.T) {
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitFloor)
 	for !strings.Contains(out.String(), "leader web-1 term") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no leader line:\n%s", out)

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -15,6 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestAPIRuns runs the tour: a leads and works, b sees it, a resigns and b
 // leads.
 func TestAPIRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	var out electiontesting.LogBuffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatal(err)

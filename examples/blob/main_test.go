@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // container "leases" until it leads, then stops it, which releases the
 // lease.
 func TestBlobRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewAzurite(t, testserver.AzuriteOptions{})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()

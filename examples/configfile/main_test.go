@@ -12,6 +12,7 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,6 +23,7 @@ const document = "../configs/elections.json"
 // and PostgreSQL, with nothing in the environment but the two addresses:
 // every election logs its start and leads, and the app stops cleanly.
 func TestConfigFileRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	redis := testserver.NewRedis(t, testserver.RedisOptions{})
 	pg := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	t.Setenv("REDIS_ADDR", redis.Addr())

@@ -14,6 +14,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	_ "github.com/fxelection/fxelection/modules/blob"
 	_ "github.com/fxelection/fxelection/modules/cache/memcached"
 	_ "github.com/fxelection/fxelection/modules/cache/nats"
@@ -141,14 +142,19 @@ func run(t *testing.T, name string, l config.Loader) {
 	moduletest.RunConfigFile(t, l, name, 30*time.Second)
 }
 
-func TestMemoryRuns(t *testing.T) { run(t, "memory.json", loader(nil, nil)) }
+func TestMemoryRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
+	run(t, "memory.json", loader(nil, nil))
+}
 
 func TestRedisRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	run(t, "redis.json", loader(map[string]string{"REDIS_ADDR": srv.Addr(), "REDIS_PASSWORD": ""}, nil))
 }
 
 func TestPostgresRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	run(t, "postgres.json", loader(nil, map[string]string{"/run/secrets/fxelection_pg_dsn": srv.DSN() + "\n"}))
 }

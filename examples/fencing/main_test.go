@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,6 +21,7 @@ func TestReadmeShowsThisProgram(t *testing.T) {
 // TestFencingRuns runs the program against a private Redis and checks that
 // the late write was refused and b's write stands.
 func TestFencingRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	t.Setenv("REDIS_ADDR", srv.Addr())
 	out := doctest.Stdout(t, main)

@@ -7,12 +7,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestGocronRuns: the job runs on a until a stops, then only on b.
 func TestGocronRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	out := doctest.Stdout(t, main)
 	t.Log(out)
 	before, after, ok := strings.Cut(out, "a stopped\n")

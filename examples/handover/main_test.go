@@ -8,12 +8,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestHandOverRuns: a hands over to b, then c preempts b.
 func TestHandOverRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	var out electiontesting.LogBuffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -15,6 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestLocksRuns: 20 fenced increments, none refused, and never more than
 // 3 jobs at once under the semaphore.
 func TestLocksRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	var out electiontesting.LogBuffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -16,6 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestMemcachedRuns runs the program against two private memcached
 // servers until it leads, then stops it, which releases the lease.
 func TestMemcachedRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	a := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	b := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {

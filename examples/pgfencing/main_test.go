@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -16,6 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestPgfencingRuns runs the program against a private PostgreSQL: the
 // leader's write passes, the late one is refused and changes nothing.
 func TestPgfencingRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	var out electiontesting.LogBuffer
 	if err := run(context.Background(), srv.DSN(), &out); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // lease table in the schema ops, until it leads; then stops it, which
 // releases the lease.
 func TestPostgresRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	ctx, cancelCtx := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelCtx()
@@ -50,6 +52,7 @@ func TestPostgresRuns(t *testing.T) {
 // TestMissingSchemaFailsStart: a schema that does not exist stops the
 // start with an error naming it, at once.
 func TestMissingSchemaFailsStart(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewPostgres(t, testserver.PostgresOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/doctest"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,5 +18,6 @@ func TestReadmeShowsThisProgram(t *testing.T) {
 }
 
 func TestQuickstartRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	main() // the program ends by itself; -race checks it
 }

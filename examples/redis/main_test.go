@@ -14,6 +14,7 @@ import (
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,6 +25,7 @@ var servingAt = regexp.MustCompile(`msg="serving /metrics, /healthz, /readyz" ad
 // free port, until it leads; checks its three endpoints; then stops it,
 // which ends its leadership and returns nil.
 func TestRedisRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	p := doctest.StartProgram(t, func(ctx context.Context, out io.Writer) error {
 		return run(ctx, srv.Addr(), "127.0.0.1:0", out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/doctest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,6 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestS3Runs runs the program against a private MinIO with the bucket
 // "leases" until it leads, then stops it, which releases the lease.
 func TestS3Runs(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewMinIO(t, testserver.MinIOOptions{})
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey())
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey())

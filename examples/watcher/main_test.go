@@ -8,12 +8,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestWatcherRuns: the watcher routes to a, then to b after a stopped.
 func TestWatcherRuns(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	var out electiontesting.LogBuffer
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatal(err)

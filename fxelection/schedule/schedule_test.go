@@ -36,7 +36,7 @@ func start(t *testing.T, b fxelection.Backend, id string) *fxelection.Elector {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a wait, not a budget: it ends when cond holds
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

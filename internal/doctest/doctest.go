@@ -342,10 +342,13 @@ func StartProgram(t testing.TB, run func(ctx context.Context, out io.Writer) err
 // Output returns what the program wrote so far.
 func (p *Program) Output() string { return p.out.String() }
 
-// WaitFor waits up to limit until the program's output contains every one
-// of want, and fails t (with the output) otherwise.
+// WaitFor waits up to limit (at least a minute: the wait ends as soon as
+// the output is there, so on a busy machine a program is never failed for
+// being slow to start) until the program's output contains every one of
+// want, and fails t (with the output) otherwise.
 func (p *Program) WaitFor(t testing.TB, limit time.Duration, want ...string) {
 	t.Helper()
+	limit = max(limit, time.Minute)
 	electiontesting.WaitFor(t, limit, fmt.Sprintf("output with %q", want), func() bool {
 		out := p.out.String()
 		for _, w := range want {
@@ -357,9 +360,9 @@ func (p *Program) WaitFor(t testing.TB, limit time.Duration, want ...string) {
 	})
 }
 
-// LeadThenStop waits (up to electiontesting.LeaderLimit) until the program
-// logs that it leads election, stops it, fails t unless it logged losing
-// that leadership on the way out, and returns the whole output.
+// LeadThenStop waits (as WaitFor) until the program logs that it leads
+// election, stops it, fails t unless it logged losing that leadership on
+// the way out, and returns the whole output.
 func (p *Program) LeadThenStop(t testing.TB, election string) string {
 	t.Helper()
 	p.WaitFor(t, electiontesting.LeaderLimit, `msg="leadership acquired" election=`+election)

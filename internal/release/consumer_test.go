@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // consumerVersion is the version the consumer test publishes: a
@@ -60,7 +60,7 @@ func goCommand(t *testing.T) string {
 // -trimpath keys the build cache by module@version instead of directory, so
 // the compiled dependencies are reused from run to run.
 func TestConsumerBuilds(t *testing.T) {
-	testserver.SkipShort(t, "builds a consumer of the published modules (etcd's dependencies)")
+	testtier.Require(t, testtier.E2E)
 	goCmd := goCommand(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {

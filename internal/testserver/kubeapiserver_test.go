@@ -95,7 +95,7 @@ func TestKubeAPIServer(t *testing.T) {
 		t.Fatalf("second GrantLeases: %v", err)
 	}
 	// RBAC takes effect as soon as the apiserver's informer sees the binding.
-	WaitFor(t, 10*time.Second, "alice's grant", func() bool {
+	WaitFor(t, time.Minute, "alice's grant", func() bool {
 		status, _, err := k.Do(ctx, http.MethodGet, leases, alice, nil)
 		return err == nil && status == http.StatusOK
 	})

@@ -171,10 +171,11 @@ func pgExec(t *testing.T, dsn, sql string) {
 	})
 }
 
-// pgDo runs f on a connection of its own to dsn, within five seconds.
+// pgDo runs f on a connection of its own to dsn, within a minute (a
+// bound against a hang, not a budget).
 func pgDo(t *testing.T, dsn string, f func(context.Context, *pgx.Conn)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 	kubelease "github.com/fxelection/fxelection/modules/kubernetes"
 )
 
@@ -124,6 +125,7 @@ func never(t *testing.T, what string, d time.Duration, cond func() bool) {
 // Lease from the other, and each takes over when the other stops renewing
 // (a crash) after the lease's duration.
 func TestClientGoInterop(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	name := fmt.Sprintf("interop-%d", time.Now().UnixNano()%1e9)
 	rec := &electiontesting.Recorder{}
 	newFx := func(id string) (*fxelection.Elector, *faultinject.Backend) {

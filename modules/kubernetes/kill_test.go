@@ -17,6 +17,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 	kubelease "github.com/fxelection/fxelection/modules/kubernetes"
 )
 
@@ -114,6 +115,7 @@ func holder(t *testing.T, c kubernetes.Interface, name string) string {
 // the Lease; killed with SIGKILL, an fxelection elector takes over after
 // the lease's duration, never before the kill; and the other way round.
 func TestClientGoSIGKILL(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	admin := newClient(t)
 	bound := ioLease + ioRetry*24/10 + ioSlack
 

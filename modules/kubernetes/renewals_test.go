@@ -11,6 +11,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
+	"github.com/fxelection/fxelection/internal/testtier"
 	kubelease "github.com/fxelection/fxelection/modules/kubernetes"
 )
 
@@ -87,6 +88,7 @@ func startedAfter(t *testing.T, rec *electiontesting.Recorder, id string, end ti
 // time only when the record it compares (the spec, times in whole
 // seconds) changes, so every write must change it.
 func TestClientGoFastRenewals(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	const (
 		lease = 3 * time.Second
 		renew = 2700 * time.Millisecond // the margin LeaseDuration − RenewDeadline is 300 ms

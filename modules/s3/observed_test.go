@@ -213,10 +213,13 @@ func TestGetStartsObservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := time.Now()
 	if got, err := b.Get(ctxT(t), e); err != nil || got.Version != la.Version {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
+	// The observation starts while Get runs, so no later than its
+	// return: a full duration from there is past it, however slow the
+	// call was.
+	seen := time.Now()
 	time.Sleep(time.Until(seen.Add(d + 50*time.Millisecond)))
 	lb, err := b.Acquire(ctxT(t), req(e, "b", d))
 	if err != nil || lb.Term <= la.Term {

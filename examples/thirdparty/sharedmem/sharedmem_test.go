@@ -14,6 +14,7 @@ import (
 	"github.com/fxelection/fxelection/examples/thirdparty/sharedmem"
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -35,6 +36,7 @@ func TestListedAfterImport(t *testing.T) {
 // in one election through the third-party module; stopping the leader's app
 // hands the lease to the other, and stopping both drops the store.
 func TestTwoAppsShareAStore(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	t.Setenv("SHAREDMEM_TOKEN", "s3cret-token")
 	synctest.Test(t, func(t *testing.T) {
 		var electors [2]*fxelection.Elector

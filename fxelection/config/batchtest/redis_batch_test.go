@@ -15,6 +15,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	_ "github.com/fxelection/fxelection/modules/redis" // fxelection.backends.redis
 )
 
@@ -147,7 +148,7 @@ func evalshaCalls(ctx context.Context, c *redis.Client) (int64, error) {
 // verdict counts round trips through a proxy against renewals counted by
 // the server, so it does not depend on how fast the machine is.
 func TestConfiguredElectionsBatchOnRedis(t *testing.T) {
-	testserver.SkipShort(t, "1,000 elections on a real redis-server")
+	testtier.Require(t, testtier.E2E) // 1,000 elections on a real redis-server
 	srv := testserver.NewRedis(t, testserver.RedisOptions{})
 	proxy := newTripProxy(t, srv.Addr())
 	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})

@@ -53,7 +53,7 @@ func TestModuleStopsSchedulerFirst(t *testing.T) {
 	}
 	select {
 	case <-started:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the job never ran")
 	}
 	if err := app.Stop(context.Background()); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/fxelection/schedule/fxgocron"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	redislease "github.com/fxelection/fxelection/modules/redis"
 )
 
@@ -56,12 +57,13 @@ func (l *tickLog) lockError(instance, job string, err error) {
 	l.lockErr = append(l.lockErr, fmt.Sprintf("%s %s %s: %v", time.Now().Format("15:04:05.000"), instance, job, err))
 }
 
-// TestLockerRunsEachCronTickOnce: three gocron schedulers, each with its own
-// lock.Locker (its own identity and Redis client) on one real Redis, run
-// four jobs every second (cron with seconds) for a minute with the Locker
+// TestSoakLockerRunsEachCronTickOnce (soak tier: a minute of cron ticks):
+// three gocron schedulers, each with its own lock.Locker (its own identity
+// and Redis client) on one real Redis, run four jobs every second (cron with seconds) for a minute with the Locker
 // as gocron's distributed locker and its default MinHold: every (job,
 // tick) runs on exactly one instance, and the runs spread over all three.
-func TestLockerRunsEachCronTickOnce(t *testing.T) {
+func TestSoakLockerRunsEachCronTickOnce(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
 	t.Parallel()
 	addr := testserver.NewRedis(t, testserver.RedisOptions{}).Addr()
 	const (

@@ -22,6 +22,22 @@ import (
 // exampleapp.Run.
 type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int
 
+// The timing of CheckTwoInstances's instances. A store call may take
+// seconds on a busy machine (DynamoDB Local, a JVM, most of all), so the
+// renew deadline leaves a leader that long to renew. A store that ends a
+// session by itself (ZooKeeper) must be given a session longer than it.
+const (
+	twoLease = 10 * time.Second
+	twoRenew = 7 * time.Second
+	twoRetry = time.Second
+	// twoWait bounds each wait of CheckTwoInstances: a leader is there
+	// at the first attempt (a fresh election) and the other takes over at
+	// its next retry once the leader released, so a lease and a retry
+	// bound either; the rest is slack for a busy machine. A wait ends as
+	// soon as what it waits for holds.
+	twoWait = twoLease + twoRetry + time.Minute
+)
+
 // CheckTwoInstances runs two instances of an example command (args: the
 // backend's flags, lookupEnv its environment) on a real store: they elect
 // one leader, which /leader reports on both with backend (the backend's
@@ -46,7 +62,7 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 		var stderr electiontesting.LogBuffer
 		go func() {
 			in.done <- run(ctx, append(slices.Clone(args), "--id", id, "--http", in.addr,
-				"--lease", "2s", "--renew-deadline", "1300ms", "--retry", "300ms"), &in.out, &stderr, lookupEnv)
+				"--lease", twoLease.String(), "--renew-deadline", twoRenew.String(), "--retry", twoRetry.String()), &in.out, &stderr, lookupEnv)
 		}()
 		t.Cleanup(func() {
 			cancel()
@@ -56,8 +72,9 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 		})
 		return in
 	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	leaderOf := func(in *inst) (leader string, leading bool) {
-		resp, err := http.Get("http://" + in.addr + "/leader")
+		resp, err := client.Get("http://" + in.addr + "/leader")
 		if err != nil {
 			return "", false
 		}
@@ -70,7 +87,7 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 	}
 	a, b := start("a"), start("b")
 	var first *inst
-	electiontesting.WaitFor(t, 30*time.Second, "both instances to report one leader", func() bool {
+	electiontesting.WaitFor(t, twoWait, "both instances to report one leader", func() bool {
 		la, leadingA := leaderOf(a)
 		lb, leadingB := leaderOf(b)
 		if la == "" || la != lb || leadingA == leadingB {
@@ -90,7 +107,7 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 		other = b
 	}
 	first.cancel()
-	electiontesting.WaitFor(t, 30*time.Second, "the other instance to lead", func() bool {
+	electiontesting.WaitFor(t, twoWait, "the other instance to lead", func() bool {
 		l, leading := leaderOf(other)
 		return leading && l == other.id
 	})

@@ -116,6 +116,10 @@ func newBucketBackendErr(t *testing.T, url string, opts cachelease.Options) (*ca
 // TestPushSurvivesServerRestart: the KV watch comes back after the server
 // restarts (with its store): once it is re-established (every subscriber is
 // woken then), a release wakes the follower long before its next retry.
+// The bound is the protocol's: a follower not woken tries again a retry
+// period (2 min) after its last attempt, so a takeover within half of it
+// (a minute: slack for a busy machine and for one failed attempt's
+// backoff while JetStream recovers) is the wake-up's doing.
 func TestPushSurvivesServerRestart(t *testing.T) {
 	srv, _ := newServer(t)
 	fb := newBackend(t, srv.URL(), cachelease.Options{})
@@ -123,6 +127,9 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
 	electiontesting.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
 	storetest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, storetest.PushOptions{
+		Retry:    2 * time.Minute,
+		Wait:     time.Minute,
+		Handover: time.Minute,
 		BeforeStop: func(t *testing.T) {
 			if err := srv.Kill(); err != nil {
 				t.Fatal(err)

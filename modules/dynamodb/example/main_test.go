@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
@@ -14,6 +15,7 @@ func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
 // credentials from the environment) elect one leader, which /leader
 // reports on both; stopping the leader hands over to the other.
 func TestTwoInstances(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewDynamoDB(t, testserver.DynamoDBOptions{})
 	env := func(name string) (string, bool) {
 		switch name {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
@@ -17,6 +18,7 @@ func noEnv(string) (string, bool) { return "", false }
 // TestTwoInstances: two instances on a real etcd elect one leader, which
 // /leader reports on both; stopping the leader hands over to the other.
 func TestTwoInstances(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	c := etcdtest.Start(t, etcdtest.Options{})
 	exampletest.CheckTwoInstances(t, run, []string{"--endpoints", strings.Join(c.Endpoints(), ",")}, noEnv, "etcd")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) {
@@ -20,6 +21,7 @@ func TestMain(m *testing.M) {
 // file and a token from the environment) elect one leader, which /leader
 // reports on both; stopping the leader hands over to the other.
 func TestTwoInstances(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewKubeAPIServer(t, testserver.KubeAPIServerOptions{})
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, srv.CACert(), 0o600); err != nil {

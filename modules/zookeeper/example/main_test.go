@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxelection/fxelection/internal/exampleapp/exampletest"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 func TestMain(m *testing.M) { os.Exit(testserver.RunMain(m, nil)) }
@@ -16,8 +17,9 @@ func noEnv(string) (string, bool) { return "", false }
 // which /leader reports on both; stopping the leader hands over to the
 // other.
 func TestTwoInstances(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
 	srv := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
-	exampletest.CheckTwoInstances(t, run, []string{"--servers", srv.Addr(), "--session-timeout", "2s"}, noEnv, "zookeeper")
+	exampletest.CheckTwoInstances(t, run, []string{"--servers", srv.Addr(), "--session-timeout", "10s"}, noEnv, "zookeeper") // longer than CheckTwoInstances's renew deadline
 }
 
 // TestBadUsage: bad flags or settings exit 2 on one line, without the
