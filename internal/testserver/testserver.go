@@ -276,16 +276,6 @@ func Require(t testing.TB, err error) {
 	t.Fatal(err)
 }
 
-// SkipShort skips t under go test -short (why says what it would cost),
-// except under CI=true, where every test runs: CI must never pass with a
-// test left out.
-func SkipShort(t testing.TB, why string) {
-	t.Helper()
-	if testing.Short() && os.Getenv("CI") != "true" {
-		t.Skip(why + " (not with -short)")
-	}
-}
-
 // RunMain runs a package's tests, then calls closeServers (if not nil) to
 // close the servers TestMain started, then checks for leaked goroutines,
 // and returns the exit code for os.Exit. goleak.VerifyTestMain would check

@@ -8,6 +8,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	ddblease "github.com/fxelection/fxelection/modules/dynamodb"
 )
 
@@ -64,7 +65,7 @@ func TestItemDeletedFromOutside(t *testing.T) {
 // surviving item's term; another holder's is higher), and no two
 // candidates ever lead at once.
 func TestServerKilledAndRestarted(t *testing.T) {
-	testserver.SkipShort(t, "starts a DynamoDB Local of its own")
+	testtier.Require(t, testtier.E2E) // a DynamoDB Local of its own, killed and restarted
 	srv := testserver.NewDynamoDB(t, testserver.DynamoDBOptions{})
 	e := electiontesting.Election(t)
 	rec := &electiontesting.Recorder{}

@@ -13,7 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
-	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
 	"github.com/fxelection/fxelection/modules/etcd/internal/etcdtest"
 )
 
@@ -204,7 +204,7 @@ func TestCompaction(t *testing.T) {
 // has exactly one leader afterwards, terms never go back, and no two
 // candidates lead at once. The stopped member then rejoins.
 func TestClusterLeaderFailover(t *testing.T) {
-	testserver.SkipShort(t, "starts a three-member etcd cluster")
+	testtier.Require(t, testtier.E2E) // a three-member etcd cluster
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
 	e := electionName(t)
 	rec := &electiontesting.Recorder{}
