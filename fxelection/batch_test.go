@@ -15,6 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/internal/testtier"
 )
 
 // batchLog wraps the in-memory backend, batching, and records when each
@@ -120,16 +121,19 @@ func TestBatchedRenewalsNeverLate(t *testing.T) {
 }
 
 // TestChaosBatched is TestChaos with every candidate renewing through
-// RenewBatch (faultinject.BatchBackend).
-func TestChaosBatched(t *testing.T) {
-	for seed := range uint64(2) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return faultinject.NewBatch(b) })
-			})
-		})
-	}
+// RenewBatch (faultinject.BatchBackend): one seed in the default tier,
+// two in TestSoakChaosBatched.
+func TestChaosBatched(t *testing.T) { chaosSeeds(t, 1, batchedFaults) }
+
+// TestSoakChaosBatched is TestChaosBatched with seeds 0 and 1.
+func TestSoakChaosBatched(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
+	chaosSeeds(t, 2, batchedFaults)
 }
+
+// batchedFaults wraps a backend in faultinject's faults, renewing through
+// RenewBatch.
+func batchedFaults(b fxelection.Backend) chaosBackend { return faultinject.NewBatch(b) }
 
 // TestStopManyElectorsNoLeak starts 10,000 electors on one batching
 // backend, lets them lead and renew, stops them all, and checks that no

@@ -23,22 +23,26 @@ import (
 // at the same instant, the term rises with every change of holder, and once the faults stop a leader is elected within a lease and a
 // few retries. Each seed is one reproducible schedule. One seed runs in
 // the default tier (the core's own check); TestSoakChaos runs six.
-func TestChaos(t *testing.T) { chaosSeeds(t, 1) }
+func TestChaos(t *testing.T) { chaosSeeds(t, 1, plainFaults) }
 
 // TestSoakChaos is TestChaos with seeds 0 to 5.
 func TestSoakChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
-	chaosSeeds(t, 6)
+	chaosSeeds(t, 6, plainFaults)
 }
 
-// chaosSeeds runs the schedules of seeds 0 to n-1.
-func chaosSeeds(t *testing.T, n uint64) {
+// chaosSeeds runs the schedules of seeds 0 to n-1, each in a synctest
+// bubble, with candidates on backends made by wrap.
+func chaosSeeds(t *testing.T, n uint64, wrap func(fxelection.Backend) chaosBackend) {
 	for seed := range n {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { chaos(t, seed) })
+			synctest.Test(t, func(t *testing.T) { chaosWith(t, seed, wrap) })
 		})
 	}
 }
+
+// plainFaults wraps a backend in faultinject's faults.
+func plainFaults(b fxelection.Backend) chaosBackend { return faultinject.New(b) }
 
 type chaosCandidate struct {
 	id string
@@ -53,10 +57,6 @@ type chaosBackend interface {
 	Hang(on bool)
 	Delay(d time.Duration)
 	Fail(op string, err error)
-}
-
-func chaos(t *testing.T, seed uint64) {
-	chaosWith(t, seed, func(b fxelection.Backend) chaosBackend { return faultinject.New(b) })
 }
 
 // chaosWith runs the chaos schedule of seed with candidates on backends
