@@ -104,6 +104,21 @@ type Timing struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
+// WithDefaults returns t with its zero fields set: LeaseDuration 3s,
+// RenewDeadline two thirds of it, RetryPeriod a sixth of it.
+func (t Timing) WithDefaults() Timing {
+	if t.LeaseDuration == 0 {
+		t.LeaseDuration = 3 * time.Second
+	}
+	if t.RenewDeadline == 0 {
+		t.RenewDeadline = t.LeaseDuration * 2 / 3
+	}
+	if t.RetryPeriod == 0 {
+		t.RetryPeriod = t.LeaseDuration / 6
+	}
+	return t
+}
+
 func (o Options) withDefaults() Options {
 	if o.TTL == 0 {
 		o.TTL = 500 * time.Millisecond
@@ -114,15 +129,7 @@ func (o Options) withDefaults() Options {
 	if o.Rounds == 0 {
 		o.Rounds = 20
 	}
-	if o.Timing.LeaseDuration == 0 {
-		o.Timing.LeaseDuration = 3 * time.Second
-	}
-	if o.Timing.RenewDeadline == 0 {
-		o.Timing.RenewDeadline = o.Timing.LeaseDuration * 2 / 3
-	}
-	if o.Timing.RetryPeriod == 0 {
-		o.Timing.RetryPeriod = o.Timing.LeaseDuration / 6
-	}
+	o.Timing = o.Timing.WithDefaults()
 	return o
 }
 

@@ -2,6 +2,7 @@ package electiontesting
 
 import (
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
@@ -69,4 +70,46 @@ func (r *Recorder) Overlap() (a, b Interval, found bool) {
 		}
 	}
 	return Interval{}, Interval{}, false
+}
+
+// Check fails t if two electors believed they led at once, or if the terms
+// of successive leaderships did not rise.
+func (r *Recorder) Check(t testing.TB) {
+	t.Helper()
+	if a, b, found := r.Overlap(); found {
+		t.Fatalf("two electors believed they led at once: %+v and %+v", a, b)
+	}
+	var last uint64
+	for _, iv := range r.Intervals() {
+		if iv.Term <= last {
+			t.Fatalf("leadership terms not increasing: %+v", r.Intervals())
+		}
+		last = iv.Term
+	}
+}
+
+// WaitOneLeader waits up to limit for exactly one of cs other than except
+// to lead (isLeader), and returns it with the time it was seen; it fails t
+// when two lead at once or none does in time.
+func WaitOneLeader[T comparable](t testing.TB, cs []T, except T, isLeader func(T) bool, limit time.Duration) (T, time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var leaders []T
+		for _, c := range cs {
+			if c != except && isLeader(c) {
+				leaders = append(leaders, c)
+			}
+		}
+		if len(leaders) > 1 {
+			t.Fatalf("%d candidates lead at once", len(leaders))
+		}
+		if len(leaders) == 1 {
+			return leaders[0], time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader within %v", limit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -61,39 +61,7 @@ func (s *env) candidatesWith(t *testing.T, election string, n int, rec *election
 // to lead, and returns it with the time it was seen.
 func waitLeader(t *testing.T, cs []*candidate, except *candidate, limit time.Duration) (*candidate, time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		var leaders []*candidate
-		for _, c := range cs {
-			if c != except && c.e.IsLeader() {
-				leaders = append(leaders, c)
-			}
-		}
-		if len(leaders) > 1 {
-			t.Fatalf("%d candidates lead at once", len(leaders))
-		}
-		if len(leaders) == 1 {
-			return leaders[0], time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new leader within %v", limit)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func checkNoOverlap(t *testing.T, rec *electiontesting.Recorder) {
-	t.Helper()
-	if a, b, found := rec.Overlap(); found {
-		t.Fatalf("two electors believed they led at once: %+v and %+v", a, b)
-	}
-	var last uint64
-	for _, iv := range rec.Intervals() {
-		if iv.Term <= last {
-			t.Fatalf("leadership terms not increasing: %+v", rec.Intervals())
-		}
-		last = iv.Term
-	}
+	return electiontesting.WaitOneLeader(t, cs, except, func(c *candidate) bool { return c.e.IsLeader() }, limit)
 }
 
 // vanished: a leader cut off from the store stops believing within the
@@ -131,5 +99,5 @@ func (s *env) vanished(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	checkNoOverlap(t, rec)
+	rec.Check(t)
 }

@@ -58,15 +58,7 @@ type LockOptions struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Timing.LeaseDuration == 0 {
-		o.Timing.LeaseDuration = 3 * time.Second
-	}
-	if o.Timing.RenewDeadline == 0 {
-		o.Timing.RenewDeadline = o.Timing.LeaseDuration * 2 / 3
-	}
-	if o.Timing.RetryPeriod == 0 {
-		o.Timing.RetryPeriod = o.Timing.LeaseDuration / 6
-	}
+	o.Timing = o.Timing.WithDefaults()
 	if o.Counter == nil {
 		o.Counter = func(*testing.T) fencedcounter.Counter { return fencedcounter.NewMemory() }
 	}

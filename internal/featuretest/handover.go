@@ -66,7 +66,7 @@ func (s *env) resignToNamed(t *testing.T) {
 		t.Fatalf("successor's term %d, want above %d", second.Term, first.Term)
 	}
 	t.Logf("hand-over to a named follower took %v (push %v, transfer %v, retry period %v)", took, push, transfers, tm.RetryPeriod)
-	checkNoOverlap(t, rec)
+	rec.Check(t)
 }
 
 // resignToAbsent: a hand-over to a candidate that does not exist holds the
@@ -112,5 +112,5 @@ func (s *env) resignToAbsent(t *testing.T) {
 		t.Fatalf("term %d after the window, want above %d", l.Term, first.Term)
 	}
 	t.Logf("after a hand-over to an absent candidate, %s led after %v (window %v)", next.e.Status().Identity, at.Sub(asked), tm.LeaseDuration)
-	checkNoOverlap(t, rec)
+	rec.Check(t)
 }

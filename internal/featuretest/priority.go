@@ -69,7 +69,7 @@ func (s *env) preempt(t *testing.T) {
 		t.Fatalf("after the higher priority joined (first leader %s), leadership moved %d times (%v), want 1 (at most %d), to it", first.e.Status().Identity, n, order, allowed)
 	}
 	t.Logf("preempted by a higher priority in %v (MinTenure %v)", took, tenure)
-	checkNoOverlap(t, rec)
+	rec.Check(t)
 }
 
 // priorityGrace: a candidate that has seen one of higher priority does not
@@ -118,7 +118,7 @@ func (s *env) priorityGrace(t *testing.T) {
 		t.Errorf("the lower priority led %v after the higher one stopped, before its grace %v", took, grace)
 	}
 	t.Logf("lower priority led %v after the higher one stopped (grace %v)", took, grace)
-	checkNoOverlap(t, rec)
+	rec.Check(t)
 }
 
 // rollingUpgrade: three candidates with fixed identities that keep their
@@ -157,7 +157,7 @@ func (s *env) rollingUpgrade(t *testing.T) {
 			t.Fatalf("restart %d (%s, priority %d): leadership moved %d times: %v, want at most %d", i, cfg.Identity, cfg.Priority, n, order, allowed)
 		}
 	}
-	checkNoOverlap(t, rec)
+	rec.Check(t)
 }
 
 // startCandidate starts one candidate for cfg on a backend of its own,

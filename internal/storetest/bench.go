@@ -106,15 +106,7 @@ type HandoverOptions struct {
 // handovers.
 func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o HandoverOptions) {
 	ctx := context.Background()
-	if o.Timing.LeaseDuration == 0 {
-		o.Timing.LeaseDuration = 3 * time.Second
-	}
-	if o.Timing.RenewDeadline == 0 {
-		o.Timing.RenewDeadline = o.Timing.LeaseDuration * 2 / 3
-	}
-	if o.Timing.RetryPeriod == 0 {
-		o.Timing.RetryPeriod = o.Timing.LeaseDuration / 6
-	}
+	o.Timing = o.Timing.WithDefaults()
 	if o.Handovers == 0 {
 		o.Handovers = 250
 	}
