@@ -29,6 +29,12 @@ func Context(t testing.TB) context.Context {
 	return ctx
 }
 
+// Eventually bounds a wait for an event that has no protocol bound (a
+// subscription registered, a wake-up delivered, a server ready): the test
+// fails on a hang, never on a slow machine. A wait that checks a bound the
+// protocol sets derives its limit from the timings instead.
+const Eventually = time.Minute
+
 // WaitFor polls cond every 10ms until it holds, failing t (naming what)
 // when limit passes first. For tests that wait on a real store or an
 // elector talking to one: give limit generous margins.

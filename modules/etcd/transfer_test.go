@@ -331,7 +331,7 @@ func TestTransferWakes(t *testing.T) {
 	if _, err := b.Transfer(ctxT(t), la, backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute}); err != nil {
 		t.Fatalf("Transfer: %v", err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "a wake-up for the Transfer", func() bool { return woken.Load() > w0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "a wake-up for the Transfer", func() bool { return woken.Load() > w0 })
 }
 
 // TestWakesFor: which watch events wake an election's subscribers: a

@@ -64,7 +64,7 @@ func TestAcquireBlockedByConcurrentWriter(t *testing.T) {
 				done <- out{l, err}
 			}()
 			// Wait until Acquire is blocked on the writer's lock.
-			electiontesting.WaitFor(t, 10*time.Second, "Acquire to wait on the lock", func() bool {
+			electiontesting.WaitFor(t, electiontesting.Eventually, "Acquire to wait on the lock", func() bool {
 				var n int
 				err := adm.QueryRow(ctxT(t), `SELECT count(*) FROM pg_stat_activity
 					WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n)

@@ -184,7 +184,7 @@ func TestFaultServerDownAtStart(t *testing.T) {
 			return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpAcquire && ev.Err != nil
 		})
 	}
-	electiontesting.WaitFor(t, 20*time.Second, "four failed attempts", func() bool { return len(failed()) >= 4 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "four failed attempts", func() bool { return len(failed()) >= 4 })
 	evs := failed()
 	for _, ev := range evs {
 		if errors.Is(ev.Err, backendkit.ErrLeaseHeld) || errors.Is(ev.Err, backendkit.ErrInvalidRecord) {

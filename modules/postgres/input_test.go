@@ -238,7 +238,7 @@ func TestTermRules(t *testing.T) {
 	if err != nil || l4.Term <= l1.Term {
 		t.Fatalf("acquire after release = %+v, %v; want a term above %d", l4, err, l1.Term)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the lease to expire", func() bool {
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the lease to expire", func() bool {
 		_, err := b.Get(ctx, e)
 		return errors.Is(err, backendkit.ErrNoLease)
 	})

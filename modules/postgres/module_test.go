@@ -159,7 +159,7 @@ func TestFxModule(t *testing.T) {
 	if err := app.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 15*time.Second, "the fx elector to lead", elector.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the fx elector to lead", elector.IsLeader)
 	if backend.BackendName() != "postgres" || backend.Table() != `"pgl_fx"` {
 		t.Fatalf("backend %s on table %s", backend.BackendName(), backend.Table())
 	}

@@ -34,10 +34,10 @@ func TestPushWakeUp(t *testing.T) {
 	cancel := follower.Subscribe(e, func() { woken.Add(1) })
 	cancel2 := follower.Subscribe(e, func() {})
 	cancelOther := follower.Subscribe(other, func() { wokenOther.Add(1) })
-	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listener", func() bool { return listeners(t, adm, app) == 1 })
 	// Once listening, the listener wakes every subscriber once: a release
 	// may have come before it listened.
-	electiontesting.WaitFor(t, 10*time.Second, "the wake-up after LISTEN", func() bool { return woken.Load() == 1 && wokenOther.Load() == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up after LISTEN", func() bool { return woken.Load() == 1 && wokenOther.Load() == 1 })
 	woken.Store(0)
 	wokenOther.Store(0)
 
@@ -49,7 +49,7 @@ func TestPushWakeUp(t *testing.T) {
 	if err := leader.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the wake-up", func() bool { return woken.Load() == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up", func() bool { return woken.Load() == 1 })
 	// Releasing it again is a no-op.
 	if err := leader.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestPushWakeUp(t *testing.T) {
 	// After the last cancel returns, no wake call and no connection.
 	cancel()
 	before := woken.Load()
-	electiontesting.WaitFor(t, 10*time.Second, "the listening connection to end", func() bool { return listeners(t, adm, app) == 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listening connection to end", func() bool { return listeners(t, adm, app) == 0 })
 	l, err = leader.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestPushWakeUp(t *testing.T) {
 	var again atomic.Int64
 	cancel3 := follower.Subscribe(e, func() { again.Add(1) })
 	defer cancel3()
-	electiontesting.WaitFor(t, 10*time.Second, "the new listener", func() bool { return listeners(t, adm, app) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the new listener", func() bool { return listeners(t, adm, app) == 1 })
 	l, err = leader.Acquire(ctxT(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestPushWakeUp(t *testing.T) {
 	if err := leader.Release(ctxT(t), l); err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the wake-up after resubscribing", func() bool { return again.Load() >= 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up after resubscribing", func() bool { return again.Load() >= 1 })
 	if woken.Load() != before {
 		t.Fatalf("wake called %d times after cancel returned", woken.Load()-before)
 	}
@@ -127,7 +127,7 @@ func TestListenerReconnects(t *testing.T) {
 	var woken atomic.Int64
 	cancel := follower.Subscribe(e, func() { woken.Add(1) })
 	defer cancel()
-	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listener", func() bool { return listeners(t, adm, app) == 1 })
 
 	for round := range 3 {
 		var killed int
@@ -136,8 +136,8 @@ func TestListenerReconnects(t *testing.T) {
 			t.Fatalf("round %d: terminated %d listeners, %v", round, killed, err)
 		}
 		before := woken.Load()
-		electiontesting.WaitFor(t, 15*time.Second, "the catch-up wake-up after reconnecting", func() bool { return woken.Load() > before })
-		electiontesting.WaitFor(t, 10*time.Second, "the listener back", func() bool { return listeners(t, adm, app) == 1 })
+		electiontesting.WaitFor(t, electiontesting.Eventually, "the catch-up wake-up after reconnecting", func() bool { return woken.Load() > before })
+		electiontesting.WaitFor(t, electiontesting.Eventually, "the listener back", func() bool { return listeners(t, adm, app) == 1 })
 		before = woken.Load()
 		l, err := leader.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "l", Duration: time.Minute})
 		if err != nil {
@@ -146,7 +146,7 @@ func TestListenerReconnects(t *testing.T) {
 		if err := leader.Release(ctxT(t), l); err != nil {
 			t.Fatal(err)
 		}
-		electiontesting.WaitFor(t, 10*time.Second, "a wake-up after reconnecting", func() bool { return woken.Load() > before })
+		electiontesting.WaitFor(t, electiontesting.Eventually, "a wake-up after reconnecting", func() bool { return woken.Load() > before })
 	}
 }
 
@@ -157,11 +157,11 @@ func TestCloseStopsListener(t *testing.T) {
 	adm := admin(t, d)
 	b, app := newBackend(t, d, "close", pglease.Options{})
 	cancel := b.Subscribe("x", func() {})
-	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listener", func() bool { return listeners(t, adm, app) == 1 })
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the listening connection to end", func() bool { return listeners(t, adm, app) == 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listening connection to end", func() bool { return listeners(t, adm, app) == 0 })
 	cancel()
 	b.Subscribe("y", func() {})()
 	if err := b.Close(); err != nil {

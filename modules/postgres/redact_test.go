@@ -161,7 +161,7 @@ func TestWrongPasswordRealServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			var gerr error
-			electiontesting.WaitFor(t, 10*time.Second, "the reloaded pg_hba.conf", func() bool {
+			electiontesting.WaitFor(t, electiontesting.Eventually, "the reloaded pg_hba.conf", func() bool {
 				_, gerr = b.Get(ctxT(t), "e")
 				return gerr != nil && strings.Contains(gerr.Error(), "password authentication failed")
 			})

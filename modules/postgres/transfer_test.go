@@ -28,8 +28,8 @@ func TestTransferMatchesAsRelease(t *testing.T) {
 	var woken atomic.Int64
 	cancel := follower.Subscribe(e, func() { woken.Add(1) })
 	defer cancel()
-	electiontesting.WaitFor(t, 10*time.Second, "the listener", func() bool { return listeners(t, adm, app) == 1 })
-	electiontesting.WaitFor(t, 10*time.Second, "the wake-up after LISTEN", func() bool { return woken.Load() == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listener", func() bool { return listeners(t, adm, app) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up after LISTEN", func() bool { return woken.Load() == 1 })
 	woken.Store(0)
 
 	l0, err := a.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
@@ -80,7 +80,7 @@ func TestTransferMatchesAsRelease(t *testing.T) {
 	if err != nil || got.Holder != "b" || got.Term != hint.Term || got.Incarnation != inc || !got.ExpiresAt.Equal(hint.ExpiresAt) {
 		t.Fatalf("Get after Transfer = %+v, %v; want %+v", got, err, hint)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the wake-up", func() bool { return woken.Load() == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up", func() bool { return woken.Load() == 1 })
 	// The successor continues its incarnation with the hint's term.
 	if lb, err := follower.Acquire(ctxT(t), req); err != nil || lb.Term != hint.Term {
 		t.Fatalf("the successor's Acquire with its incarnation = %+v, %v; want term %d", lb, err, hint.Term)
@@ -93,7 +93,7 @@ func TestTransferMatchesAsRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the lease to expire", func() bool {
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the lease to expire", func() bool {
 		_, err := a.Get(ctxT(t), e2)
 		return errors.Is(err, backendkit.ErrNoLease)
 	})

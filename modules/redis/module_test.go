@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -137,7 +136,7 @@ func TestConfigModuleWrongPassword(t *testing.T) {
 	c := electiontesting.StartCandidate(t, b, electionName(t), "pw", func(cfg *fxelection.Config) {
 		cfg.Callbacks.OnError = func(err error) { errs = append(errs, err) } // one delivery goroutine
 	})
-	ev := c.Events.WaitFor(t, 20*time.Second, "a failed acquisition", electiontesting.IsStoreFailure)
+	ev := c.Events.WaitFor(t, electiontesting.Eventually, "a failed acquisition", electiontesting.IsStoreFailure)
 	if strings.Contains(ev.Err.Error(), secret) {
 		t.Fatalf("error %q contains the password", ev.Err)
 	}

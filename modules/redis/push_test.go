@@ -45,13 +45,13 @@ func TestPushSharedSubscription(t *testing.T) {
 	e1, e2 := electionName(t)+"-1", electionName(t)+"-2"
 	var w1a, w1b, w2 counter
 	cancels := []func(){b.Subscribe(e1, w1a.wake), b.Subscribe(e1, w1b.wake), b.Subscribe(e2, w2.wake)}
-	electiontesting.WaitFor(t, 10*time.Second, "one subscription on the server", func() bool { return numSub(t, other) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "one subscription on the server", func() bool { return numSub(t, other) == 1 })
 	// The (re)subscription wakes everyone once; wait for it to pass.
-	electiontesting.WaitFor(t, 10*time.Second, "the subscription wake-up", func() bool { return w2.count() >= 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the subscription wake-up", func() bool { return w2.count() >= 1 })
 	base1a, base1b, base2 := w1a.count(), w1b.count(), w2.count()
 
 	releaseNow(t, other, e1)
-	electiontesting.WaitFor(t, 10*time.Second, "both e1 subscribers woken", func() bool {
+	electiontesting.WaitFor(t, electiontesting.Eventually, "both e1 subscribers woken", func() bool {
 		return w1a.count() > base1a && w1b.count() > base1b
 	})
 	if w2.count() != base2 {
@@ -67,13 +67,13 @@ func TestPushSharedSubscription(t *testing.T) {
 	if pumpRunning(b) {
 		t.Fatal("pub/sub goroutine still running after the last cancel")
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "no subscription on the server", func() bool { return numSub(t, other) == 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "no subscription on the server", func() bool { return numSub(t, other) == 0 })
 	// A new subscription starts it again.
 	var again counter
 	cancel := b.Subscribe(e1, again.wake)
 	defer cancel()
-	electiontesting.WaitFor(t, 10*time.Second, "a subscription again", func() bool { return numSub(t, other) == 1 })
-	electiontesting.WaitFor(t, 10*time.Second, "a wake-up after re-subscribing", func() bool { return again.count() > 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "a subscription again", func() bool { return numSub(t, other) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "a wake-up after re-subscribing", func() bool { return again.count() > 0 })
 }
 
 // TestPushNoWakeAfterCancel: once cancel returns, wake is never called,
@@ -133,7 +133,7 @@ func TestPushReconnects(t *testing.T) {
 	var w counter
 	cancel := b.Subscribe(e, w.wake)
 	defer cancel()
-	electiontesting.WaitFor(t, 10*time.Second, "the first subscription", func() bool { return w.count() >= 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the first subscription", func() bool { return w.count() >= 1 })
 	before := w.count()
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
@@ -141,11 +141,11 @@ func TestPushReconnects(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 20*time.Second, "the wake-up after re-subscribing", func() bool { return w.count() > before })
-	electiontesting.WaitFor(t, 10*time.Second, "the subscription on the new server", func() bool { return numSub(t, other) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up after re-subscribing", func() bool { return w.count() > before })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the subscription on the new server", func() bool { return numSub(t, other) == 1 })
 	before = w.count()
 	releaseNow(t, other, e)
-	electiontesting.WaitFor(t, 10*time.Second, "a release delivered after the restart", func() bool { return w.count() > before })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "a release delivered after the restart", func() bool { return w.count() > before })
 }
 
 // TestPushReplacesSilentConnection: a pub/sub connection that stops
@@ -160,7 +160,7 @@ func TestPushReplacesSilentConnection(t *testing.T) {
 	var w counter
 	cancel := b.Subscribe(e, w.wake)
 	defer cancel()
-	electiontesting.WaitFor(t, 10*time.Second, "the first subscription", func() bool { return w.count() >= 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the first subscription", func() bool { return w.count() >= 1 })
 	pubsubIDs := func() string {
 		list, err := admin.client.Do(ctxT(t), "CLIENT", "LIST", "TYPE", "pubsub").Text()
 		if err != nil {
@@ -181,13 +181,13 @@ func TestPushReplacesSilentConnection(t *testing.T) {
 	// While paused (ignoring pings) the connection is replaced; after the
 	// pause the new connection subscribes and wakes everyone.
 	before := w.count()
-	electiontesting.WaitFor(t, 20*time.Second, "the wake-up after re-subscribing", func() bool { return w.count() > before })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the wake-up after re-subscribing", func() bool { return w.count() > before })
 	if now := pubsubIDs(); now == first || now == "" {
 		t.Fatalf("pub/sub connection not replaced: before %q, after %q", first, now)
 	}
 	before = w.count()
 	releaseNow(t, admin, e)
-	electiontesting.WaitFor(t, 10*time.Second, "a release delivered on the new connection", func() bool { return w.count() > before })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "a release delivered on the new connection", func() bool { return w.count() > before })
 }
 
 // TestDisablePush: Subscribe does nothing and opens no connection, but
@@ -205,10 +205,10 @@ func TestDisablePush(t *testing.T) {
 	}
 	cancelL := listener.Subscribe(e, wl.wake)
 	defer cancelL()
-	electiontesting.WaitFor(t, 10*time.Second, "the listener's subscription", func() bool { return wl.count() >= 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listener's subscription", func() bool { return wl.count() >= 1 })
 	before := wl.count()
 	releaseNow(t, quiet, e)
-	electiontesting.WaitFor(t, 10*time.Second, "the listener woken by a push-disabled backend's release", func() bool { return wl.count() > before })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the listener woken by a push-disabled backend's release", func() bool { return wl.count() > before })
 	if wq.count() != 0 {
 		t.Fatal("a push-disabled backend called wake")
 	}
@@ -224,7 +224,7 @@ func TestCloseStopsPush(t *testing.T) {
 	var w counter
 	cancel := b.Subscribe(electionName(t), w.wake)
 	defer cancel()
-	electiontesting.WaitFor(t, 10*time.Second, "one subscription on the server", func() bool { return numSub(t, other) == 1 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "one subscription on the server", func() bool { return numSub(t, other) == 1 })
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestCloseStopsPush(t *testing.T) {
 	if pumpRunning(b) {
 		t.Fatal("Subscribe after Close started a listener")
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "no subscription on the server", func() bool { return numSub(t, other) == 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "no subscription on the server", func() bool { return numSub(t, other) == 0 })
 	releaseNow(t, b, electionName(t)) // the client still works
 	if err := b.Close(); err != nil {
 		t.Fatal("second Close:", err)

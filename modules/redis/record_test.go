@@ -123,7 +123,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := electiontesting.StartCandidate(t, b, e, "a", nil)
-	c.Events.WaitFor(t, 20*time.Second, "an invalid-record error", func(ev fxelection.Event) bool {
+	c.Events.WaitFor(t, electiontesting.Eventually, "an invalid-record error", func(ev fxelection.Event) bool {
 		return ev.Err != nil && errors.Is(ev.Err, backendkit.ErrInvalidRecord)
 	})
 	if c.Elector.IsLeader() {

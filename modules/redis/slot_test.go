@@ -86,7 +86,7 @@ func clusterServer(t *testing.T) string {
 	if err := c.Do(ctxT(t), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	electiontesting.WaitFor(t, 20*time.Second, "cluster_state:ok", func() bool {
+	electiontesting.WaitFor(t, electiontesting.Eventually, "cluster_state:ok", func() bool {
 		info, err := c.ClusterInfo(ctxT(t)).Result()
 		return err == nil && strings.Contains(info, "cluster_state:ok")
 	})

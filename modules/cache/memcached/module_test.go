@@ -146,7 +146,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if _, err := probe.Get(ctxT(t), e); !errors.Is(err, backendkit.ErrNoLease) {
 		t.Fatalf("lease after app stop: %v, want released", err)
 	}
-	electiontesting.WaitFor(t, 20*time.Second, "the module's connections to close", func() bool {
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the module's connections to close", func() bool {
 		now := connAddrs(t, srv.Addr())
 		for _, a := range mine {
 			if now[a] {

@@ -125,7 +125,7 @@ func TestPushSurvivesServerRestart(t *testing.T) {
 	fb := newBackend(t, srv.URL(), cachelease.Options{})
 	var woken atomic.Int32
 	t.Cleanup(fb.Subscribe("probe", func() { woken.Add(1) }))
-	electiontesting.WaitFor(t, 10*time.Second, "the first watch", func() bool { return woken.Load() > 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the first watch", func() bool { return woken.Load() > 0 })
 	storetest.CheckPushHandover(t, newBackend(t, srv.URL(), cachelease.Options{}), fb, storetest.PushOptions{
 		Retry:    2 * time.Minute,
 		Wait:     time.Minute,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/fx"
@@ -215,7 +214,7 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 				return // fine, and redacted
 			}
 			var ev fxelection.Event
-			electiontesting.WaitFor(t, 20*time.Second, "a failed acquisition", func() bool {
+			electiontesting.WaitFor(t, electiontesting.Eventually, "a failed acquisition", func() bool {
 				var ok bool
 				ev, ok = w.Find(electiontesting.IsStoreFailure)
 				return ok

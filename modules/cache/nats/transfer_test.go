@@ -152,7 +152,7 @@ func TestTransferWakesSubscriber(t *testing.T) {
 	e := electionName(t)
 	var woken atomic.Int32
 	t.Cleanup(follower.Subscribe(e, func() { woken.Add(1) }))
-	electiontesting.WaitFor(t, 10*time.Second, "the watch", func() bool { return woken.Load() > 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the watch", func() bool { return woken.Load() > 0 })
 
 	l, err := leader.Acquire(ctx, backendkit.AcquireRequest{Election: e, Identity: "a", Incarnation: backendkit.NewIncarnation(), Duration: time.Minute})
 	if err != nil {
@@ -176,7 +176,7 @@ func TestTransferWakesSubscriber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "the Transfer's wake-up", func() bool { return woken.Load() > 0 })
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the Transfer's wake-up", func() bool { return woken.Load() > 0 })
 	got, err := follower.Get(ctx, e)
 	if err != nil || got.Holder != "b" || got.Term != hint.Term {
 		t.Fatalf("the woken follower reads %+v (%v), want b's hint of term %d", got, err, hint.Term)

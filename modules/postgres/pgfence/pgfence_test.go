@@ -241,7 +241,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 
 	old.Faulty.Partition(true) // cut off from the lease store, not from the data
-	electiontesting.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the other elector to lead", next.Elector.IsLeader)
 	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		if lease.Term <= oldLease.Term {

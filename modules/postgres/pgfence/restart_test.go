@@ -42,7 +42,7 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 	}
 
 	first := electiontesting.StartFaultyCandidate(t, backend(), el, "fixed", timing)
-	electiontesting.WaitFor(t, 20*time.Second, "the first elector to lead", first.Elector.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the first elector to lead", first.Elector.IsLeader)
 	var oldLease fxelection.Lease
 	ran, err := first.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		oldLease, _ = fxelection.LeaseFromContext(ctx)
@@ -55,7 +55,7 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 
 	first.Faulty.Partition(true) // paused: it hears nothing from the lease store
 	second := electiontesting.StartCandidate(t, backend(), el, "fixed", timing)
-	electiontesting.WaitFor(t, 20*time.Second, "the restarted elector to lead", second.Elector.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the restarted elector to lead", second.Elector.IsLeader)
 	ran, err = second.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		lease, _ := fxelection.LeaseFromContext(ctx)
 		if lease.Term <= oldLease.Term {

@@ -170,7 +170,7 @@ func TestKeysShareLeaseSlot(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
-	electiontesting.WaitFor(t, 10*time.Second, "cluster ok", func() bool {
+	electiontesting.WaitFor(t, electiontesting.Eventually, "cluster ok", func() bool {
 		info, _ := admin.ClusterInfo(ctx).Result()
 		return strings.Contains(info, "cluster_state:ok")
 	})
@@ -222,7 +222,7 @@ func TestPartitionedLeaderIsFenced(t *testing.T) {
 	}
 
 	old.Faulty.Partition(true)
-	electiontesting.WaitFor(t, 15*time.Second, "the other elector to lead", next.Elector.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.Eventually, "the other elector to lead", next.Elector.IsLeader)
 	ran, err = next.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		_, err := g.XAdd(ctx, stream, "writer", "new")
 		return err

@@ -36,7 +36,7 @@ func TestFixedIdentityRestartIsFenced(t *testing.T) {
 	long := func(c *fxelection.Config) { c.LeaseDuration, c.RenewDeadline = lease, deadline }
 
 	first := electiontesting.StartFaultyCandidate(t, newLease(t, newClient(t, addr)), el, "fixed", long)
-	electiontesting.WaitFor(t, 15*time.Second, "elector 1 to lead", first.Elector.IsLeader)
+	electiontesting.WaitFor(t, electiontesting.Eventually, "elector 1 to lead", first.Elector.IsLeader)
 	var l1 fxelection.Lease
 	ran, err := first.Elector.RunIfLeader(ctx, func(ctx context.Context) error {
 		l1, _ = fxelection.LeaseFromContext(ctx)
