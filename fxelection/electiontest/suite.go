@@ -691,9 +691,21 @@ func (s *suite) storeDown(t *testing.T) {
 	if err := st.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := b.Renew(electiontesting.Context(t), l)
-	if err != nil {
-		t.Fatalf("Renew after the restart: %v", err)
+	// The client may take a while to reconnect: a store failure until then
+	// is allowed, for half the lease (the lease must still be valid when
+	// the renewal lands); anything saying the lease is gone is not.
+	restarted := time.Now()
+	var l2 fxelection.Lease
+	for {
+		l2, err = b.Renew(electiontesting.Context(t), l)
+		if err == nil {
+			break
+		}
+		storeFailure("Renew after the restart", err)
+		if time.Since(restarted) > l.Duration/2 {
+			t.Fatalf("Renew after the restart: still failing after %v: %v", l.Duration/2, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if l2.Term != l.Term || l2.Holder != l.Holder || st.RenewWrites && l2.Version == l.Version {
 		t.Fatalf("renewed %+v from %+v", l2, l)
