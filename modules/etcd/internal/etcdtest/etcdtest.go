@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,8 +82,29 @@ func Start(t testing.TB, o Options) *Cluster {
 }
 
 // New starts a cluster with its data directories under dir and waits until
-// it has a leader. Close it with Close.
+// it has a leader. Close it with Close. A port found free and taken by
+// another process before the member bound it makes New start again on
+// other ports.
 func New(dir string, o Options) (*Cluster, error) {
+	for attempt := 0; ; attempt++ {
+		d := dir
+		if attempt > 0 {
+			d = filepath.Join(dir, fmt.Sprintf("attempt-%d", attempt))
+		}
+		c, err := newOnce(d, o)
+		if err == nil || attempt == 4 || !portInUse(err) {
+			return c, err
+		}
+	}
+}
+
+// portInUse reports whether err is a listener's "address already in use".
+func portInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// newOnce is New on ports found free once.
+func newOnce(dir string, o Options) (*Cluster, error) {
 	if o.Members == 0 {
 		o.Members = 1
 	}
@@ -130,7 +152,7 @@ func New(dir string, o Options) (*Cluster, error) {
 	errs := make([]error, len(c.Members))
 	var wg sync.WaitGroup
 	for i, m := range c.Members {
-		wg.Go(func() { errs[i] = m.Restart() })
+		wg.Go(func() { errs[i] = m.start(0) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -179,7 +201,11 @@ func NewClient(t testing.TB, endpoints ...string) *clientv3.Client {
 // Restart starts the member (again) on its data directory and ports, and
 // waits until it serves (for a new cluster: until the cluster has a
 // leader). Starting a running member is a no-op.
-func (m *Member) Restart() error {
+func (m *Member) Restart() error { return m.start(20) }
+
+// start starts the member, retrying up to retries times, 250ms apart,
+// while its ports are still in use.
+func (m *Member) start(retries int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.e != nil {
@@ -190,7 +216,7 @@ func (m *Member) Restart() error {
 	var err error
 	// A port freed by Stop can linger a moment.
 	for attempt := 0; ; attempt++ {
-		if e, err = embed.StartEtcd(&cfg); err == nil || attempt == 20 || !strings.Contains(err.Error(), "address already in use") {
+		if e, err = embed.StartEtcd(&cfg); err == nil || attempt >= retries || !portInUse(err) {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
