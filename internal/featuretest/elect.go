@@ -1,7 +1,6 @@
 package featuretest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -29,8 +28,6 @@ func (s *env) candidatesWith(t *testing.T, election string, n int, rec *election
 	t.Helper()
 	out := make([]*candidate, n)
 	for i := range out {
-		inner := s.newBackend(t)
-		f := faultinject.New(inner)
 		cfg := fxelection.Config{
 			Name:          election,
 			Identity:      fmt.Sprintf("e2e-%d", i),
@@ -43,16 +40,7 @@ func (s *env) candidatesWith(t *testing.T, election string, n int, rec *election
 		if edit != nil {
 			edit(i, &cfg)
 		}
-		e, err := fxelection.New(cfg, f)
-		if err != nil {
-			t.Fatalf("New: %v", err)
-		}
-		e.AddObserver(rec)
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		out[i] = &candidate{e: e, faulty: f, inner: inner}
+		out[i] = s.startCandidate(t, cfg, rec)
 	}
 	return out
 }
