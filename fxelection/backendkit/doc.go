@@ -16,8 +16,9 @@
 //   - DurationFromMillis and NextTerm: validated decoding of durations and
 //     terms that never go backwards. Lease.Validate checks a whole decoded
 //     lease.
-//   - RedactText and RedactError: the one redaction path every error that
-//     leaves a backend passes.
+//   - Redacting (with Ops and RedactingBatches): the one path by which
+//     errors leave a backend, redacted with its credentials (Credentials)
+//     by RedactError; RedactText for other text.
 //
 // It also holds the contract itself: Backend, Lease, AcquireRequest and
 // HeldError, the optional Notifier, BatchRenewer, BatchAcquirer,
@@ -48,8 +49,9 @@
 // decides when an Acquire keeps the live record's term, and Claim applies it
 // for stores that keep one value per election. Decode every record with
 // UnmarshalRecord or check it with Lease.Validate, hand out terms with
-// NextTerm, pass every error through RedactError with your secrets, add a
-// go test -fuzz target for your decoder, and give the package a typed
+// NextTerm, embed Redacting built from your operations and your client's
+// secrets (so no operation redacts on its own), add a go test -fuzz target
+// for your decoder, and give the package a typed
 // configuration module (package fxelection/config) whose Validate is your
 // Options.Validate.
 package backendkit
