@@ -26,6 +26,13 @@ import (
 // client: closing the client is the caller's business (after the electors
 // using the Backend have stopped).
 type Backend struct {
+	// Redacting and RedactingBatches are the operations' one way out:
+	// Acquire, Renew, Release, Get, Transfer, RenewBatch and AcquireBatch
+	// call the unexported methods below and redact every error with the
+	// client's credentials.
+	backendkit.Redacting
+	backendkit.RedactingBatches
+
 	client  redis.UniversalClient
 	prefix  string
 	channel string
@@ -36,8 +43,6 @@ type Backend struct {
 	acquire, renew, release, get, transfer *redis.Script
 
 	hub *backendkit.WakeHub // push wake-up: subscriptions and the pub/sub listener
-
-	secrets []string // the client's credentials, redacted from every error
 }
 
 var (
@@ -78,7 +83,11 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		get:      redis.NewScript(getSrc),
 		transfer: redis.NewScript(transferSrc),
 	}
-	b.secrets = clientSecrets(client)
+	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
+		Acquire: b.acquireLease, Renew: b.renewLease, Release: b.releaseLease, Get: b.getLease,
+		Transfer: b.transferLease, RenewBatch: b.renewBatch, AcquireBatch: b.acquireBatch,
+	}, clientSecrets(client)...)
+	b.RedactingBatches = b.Batches()
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
@@ -100,11 +109,6 @@ func clientSecrets(client redis.UniversalClient) []string {
 	return backendkit.Credentials(user, pw)
 }
 
-// redact passes an error leaving the backend through backendkit.RedactError
-// with the client's credentials; errors.Is and errors.As for HeldError keep
-// working.
-func (b *Backend) redact(err error) error { return backendkit.RedactError(err, b.secrets...) }
-
 // BackendName returns "redis".
 func (b *Backend) BackendName() string { return "redis" }
 
@@ -123,7 +127,7 @@ func (b *Backend) leaseKey(election string) string {
 // publish the released election's name.
 func (b *Backend) WakeChannel() string { return b.channel }
 
-// Acquire implements fxelection.Backend: one script that takes the lease
+// acquireLease is Acquire (see backendkit.Redacting), implementing fxelection.Backend: one script that takes the lease
 // if the key is absent, and otherwise decides by the live record. Held by
 // req.Identity in the same run — req names no incarnation, or the record's
 // nonce is the one derived from req.Incarnation — it refreshes the record
@@ -144,11 +148,6 @@ func (b *Backend) WakeChannel() string { return b.channel }
 // form), else 64 bits of a SHA-256 of it, or a new random nonce when req
 // names no incarnation. The returned lease carries it as Version, which
 // Release then requires (see Release), and req.Incarnation as Incarnation.
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.acquireLease(ctx, req)
-	return l, b.redact(err)
-}
-
 func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -256,18 +255,19 @@ func (a acquireCall) outcome(res []any, err error) (fxelection.Lease, error) {
 	}
 }
 
-// AcquireBatch implements backendkit.BatchAcquirer: the acquire script for
+// acquireBatch is AcquireBatch (see backendkit.RedactingBatches),
+// implementing backendkit.BatchAcquirer: the acquire script for
 // every request in one pipeline (one round trip; on Redis Cluster, one per
 // node holding some of the keys), run by the server one after another in
 // the order given. Each request gets what Acquire would have returned for
 // it; a failure of the connection fails every request it carried. Scripts
 // not yet cached by the server are sent again in full, in a second
 // pipeline, as RenewBatch does.
-func (b *Backend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+func (b *Backend) acquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
 	out := make([]backendkit.AcquireResult, len(reqs))
 	if err := ctx.Err(); err != nil {
 		for i := range out {
-			out[i].Err = b.redact(fmt.Errorf("acquire lease: %w", err))
+			out[i].Err = fmt.Errorf("acquire lease: %w", err)
 		}
 		return out
 	}
@@ -285,9 +285,6 @@ func (b *Backend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireReq
 	for _, i := range idx {
 		res, err := cmds[i].Slice()
 		out[i].Lease, out[i].Err = calls[i].outcome(res, err)
-	}
-	for i := range out {
-		out[i].Err = b.redact(out[i].Err)
 	}
 	return out
 }
@@ -331,7 +328,7 @@ func pipelineScript(ctx context.Context, client redis.UniversalClient, script *r
 	return cmds
 }
 
-// Renew implements fxelection.Backend: one script that extends the lease by
+// renewLease is Renew (see backendkit.Redacting), implementing fxelection.Backend: one script that extends the lease by
 // lease.Duration (PEXPIRE) only while lease.Holder holds lease.Term, and
 // otherwise returns an error matching backendkit.ErrLeaseLost (which also
 // matches backendkit.ErrInvalidRecord when a foreign value replaced the
@@ -345,11 +342,6 @@ func pipelineScript(ctx context.Context, client redis.UniversalClient, script *r
 // Metadata map (read-only); its ExpiresAt is estimated on the local clock
 // as the call's start plus Duration, since Redis sets the expiry by its
 // own clock at most one round trip later.
-func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
-	out, err := b.renewLease(ctx, l)
-	return out, b.redact(err)
-}
-
 func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -405,7 +397,8 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 	}
 }
 
-// RenewBatch implements backendkit.BatchRenewer: the renew script for
+// renewBatch is RenewBatch (see backendkit.RedactingBatches), implementing
+// backendkit.BatchRenewer: the renew script for
 // every lease in one pipeline (one round trip; on Redis Cluster, one per
 // node holding some of the keys). Each lease gets what Renew would have
 // returned for it: a lease no longer held gets an error matching
@@ -413,11 +406,11 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 // the connection fails every lease it carried. Scripts not yet cached by
 // the server (NOSCRIPT, as after a restart) are sent again in full, in a
 // second pipeline.
-func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
+func (b *Backend) renewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	out := make([]backendkit.RenewResult, len(leases))
 	if err := ctx.Err(); err != nil {
 		for i := range out {
-			out[i].Err = b.redact(fmt.Errorf("renew lease: %w", err))
+			out[i].Err = fmt.Errorf("renew lease: %w", err)
 		}
 		return out
 	}
@@ -438,13 +431,10 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []b
 		res, err := cmds[i].Slice()
 		out[i].Lease, out[i].Err = renewOutcome(leases[i], start, res, err)
 	}
-	for i := range out {
-		out[i].Err = b.redact(out[i].Err)
-	}
 	return out
 }
 
-// Release implements fxelection.Backend: one script that deletes the lease
+// releaseLease is Release (see backendkit.Redacting), implementing fxelection.Backend: one script that deletes the lease
 // only if lease.Holder still holds lease.Term under the nonce
 // lease.Version (the one the record got at the acquisition that Acquire,
 // Renew, RenewBatch or Get last reported), and then publishes the
@@ -458,10 +448,6 @@ func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []b
 // returned by the backend) is matched on holder and term only, without
 // that protection, as is a record in the earlier fxe1 format; a Version
 // that is not a nonce this backend writes matches nothing.
-func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
-	return b.redact(b.releaseLease(ctx, l))
-}
-
 func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
@@ -481,7 +467,7 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	return nil
 }
 
-// Transfer implements backendkit.Transferer: one script that ends lease,
+// transferLease is Transfer (see backendkit.Redacting), implementing backendkit.Transferer: one script that ends lease,
 // matched as Release matches it (holder, term and the nonce in
 // lease.Version; holder and term alone for an empty Version or an fxe1
 // record), and in the same atomic step writes the record Acquire would
@@ -502,11 +488,6 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 // or that has reached backendkit.MaxTerm (backendkit.ErrTermExhausted)
 // also changes nothing: the lease stays the caller's. A store failure
 // (say, a lost reply) leaves it unknown whether the transfer happened.
-func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	out, err := b.transferLease(ctx, l, req)
-	return out, b.redact(err)
-}
-
 func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
@@ -535,17 +516,12 @@ func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req bac
 	return a.outcome(res, err)
 }
 
-// Get implements fxelection.Backend: the current holder, read in one
+// getLease is Get (see backendkit.Redacting), implementing fxelection.Backend: the current holder, read in one
 // script, or backendkit.ErrNoLease. ExpiresAt is the server's clock plus
 // the key's remaining PTTL, to the millisecond; it is for display. The
 // lease's Incarnation is always empty, since the record keeps only a nonce
 // derived from it; its Version is that nonce, which for an incarnation made
 // by backendkit.NewIncarnation is the incarnation itself.
-func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.getLease(ctx, election)
-	return l, b.redact(err)
-}
-
 func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
