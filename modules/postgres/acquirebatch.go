@@ -14,23 +14,20 @@ import (
 
 var _ backendkit.BatchAcquirer = (*Backend)(nil)
 
-// AcquireBatch implements backendkit.BatchAcquirer: the acquire statement
-// of every request in one pipeline on one connection (one round trip),
-// each statement followed by a Sync, so that each runs in a transaction of
-// its own, in the order given, exactly as Acquire's would. A batch in one
-// transaction (a pgx.Batch) would instead hold every row lock it took
-// until its end: a follower's poll would hold up the renewals of other
-// processes' leaders, and could deadlock with them. Each request gets what
-// Acquire would have returned for it; where Acquire would read the row
-// again (a refusal its statement's snapshot does not explain), that
-// request goes on as Acquire does, on its own. A failure of the connection
-// fails every request not yet answered.
-func (b *Backend) AcquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
+// acquireAll is AcquireBatch (see backendkit.RedactingBatches), implementing
+// backendkit.BatchAcquirer: the acquire statement of every request in one
+// pipeline on one connection (one round trip), each statement followed by a
+// Sync, so that each runs in a transaction of its own, in the order given,
+// exactly as Acquire's would. A batch in one transaction (a pgx.Batch) would
+// instead hold every row lock it took until its end: a follower's poll would
+// hold up the renewals of other processes' leaders, and could deadlock with
+// them. Each request gets what Acquire would have returned for it; where
+// Acquire would read the row again (a refusal its statement's snapshot does
+// not explain), that request goes on as Acquire does, on its own. A failure
+// of the connection fails every request not yet answered.
+func (b *Backend) acquireAll(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
 	out := make([]backendkit.AcquireResult, len(reqs))
 	b.acquireBatch(ctx, reqs, out)
-	for i := range out {
-		out[i].Err = b.redact(out[i].Err)
-	}
 	return out
 }
 

@@ -23,6 +23,14 @@ import (
 // backendkit.BatchAcquirer and backendkit.Transferer. It is safe for concurrent use; create one per
 // pool and share it between the process's elections.
 type Backend struct {
+	// Redacting and RedactingBatches are the operations' one way out:
+	// Acquire, Renew, Release, Get, Transfer, RenewBatch and AcquireBatch
+	// call the unexported methods below and redact every error with the
+	// configuration's passwords (whatever pgx or the server put in a
+	// message).
+	backendkit.Redacting
+	backendkit.RedactingBatches
+
 	db    DB
 	opts  Options
 	table string // quoted, qualified
@@ -37,8 +45,6 @@ type Backend struct {
 	ensuring chan struct{} // a lock that honours contexts
 
 	push *pusher
-
-	secrets []string // passwords of the pool's configuration, redacted from every error
 }
 
 var (
@@ -64,7 +70,11 @@ type querier interface {
 // CreateTable to fail fast instead.
 //
 // The backend never closes db: the application owns its pool.
-func New(db DB, opts Options) (*Backend, error) {
+func New(db DB, opts Options) (*Backend, error) { return newBackend(db, opts) }
+
+// newBackend is New, with secrets to redact beside the pool's passwords
+// (the config module's DSN spellings of them).
+func newBackend(db DB, opts Options, secrets ...string) (*Backend, error) {
 	if p, isPool := db.(*pgxpool.Pool); db == nil || (isPool && p == nil) {
 		return nil, errors.New("pglease: DB is required")
 	}
@@ -74,11 +84,16 @@ func New(db DB, opts Options) (*Backend, error) {
 	}
 	b := &Backend{db: db, opts: opts, table: opts.qualifiedTable(), ensuring: make(chan struct{}, 1)}
 	if p, ok := db.(*pgxpool.Pool); ok {
-		b.secrets = configSecrets(p.Config().ConnConfig.Config)
+		secrets = append(configSecrets(p.Config().ConnConfig.Config), secrets...)
 	}
 	b.full, b.legacy = buildStatements(b.table, true), buildStatements(b.table, false)
 	b.sql.Store(&b.full)
-	b.push = newPusher(db, opts, b.redact)
+	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
+		Acquire: b.acquire, Renew: b.renew, Release: b.release, Get: b.get,
+		Transfer: b.transfer, RenewBatch: b.renewAll, AcquireBatch: b.acquireAll,
+	}, secrets...)
+	b.RedactingBatches = b.Batches()
+	b.push = newPusher(db, opts, b.Redact)
 	return b, nil
 }
 
@@ -89,17 +104,6 @@ func configSecrets(cfg pgconn.Config) []string {
 		return nil
 	}
 	return []string{cfg.Password}
-}
-
-// redact passes an error leaving the backend through backendkit.RedactError
-// with the configuration's passwords: whatever pgx or the server put in a
-// message, no password leaves. errors.Is and errors.As for HeldError keep
-// working.
-func (b *Backend) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	return backendkit.RedactError(err, b.secrets...)
 }
 
 // BackendName returns "postgres".
@@ -118,7 +122,7 @@ func (b *Backend) Table() string { return b.table }
 // error: the backend then works without incarnations (see the package
 // documentation).
 func (b *Backend) CreateTable(ctx context.Context) error {
-	return b.redact(b.createTable(ctx, false, true))
+	return b.Redact(b.createTable(ctx, false, true))
 }
 
 // createTable runs the create statement (if ddl) and then checks which
@@ -201,28 +205,24 @@ func (b *Backend) storeErr(op string, err error) error {
 // hands between its statement and its re-read.
 const maxAcquireAttempts = 3
 
-// Acquire implements fxelection.Backend with one INSERT … ON CONFLICT DO
-// UPDATE statement: it takes the lease if the row is missing, released,
-// expired by the server's now(), or held by req.Identity (at once, whatever
-// the incarnation). The term stays the same only when req continues its
-// own unexpired lease (req.Continues: the same identity and, when
-// req.Incarnation is set, the incarnation recorded with the row's term);
-// otherwise it becomes the larger of one more than the row's and the
-// server's clock in microseconds (see the package documentation), or, at
-// backendkit.MaxTerm, Acquire fails with an error matching
-// backendkit.ErrTermExhausted. The returned lease carries req.Incarnation
-// (none on a table without the incarnation columns, where the term is kept
-// for any re-acquisition by the same identity). Concurrent candidates are
-// serialised by the row lock, so exactly one of them wins. Held by someone
-// else: a *backendkit.HeldError with the holder; a row it cannot decode: an
-// error matching backendkit.ErrInvalidRecord (the row is never taken over
-// before it expires, except by the identity it names, and then only if its
-// term is positive: that row is the caller's own, and Acquire rewrites it).
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.acquire(ctx, req)
-	return l, b.redact(err)
-}
-
+// acquire is Acquire (see backendkit.Redacting), implementing
+// fxelection.Backend with one INSERT … ON CONFLICT DO UPDATE statement: it
+// takes the lease if the row is missing, released, expired by the server's
+// now(), or held by req.Identity (at once, whatever the incarnation). The
+// term stays the same only when req continues its own unexpired lease
+// (req.Continues: the same identity and, when req.Incarnation is set, the
+// incarnation recorded with the row's term); otherwise it becomes the larger
+// of one more than the row's and the server's clock in microseconds (see the
+// package documentation), or, at backendkit.MaxTerm, Acquire fails with an
+// error matching backendkit.ErrTermExhausted. The returned lease carries
+// req.Incarnation (none on a table without the incarnation columns, where
+// the term is kept for any re-acquisition by the same identity). Concurrent
+// candidates are serialised by the row lock, so exactly one of them wins.
+// Held by someone else: a *backendkit.HeldError with the holder; a row it
+// cannot decode: an error matching backendkit.ErrInvalidRecord (the row is
+// never taken over before it expires, except by the identity it names, and
+// then only if its term is positive: that row is the caller's own, and
+// Acquire rewrites it).
 func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -352,19 +352,15 @@ func (b *Backend) read(ctx context.Context, election string) (row, bool, error) 
 	return r, true, nil
 }
 
-// Renew implements fxelection.Backend with one UPDATE that matches the
-// election, holder and term and an unexpired lease (by the server's now()),
-// and sets the expiry to now() + lease.Duration. No matching row: an error
-// matching backendkit.ErrLeaseLost. A row whose holder and term match is the
+// renew is Renew (see backendkit.Redacting), implementing fxelection.Backend
+// with one UPDATE that matches the election, holder and term and an
+// unexpired lease (by the server's now()), and sets the expiry to now() +
+// lease.Duration. No matching row: an error matching
+// backendkit.ErrLeaseLost. A row whose holder and term match is the
 // caller's, so it is extended even if a foreign writer damaged its other
 // columns. The returned lease is lease with the new expiry, Incarnation
-// included as given (not compared with the row: a new incarnation would
-// have changed the term).
-func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
-	l, err := b.renew(ctx, lease)
-	return l, b.redact(err)
-}
-
+// included as given (not compared with the row: a new incarnation would have
+// changed the term).
 func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -391,28 +387,25 @@ func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection
 	return out, nil
 }
 
-// RenewBatch implements backendkit.BatchRenewer with one UPDATE over all
-// the leases' rows (unnest of arrays of names, holders, terms and
-// durations), one round trip, under the same conditions as Renew for each
-// row: election, holder and term match and the lease has not expired by
-// the server's now(). Each lease gets what Renew would have returned for
-// it: a lease whose row did not match gets an error matching
-// backendkit.ErrLeaseLost while the others are renewed; a failure of the
-// statement fails them all. With a DB that has no Query method (see DB),
-// the leases are renewed one statement each.
-func (b *Backend) RenewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
+// renewAll is RenewBatch (see backendkit.RedactingBatches), implementing
+// backendkit.BatchRenewer with one UPDATE over all the leases' rows (unnest
+// of arrays of names, holders, terms and durations), one round trip, under
+// the same conditions as Renew for each row: election, holder and term match
+// and the lease has not expired by the server's now(). Each lease gets what
+// Renew would have returned for it: a lease whose row did not match gets an
+// error matching backendkit.ErrLeaseLost while the others are renewed; a
+// failure of the statement fails them all. With a DB that has no Query
+// method (see DB), the leases are renewed one statement each.
+func (b *Backend) renewAll(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	out := make([]backendkit.RenewResult, len(leases))
 	q, ok := b.db.(querier)
 	if !ok {
 		for i, l := range leases {
-			out[i].Lease, out[i].Err = b.Renew(ctx, l)
+			out[i].Lease, out[i].Err = b.renew(ctx, l)
 		}
 		return out
 	}
 	b.renewBatch(ctx, q, leases, out)
-	for i := range out {
-		out[i].Err = b.redact(out[i].Err)
-	}
 	return out
 }
 
@@ -492,12 +485,13 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 	}
 }
 
-// Release implements fxelection.Backend with one statement that frees the
-// row if election, holder and term match and, when lease.ExpiresAt is not
-// zero, the row's expires_at equals lease.ExpiresAt (holder NULL, expired
-// now; the term stays for the next holder to exceed), and sends pg_notify
-// on the channel with the election's name. Releasing a lease that is not
-// ours changes nothing and returns nil.
+// release is Release (see backendkit.Redacting), implementing
+// fxelection.Backend with one statement that frees the row if election,
+// holder and term match and, when lease.ExpiresAt is not zero, the row's
+// expires_at equals lease.ExpiresAt (holder NULL, expired now; the term
+// stays for the next holder to exceed), and sends pg_notify on the channel
+// with the election's name. Releasing a lease that is not ours changes
+// nothing and returns nil.
 //
 // The expiry check makes a release free the lease only as the releaser
 // last wrote it: Acquire, Renew and RenewBatch return the row's expires_at
@@ -512,10 +506,6 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 // nothing either, and the lease then runs out at its expiry. A Lease with a
 // zero ExpiresAt (built by hand rather than returned by the backend) is
 // matched on election, holder and term only, without that protection.
-func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
-	return b.redact(b.release(ctx, lease))
-}
-
 func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
@@ -536,20 +526,21 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	return nil
 }
 
-// Transfer implements backendkit.Transferer with one statement: an UPDATE
-// that matches the row exactly as Release does (election, holder and term,
-// and expires_at when lease.ExpiresAt is not zero) and, further, an
-// unexpired lease by the server's now(), and rewrites it as Acquire would
-// write it for req on a free lease: holder req.Identity, req.Metadata,
-// req.Incarnation (none on a table without the incarnation columns),
-// acquired now() and expiring req.Duration after now(), with a new term by
-// Acquire's rule (the larger of the row's term plus one and the server's
-// clock in microseconds), so strictly above every term of the election.
-// The same statement sends pg_notify on Options.Channel with the election's
-// name, as Release does (names of 8000 bytes or more go unannounced); it
-// is delivered when the statement commits, with the new row. The row is
-// never free in between: a subscriber woken by it, or any other
-// candidate, finds the lease held by req.Identity until it expires.
+// transfer is Transfer (see backendkit.Redacting), implementing
+// backendkit.Transferer with one statement: an UPDATE that matches the row
+// exactly as Release does (election, holder and term, and expires_at when
+// lease.ExpiresAt is not zero) and, further, an unexpired lease by the
+// server's now(), and rewrites it as Acquire would write it for req on a
+// free lease: holder req.Identity, req.Metadata, req.Incarnation (none on a
+// table without the incarnation columns), acquired now() and expiring
+// req.Duration after now(), with a new term by Acquire's rule (the larger of
+// the row's term plus one and the server's clock in microseconds), so
+// strictly above every term of the election. The same statement sends
+// pg_notify on Options.Channel with the election's name, as Release does
+// (names of 8000 bytes or more go unannounced); it is delivered when the
+// statement commits, with the new row. The row is never free in between: a
+// subscriber woken by it, or any other candidate, finds the lease held by
+// req.Identity until it expires.
 //
 // A lease that is no longer the caller's (no row, another holder or term,
 // an expires_at moved by a later acquire or renewal, a lease released or
@@ -564,11 +555,6 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 // returns an error without running any statement. A store failure is
 // returned as such, and the transfer may or may not have happened (the
 // reply can be lost after the commit): Get tells.
-func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.transfer(ctx, lease, req)
-	return l, b.redact(err)
-}
-
 func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
@@ -631,15 +617,10 @@ func (b *Backend) transferAtMaxTerm(ctx context.Context, lease fxelection.Lease)
 	return fmt.Errorf("transfer lease: %w", backendkit.ErrLeaseLost)
 }
 
-// Get implements fxelection.Backend with one SELECT. A missing row, a
-// released one (holder NULL) or one expired by the server's now() gives
-// backendkit.ErrNoLease; an undecodable live row gives an error matching
-// backendkit.ErrInvalidRecord.
-func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.get(ctx, election)
-	return l, b.redact(err)
-}
-
+// get is Get (see backendkit.Redacting), implementing fxelection.Backend
+// with one SELECT. A missing row, a released one (holder NULL) or one
+// expired by the server's now() gives backendkit.ErrNoLease; an undecodable
+// live row gives an error matching backendkit.ErrInvalidRecord.
 func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)

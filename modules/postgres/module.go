@@ -122,11 +122,10 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 	m.log = ctx.Logger()
 	opts := m.options()
 	opts.Logger = m.log
-	b, err := New(pool, opts)
+	b, err := newBackend(pool, opts, secrets...)
 	if err != nil {
 		return backendkit.RedactError(err, secrets...)
 	}
-	b.secrets = append(b.secrets, secrets...)
 	m.Provide(b)
 	return nil
 }
