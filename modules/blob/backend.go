@@ -65,10 +65,15 @@ var (
 // service's native blob leases. It is safe for concurrent use and keeps no
 // state between calls.
 type Backend struct {
+	// Redacting is the operations' one way out: Acquire, Renew, Release,
+	// Get and Transfer call the unexported methods below and redact every
+	// error (SDK network errors carry the request URL, and with a SAS its
+	// sig=) with the known secrets (config module: account key, SAS).
+	backendkit.Redacting
+
 	client    *azblob.Client
 	container string
 	prefix    string
-	secrets   []string // known secrets (config module: account key, SAS), removed from every error
 }
 
 var (
@@ -80,7 +85,11 @@ var (
 // New returns a Backend storing leases as blobs in opts.Container through
 // client, which the caller owns. It validates opts with Options.Validate
 // and does no I/O; the container must exist before first use.
-func New(client *azblob.Client, opts Options) (*Backend, error) {
+func New(client *azblob.Client, opts Options) (*Backend, error) { return newBackend(client, opts) }
+
+// newBackend is New, with secrets to redact from every error (the config
+// module's account key and SAS).
+func newBackend(client *azblob.Client, opts Options, secrets ...string) (*Backend, error) {
 	if client == nil {
 		return nil, errors.New("bloblease: nil client")
 	}
@@ -91,7 +100,11 @@ func New(client *azblob.Client, opts Options) (*Backend, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Backend{client: client, container: opts.Container, prefix: prefix}, nil
+	b := &Backend{client: client, container: opts.Container, prefix: prefix}
+	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
+		Acquire: b.acquire, Renew: b.renew, Release: b.release, Get: b.get, Transfer: b.transfer,
+	}, secrets...)
+	return b, nil
 }
 
 // BackendName returns "blob".
@@ -371,15 +384,10 @@ func (b *Backend) ensureBlob(ctx context.Context, election string) error {
 	return nil
 }
 
-// Acquire takes req.Election's lease for req.Identity; see the package
-// documentation for the exact steps and guarantees. req.Duration, rounded
-// up to whole seconds, must be 15s–60s (else an error matching
-// ErrDuration).
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.acquire(ctx, req)
-	return l, b.redact(err)
-}
-
+// acquire is Acquire (see backendkit.Redacting): takes req.Election's lease
+// for req.Identity; see the package documentation for the exact steps and
+// guarantees. req.Duration, rounded up to whole seconds, must be 15s–60s
+// (else an error matching ErrDuration).
 func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if req.Election == "" || req.Identity == "" {
 		return fxelection.Lease{}, errors.New("acquire lease: empty election or identity")
@@ -576,20 +584,15 @@ func (b *Backend) writeRecord(ctx context.Context, bc *blob.Client, l fxelection
 	return *resp.ETag, nil
 }
 
-// Renew renews the Azure lease named by lease.Version and then checks,
-// under that lease, that the blob's record still has lease's holder and
-// term; otherwise it returns an error matching backendkit.ErrLeaseLost.
-// The ETag in lease.Version is not compared; the returned lease carries the
-// one that read returned, so that after a delayed Acquire of the holder's
-// own incarnation (a retry whose reply was lost) rewrote the record, the
-// holder's own Release still matches. A lease whose term a new incarnation
-// of the identity superseded fails here with ErrLeaseLost, although the
-// Azure lease (shared by the two) was renewed.
-func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
-	next, err := b.renew(ctx, l)
-	return next, b.redact(err)
-}
-
+// renew is Renew (see backendkit.Redacting): renews the Azure lease named by
+// lease.Version and then checks, under that lease, that the blob's record
+// still has lease's holder and term; otherwise it returns an error matching
+// backendkit.ErrLeaseLost. The ETag in lease.Version is not compared; the
+// returned lease carries the one that read returned, so that after a delayed
+// Acquire of the holder's own incarnation (a retry whose reply was lost)
+// rewrote the record, the holder's own Release still matches. A lease whose
+// term a new incarnation of the identity superseded fails here with
+// ErrLeaseLost, although the Azure lease (shared by the two) was renewed.
 func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	id, _ := splitVersion(l.Version)
 	if l.Election == "" || l.Holder == "" || id == "" {
@@ -628,22 +631,18 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 	return next, nil
 }
 
-// Release releases the Azure lease named by lease.Version if the blob's
-// record still has lease's holder and term and the blob still has the ETag
-// that lease.Version carries (the one Acquire or Renew last saw): the
-// release is conditioned on that ETag (If-Match). A new incarnation of the
-// identity (a restarted holder: same lease id) records a higher term, and a
-// re-acquisition by the same incarnation (same lease id, same term)
-// rewrites the record, so a delayed Release from either predecessor frees
-// nothing.
-// Releasing a lease that is no longer the caller's returns nil. The record
-// stays, so the next holder's term is higher. A Lease whose Version is a
-// lease id alone (built by hand, or from Get) is matched on the lease id,
-// holder and term only, without that protection.
-func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
-	return b.redact(b.release(ctx, l))
-}
-
+// release is Release (see backendkit.Redacting): releases the Azure lease
+// named by lease.Version if the blob's record still has lease's holder and
+// term and the blob still has the ETag that lease.Version carries (the one
+// Acquire or Renew last saw): the release is conditioned on that ETag
+// (If-Match). A new incarnation of the identity (a restarted holder: same
+// lease id) records a higher term, and a re-acquisition by the same
+// incarnation (same lease id, same term) rewrites the record, so a delayed
+// Release from either predecessor frees nothing. Releasing a lease that is
+// no longer the caller's returns nil. The record stays, so the next holder's
+// term is higher. A Lease whose Version is a lease id alone (built by hand,
+// or from Get) is matched on the lease id, holder and term only, without
+// that protection.
 func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 	id, want := splitVersion(l.Version)
 	if l.Election == "" || l.Holder == "" || id == "" {
@@ -678,20 +677,20 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 	return nil
 }
 
-// Transfer implements backendkit.Transferer. It matches lease as Release
-// does (the Azure lease named by lease.Version is the blob's active one,
-// the record has lease's holder and term, and the blob has the ETag
-// lease.Version carries), then, under that Azure lease, writes the record
-// Acquire would write for req on a free lease (held by req.Identity under
-// req.Incarnation, with req.Metadata, acquired now, with the next
-// clock-seeded term, so above every term the election had) and changes
-// the Azure lease's id to req.Identity's (LeaseID) with Change Lease,
-// conditioned on the ETag that write returned. The lease is never free in
-// between: nobody else can write the blob or take its lease. Change Lease
-// keeps the lease's duration, which is the one the leader acquired it
-// for, not req.Duration (they are equal when the elector hands over: both
-// are its LeaseDuration); Transfer then renews the lease under its new id
-// so that the hint lasts that whole duration.
+// transfer is Transfer (see backendkit.Redacting), implementing
+// backendkit.Transferer. It matches lease as Release does (the Azure lease
+// named by lease.Version is the blob's active one, the record has lease's
+// holder and term, and the blob has the ETag lease.Version carries), then,
+// under that Azure lease, writes the record Acquire would write for req on a
+// free lease (held by req.Identity under req.Incarnation, with req.Metadata,
+// acquired now, with the next clock-seeded term, so above every term the
+// election had) and changes the Azure lease's id to req.Identity's (LeaseID)
+// with Change Lease, conditioned on the ETag that write returned. The lease
+// is never free in between: nobody else can write the blob or take its
+// lease. Change Lease keeps the lease's duration, which is the one the
+// leader acquired it for, not req.Duration (they are equal when the elector
+// hands over: both are its LeaseDuration); Transfer then renews the lease
+// under its new id so that the hint lasts that whole duration.
 //
 // Between the two writes, readers find a record naming req.Identity under
 // an Azure lease of another id and wait for it to resolve (as Acquire and
@@ -702,11 +701,6 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 // that fails Validate, is for another election or asks for a duration
 // Azure cannot lease, and a lease that is no longer the caller's, change
 // nothing: the last gives an error matching backendkit.ErrLeaseLost.
-func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	next, err := b.transfer(ctx, l, req)
-	return next, b.redact(err)
-}
-
 func (b *Backend) transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	secs, err := durationSeconds(req.Duration)
 	if err != nil {
@@ -774,16 +768,11 @@ func (b *Backend) transfer(ctx context.Context, l fxelection.Lease, req backendk
 	return hint, nil
 }
 
-// Get returns the holder of election's active Azure lease, as named by the
-// record written under it, or backendkit.ErrNoLease when the blob does not
-// exist or its lease is not active (available, expired, broken). Version
-// is the holder's lease id; ExpiresAt is zero (Azure does not report a
-// lease's remaining time).
-func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.get(ctx, election)
-	return l, b.redact(err)
-}
-
+// get is Get (see backendkit.Redacting): returns the holder of election's
+// active Azure lease, as named by the record written under it, or
+// backendkit.ErrNoLease when the blob does not exist or its lease is not
+// active (available, expired, broken). Version is the holder's lease id;
+// ExpiresAt is zero (Azure does not report a lease's remaining time).
 func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	bc := b.blobClient(election)
 	p := newPoller()
@@ -813,11 +802,4 @@ func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, e
 			return fxelection.Lease{}, fmt.Errorf("get lease: %w", errUnknownHolder)
 		}
 	}
-}
-
-// redact passes err through backendkit.RedactError with the backend's
-// known secrets: every error that leaves the Backend goes through it (SDK
-// network errors carry the request URL, and with a SAS its sig=).
-func (b *Backend) redact(err error) error {
-	return backendkit.RedactError(err, b.secrets...)
 }

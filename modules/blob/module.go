@@ -146,16 +146,17 @@ func (m *ConfigModule) secrets() []string {
 // Provision creates the client and the Backend. It does no I/O.
 func (m *ConfigModule) Provision(config.Context) error {
 	secrets := m.secrets()
-	b, err := m.build()
+	b, err := m.build(secrets)
 	if err != nil {
 		return backendkit.RedactError(err, secrets...)
 	}
-	b.secrets = secrets
 	m.Provide(b)
 	return nil
 }
 
-func (m *ConfigModule) build() (*Backend, error) {
+// build makes the client and the Backend, which redacts secrets from
+// every error.
+func (m *ConfigModule) build(secrets []string) (*Backend, error) {
 	// A clone of the default transport, whose idle connections the module
 	// owns; a fresh one if the application replaced http.DefaultTransport.
 	transport := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
@@ -185,5 +186,5 @@ func (m *ConfigModule) build() (*Backend, error) {
 			return nil, fmt.Errorf("account_url: %w", err)
 		}
 	}
-	return New(client, m.options())
+	return newBackend(client, m.options(), secrets...)
 }
