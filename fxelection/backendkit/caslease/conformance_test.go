@@ -7,8 +7,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 )
 
 func TestMain(m *testing.M) {
