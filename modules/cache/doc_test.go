@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
+
 	"github.com/fxelection/fxelection/internal/doctest"
 )
 
@@ -12,6 +14,6 @@ import (
 func TestPackageDoc(t *testing.T) {
 	doctest.CheckPackageDoc(t, doctest.Want{Says: []string{
 		fmt.Sprintf("Options.KeyPrefix (default %q)", DefaultKeyPrefix),
-		fmt.Sprintf("replaced by %q and its SHA-256", hashMark),
+		fmt.Sprintf("replaced by %q and its SHA-256", caslease.HashMark),
 	}})
 }

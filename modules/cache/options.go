@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -41,7 +43,7 @@ func (o Options) Validate(caps Capabilities) error {
 	if err := checkPrefix(prefix); err != nil {
 		return err
 	}
-	if caps.MaxKeyLen > 0 && len(keyFor(prefix, "x", 0)) > caps.MaxKeyLen-len(hashMark)-64 {
+	if caps.MaxKeyLen > 0 && len(caslease.EscapedKey(prefix, "x", 0)) > caps.MaxKeyLen-len(caslease.HashMark)-64 {
 		return fmt.Errorf("%w: too long for the store's %d-byte keys", ErrInvalidPrefix, caps.MaxKeyLen)
 	}
 	return nil
@@ -60,7 +62,7 @@ func checkPrefix(p string) error {
 		return fmt.Errorf("%w: may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part", ErrInvalidPrefix)
 	}
 	for i := 0; i < len(p); i++ {
-		if c := p[i]; !keyChar(c) && c != '.' && c != '=' {
+		if c := p[i]; !caslease.KeyChar(c) && c != '.' && c != '=' {
 			return fmt.Errorf("%w: may contain only A-Z a-z 0-9 . _ = - and no empty dot-separated part", ErrInvalidPrefix)
 		}
 	}
