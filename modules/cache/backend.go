@@ -22,7 +22,7 @@ func New(store Store, opts Options) (*Backend, error) {
 	if name == "" {
 		name = "cache"
 	}
-	return caslease.New(caslease.Bytes(store), caslease.Options{
+	return caslease.NewNotifying(caslease.Bytes(store), caslease.Options{
 		Name:        name,
 		Key:         func(election string) string { return caslease.EscapedKey(prefix, election, caps.MaxKeyLen) },
 		Prefix:      prefix,

@@ -11,7 +11,9 @@
 // wake-up and what it cannot promise — is in its own package doc; what
 // they share (the value format, terms, a lost value) is below. Another
 // cache with add, get-with-version and compare-and-swap plugs in by
-// implementing Store (and Watcher for push).
+// implementing Store (and Watcher for push). The lease algorithm itself is
+// package caslease's, which S3, DynamoDB and Kubernetes share: Store is
+// its byte register and Backend its NotifyingBackend.
 //
 // # What a cache must offer
 //
@@ -64,8 +66,7 @@
 // The value under a key is the value shared with the S3 backend
 // (backendkit.MarshalValue: a released flag and a per-write nonce around
 // backendkit.MarshalRecord's record), so every write stores different
-// bytes; values written before under "fxelection_cache" are still read.
-// Every value read is validated (backendkit.UnmarshalValue, which calls
+// bytes. Every value read is validated (backendkit.UnmarshalValue, which calls
 // Lease.Validate) and must
 // name the election it was read for; anything else is
 // backendkit.ErrInvalidRecord and is never taken over before it expires.

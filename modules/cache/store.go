@@ -30,8 +30,9 @@ type Watcher = caslease.ByteWatcher
 // Backend picks its expiry model from it.
 type Capabilities = caslease.Capabilities
 
-// Backend is the lease algorithm on a Store (caslease.Backend).
-type Backend = caslease.Backend
+// Backend is the lease algorithm on a Store, with push wake-up where the
+// Store is a Watcher (caslease.NotifyingBackend).
+type Backend = caslease.NotifyingBackend
 
 // The errors a Store returns; see caslease.
 var (

@@ -5,11 +5,21 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
 const fuzzElection = "demo"
+
+// encode and decode are the object codec (caslease.Bytes).
+func encode(l fxelection.Lease, released bool) ([]byte, error) {
+	return backendkit.MarshalValue(l, released)
+}
+
+func decode(body []byte, election string) (backendkit.Value, error) {
+	return backendkit.UnmarshalValue(body, election)
+}
 
 func fuzzEnvelope(released bool, record string) []byte {
 	return []byte(fmt.Sprintf(`{"fxelection_s3":1,"released":%t,"write":"00","record":%s}`, released, record))

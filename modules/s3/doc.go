@@ -70,7 +70,8 @@
 //     same write unchanged for the record's full Duration on its own
 //     monotonic clock, it replaces the object with If-Match, otherwise it
 //     returns a *backendkit.HeldError. backendkit.Claim makes this decision
-//     (one rule for S3 and the cache backends). Every new term is
+//     (one rule for every compare-and-swap store: the caslease algorithm,
+//     which this backend is an adapter of). Every new term is
 //     backendkit.NextTerm(stored term, or 0 when there is no object): the
 //     larger of the stored term + 1 and the candidate's clock in
 //     microseconds since the Unix epoch. The record keeps the incarnation
@@ -78,14 +79,14 @@
 //     across renewals. A write that fails its precondition (412) lost a
 //     race: Acquire reads again and decides again (a few times at most), so
 //     a loser reports the winner.
-//   - Renew and Release read the object, check that it still holds the
-//     caller's lease and replace it with If-Match on the ETag read: two
-//     requests each. Renew asks for the same ETag, holder and term, not
-//     released, and fails with backendkit.ErrLeaseLost otherwise. Release
-//     asks only for the same leadership (holder and term, not released), so
-//     that a renewal Stop cut short but the store applied is released too;
-//     a lost If-Match reads again. It returns nil when the leadership is
-//     no longer there.
+//   - Renew, Release and Transfer read the object, check that it still
+//     holds the caller's leadership (holder, incarnation and term, not
+//     released; not the ETag, so that a renewal whose reply was lost but
+//     which the store applied is still the holder's) and replace it with
+//     If-Match on the ETag read: two requests each. Renew and Transfer fail
+//     with backendkit.ErrLeaseLost otherwise, or when the If-Match loses;
+//     Release returns nil when the leadership is no longer there, and a
+//     lost If-Match reads again.
 //   - Get reads the object: absent or released gives backendkit.ErrNoLease.
 //     Lease.ExpiresAt is always zero (the store has no expiry time to
 //     report); AcquiredAt is the acquiring node's clock, for display only.
@@ -110,8 +111,8 @@
 //     candidate's reads looks to it like one unchanged write.
 //   - A new incarnation of the holder's identity takes the lease at once
 //     with a higher term, and the object then names the new incarnation:
-//     the predecessor's next Renew finds another ETag and fails with
-//     backendkit.ErrLeaseLost. Without a fixed identity (the default
+//     the predecessor's next Renew finds another incarnation and fails
+//     with backendkit.ErrLeaseLost. Without a fixed identity (the default
 //     identity is unique per process) this never happens.
 //   - The store must give strong read-after-write consistency (AWS S3 has
 //     since December 2020, MinIO always has) and honour conditional writes:

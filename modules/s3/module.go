@@ -91,12 +91,13 @@ func (m *ConfigModule) Provision(config.Context) error {
 	if err != nil {
 		return backendkit.RedactError(fmt.Errorf("endpoint: %w", err), secret)
 	}
-	b, err := New(client, m.options())
+	var secrets []string
+	if secret != "" {
+		secrets = []string{secret}
+	}
+	b, err := newBackend(client, m.options(), secrets)
 	if err != nil {
 		return err
-	}
-	if secret != "" {
-		b.secrets = []string{secret}
 	}
 	m.Provide(b)
 	return nil

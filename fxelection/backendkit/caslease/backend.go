@@ -23,9 +23,10 @@ const (
 	watchMaxBackoff = 2 * time.Second
 )
 
-// Backend implements fxelection.Backend (and backendkit.Notifier,
-// backendkit.Transferer and backendkit.MinDurationer) on any Register; see
-// the package documentation. It is safe for concurrent use. Each Backend
+// Backend implements fxelection.Backend (and backendkit.Transferer and
+// backendkit.MinDurationer) on any Register; see the package
+// documentation. It does not implement backendkit.Notifier: NewNotifying's
+// NotifyingBackend does, for a Register with a Watcher. It is safe for concurrent use. Each Backend
 // has its own expiry tracker: on a store without server TTL, the
 // observations that allow a takeover belong to the candidate (process)
 // that made them.
@@ -41,7 +42,7 @@ type Backend struct {
 
 var (
 	_ fxelection.Backend       = (*Backend)(nil)
-	_ backendkit.Notifier      = (*Backend)(nil)
+	_ backendkit.Notifier      = (*NotifyingBackend)(nil)
 	_ backendkit.NamedBackend  = (*Backend)(nil)
 	_ backendkit.Transferer    = (*Backend)(nil)
 	_ backendkit.MinDurationer = (*Backend)(nil)
@@ -445,6 +446,22 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 	return e.Record.Lease, nil
 }
 
+// NotifyingBackend is a Backend that implements backendkit.Notifier
+// (push wake-up); see Subscribe.
+type NotifyingBackend struct {
+	*Backend
+}
+
+// NewNotifying returns a NotifyingBackend on reg, as New returns a
+// Backend.
+func NewNotifying(reg Register, opts Options) (*NotifyingBackend, error) {
+	b, err := New(reg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &NotifyingBackend{Backend: b}, nil
+}
+
 // Subscribe implements backendkit.Notifier. On a Register that implements
 // Watcher, wake is called when a lease of election is released, handed to
 // another leadership in one write (Transfer, a takeover, another
@@ -455,7 +472,7 @@ func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 // have been a hand-over. All subscriptions share one watch
 // (backendkit.WakeHub). On any other Register, or with
 // Options.DisablePush, Subscribe does nothing and followers poll.
-func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
+func (b *NotifyingBackend) Subscribe(election string, wake func()) (cancel func()) {
 	if b.watcher == nil {
 		return func() {}
 	}
