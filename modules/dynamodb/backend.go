@@ -31,16 +31,8 @@ const maxVersion = backendkit.MaxTerm - 1
 // candidate (process) that made them. Every error it returns passes
 // through backendkit.RedactError once, with the config module's secrets.
 type Backend struct {
-	lease
-	table string
-}
-
-// lease is what a Backend offers of caslease.Backend: DynamoDB has no
-// push wake-up, so not backendkit.Notifier.
-type lease interface {
-	fxelection.Backend
-	backendkit.Transferer
-	backendkit.NamedBackend
+	*caslease.Backend // no push wake-up: not a backendkit.Notifier
+	table             string
 }
 
 var (
@@ -75,7 +67,7 @@ func newBackend(client *dynamodb.Client, opts Options, secrets []string) (*Backe
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{lease: cb, table: opts.Table}, nil
+	return &Backend{Backend: cb, table: opts.Table}, nil
 }
 
 // Table returns the table the backend uses.

@@ -27,7 +27,7 @@ import (
 // that made them. Every error it returns passes through
 // backendkit.RedactError once, with the config module's secrets.
 type Backend struct {
-	*caslease.Backend
+	*caslease.NotifyingBackend
 	leases *leases
 }
 
@@ -65,7 +65,7 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		log:     opts.logger(),
 		secrets: secrets,
 	}
-	cb, err := caslease.New(r, caslease.Options{
+	cb, err := caslease.NewNotifying(r, caslease.Options{
 		Name: "kubernetes",
 		Key:  LeaseName,
 		ElectionOf: func(name string) (string, bool) {
@@ -77,18 +77,18 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Backend: cb, leases: r}, nil
+	return &Backend{NotifyingBackend: cb, leases: r}, nil
 }
 
 // Namespace returns the namespace of the Backend's Lease objects.
 func (b *Backend) Namespace() string { return b.leases.ns }
 
-// Acquire is caslease.Backend.Acquire, except that a follower's first
+// Acquire is caslease.Backend's Acquire, except that a follower's first
 // answer after the API server refused the watch (ErrWatchRefused) is that
 // refusal instead of a *backendkit.HeldError: see the package
 // documentation's Permissions.
 func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.Backend.Acquire(ctx, req)
+	l, err := b.NotifyingBackend.Acquire(ctx, req)
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
 		if refused := b.leases.refusal.take(); refused != nil {
