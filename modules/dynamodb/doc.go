@@ -1,6 +1,7 @@
 // Package ddblease is the DynamoDB backend for fxelection: one item per
 // election in a DynamoDB table, changed only with conditional writes
-// (PutItem with a condition expression). DynamoDB's TTL deletes expired
+// (PutItem with a condition expression): an adapter of the one
+// compare-and-swap lease algorithm (backendkit/caslease). DynamoDB's TTL deletes expired
 // items lazily (AWS promises only "within a few days"), so it cannot decide
 // when a lease has expired: this is an observed-time backend, like the S3
 // one, and no node ever compares its clock with another's.
@@ -107,14 +108,14 @@
 //     write that fails (ConditionalCheckFailedException) lost a race:
 //     Acquire reads again and decides again (a few times at most), so a
 //     loser reports the winner.
-//   - Renew and Release read the item, check that it still holds the
-//     caller's lease and replace it conditionally on what they read: two
-//     requests each. Renew asks for the same version, holder and term, not
-//     released, and fails with backendkit.ErrLeaseLost otherwise. Release
-//     asks only for the same leadership (holder and term, not released), so
-//     that a renewal Stop cut short but the store applied is released too;
-//     a lost condition reads again. It returns nil when the leadership is
-//     no longer there.
+//   - Renew, Release and Transfer read the item, check that it still
+//     holds the caller's leadership (holder, incarnation and term, not
+//     released; whichever write of it, so that a renewal the client gave
+//     up on but the store applied is still its holder's) and replace it
+//     conditionally on what they read: two requests each. Renew and
+//     Transfer fail with backendkit.ErrLeaseLost when the leadership is
+//     gone or the condition fails; Release reads again after a lost
+//     condition and returns nil when the leadership is no longer there.
 //   - Get reads the item: absent or released gives backendkit.ErrNoLease.
 //     Lease.ExpiresAt is always zero (the store has no expiry time to
 //     report); AcquiredAt is the acquiring node's clock, for display only.
@@ -140,7 +141,7 @@
 //     early.
 //   - A new incarnation of the holder's identity takes the lease at once
 //     with a higher term; the predecessor's next Renew finds another
-//     version and fails with backendkit.ErrLeaseLost.
+//     incarnation and fails with backendkit.ErrLeaseLost.
 //   - DynamoDB's strongly consistent reads and condition expressions give
 //     the atomicity this needs within one region. A global table
 //     replicates between regions with "last writer wins" and no

@@ -129,11 +129,10 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 	if m.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(m.Endpoint)
 	}
-	b, err := New(dynamodb.New(opts), m.options())
+	b, err := newBackend(dynamodb.New(opts), m.options(), secrets)
 	if err != nil {
 		return err
 	}
-	b.secrets = secrets
 	m.Provide(b)
 	return nil
 }

@@ -89,3 +89,32 @@ func checkKey(t *types.TableDescription) error {
 	}
 	return nil
 }
+
+// storeErr notes a missing table (so that the next operation creates it
+// again, unless SkipCreateTable) and returns err.
+func (r *items) storeErr(err error) error {
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		r.ensured.Store(false)
+	}
+	return err
+}
+
+// ensureTable creates the table if it is missing (CreateTable), once per
+// Backend and again after an operation found it missing; with
+// SkipCreateTable it does nothing.
+func (r *items) ensureTable(ctx context.Context) error {
+	if r.opts.SkipCreateTable || r.ensured.Load() {
+		return nil
+	}
+	r.ensureMu.Lock()
+	defer r.ensureMu.Unlock()
+	if r.ensured.Load() {
+		return nil
+	}
+	if err := createTable(ctx, r.client, r.opts.Table); err != nil {
+		return err
+	}
+	r.ensured.Store(true)
+	return nil
+}

@@ -2,7 +2,9 @@
 // is a coordination.k8s.io/v1 Lease object, written as client-go's
 // LeaseLock writes it, so that fxelection candidates and client-go
 // leaderelection.LeaderElector instances on the same Lease never both
-// lead, at any RetryPeriod on either side. It is its own Go module (github.com/fxelection/fxelection/modules/kubernetes),
+// lead, at any RetryPeriod on either side. The lease algorithm is the one
+// every compare-and-swap store shares (backendkit/caslease); this package
+// maps its records onto Lease objects. It is its own Go module (github.com/fxelection/fxelection/modules/kubernetes),
 // so client-go's dependencies weigh only on its users. Built and tested on
 // k8s.io/client-go v0.37.2 against a real kube-apiserver v1.37.2; the
 // Lease API is coordination.k8s.io/v1, served since Kubernetes 1.14.
@@ -35,10 +37,12 @@
 //   - Hand-over: Backend implements backendkit.Transferer: the caller's
 //     lease replaced by the successor's record in one update on the
 //     resourceVersion read.
-//   - Edits from outside: a holder is matched on its record's per-write
-//     nonce, not on the resourceVersion, so a label or another annotation
-//     added to a held Lease does not cost the lease; every write is still
-//     an update on the resourceVersion just read.
+//   - Edits from outside: Renew, Release and Transfer match the holder's
+//     leadership (holder, incarnation and term in the spec and the
+//     record), not the resourceVersion, so a label or another annotation
+//     added to a held Lease does not cost the lease, and a renewal the
+//     client gave up on but the API server applied is still released;
+//     every write is still an update on the resourceVersion just read.
 //   - A Lease deleted from outside while held: the backend never deletes a
 //     Lease (release writes an empty holder, as client-go's does), so a
 //     Lease absent after a read found it held was deleted by someone else,

@@ -162,11 +162,10 @@ func (m *ConfigModule) Provision(ctx config.Context) error {
 	secrets := m.secrets(cfg)
 	opts := m.options()
 	opts.Logger = ctx.Logger()
-	b, err := New(client, opts)
+	b, err := newBackend(client, opts, secrets)
 	if err != nil {
 		return err
 	}
-	b.secrets = secrets
 	m.Own("kubernetes watch", b.Close, secrets...)
 	m.Provide(b)
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,12 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-)
-
-// Backoff of the watch after it fails or ends early.
-const (
-	watchMinBackoff = 100 * time.Millisecond
-	watchMaxBackoff = 5 * time.Second
+	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
 )
 
 // ErrWatchRefused is matched by the store failure an Acquire returns, once,
@@ -42,15 +36,16 @@ type refusal struct {
 	pending error // not yet returned by an Acquire
 }
 
-// refused records a refused watch; it reports whether this refusal
-// started one (the previous attempt was not refused).
+// refused records a refused watch, err (redacted, matching
+// ErrWatchRefused); it reports whether this refusal started one (the
+// previous attempt was not refused).
 func (r *refusal) refused(err error) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.on {
 		return false
 	}
-	r.on, r.pending = true, fmt.Errorf("%w: %w", ErrWatchRefused, err)
+	r.on, r.pending = true, err
 	return true
 }
 
@@ -73,132 +68,74 @@ func (r *refusal) take() error {
 	return err
 }
 
-// Subscribe implements backendkit.Notifier: wake is called when
-// election's Lease is released (by fxelection or by a client-go elector),
-// deleted, or handed to another holder (Transfer, a takeover), but not
-// when its holder renews it; and (spuriously) for every election each
-// time the watch is (re)established, since a release may have been missed
-// while it was down. All subscriptions share one watch on the namespace's
-// Leases, restarted with backoff when the API server ends it (a timeout,
-// 410 Gone) or the connection breaks. With Options.DisablePush, Subscribe
-// does nothing and followers poll.
-func (b *Backend) Subscribe(election string, wake func()) (cancel func()) {
-	if !b.push {
-		return func() {}
-	}
-	name := LeaseName(election)
-	b.mu.Lock()
-	if b.names[name] == nil {
-		b.names[name] = map[string]int{}
-	}
-	b.names[name][election]++
-	b.mu.Unlock()
-	stop := b.hub.Subscribe(election, wake)
-	return func() {
-		stop()
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if m := b.names[name]; m != nil {
-			if m[election]--; m[election] <= 0 {
-				delete(m, election)
-			}
-			if len(m) == 0 {
-				delete(b.names, name)
-			}
-		}
-	}
-}
+// errWatchEnded is what Watch returns when the API server ended the
+// watch (a timeout, 410 Gone) or the connection broke: caslease.Backend
+// watches again after a backoff.
+var errWatchEnded = errors.New("the API server ended the watch on leases")
 
-// elections returns the elections subscribed under Lease name.
-func (b *Backend) elections(name string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for e := range b.names[name] {
-		out = append(out, e)
-	}
-	return out
-}
-
-// listen keeps a watch on the namespace's Leases until ctx is done.
-func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
-	failures := 0
-	for {
-		ok := b.watchOnce(ctx, hub)
-		if ctx.Err() != nil {
-			return
-		}
-		if ok {
-			failures = 0
-		} else {
-			failures++
-		}
-		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
-			return
-		}
-	}
-}
-
-// watchOnce runs one watch until it ends; ok reports that it was
-// established.
-func (b *Backend) watchOnce(ctx context.Context, hub *backendkit.WakeHub) (ok bool) {
+// Watch implements caslease.Watcher with one watch on the namespace's
+// Leases (prefix is ""): every Lease written is decoded (decodeAny) and
+// every Lease deleted reported, so that caslease.Backend wakes the
+// subscribers of an election whose Lease was released (by fxelection or
+// by a client-go elector), deleted or handed to another holder, but not
+// renewed. Without a resourceVersion the watch starts at the present, with
+// an ADDED event per existing Lease. A watch the API server refuses is
+// reported once (refusal).
+func (r *leases) Watch(ctx context.Context, _ string, ready func(), change func(caslease.Change)) error {
 	var w watch.Interface
-	err := b.call(ctx, func() error {
-		var e error
-		// Without a resourceVersion the watch starts at the present, with
-		// an ADDED event per existing Lease: they set what it has seen.
-		w, e = b.leases.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
-		return e
+	err := r.call(ctx, func() (err error) {
+		w, err = r.api.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
+		return err
 	})
 	if err != nil {
-		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && b.refusal.refused(err) {
-			b.log.Warn("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll until it is allowed",
-				"namespace", b.ns, "error", b.redact(err).Error())
+		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) &&
+			r.refusal.refused(backendkit.RedactError(fmt.Errorf("acquire lease: %w: %w", ErrWatchRefused, err), r.secrets...)) {
+			r.log.Warn("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll until it is allowed",
+				"namespace", r.ns, "error", backendkit.RedactError(err, r.secrets...).Error())
 		}
-		return false
+		return err
 	}
 	defer w.Stop()
-	if b.refusal.allowed() {
-		b.log.Info("kubelease: the watch on leases is allowed again; push wake-up is on", "namespace", b.ns)
+	if r.refusal.allowed() {
+		r.log.Info("kubelease: the watch on leases is allowed again; push wake-up is on", "namespace", r.ns)
 	}
-	hub.WakeAll()                  // releases may have been missed while no watch ran
-	holders := map[string]string{} // Lease name → holder this watch last saw
+	ready()
 	for {
 		select {
 		case <-ctx.Done():
-			return true
+			return nil
 		case ev, open := <-w.ResultChan():
 			if !open {
-				return true
+				return errWatchEnded
 			}
 			obj, isLease := ev.Object.(*coordv1.Lease)
-			if !isLease {
-				if ev.Type == watch.Error {
-					return true // 410 Gone and the like: start again
-				}
-				continue
-			}
-			holder := ""
-			if obj.Spec.HolderIdentity != nil {
-				holder = *obj.Spec.HolderIdentity
-			}
-			last, seen := holders[obj.Name]
-			switch ev.Type {
-			case watch.Deleted:
-				delete(holders, obj.Name)
-				b.wake(hub, obj.Name)
-			case watch.Added, watch.Modified:
-				holders[obj.Name] = holder
-				if ev.Type == watch.Modified && (!seen || last != holder || holder == "") {
-					b.wake(hub, obj.Name)
-				}
+			switch {
+			case !isLease && ev.Type == watch.Error:
+				return errWatchEnded // 410 Gone and the like: start again
+			case !isLease:
+			case ev.Type == watch.Deleted:
+				change(caslease.Change{Key: obj.Name, Deleted: true})
+			case ev.Type == watch.Added, ev.Type == watch.Modified:
+				rec, err := decodeAny(obj)
+				change(caslease.Change{Key: obj.Name, Record: rec, Err: err})
 			}
 		}
 	}
 }
 
-func (b *Backend) wake(hub *backendkit.WakeHub, name string) {
-	for _, e := range b.elections(name) {
-		hub.Wake(e)
+// decodeAny decodes a Lease of any election: the election whose Lease
+// name is the object's, its own name or the one fxelection's record names.
+func decodeAny(obj *coordv1.Lease) (caslease.Record, error) {
+	election := obj.Name
+	if LeaseName(election) != election {
+		v, err := backendkit.UnmarshalValue([]byte(obj.Annotations[AnnotationRecord]), "")
+		if err != nil {
+			return caslease.Record{}, err
+		}
+		election = v.Lease.Election
 	}
+	if LeaseName(election) != obj.Name {
+		return caslease.Record{}, fmt.Errorf("%w: a Lease of no election", backendkit.ErrInvalidRecord)
+	}
+	return decode(obj, election)
 }

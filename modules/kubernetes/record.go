@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
 )
 
 // AnnotationRecord is the annotation that carries fxelection's own record
@@ -42,15 +43,6 @@ func LeaseName(election string) string {
 	return hashedPrefix + hex.EncodeToString(sum[:20])
 }
 
-// state is what one read of a Lease object says.
-type state struct {
-	cur   backendkit.Value // the record, as backendkit.Claim reads it
-	nonce string           // names the write, with the resourceVersion, for observed time
-	// transitions is spec.leaseTransitions; holder is spec.holderIdentity.
-	transitions int32
-	holder      string
-}
-
 // decode reads obj for election. The spec is authoritative for who holds
 // the Lease (client-go electors write only the spec):
 //
@@ -64,61 +56,49 @@ type state struct {
 // Hostile content — fxelection's annotation unreadable or for another
 // election, a holder that is not printable UTF-8, a duration out of range —
 // gives an error matching backendkit.ErrInvalidRecord, never a panic.
-func decode(obj *coordv1.Lease, election string) (state, error) {
-	s := state{}
-	if obj.Spec.LeaseTransitions != nil {
-		s.transitions = *obj.Spec.LeaseTransitions
-	}
+func decode(obj *coordv1.Lease, election string) (caslease.Record, error) {
+	holder := ""
 	if obj.Spec.HolderIdentity != nil {
-		s.holder = *obj.Spec.HolderIdentity
+		holder = *obj.Spec.HolderIdentity
 	}
-	var rec backendkit.Value
+	var rec caslease.Record
 	raw, has := obj.Annotations[AnnotationRecord]
 	if has {
 		v, err := backendkit.UnmarshalValue([]byte(raw), election)
 		if err != nil {
-			return state{}, fmt.Errorf("annotation %s: %w", AnnotationRecord, err)
+			return caslease.Record{}, fmt.Errorf("annotation %s: %w", AnnotationRecord, err)
 		}
 		rec = v
 	}
 	switch {
-	case s.holder == "":
-		s.cur = backendkit.Value{Released: true, Lease: fxelection.Lease{Election: election}, Write: rec.Write}
-		if has {
-			s.cur.Lease = rec.Lease
+	case holder == "":
+		if !has {
+			rec.Lease = fxelection.Lease{Election: election}
 		}
-		s.nonce = rec.Write
-	case has && !rec.Released && rec.Lease.Holder == s.holder:
-		s.cur, s.nonce = rec, rec.Write
-	default:
-		l := fxelection.Lease{Election: election, Holder: s.holder, Term: 1}
-		if has {
-			l.Term = rec.Lease.Term + 1
-		}
-		if obj.Spec.LeaseDurationSeconds == nil || *obj.Spec.LeaseDurationSeconds <= 0 ||
-			time.Duration(*obj.Spec.LeaseDurationSeconds)*time.Second > backendkit.MaxRecordDuration {
-			return state{}, fmt.Errorf("%w: spec.leaseDurationSeconds missing or out of range", backendkit.ErrInvalidRecord)
-		}
-		l.Duration = time.Duration(*obj.Spec.LeaseDurationSeconds) * time.Second
-		if obj.Spec.AcquireTime != nil {
-			l.AcquiredAt = obj.Spec.AcquireTime.Time
-		}
-		if l.Term > backendkit.MaxTerm {
-			l.Term = backendkit.MaxTerm
-		}
-		if err := l.Validate(); err != nil {
-			return state{}, fmt.Errorf("spec of a holder fxelection did not write: %w", err)
-		}
-		s.cur = backendkit.Value{Lease: l}
-		// client-go renews by moving renewTime: each renewal is a new
-		// write to observe.
-		renew := ""
-		if obj.Spec.RenewTime != nil {
-			renew = obj.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
-		}
-		s.nonce = "spec:" + s.holder + "@" + renew
+		rec.Released = true
+		return rec, nil
+	case has && !rec.Released && rec.Lease.Holder == holder:
+		return rec, nil
 	}
-	return s, nil
+	l := fxelection.Lease{Election: election, Holder: holder, Term: min(rec.Lease.Term+1, backendkit.MaxTerm)}
+	if obj.Spec.LeaseDurationSeconds == nil || *obj.Spec.LeaseDurationSeconds <= 0 ||
+		time.Duration(*obj.Spec.LeaseDurationSeconds)*time.Second > backendkit.MaxRecordDuration {
+		return caslease.Record{}, fmt.Errorf("%w: spec.leaseDurationSeconds missing or out of range", backendkit.ErrInvalidRecord)
+	}
+	l.Duration = time.Duration(*obj.Spec.LeaseDurationSeconds) * time.Second
+	if obj.Spec.AcquireTime != nil {
+		l.AcquiredAt = obj.Spec.AcquireTime.Time
+	}
+	if err := l.Validate(); err != nil {
+		return caslease.Record{}, fmt.Errorf("spec of a holder fxelection did not write: %w", err)
+	}
+	// client-go renews by moving renewTime: each renewal is a new write to
+	// observe.
+	renew := ""
+	if obj.Spec.RenewTime != nil {
+		renew = obj.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
+	return caslease.Record{Lease: l, Write: "spec:" + holder + "@" + renew}, nil
 }
 
 // durationSeconds is d in whole seconds, rounded up, as
@@ -128,13 +108,14 @@ func durationSeconds(d time.Duration) int32 {
 	return int32(max(1, min(secs, 1<<31-1)))
 }
 
-// apply writes l into obj as client-go's LeaseLock would write its
-// record, and fxelection's record into the annotation. released writes
+// apply writes l into obj, the Lease as read (or a new one), as
+// client-go's LeaseLock would write its record, and fxelection's record
+// (with a fresh write nonce) into the annotation. released writes
 // client-go's release (empty holder, a duration of one second). The
 // transitions count rises when the holder changes, as client-go's does.
 // The times are those of distinctTimes: client-go sees every write as a
 // change.
-func apply(obj *coordv1.Lease, prev state, l fxelection.Lease, released bool, now time.Time) error {
+func apply(obj *coordv1.Lease, l fxelection.Lease, released bool, now time.Time) error {
 	v, err := backendkit.MarshalValue(l, released)
 	if err != nil {
 		return err
@@ -147,8 +128,11 @@ func apply(obj *coordv1.Lease, prev state, l fxelection.Lease, released bool, no
 	if released {
 		holder, secs, acquiredAt = "", 1, now
 	}
-	transitions := prev.transitions
-	if holder != "" && holder != prev.holder && transitions < 1<<31-1 {
+	var transitions int32
+	if obj.Spec.LeaseTransitions != nil {
+		transitions = *obj.Spec.LeaseTransitions
+	}
+	if holder != "" && (obj.Spec.HolderIdentity == nil || holder != *obj.Spec.HolderIdentity) && transitions < 1<<31-1 {
 		transitions++
 	}
 	acquired, renewed := distinctTimes(obj.Spec, holder, secs, transitions, acquiredAt, now)

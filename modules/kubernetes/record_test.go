@@ -14,6 +14,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
 )
 
 // TestLeaseName: DNS-1123 labels are used as they are, except those that
@@ -67,19 +68,19 @@ func TestDecode(t *testing.T) {
 		return o
 	}
 	s, err := decode(obj(ptr("a"), string(v), ptr(int32(3))), "e")
-	if err != nil || s.cur.Released || s.cur.Lease.Term != 7 || s.cur.Lease.Incarnation != "i1" {
+	if err != nil || s.Released || s.Lease.Term != 7 || s.Lease.Incarnation != "i1" {
 		t.Fatalf("own record: %+v, %v", s, err)
 	}
 	s, err = decode(obj(ptr("client-go-b"), string(v), ptr(int32(15))), "e")
-	if err != nil || s.cur.Lease.Holder != "client-go-b" || s.cur.Lease.Term != 8 || s.cur.Lease.Duration != 15*time.Second {
+	if err != nil || s.Lease.Holder != "client-go-b" || s.Lease.Term != 8 || s.Lease.Duration != 15*time.Second {
 		t.Fatalf("client-go holder: %+v, %v", s, err)
 	}
 	s, err = decode(obj(ptr(""), string(v), ptr(int32(1))), "e")
-	if err != nil || !s.cur.Released || s.cur.Lease.Term != 7 {
+	if err != nil || !s.Released || s.Lease.Term != 7 {
 		t.Fatalf("released by client-go: %+v, %v", s, err)
 	}
 	s, err = decode(obj(nil, "", nil), "e")
-	if err != nil || !s.cur.Released {
+	if err != nil || !s.Released {
 		t.Fatalf("empty Lease: %+v, %v", s, err)
 	}
 	for name, o := range map[string]*coordv1.Lease{
@@ -119,9 +120,9 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if !s.cur.Released {
-			if err := s.cur.Lease.Validate(); err != nil {
-				t.Fatalf("accepted an invalid lease %+v: %v", s.cur.Lease, err)
+		if !s.Released {
+			if err := s.Lease.Validate(); err != nil {
+				t.Fatalf("accepted an invalid lease %+v: %v", s.Lease, err)
 			}
 		}
 	})
@@ -148,7 +149,7 @@ func TestEveryWriteChangesClientGoRecord(t *testing.T) {
 	base := time.Unix(1_800_000_000, 0)
 	l := fxelection.Lease{Election: "e", Holder: "a", Incarnation: "i", Term: 5, Duration: 3 * time.Second, AcquiredAt: base.Add(300 * time.Millisecond)}
 	obj := &coordv1.Lease{}
-	var s state
+	var s caslease.Record
 	seen := map[string]int{}
 	var clocks []time.Duration
 	for i := range 40 {
@@ -158,7 +159,7 @@ func TestEveryWriteChangesClientGoRecord(t *testing.T) {
 	var prevRenew time.Time
 	for i, c := range clocks {
 		now := base.Add(c)
-		err := apply(obj, s, l, false, now)
+		err := apply(obj, l, false, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,13 +179,13 @@ func TestEveryWriteChangesClientGoRecord(t *testing.T) {
 		if s, err = decode(obj, "e"); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.cur.Lease.AcquiredAt; !got.Equal(l.AcquiredAt) {
+		if got := s.Lease.AcquiredAt; !got.Equal(l.AcquiredAt) {
 			t.Fatalf("write %d: fxelection's record says acquired %v, want %v", i, got, l.AcquiredAt)
 		}
 	}
 	// Once a second has passed since the previous write, acquireTime is
 	// the acquisition again.
-	if err := apply(obj, s, l, false, prevRenew.Add(2*time.Second)); err != nil {
+	if err := apply(obj, l, false, prevRenew.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := obj.Spec.AcquireTime.Time; !got.Equal(l.AcquiredAt) {
