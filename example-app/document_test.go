@@ -105,7 +105,7 @@ func TestFlagsToDocument(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the config package rejects the flags' document: %v", err)
 			}
-			if len(doc.Elections) != 1 || doc.Elections[0].Config().Name != o.election || doc.Elections[0].Backend.Module == nil {
+			if len(doc.Elections) != 1 || doc.Elections[0].ElectorConfig().Name != o.election || doc.Elections[0].Backend.Module == nil {
 				t.Fatalf("parsed document %+v", doc)
 			}
 		})

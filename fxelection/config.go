@@ -230,25 +230,28 @@ type Candidacy struct {
 }
 
 // Config configures one Elector. The zero value of every field but Name means
-// its documented default.
+// its documented default. Its json tags are the keys of an election in a
+// configuration document (package config, which embeds Config: a field
+// added here is a document key at once); fields a document cannot hold are
+// tagged "-". The "config" tag marks what a document requires.
 type Config struct {
 	// Name identifies the election: candidates with the same Name on the same
 	// backend compete for one lease. Required; at most 200 bytes of printable
 	// UTF-8, without '#' (backendkit.ReservedNameChar, which names the
 	// library's own records; backendkit.UserNameProblem).
-	Name string
+	Name string `json:"name" config:"required"`
 
 	// Identity names this candidate; it must be unique among the candidates.
 	// A fixed identity lets a restarted process re-acquire its own lease at
 	// once. At most 200 bytes of printable UTF-8. Default: host name, pid
 	// and a short random suffix.
-	Identity string
+	Identity string `json:"identity,omitempty"`
 
 	// Metadata is advertised with the lease to followers (for example the
 	// leader's address). Small: at most 4 KiB of keys and values, no empty
 	// key, and keys and values printable UTF-8 (no tab, newline or other
 	// control character), as for Name and Identity.
-	Metadata map[string]string
+	Metadata map[string]string `json:"metadata,omitempty"`
 
 	// Timing is the lease's timing (LeaseDuration, RenewDeadline,
 	// RetryPeriod, MaxBackoff): see Timing for each field's default and
@@ -256,20 +259,22 @@ type Config struct {
 	Timing
 
 	// Health gates campaigning on this candidate's health. Default: none.
-	Health Health
+	// (Documents write it as a health check object: package config.)
+	Health Health `json:"-"`
 
 	// Candidacy sets priority, preemption and deferral. Default: none.
-	Candidacy Candidacy
+	// (Documents write its fields beside the others: package config.)
+	Candidacy Candidacy `json:"-"`
 
 	// KeepLeaseOnStop leaves the lease in the store when the elector stops,
 	// so it expires after LeaseDuration instead of passing to another
 	// candidate at once. Default (false): release on stop.
-	KeepLeaseOnStop bool
+	KeepLeaseOnStop bool `json:"keep_lease_on_stop,omitempty"`
 
 	// NoRecampaign makes the elector stop campaigning after it loses or
 	// resigns leadership, instead of becoming a candidate again. Default
 	// (false): re-campaign.
-	NoRecampaign bool
+	NoRecampaign bool `json:"no_recampaign,omitempty"`
 
 	// ExitOnLoss, for apps built with fx, shuts the app down with exit code
 	// 1 (fx.Shutdowner, fx.ExitCode(1)) when this elector stops leading
@@ -280,20 +285,20 @@ type Config struct {
 	// campaigning meanwhile), and that stop releases as usual. Only Elector.Hook acts on it, as Module,
 	// Named and configuration documents do; New and Start ignore it.
 	// Default (false): the elector campaigns again (unless NoRecampaign).
-	ExitOnLoss bool
+	ExitOnLoss bool `json:"exit_on_loss,omitempty"`
 
 	// StopTimeout bounds Stop (waiting for the campaign loop and leader
 	// work, then releasing) when the context given to Stop has no earlier
 	// deadline; see Elector.Stop for the exact bound. At most
 	// backendkit.MaxRecordDuration. Default: 10s.
-	StopTimeout time.Duration
+	StopTimeout time.Duration `json:"stop_timeout,omitempty"`
 
 	// Callbacks are called on leadership changes and store failures, never on
 	// the goroutine that renews the lease.
-	Callbacks Callbacks
+	Callbacks Callbacks `json:"-"`
 
 	// Logger receives the elector's logs. Default (nil): no logs.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 
 	// derived lets Name be one the library derived (names.AllowDerived):
 	// it then follows backendkit.NameProblem instead of UserNameProblem.

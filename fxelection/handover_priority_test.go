@@ -21,8 +21,11 @@ func TestHandOverToAbsentWithPriorities(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		store := memory.New()
 		cfg := func(id string, prio int) fxelection.Config {
-			return fxelection.Config{Name: "drain", Identity: id, Candidacy: fxelection.Candidacy{Priority: prio, PriorityGrace: 2 * time.Second},
-				Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
+			return fxelection.Config{Name: "drain", Identity: id, Candidacy: fxelection.Candidacy{
+				Priority:      prio,
+				PriorityGrace: 2 * time.Second,
+			}, Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+			}
 		}
 		start := func(c fxelection.Config) *fxelection.Elector {
 			e, err := fxelection.New(c, store)

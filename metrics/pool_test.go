@@ -24,11 +24,7 @@ func TestPoolMetrics(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
 		p, err := pool.New(pool.Config{
 			Name: "jobs", Identity: "w1", Shards: []string{"a", "b", "c", "d"},
-			Timing: fxelection.Timing{
-				LeaseDuration: 3 * time.Second,
-				RenewDeadline: 2 * time.Second,
-				RetryPeriod:   500 * time.Millisecond,
-			},
+			Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
 		}, memory.New())
 		if err != nil {
 			t.Fatal(err)

@@ -59,11 +59,7 @@ func run(ctx context.Context, out io.Writer) error {
 	for i := range 4 {
 		locker, err := lock.New(backend, lock.Options{
 			Identity: fmt.Sprintf("worker-%d", i),
-			Timing: fxelection.Timing{
-				LeaseDuration: 3 * time.Second,
-				RenewDeadline: 2 * time.Second,
-				RetryPeriod:   100 * time.Millisecond,
-			},
+			Timing:   fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond},
 		})
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -514,9 +515,10 @@ func isEmpty(v reflect.Value) bool {
 }
 
 type fieldInfo struct {
-	key      string
-	index    []int
-	required bool
+	key       string
+	index     []int
+	required  bool
+	omitEmpty bool
 }
 
 type structFields struct {
@@ -563,16 +565,99 @@ func fieldsOf(t reflect.Type) *structFields {
 				if _, taken := fs.byKey[name]; taken {
 					continue
 				}
-				f := fieldInfo{key: name, index: index, required: hasOpt(sf.Tag.Get("config"), "required")}
+				f := fieldInfo{key: name, index: index, required: hasOpt(sf.Tag.Get("config"), "required"),
+					omitEmpty: hasOpt(tag, "omitempty")}
 				fs.byKey[name] = f
 				fs.list = append(fs.list, f)
 			}
 		}
 		queue = next
 	}
+	// Declaration order, embedded structs' fields where they are embedded
+	// (as encoding/json orders them).
+	slices.SortStableFunc(fs.list, func(a, b fieldInfo) int { return slices.Compare(a.index, b.index) })
 	actual, _ := fieldCache.LoadOrStore(t, fs)
 	return actual.(*structFields)
 }
+
+// marshalSettings writes struct v as a JSON object of its settings
+// (fieldsOf: keys from json tags, embedded structs' fields promoted, "-"
+// skipped, omitempty honoured), in declaration order, each value as
+// encoding/json writes it except time.Duration, which comes out as a
+// duration string ("1.5s") as Unmarshal takes it. The document's own types
+// marshal through it, so that printing a document gives one that loads.
+func marshalSettings(v reflect.Value) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	first := true
+	for _, f := range fieldsOf(v.Type()).list {
+		fv, err := v.FieldByIndexErr(f.index)
+		if err != nil { // through a nil embedded pointer: nothing to write
+			continue
+		}
+		if f.omitEmpty && isEmptyJSON(fv) {
+			continue
+		}
+		val, err := marshalSetting(fv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		key, _ := json.Marshal(f.key)
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(val)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// marshalSetting writes one setting's value (see marshalSettings).
+func marshalSetting(v reflect.Value) ([]byte, error) {
+	if v.Type() == durationType {
+		return json.Marshal(time.Duration(v.Int()).String())
+	}
+	if v.CanInterface() {
+		if _, ok := v.Interface().(json.Marshaler); ok {
+			return json.Marshal(v.Interface())
+		}
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return []byte("null"), nil
+		}
+		return marshalSetting(v.Elem())
+	case reflect.Struct:
+		if _, ok := reflect.New(v.Type()).Interface().(json.Marshaler); !ok {
+			return marshalSettings(v)
+		}
+	}
+	return json.Marshal(v.Interface())
+}
+
+// isEmptyJSON is encoding/json's omitempty test.
+func isEmptyJSON(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+// The document's types whose fields errors name (configPath).
+var (
+	electionDocType = reflect.TypeFor[Election]()
+	poolDocType     = reflect.TypeFor[Pool]()
+	lockerDocType   = reflect.TypeFor[Locker]()
+)
 
 func hasOpt(tag, opt string) bool {
 	for o := range strings.SplitSeq(tag, ",") {

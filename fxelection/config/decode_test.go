@@ -205,7 +205,7 @@ func TestParseValid(t *testing.T) {
 	if d.Elections[0].Backend.Use != "shared" || d.Backends["shared"].Module == nil {
 		t.Fatalf("shared backend: %+v", d)
 	}
-	c := d.Elections[1].Config()
+	c := d.Elections[1].ElectorConfig()
 	if c.Name != "reports" || c.Identity != "node-1" || c.Metadata["addr"] != "10.0.0.7:8080" || c.LeaseDuration != 30*time.Second ||
 		c.RenewDeadline != 20*time.Second || c.RetryPeriod != 4*time.Second || c.MaxBackoff != time.Minute ||
 		c.StopTimeout != 5*time.Second || !c.KeepLeaseOnStop || !c.NoRecampaign ||

@@ -91,84 +91,58 @@ type Document struct {
 	secrets []Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
 }
 
-// Election is one election in a Document: the JSON form of
-// fxelection.Config (which see for every field's meaning, default and
-// limits) plus the backend it runs on.
+// Election is one election in a Document: an fxelection.Config (which see
+// for every setting's meaning, default and limits), under its fields' json
+// keys, plus what a document adds: the fx name, the health check as data,
+// and the backend it runs on. Config's Candidacy fields are keys of the
+// election itself ("priority", "preempt", …); its Health is the "health"
+// object (see Health). The settings are Config's own: a field added to
+// fxelection.Config, Timing, Health or Candidacy is a document key with no
+// change here, and errors name it by its json key.
 type Election struct {
-	// Name is the election's name (Config.Name). Required.
-	Name string `json:"name" config:"required"`
+	// Config holds the elector's settings: "name" (required), "identity",
+	// "metadata", the Timing keys ("lease_duration", "renew_deadline",
+	// "retry_period", "max_backoff"), "stop_timeout", "keep_lease_on_stop",
+	// "no_recampaign", "exit_on_loss". Its Health, Candidacy, Callbacks and
+	// Logger are not keys (Health and Candidacy come from the fields
+	// below; the app gives the others).
+	fxelection.Config
+	// Candidacy is Config.Candidacy: "priority", "priority_grace",
+	// "preempt", "min_tenure" (Defer is not a key).
+	fxelection.Candidacy
 	// FxName is the elector's fx name tag (`name:"<fx_name>"`); it must be
 	// unique in the document and consist of ASCII letters, digits and
 	// "_.-:/". Default: Name, which must then fit those rules.
 	FxName string `json:"fx_name,omitempty"`
-	// Identity is Config.Identity. Default: host, pid and a random suffix.
-	Identity string `json:"identity,omitempty"`
-	// Metadata is Config.Metadata.
-	Metadata map[string]string `json:"metadata,omitempty"`
-	// LeaseDuration is Config.LeaseDuration. Default: 15s.
-	LeaseDuration Duration `json:"lease_duration,omitempty"`
-	// RenewDeadline is Config.RenewDeadline. Default: 10s.
-	RenewDeadline Duration `json:"renew_deadline,omitempty"`
-	// RetryPeriod is Config.RetryPeriod. Default: 2s.
-	RetryPeriod Duration `json:"retry_period,omitempty"`
-	// MaxBackoff is Config.MaxBackoff. Default: 30s.
-	MaxBackoff Duration `json:"max_backoff,omitempty"`
-	// StopTimeout is Config.StopTimeout. Default: 10s.
-	StopTimeout Duration `json:"stop_timeout,omitempty"`
-	// KeepLeaseOnStop is Config.KeepLeaseOnStop.
-	KeepLeaseOnStop bool `json:"keep_lease_on_stop,omitempty"`
-	// NoRecampaign is Config.NoRecampaign.
-	NoRecampaign bool `json:"no_recampaign,omitempty"`
 	// Health, when set, gates campaigning on a check of this candidate's
-	// own health (Config.HealthCheck, HealthInterval, HealthThreshold):
-	// a command or an HTTP GET.
+	// own health (Config.Health): a command or an HTTP GET.
 	Health *Health `json:"health,omitempty"`
-	// ExitOnLoss is Config.ExitOnLoss: the app shuts down with exit code 1
-	// when this elector stops leading other than by the app's stop.
-	ExitOnLoss bool `json:"exit_on_loss,omitempty"`
-	// Priority is Config.Priority. Default: 0.
-	Priority int `json:"priority,omitempty"`
-	// PriorityGrace is Config.PriorityGrace. Default: 2 × RetryPeriod.
-	PriorityGrace Duration `json:"priority_grace,omitempty"`
-	// Preempt is Config.Preempt.
-	Preempt bool `json:"preempt,omitempty"`
-	// MinTenure is Config.MinTenure. Default: LeaseDuration.
-	MinTenure Duration `json:"min_tenure,omitempty"`
 	// Backend is the backend module, inline or by name. Required.
 	Backend BackendRef `json:"backend" config:"required"`
 }
 
-// Config returns e as an fxelection.Config (Callbacks and Logger unset).
-// With Health set, HealthCheck is CommandCheck's or HTTPCheck's check; if
-// Health is invalid (Validate reports it), a check that always fails.
-func (e Election) Config() fxelection.Config {
-	c := fxelection.Config{
-		Name:     e.Name,
-		Identity: e.Identity,
-		Metadata: e.Metadata,
-		Timing: fxelection.Timing{
-			LeaseDuration: time.Duration(e.LeaseDuration),
-			RenewDeadline: time.Duration(e.RenewDeadline),
-			RetryPeriod:   time.Duration(e.RetryPeriod),
-			MaxBackoff:    time.Duration(e.MaxBackoff),
-		},
-		StopTimeout:     time.Duration(e.StopTimeout),
-		KeepLeaseOnStop: e.KeepLeaseOnStop,
-		NoRecampaign:    e.NoRecampaign,
-		ExitOnLoss:      e.ExitOnLoss,
-		Candidacy: fxelection.Candidacy{
-			Priority:      e.Priority,
-			PriorityGrace: time.Duration(e.PriorityGrace),
-			Preempt:       e.Preempt,
-			MinTenure:     time.Duration(e.MinTenure),
-		},
-	}
+// MarshalJSON writes e's settings under their keys, durations as strings
+// ("1.5s") as a document takes them, secrets as "xxxxx".
+func (e Election) MarshalJSON() ([]byte, error) {
+	type plain Election
+	return marshalSettings(reflect.ValueOf(plain(e)))
+}
+
+// ElectorConfig returns e as an fxelection.Config (Callbacks and Logger
+// unset): Config with Candidacy, and with Health set, Health.Check
+// CommandCheck's or HTTPCheck's check; if Health is invalid (Validate
+// reports it), a check that always fails.
+func (e Election) ElectorConfig() fxelection.Config {
+	c := e.Config
+	c.Candidacy = e.Candidacy
+	c.Health = fxelection.Health{}
 	if h := e.Health; h != nil {
 		check, _, err := h.check()
 		if err != nil {
 			check = func(context.Context) error { return err }
 		}
-		c.Health.Check, c.Health.Interval, c.Health.Threshold = check, time.Duration(h.Interval), h.Threshold
+		c.Health = h.Health
+		c.Health.Check = check
 	}
 	return c
 }
@@ -494,8 +468,8 @@ func (doc *Document) Validate() error {
 			}
 		}
 		if e.Name != "" {
-			if err := e.Config().Validate(); err != nil {
-				fail(configPath(path, err), err)
+			if err := e.ElectorConfig().Validate(); err != nil {
+				fail(configPath(path, electionDocType, err), err)
 			} else {
 				doc.checkRenewLimit(path, e.Backend, e.RenewDeadline, fail)
 			}
@@ -543,7 +517,7 @@ func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[s
 // 0 for the default) that the backend module ref names does not allow
 // (backendkit.RenewDeadlineProblem: ZooKeeper's session_timeout). A ref
 // naming no backends entry is reported by validateBackendRef.
-func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, fail func(string, error)) {
+func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd time.Duration, fail func(string, error)) {
 	m := ref.Module
 	if ref.Use != "" {
 		m = doc.Backends[ref.Use].Module
@@ -551,7 +525,7 @@ func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, f
 	if m == nil {
 		return
 	}
-	d := time.Duration(rd)
+	d := rd
 	if d == 0 {
 		d = fxelection.DefaultRenewDeadline
 	}
@@ -560,26 +534,68 @@ func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, f
 	}
 }
 
-// configKeys maps fxelection.Config's field names to an Election's keys.
-var configKeys = map[string]string{
-	"Name": "name", "Identity": "identity", "Metadata": "metadata",
-	"LeaseDuration": "lease_duration", "RenewDeadline": "renew_deadline", "RetryPeriod": "retry_period",
-	"MaxBackoff": "max_backoff", "StopTimeout": "stop_timeout",
-	"Health.Interval": "health.interval", "Health.Threshold": "health.threshold",
-	"Candidacy.PriorityGrace": "priority_grace", "Candidacy.MinTenure": "min_tenure",
-}
-
-// configPath points a Config.Validate error at the key of the field it
-// names (a *fxelection.ConfigError for RenewDeadline →
-// "elections[1].renew_deadline"), or at the election if it names none.
-func configPath(path string, err error) string {
+// configPath points an error that names a field of t (a document type:
+// Election, Pool, Locker) at that field's key: a *fxelection.ConfigError
+// whose Field is "RenewDeadline" → "elections[1].renew_deadline"; one that
+// names no key, at path itself.
+func configPath(path string, t reflect.Type, err error) string {
 	var ce *fxelection.ConfigError
 	if errors.As(err, &ce) {
-		if key, ok := configKeys[ce.Field]; ok {
+		if key, ok := settingKey(t, ce.Field); ok {
 			return path + "." + key
 		}
 	}
 	return path
+}
+
+// settingKey maps a Go field path in t ("Health.Interval",
+// "Candidacy.MinTenure", "RenewDeadline", as a *fxelection.ConfigError
+// names it) to its document key ("health.interval", "min_tenure",
+// "renew_deadline") through t's fields and their json tags: embedded
+// structs without a tag add no key (their fields are promoted), a field
+// tagged "-" has none.
+func settingKey(t reflect.Type, goPath string) (string, bool) {
+	var keys []string
+	for seg := range strings.SplitSeq(goPath, ".") {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return "", false
+		}
+		sf, ok := t.FieldByName(seg)
+		if !ok {
+			return "", false
+		}
+		cur := t
+		for _, i := range sf.Index {
+			for cur.Kind() == reflect.Pointer {
+				cur = cur.Elem()
+			}
+			f := cur.Field(i)
+			tag := f.Tag.Get("json")
+			name, _, _ := strings.Cut(tag, ",")
+			switch {
+			case tag == "-":
+				return "", false
+			case f.Anonymous && name == "" && derefKind(f.Type) == reflect.Struct:
+			case name != "":
+				keys = append(keys, name)
+			default:
+				keys = append(keys, f.Name)
+			}
+			cur = f.Type
+		}
+		t = sf.Type
+	}
+	return strings.Join(keys, "."), len(keys) > 0
+}
+
+func derefKind(t reflect.Type) reflect.Kind {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind()
 }
 
 func backendNames(m map[string]BackendRef) string {
@@ -769,7 +785,7 @@ func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, p
 	fields := make([]reflect.StructField, 0, n+2+len(pools)+len(lockers))
 	fields = append(fields, reflect.StructField{Name: "Out", Type: reflect.TypeFor[fx.Out](), Anonymous: true})
 	for i, e := range elections {
-		cfgs[i] = e.Config()
+		cfgs[i] = e.ElectorConfig()
 		fields = append(fields, reflect.StructField{Name: "E" + strconv.Itoa(i), Type: electorType,
 			Tag: reflect.StructTag(`name:"` + e.fxName() + `"`)})
 	}

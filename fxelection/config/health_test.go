@@ -31,7 +31,7 @@ func TestHealthDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := d.Elections[0].Config(), d.Elections[1].Config()
+	a, b := d.Elections[0].ElectorConfig(), d.Elections[1].ElectorConfig()
 	if a.Health.Check == nil || a.Health.Interval != 5*time.Second || a.Health.Threshold != 2 || a.ExitOnLoss {
 		t.Errorf("command election: check %v, interval %v, threshold %d, exit on loss %v",
 			a.Health.Check != nil, a.Health.Interval, a.Health.Threshold, a.ExitOnLoss)
@@ -40,7 +40,7 @@ func TestHealthDocument(t *testing.T) {
 		t.Errorf("http election: check %v, interval %v, threshold %d, exit on loss %v",
 			b.Health.Check != nil, b.Health.Interval, b.Health.Threshold, b.ExitOnLoss)
 	}
-	if c := d.Elections[0].Config(); c.Health.Check == nil {
+	if c := d.Elections[0].ElectorConfig(); c.Health.Check == nil {
 		t.Error("Config() twice")
 	}
 
@@ -57,7 +57,7 @@ elections:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := y.Elections[0].Config(); c.Health.Check == nil || c.Health.Interval != 5*time.Second || c.Health.Threshold != 2 || !c.ExitOnLoss {
+	if c := y.Elections[0].ElectorConfig(); c.Health.Check == nil || c.Health.Interval != 5*time.Second || c.Health.Threshold != 2 || !c.ExitOnLoss {
 		t.Errorf("YAML: check %v, interval %v, threshold %d, exit on loss %v", c.Health.Check != nil, c.Health.Interval, c.Health.Threshold, c.ExitOnLoss)
 	}
 }
@@ -362,9 +362,9 @@ func TestExitOnLossDocument(t *testing.T) {
 func TestHealthMarshalRedacts(t *testing.T) {
 	const pw = "hunter2-marshal-secret"
 	h := config.Health{
-		HTTP:     "https://user:" + pw + "@127.0.0.1/healthz?token=" + pw,
-		Command:  []string{"check", "--password=" + pw},
-		Interval: config.Duration(time.Second),
+		HTTP:    "https://user:" + pw + "@127.0.0.1/healthz?token=" + pw,
+		Command: []string{"check", "--password=" + pw},
+		Health:  fxelection.Health{Interval: time.Second},
 	}
 	raw, err := json.Marshal(h)
 	if err != nil {

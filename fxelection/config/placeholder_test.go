@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -100,7 +101,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	}
 	// A document built in Go: Build redacts every Secret in it.
 	p := &Probe{Journal: "go", Tag: "t", Password: config.NewSecret(secret), FailValidate: true}
-	_, err := config.Build(&config.Document{Elections: []config.Election{{Name: "a", Backend: config.BackendRef{Module: p}}}})
+	_, err := config.Build(&config.Document{Elections: []config.Election{{Config: fxelection.Config{Name: "a"}, Backend: config.BackendRef{Module: p}}}})
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "elections[0].backend: fxelection.backends.probe: password xxxxx") {
 		t.Fatalf("Build error = %v", err)
 	}

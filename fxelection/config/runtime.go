@@ -397,7 +397,7 @@ func (r *Runtime) planElections(doc *Document, modules map[string]*runModule) (a
 			all = append(all, old)
 			continue
 		}
-		c := e.Config()
+		c := e.ElectorConfig()
 		c.Logger = r.opts.Logger
 		el, err := mod.p.group.New(c)
 		if err != nil {

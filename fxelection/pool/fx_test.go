@@ -22,11 +22,7 @@ func TestModule(t *testing.T) {
 		memory.Module,
 		pool.Named("jobs", pool.Config{
 			Shards: []string{"a", "b", "c"},
-			Timing: fxelection.Timing{
-				LeaseDuration: 3 * time.Second,
-				RenewDeadline: 2 * time.Second,
-				RetryPeriod:   100 * time.Millisecond,
-			},
+			Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond},
 		}),
 		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"jobs"`)), &store),
 	)

@@ -28,11 +28,7 @@ func TestKilledWorkerSharesRespread(t *testing.T) {
 		cfg := func(id string) pool.Config {
 			return pool.Config{
 				Name: "kill", Identity: id, Shards: numbered(shards),
-				Timing: fxelection.Timing{
-					LeaseDuration: 3 * time.Second,
-					RenewDeadline: 2 * time.Second,
-					RetryPeriod:   500 * time.Millisecond,
-				},
+				Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
 			}
 		}
 		var live []*pool.Pool

@@ -64,11 +64,7 @@ func TestPoolApartFromElections(t *testing.T) {
 		}
 		p, err := pool.New(pool.Config{
 			Name: "p", Shards: []string{"x"}, Identity: "worker",
-			Timing: fxelection.Timing{
-				LeaseDuration: timing.LeaseDuration,
-				RenewDeadline: timing.RenewDeadline,
-				RetryPeriod:   timing.RetryPeriod,
-			},
+			Timing: fxelection.Timing{LeaseDuration: timing.LeaseDuration, RenewDeadline: timing.RenewDeadline, RetryPeriod: timing.RetryPeriod},
 		}, store)
 		if err != nil {
 			t.Fatal(err)

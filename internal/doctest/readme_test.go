@@ -124,14 +124,14 @@ func TestReadmeConfigTable(t *testing.T) {
 		t.Fatalf("Config's shortest RetryPeriod is not %v", minRetryPeriod)
 	}
 	for field, want := range map[string]string{
-		"`Name`":                              fmt.Sprintf("≤ %d bytes", backendkit.MaxNameLen),
-		"`Metadata`":                          fmt.Sprintf("(≤ %d KiB)", backendkit.MaxMetadataBytes>>10),
-		"`LeaseDuration`":                     fmt.Sprintf("%v | ", def.LeaseDuration),
-		"`RenewDeadline`":                     fmt.Sprintf("%v | ", def.RenewDeadline),
-		"`RetryPeriod`":                       fmt.Sprintf("%v | ", def.RetryPeriod),
-		"`MaxBackoff`":                        fmt.Sprintf("%v | ", def.MaxBackoff),
-		"`StopTimeout`":                       fmt.Sprintf("%v | ", def.StopTimeout),
-		"`HealthInterval`, `HealthThreshold`": fmt.Sprintf("RetryPeriod, %d | ", healthDefaults().Health.Threshold),
+		"`Name`":                                fmt.Sprintf("≤ %d bytes", backendkit.MaxNameLen),
+		"`Metadata`":                            fmt.Sprintf("(≤ %d KiB)", backendkit.MaxMetadataBytes>>10),
+		"`LeaseDuration`":                       fmt.Sprintf("%v | ", def.LeaseDuration),
+		"`RenewDeadline`":                       fmt.Sprintf("%v | ", def.RenewDeadline),
+		"`RetryPeriod`":                         fmt.Sprintf("%v | ", def.RetryPeriod),
+		"`MaxBackoff`":                          fmt.Sprintf("%v | ", def.MaxBackoff),
+		"`StopTimeout`":                         fmt.Sprintf("%v | ", def.StopTimeout),
+		"`Health.Interval`, `Health.Threshold`": fmt.Sprintf("RetryPeriod, %d | ", healthDefaults().Health.Threshold),
 	} {
 		if !strings.Contains(row[field], want) {
 			t.Errorf("the README's Config row %s (%q) does not say %q", field, row[field], want)
@@ -147,8 +147,8 @@ func TestReadmeConfigTable(t *testing.T) {
 	}
 }
 
-// healthDefaults returns the Config New makes with a HealthCheck and
-// nothing else set; its HealthInterval must be its RetryPeriod.
+// healthDefaults returns the Config New makes with a Health.Check and
+// nothing else set; its Health.Interval must be its RetryPeriod.
 func healthDefaults() fxelection.Config {
 	e, err := fxelection.New(fxelection.Config{Name: "defaults", Health: fxelection.Health{Check: func(context.Context) error { return nil }}}, memory.New())
 	if err != nil {
@@ -156,7 +156,7 @@ func healthDefaults() fxelection.Config {
 	}
 	c := e.Config()
 	if c.Health.Interval != c.RetryPeriod {
-		panic("HealthInterval's default is not RetryPeriod")
+		panic("Health.Interval's default is not RetryPeriod")
 	}
 	return c
 }

@@ -304,11 +304,8 @@ func CheckElectorErrors(t testing.TB, b fxelection.Backend, election string, che
 	errs := make(chan error, 16)
 	el, err := fxelection.New(fxelection.Config{
 		Name: election, Identity: "a",
-		Timing: fxelection.Timing{
-			LeaseDuration: 15 * time.Second,
-			RenewDeadline: 10 * time.Second,
-			RetryPeriod:   100 * time.Millisecond,
-		}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Timing: fxelection.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Callbacks: fxelection.Callbacks{OnError: func(err error) {
 			select {
 			case errs <- err:

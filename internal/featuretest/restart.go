@@ -98,11 +98,7 @@ func (s *env) manyElections(t *testing.T) {
 	for i := range es {
 		e, err := group.New(fxelection.Config{
 			Name: fmt.Sprintf("%s-%d", base, i), Identity: "many",
-			Timing: fxelection.Timing{
-				LeaseDuration: tm.LeaseDuration,
-				RenewDeadline: tm.RenewDeadline,
-				RetryPeriod:   tm.RetryPeriod,
-			},
+			Timing: fxelection.Timing{LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod},
 		})
 		if err != nil {
 			t.Fatal(err)

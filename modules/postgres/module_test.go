@@ -149,11 +149,7 @@ func TestFxModule(t *testing.T) {
 		fxelection.Module,
 		fx.Supply(fxelection.Config{
 			Name: election(t), Identity: "fx",
-			Timing: fxelection.Timing{
-				LeaseDuration: electiontesting.FaultLease,
-				RenewDeadline: electiontesting.FaultRenew,
-				RetryPeriod:   electiontesting.FaultRetry,
-			},
+			Timing: fxelection.Timing{LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry},
 		}),
 		fx.Populate(&elector, &backend),
 	)
