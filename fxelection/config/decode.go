@@ -1,17 +1,18 @@
 package config
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"io"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -283,6 +284,32 @@ func wrongType(want string, n any) error {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
+// string returns n's string with its placeholders replaced, or reports
+// that n is not a string (want names the expected type).
+func (d *decoder) string(p *path, n any, want string) (string, bool) {
+	s, ok := n.(string)
+	if !ok {
+		d.fail(p, wrongType(want, n))
+		return "", false
+	}
+	return d.str(p, s)
+}
+
+// duration decodes a duration string ("1.5s") into *out (time.Duration
+// and modkit.Duration settings); numbers are refused.
+func (d *decoder) duration(p *path, n any, out *time.Duration) {
+	s, ok := d.string(p, n, `a duration string such as "1.5s"`)
+	if !ok {
+		return
+	}
+	var v modkit.Duration
+	if err := v.UnmarshalText([]byte(s)); err != nil {
+		d.fail(p, err)
+		return
+	}
+	*out = time.Duration(v)
+}
+
 // decode stores tree value n into v (settable), reporting errors at p.
 // JSON null leaves v unchanged.
 func (d *decoder) decode(p *path, n any, v reflect.Value) {
@@ -300,6 +327,18 @@ func (d *decoder) decode(p *path, n any, v reflect.Value) {
 		switch u := v.Addr().Interface().(type) {
 		case treeDecoder:
 			u.decodeTree(d, p, n)
+			return
+		case *modkit.BackendRef:
+			decodeBackendRef(u, d, p, n)
+			return
+		case *modkit.Secret:
+			if s, ok := d.string(p, n, "string"); ok {
+				*u = modkit.NewSecret(s)
+				d.secrets = append(d.secrets, s)
+			}
+			return
+		case *modkit.Duration:
+			d.duration(p, n, (*time.Duration)(u))
 			return
 		case json.Unmarshaler:
 			raw, err := json.Marshal(d.plain(p, n))
@@ -326,8 +365,8 @@ func (d *decoder) decode(p *path, n any, v reflect.Value) {
 		}
 	}
 	if v.Type() == durationType {
-		var dur Duration
-		dur.decodeTree(d, p, n)
+		var dur time.Duration
+		d.duration(p, n, &dur)
 		v.SetInt(int64(dur))
 		return
 	}
@@ -435,36 +474,36 @@ func (d *decoder) decode(p *path, n any, v reflect.Value) {
 // fields. Keys in skip are the caller's (the module ID). A value under an
 // unknown key is not looked at (its placeholders are never replaced).
 func (d *decoder) decodeStruct(p *path, obj *object, v reflect.Value, skip map[string]bool) {
-	fs := fieldsOf(v.Type())
+	fs := settings.Of(v.Type())
 	failed := map[string]bool{}
 	for _, k := range obj.keys {
 		if skip[k] {
 			continue
 		}
-		f, ok := fs.byKey[k]
+		f, ok := fs.ByKey[k]
 		if !ok {
 			d.fail(p.at(k), unknownKey(k, fs))
 			continue
 		}
 		before := len(d.errs)
-		d.decode(p.at(k), obj.vals[k], v.FieldByIndex(f.index))
+		d.decode(p.at(k), obj.vals[k], v.FieldByIndex(f.Index))
 		failed[k] = len(d.errs) > before
 	}
 	if d.stopped {
 		return
 	}
-	for _, f := range fs.list {
-		if f.required && !failed[f.key] && isEmpty(v.FieldByIndex(f.index)) {
-			d.fail(p.at(f.key), ErrRequired)
+	for _, f := range fs.List {
+		if f.Required && !failed[f.Key] && isEmpty(v.FieldByIndex(f.Index)) {
+			d.fail(p.at(f.Key), ErrRequired)
 		}
 	}
 }
 
-func unknownKey(k string, fs *structFields) error {
+func unknownKey(k string, fs *settings.Fields) error {
 	best, bestDist := "", 3
-	for _, f := range fs.list {
-		if dist := editDistance(strings.ToLower(k), strings.ToLower(f.key)); dist < bestDist {
-			best, bestDist = f.key, dist
+	for _, f := range fs.List {
+		if dist := editDistance(strings.ToLower(k), strings.ToLower(f.Key)); dist < bestDist {
+			best, bestDist = f.Key, dist
 		}
 	}
 	if best == "" {
@@ -514,74 +553,8 @@ func isEmpty(v reflect.Value) bool {
 	return false
 }
 
-type fieldInfo struct {
-	key       string
-	index     []int
-	required  bool
-	omitEmpty bool
-}
-
-type structFields struct {
-	list  []fieldInfo
-	byKey map[string]fieldInfo
-}
-
-var fieldCache sync.Map // reflect.Type → *structFields
-
-// fieldsOf lists t's settings: exported fields named by their json tag (or
-// their Go name), with embedded structs' fields flattened (the shallower
-// field wins a name clash). `json:"-"` fields are skipped.
-func fieldsOf(t reflect.Type) *structFields {
-	if fs, ok := fieldCache.Load(t); ok {
-		return fs.(*structFields)
-	}
-	fs := &structFields{byKey: map[string]fieldInfo{}}
-	type level struct {
-		t     reflect.Type
-		index []int
-	}
-	queue := []level{{t, nil}}
-	for len(queue) > 0 {
-		var next []level
-		for _, l := range queue {
-			for i := range l.t.NumField() {
-				sf := l.t.Field(i)
-				tag := sf.Tag.Get("json")
-				name, _, _ := strings.Cut(tag, ",")
-				if name == "-" && tag == "-" {
-					continue
-				}
-				index := append(append([]int(nil), l.index...), i)
-				if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
-					next = append(next, level{sf.Type, index})
-					continue
-				}
-				if !sf.IsExported() {
-					continue
-				}
-				if name == "" {
-					name = sf.Name
-				}
-				if _, taken := fs.byKey[name]; taken {
-					continue
-				}
-				f := fieldInfo{key: name, index: index, required: hasOpt(sf.Tag.Get("config"), "required"),
-					omitEmpty: hasOpt(tag, "omitempty")}
-				fs.byKey[name] = f
-				fs.list = append(fs.list, f)
-			}
-		}
-		queue = next
-	}
-	// Declaration order, embedded structs' fields where they are embedded
-	// (as encoding/json orders them).
-	slices.SortStableFunc(fs.list, func(a, b fieldInfo) int { return slices.Compare(a.index, b.index) })
-	actual, _ := fieldCache.LoadOrStore(t, fs)
-	return actual.(*structFields)
-}
-
 // marshalSettings writes struct v as a JSON object of its settings
-// (fieldsOf: keys from json tags, embedded structs' fields promoted, "-"
+// (settings.Of: keys from json tags, embedded structs' fields promoted, "-"
 // skipped, omitempty honoured), in declaration order, each value as
 // encoding/json writes it except time.Duration, which comes out as a
 // duration string ("1.5s") as Unmarshal takes it. The document's own types
@@ -590,23 +563,23 @@ func marshalSettings(v reflect.Value) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	first := true
-	for _, f := range fieldsOf(v.Type()).list {
-		fv, err := v.FieldByIndexErr(f.index)
+	for _, f := range settings.Of(v.Type()).List {
+		fv, err := v.FieldByIndexErr(f.Index)
 		if err != nil { // through a nil embedded pointer: nothing to write
 			continue
 		}
-		if f.omitEmpty && isEmptyJSON(fv) {
+		if f.OmitEmpty && isEmptyJSON(fv) {
 			continue
 		}
 		val, err := marshalSetting(fv)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.key, err)
+			return nil, fmt.Errorf("%s: %w", f.Key, err)
 		}
 		if !first {
 			buf.WriteByte(',')
 		}
 		first = false
-		key, _ := json.Marshal(f.key)
+		key, _ := json.Marshal(f.Key)
 		buf.Write(key)
 		buf.WriteByte(':')
 		buf.Write(val)
@@ -658,15 +631,6 @@ var (
 	poolDocType     = reflect.TypeFor[Pool]()
 	lockerDocType   = reflect.TypeFor[Locker]()
 )
-
-func hasOpt(tag, opt string) bool {
-	for o := range strings.SplitSeq(tag, ",") {
-		if strings.TrimSpace(o) == opt {
-			return true
-		}
-	}
-	return false
-}
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
 

@@ -1,8 +1,9 @@
 package config
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/lock"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
@@ -70,7 +72,7 @@ type Document struct {
 	// Backends are backend modules shared by name: every election whose
 	// backend is that name uses one provisioned instance (one client, one
 	// pool). Each must be a module object; each must be used.
-	Backends map[string]BackendRef `json:"backends,omitempty"`
+	Backends map[string]modkit.BackendRef `json:"backends,omitempty"`
 
 	// Elections are the elections this process campaigns in. A document
 	// has at least one election, pool or locker.
@@ -88,7 +90,7 @@ type Document struct {
 	// each a module object; their fx options join the app's.
 	Extensions []ExtensionRef `json:"extensions,omitempty"`
 
-	secrets []Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
+	secrets []modkit.Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
 }
 
 // Election is one election in a Document: an fxelection.Config (which see
@@ -118,7 +120,7 @@ type Election struct {
 	// own health (Config.Health): a command or an HTTP GET.
 	Health *Health `json:"health,omitempty"`
 	// Backend is the backend module, inline or by name. Required.
-	Backend BackendRef `json:"backend" config:"required"`
+	Backend modkit.BackendRef `json:"backend" config:"required"`
 }
 
 // MarshalJSON writes e's settings under their keys, durations as strings
@@ -155,50 +157,10 @@ func (e Election) fxName() string {
 	return e.Name
 }
 
-// BackendRef is where a document names a backend: either a module object
-// {"module": "fxelection.backends.redis", …settings} (Module) or, in an
-// election, a string naming an entry of Document.Backends (Use). Exactly one
-// is set.
-type BackendRef struct {
-	// Use names an entry of Document.Backends.
-	Use string
-	// Module is an inline backend module with its decoded settings.
-	Module BackendModule
-}
-
-// IsZero reports whether neither Use nor Module is set.
-func (r BackendRef) IsZero() bool { return r.Use == "" && r.Module == nil }
-
-// MarshalJSON writes Use as a string, or Module's settings with its ID
-// under "module". Secrets come out as "xxxxx".
-func (r BackendRef) MarshalJSON() ([]byte, error) {
-	if r.Module == nil {
-		return json.Marshal(r.Use)
-	}
-	return marshalModule(r.Module)
-}
-
-// marshalModule writes m's settings with its ID under "module".
-func marshalModule(mod Module) ([]byte, error) {
-	raw, err := json.Marshal(mod)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("config: module %q does not marshal to a JSON object", mod.ElectionModule().ID)
-	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m[moduleKey], _ = json.Marshal(mod.ElectionModule().ID)
-	return json.Marshal(m)
-}
-
 // ExtensionRef is an extension module object in a document:
 // {"module": "fxelection.extensions.<name>", …settings}.
 type ExtensionRef struct {
-	Module ExtensionModule
+	Module modkit.ExtensionModule
 }
 
 // IsZero reports whether Module is unset.
@@ -209,7 +171,7 @@ func (r ExtensionRef) MarshalJSON() ([]byte, error) {
 	if r.Module == nil {
 		return []byte("null"), nil
 	}
-	return marshalModule(r.Module)
+	return modkit.MarshalModule(r.Module)
 }
 
 func (r *ExtensionRef) decodeTree(d *decoder, p *path, n any) {
@@ -218,21 +180,22 @@ func (r *ExtensionRef) decodeTree(d *decoder, p *path, n any) {
 		d.fail(p, wrongType("a module object", n))
 		return
 	}
-	if m := decodeModule(d, p, obj, ExtensionsNamespace); m != nil {
-		r.Module = m.(ExtensionModule) // RegisterModule checked the namespace's interface
+	if m := decodeModule(d, p, obj, modkit.ExtensionsNamespace); m != nil {
+		r.Module = m.(modkit.ExtensionModule) // RegisterModule checked the namespace's interface
 	}
 }
 
-func (r *BackendRef) decodeTree(d *decoder, p *path, n any) {
+// decodeBackendRef decodes a backend reference: a name or a module object.
+func decodeBackendRef(r *modkit.BackendRef, d *decoder, p *path, n any) {
 	switch n := n.(type) {
 	case string:
 		if s, ok := d.str(p, n); ok {
 			r.Use = s
 		}
 	case *object:
-		m := decodeModule(d, p, n, BackendsNamespace)
+		m := decodeModule(d, p, n, modkit.BackendsNamespace)
 		if m != nil {
-			r.Module = m.(BackendModule) // RegisterModule checked the namespace's interface
+			r.Module = m.(modkit.BackendModule) // RegisterModule checked the namespace's interface
 		}
 	default:
 		d.fail(p, wrongType("a module object or the name of an entry in backends", n))
@@ -243,7 +206,7 @@ func (r *BackendRef) decodeTree(d *decoder, p *path, n any) {
 // names the module, the other keys are its settings, decoded strictly.
 // Its errors do not quote the ID unless it is registered: it may come from
 // a placeholder.
-func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
+func decodeModule(d *decoder, p *path, obj *object, ns string) modkit.Module {
 	idPath := p.at(moduleKey)
 	raw, ok := obj.vals[moduleKey]
 	if !ok || raw == nil {
@@ -258,7 +221,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 	if s, ok = d.str(idPath, s); !ok {
 		return nil
 	}
-	id := ModuleID(s)
+	id := modkit.ModuleID(s)
 	if err := id.Validate(); err != nil {
 		d.fail(idPath, fmt.Errorf("%w: want lower-case labels joined by dots (namespace.name)", ErrInvalidModuleID))
 		return nil
@@ -267,7 +230,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 		d.fail(idPath, fmt.Errorf("%w: the module is not in namespace %s", ErrUnknownModule, ns))
 		return nil
 	}
-	info, err := GetModule(id)
+	info, err := modkit.GetModule(id)
 	if err != nil {
 		d.fail(idPath, fmt.Errorf("%w: no such module in namespace %s%s (registered: %s); import the package that provides it",
 			ErrUnknownModule, ns, didYouMean(s, registeredIDs(ns)), strings.Join(registeredIDs(ns), ", ")))
@@ -281,7 +244,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 // registeredIDs lists the IDs of the modules registered in ns.
 func registeredIDs(ns string) []string {
 	var ids []string
-	for _, m := range Modules() {
+	for _, m := range modkit.Modules() {
 		if m.ID.Namespace() == ns {
 			ids = append(ids, string(m.ID))
 		}
@@ -378,12 +341,12 @@ func (l Loader) fromTree(tree any, b *budget) (*Document, error) {
 		return nil, redact(err, secrets)
 	}
 	for _, s := range secrets {
-		doc.secrets = append(doc.secrets, NewSecret(s))
+		doc.secrets = append(doc.secrets, modkit.NewSecret(s))
 	}
 	return doc, nil
 }
 
-func values(secrets []Secret) []string {
+func values(secrets []modkit.Secret) []string {
 	out := make([]string, len(secrets))
 	for i, s := range secrets {
 		out[i] = s.Value()
@@ -496,7 +459,7 @@ func (doc *Document) Validate() error {
 // validateBackendRef checks an election's, pool's or locker's backend at
 // bpath: a module object, or the name of a backends entry (marked in
 // used).
-func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[string]bool, fail func(string, error)) {
+func (doc *Document) validateBackendRef(bpath string, ref modkit.BackendRef, used map[string]bool, fail func(string, error)) {
 	switch {
 	case ref.Use != "" && ref.Module != nil:
 		fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
@@ -517,7 +480,7 @@ func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[s
 // 0 for the default) that the backend module ref names does not allow
 // (backendkit.RenewDeadlineProblem: ZooKeeper's session_timeout). A ref
 // naming no backends entry is reported by validateBackendRef.
-func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd time.Duration, fail func(string, error)) {
+func (doc *Document) checkRenewLimit(path string, ref modkit.BackendRef, rd time.Duration, fail func(string, error)) {
 	m := ref.Module
 	if ref.Use != "" {
 		m = doc.Backends[ref.Use].Module
@@ -598,7 +561,7 @@ func derefKind(t reflect.Type) reflect.Kind {
 	return t.Kind()
 }
 
-func backendNames(m map[string]BackendRef) string {
+func backendNames(m map[string]modkit.BackendRef) string {
 	if len(m) == 0 {
 		return "none"
 	}
@@ -615,7 +578,7 @@ func backendNames(m map[string]BackendRef) string {
 // validateModuleAt validates m (at path) and then the backend modules
 // nested in its settings: every BackendRef field (or *BackendRef), which
 // must be an inline module object.
-func validateModuleAt(path string, m Module, fail func(string, error)) {
+func validateModuleAt(path string, m modkit.Module, fail func(string, error)) {
 	if err := validateModule(m); err != nil {
 		fail(path, err)
 	}
@@ -626,28 +589,28 @@ func validateModuleAt(path string, m Module, fail func(string, error)) {
 	if v.Kind() != reflect.Struct {
 		return
 	}
-	for _, f := range fieldsOf(v.Type()).list {
-		fv := v.FieldByIndex(f.index)
-		if fv.Kind() == reflect.Pointer && fv.Type().Elem() == reflect.TypeFor[BackendRef]() {
+	for _, f := range settings.Of(v.Type()).List {
+		fv := v.FieldByIndex(f.Index)
+		if fv.Kind() == reflect.Pointer && fv.Type().Elem() == reflect.TypeFor[modkit.BackendRef]() {
 			if fv.IsNil() {
 				continue
 			}
 			fv = fv.Elem()
 		}
-		ref, ok := fv.Interface().(BackendRef)
+		ref, ok := fv.Interface().(modkit.BackendRef)
 		switch {
 		case !ok || ref.IsZero():
 		case ref.Use != "":
-			fail(joinPath(path, f.key), fmt.Errorf("%w: a nested backend must be a module object, not the name of a backends entry", ErrWrongType))
+			fail(joinPath(path, f.Key), fmt.Errorf("%w: a nested backend must be a module object, not the name of a backends entry", ErrWrongType))
 		default:
-			validateModuleAt(joinPath(path, f.key), ref.Module, fail)
+			validateModuleAt(joinPath(path, f.Key), ref.Module, fail)
 		}
 	}
 }
 
 // validateModule runs m's Validate, if it has one, naming the module.
-func validateModule(m Module) (err error) {
-	v, ok := m.(Validator)
+func validateModule(m modkit.Module) (err error) {
+	v, ok := m.(modkit.Validator)
 	if !ok {
 		return nil
 	}
@@ -717,7 +680,7 @@ func Build(doc *Document) (fx.Option, error) {
 	for name, ref := range doc.Backends {
 		shared[name] = newProvisioned(joinPath("backends", name), ref.Module, secrets)
 	}
-	provFor := func(path string, ref BackendRef) *provisioned {
+	provFor := func(path string, ref modkit.BackendRef) *provisioned {
 		if p := shared[ref.Use]; p != nil {
 			return p
 		}
@@ -869,7 +832,7 @@ func newPool(p Pool, prov *provisioned, log *slog.Logger) (*pool.Pool, error) {
 	return pool.New(c, prov.proxy)
 }
 
-func extensionOptions(m ExtensionModule) (opt fx.Option, err error) {
+func extensionOptions(m modkit.ExtensionModule) (opt fx.Option, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s: options panicked: %v", m.ElectionModule().ID, p)
@@ -895,8 +858,8 @@ func collectSecrets(v any) []string {
 		if depth > MaxDepth || !v.IsValid() {
 			return
 		}
-		if v.Type() == reflect.TypeFor[Secret]() {
-			out = append(out, v.Interface().(Secret).Value())
+		if v.Type() == reflect.TypeFor[modkit.Secret]() {
+			out = append(out, v.Interface().(modkit.Secret).Value())
 			return
 		}
 		switch v.Kind() {

@@ -9,6 +9,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/lock"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // Locker is one Locker in a Document: the JSON form of lock.Options (which
@@ -31,7 +32,7 @@ type Locker struct {
 	fxelection.Timing
 	// Backend is the backend module, inline or by name, as an election's.
 	// Required.
-	Backend BackendRef `json:"backend" config:"required"`
+	Backend modkit.BackendRef `json:"backend" config:"required"`
 }
 
 // Options returns l as lock.Options (Observer unset).

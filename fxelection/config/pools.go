@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
@@ -51,7 +52,7 @@ type Pool struct {
 	fxelection.Timing
 	// Backend is the backend module, inline or by name, as an election's.
 	// Required.
-	Backend BackendRef `json:"backend" config:"required"`
+	Backend modkit.BackendRef `json:"backend" config:"required"`
 }
 
 // Config returns p as a pool.Config (OnAcquired, OnReleased and Logger

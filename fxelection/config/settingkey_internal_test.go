@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"reflect"
 	"strings"
 	"testing"
@@ -41,7 +43,7 @@ func TestSettingKeysFromTags(t *testing.T) {
 			if !ok || !strings.HasSuffix("."+key, "."+tag) {
 				t.Errorf("Config field %s: document key %q (found %v), want one ending in its tag %q", path, key, ok, tag)
 			}
-			if _, ok := fieldsOf(electionDocType).byKey[key]; !ok && !strings.Contains(key, ".") {
+			if _, ok := settings.Of(electionDocType).ByKey[key]; !ok && !strings.Contains(key, ".") {
 				t.Errorf("Config field %s: key %q is not an election setting", path, key)
 			}
 		}

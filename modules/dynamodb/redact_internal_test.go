@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/moduletest"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestModuleSecretsRedacted(t *testing.T) {
 	const key, token = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "FwoGZXIvYXdzEBYaDHxEXAMPLETOKEN"
 	m := &ConfigModule{Region: "us-east-1", Table: "leases", AccessKeyID: "AKIDEXAMPLE",
-		SecretAccessKey: config.NewSecret(key), SessionToken: config.NewSecret(token), SkipCreateTable: true}
+		SecretAccessKey: modkit.NewSecret(key), SessionToken: modkit.NewSecret(token), SkipCreateTable: true}
 	be, cleanup, err := moduletest.Provision(t, context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
