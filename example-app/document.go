@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // flagsFxName is the fx name tag of the one election the flags describe
@@ -30,16 +31,16 @@ var electionKeyFlags = map[string]string{
 }
 
 // backendModuleID is the module ID for a --backend short name.
-func backendModuleID(name string) config.ModuleID {
-	return config.ModuleID(config.BackendsNamespace + "." + name)
+func backendModuleID(name string) modkit.ModuleID {
+	return modkit.ModuleID(modkit.BackendsNamespace + "." + name)
 }
 
 // backendNames are the --backend choices: the last label of every
-// registered module in config.BackendsNamespace, sorted.
+// registered module in modkit.BackendsNamespace, sorted.
 func backendNames() []string {
 	var out []string
-	for _, m := range config.Modules() {
-		if m.ID.Namespace() == config.BackendsNamespace {
+	for _, m := range modkit.Modules() {
+		if m.ID.Namespace() == modkit.BackendsNamespace {
 			out = append(out, m.ID.Name())
 		}
 	}
@@ -50,7 +51,7 @@ func backendNames() []string {
 // one-line doc (`example-app modules`).
 func printModules(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, m := range config.Modules() {
+	for _, m := range modkit.Modules() {
 		fmt.Fprintf(tw, "%s\t%s\n", m.ID, m.Doc)
 	}
 	return tw.Flush()

@@ -15,6 +15,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // flagsDocument returns the flags' document as generic JSON.
@@ -105,7 +106,7 @@ func TestFlagsToDocument(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the config package rejects the flags' document: %v", err)
 			}
-			if len(doc.Elections) != 1 || doc.Elections[0].Config().Name != o.election || doc.Elections[0].Backend.Module == nil {
+			if len(doc.Elections) != 1 || doc.Elections[0].ElectorConfig().Name != o.election || doc.Elections[0].Backend.Module == nil {
 				t.Fatalf("parsed document %+v", doc)
 			}
 		})
@@ -192,7 +193,7 @@ func TestModulesListing(t *testing.T) {
 		t.Fatalf("modules: code %d, stderr %q", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	mods := config.Modules()
+	mods := modkit.Modules()
 	if len(lines) != len(mods) {
 		t.Fatalf("%d lines for %d modules:\n%s", len(lines), len(mods), out.String())
 	}

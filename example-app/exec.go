@@ -19,6 +19,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/proctree"
 )
@@ -244,7 +245,7 @@ func (o options) pickElection(doc *config.Document) (*config.Document, int, erro
 	one.Pools, one.Lockers = nil, nil
 	one.Backends = nil
 	if use := doc.Elections[i].Backend.Use; use != "" {
-		one.Backends = map[string]config.BackendRef{use: doc.Backends[use]}
+		one.Backends = map[string]modkit.BackendRef{use: doc.Backends[use]}
 	}
 	return &one, i, nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // runStatus prints the election's current leader from the store. The
@@ -68,7 +68,7 @@ func printLease(w io.Writer, election string, l fxelection.Lease, now time.Time)
 // provisions it as an fx app built from the document would: Provision (if
 // the module has it), then Backend. cleanup runs the module's Cleanup (if
 // any); it is also run at once when Provision or Backend fails. A module
-// that loads nested modules (config.Context.ProvisionBackend) cannot be
+// that loads nested modules (modkit.Context.ProvisionBackend) cannot be
 // provisioned here: the flags never describe one.
 func provisionBackend(ctx context.Context, o options) (b fxelection.Backend, cleanup func() error, err error) {
 	doc, err := o.document()
@@ -77,15 +77,15 @@ func provisionBackend(ctx context.Context, o options) (b fxelection.Backend, cle
 	}
 	m := doc.Elections[0].Backend.Module
 	cleanup = func() error {
-		if c, ok := m.(config.CleanerUpper); ok {
+		if c, ok := m.(modkit.CleanerUpper); ok {
 			if err := c.Cleanup(); err != nil {
 				return fmt.Errorf("cleanup: %w", err)
 			}
 		}
 		return nil
 	}
-	if p, ok := m.(config.Provisioner); ok {
-		if err := p.Provision(config.Context{Context: ctx}); err != nil {
+	if p, ok := m.(modkit.Provisioner); ok {
+		if err := p.Provision(modkit.Context{Context: ctx}); err != nil {
 			err = errors.Join(fmt.Errorf("provision: %w", err), cleanup())
 			return nil, nil, o.settingError(err.Error()[len("provision: "):], err)
 		}

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // The kinds of flag value. Each Set validates its kind's rule and fails
@@ -175,7 +175,7 @@ func (f boolFlag) Set(s string) error {
 func (boolFlag) IsBoolFlag() bool { return true }
 func (boolFlag) kind() string     { return "" }
 
-// addrFlag is host:port as config.HostPort checks it (a port from 1 to
+// addrFlag is host:port as modkit.HostPort checks it (a port from 1 to
 // 65535; a comma-separated list of them if list), or empty. A bad value is
 // refused without echoing it: it may carry a password.
 type addrFlag struct {
@@ -199,7 +199,7 @@ func (f addrFlag) Set(s string) error {
 		parts = strings.Split(s, ",")
 	}
 	for _, a := range parts {
-		if err := config.HostPort("", a); err != nil {
+		if err := modkit.HostPort("", a); err != nil {
 			return &badValue{"", err.Error()} // never echoed: it may hold a password
 		}
 	}

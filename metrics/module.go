@@ -3,10 +3,10 @@ package metrics
 import (
 	"go.uber.org/fx"
 
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // ConfigModule is the configuration-file extension
 // "fxelection.extensions.metrics": listed under a document's "extensions",
@@ -18,14 +18,14 @@ func init() { config.RegisterModule(ConfigModule{}) }
 // provider of *Metrics.
 type ConfigModule struct{}
 
-var _ config.ExtensionModule = ConfigModule{}
+var _ modkit.ExtensionModule = ConfigModule{}
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{
 		ID:  "fxelection.extensions.metrics",
 		Doc: "Prometheus metrics and health handlers for every election in the document",
-		New: func() config.Module { return new(ConfigModule) },
+		New: func() modkit.Module { return new(ConfigModule) },
 	}
 }
 

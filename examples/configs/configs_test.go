@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/internal/testtier"
@@ -90,8 +91,8 @@ func TestEveryFileParses(t *testing.T) {
 			continue
 		}
 		// The file named after a module uses that module.
-		want := config.ModuleID(config.BackendsNamespace + "." + strings.TrimSuffix(name, ".json"))
-		if _, err := config.GetModule(want); err != nil {
+		want := modkit.ModuleID(modkit.BackendsNamespace + "." + strings.TrimSuffix(name, ".json"))
+		if _, err := modkit.GetModule(want); err != nil {
 			continue // not named after a module (elections.json)
 		}
 		used := false
@@ -125,8 +126,8 @@ func TestSecretsArePlaceholders(t *testing.T) {
 // TestEveryBackendHasAFile: each backend module this repository registers
 // has an example.
 func TestEveryBackendHasAFile(t *testing.T) {
-	for _, m := range config.Modules() {
-		if m.ID.Namespace() != config.BackendsNamespace {
+	for _, m := range modkit.Modules() {
+		if m.ID.Namespace() != modkit.BackendsNamespace {
 			continue
 		}
 		if _, err := os.Stat(m.ID.Name() + ".json"); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 func TestHostPort(t *testing.T) {
@@ -43,20 +44,20 @@ func TestHostPort(t *testing.T) {
 		{"h:6379?" + secret, "addr is not host:port (it must not contain '@', '/', '?' or '#')"},
 		{"h:6379#x", "addr is not host:port (it must not contain '@', '/', '?' or '#')"},
 	} {
-		err := config.HostPort("addr", tc.in)
+		err := modkit.HostPort("addr", tc.in)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("HostPort(%q) = %v", tc.in, err)
 		case tc.want == "":
 		case err == nil || err.Error() != tc.want:
 			t.Errorf("HostPort(%q) = %v, want %q", tc.in, err, tc.want)
-		case !errors.Is(err, config.ErrInvalidAddress):
+		case !errors.Is(err, modkit.ErrInvalidAddress):
 			t.Errorf("HostPort(%q) = %v, does not match ErrInvalidAddress", tc.in, err)
 		case strings.Contains(err.Error(), secret):
 			t.Errorf("HostPort(%q) = %v: quotes the value", tc.in, err)
 		}
 	}
-	if err := config.HostPort("", "h"); err == nil || err.Error() != "is not host:port" {
+	if err := modkit.HostPort("", "h"); err == nil || err.Error() != "is not host:port" {
 		t.Errorf(`HostPort("", "h") = %v, want the problem alone`, err)
 	}
 }
@@ -75,40 +76,40 @@ func TestHostPorts(t *testing.T) {
 		{"h:1,,redis://h:2", nil, "addr: address 2 is a URL; give host:port"},
 		{"h:0", nil, "addr: address 1 has a port that is not a number from 1 to 65535"},
 	} {
-		addrs, err := config.HostPorts("addr", tc.in)
+		addrs, err := modkit.HostPorts("addr", tc.in)
 		if tc.want == "" {
 			if err != nil || strings.Join(addrs, " ") != strings.Join(tc.addrs, " ") {
 				t.Errorf("HostPorts(%q) = %q, %v, want %q", tc.in, addrs, err, tc.addrs)
 			}
 			continue
 		}
-		if err == nil || err.Error() != tc.want || !errors.Is(err, config.ErrInvalidAddress) || addrs != nil {
+		if err == nil || err.Error() != tc.want || !errors.Is(err, modkit.ErrInvalidAddress) || addrs != nil {
 			t.Errorf("HostPorts(%q) = %q, %v, want %q", tc.in, addrs, err, tc.want)
 		}
 	}
-	if _, err := config.HostPorts("", "h"); err == nil || err.Error() != "address 1 is not host:port" {
+	if _, err := modkit.HostPorts("", "h"); err == nil || err.Error() != "address 1 is not host:port" {
 		t.Errorf(`HostPorts("", "h") = %v`, err)
 	}
 }
 
-// testModule is a backend module built on config.Provisioned.
+// testModule is a backend module built on modkit.Provisioned.
 type testModule struct {
 	Prefix string `json:"prefix,omitempty" option:"KeyPrefix"`
 	Push   *bool  `json:"push,omitempty" option:"DisablePush"`
 	Table  string `json:"table_name,omitempty"`
 	Other  string `json:"other,omitempty" option:""`
 
-	config.Provisioned[testModule]
+	modkit.Provisioned[testModule]
 }
 
-func (testModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[testModule]("test.backends.provisioned", "a module for tests")
+func (testModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[testModule]("test.backends.provisioned", "a module for tests")
 }
 
 func (*testModule) Validate() error                { return nil }
-func (*testModule) Provision(config.Context) error { return nil }
+func (*testModule) Provision(modkit.Context) error { return nil }
 
-var _ config.ClientBackendModule = (*testModule)(nil)
+var _ modkit.ClientBackendModule = (*testModule)(nil)
 
 func TestSettingLabel(t *testing.T) {
 	for field, want := range map[string]string{
@@ -118,14 +119,14 @@ func TestSettingLabel(t *testing.T) {
 		"Logger":      "Options.Logger",
 		"":            "Options.",
 	} {
-		if got := config.SettingLabel[testModule](field); got != want {
+		if got := modkit.SettingLabel[testModule](field); got != want {
 			t.Errorf("SettingLabel(%q) = %q, want %q", field, got, want)
 		}
-		if got := config.SettingLabel[*testModule](field); got != want {
+		if got := modkit.SettingLabel[*testModule](field); got != want {
 			t.Errorf("SettingLabel[*](%q) = %q, want %q", field, got, want)
 		}
 	}
-	if got := config.SettingLabel[int]("KeyPrefix"); got != "Options.KeyPrefix" {
+	if got := modkit.SettingLabel[int]("KeyPrefix"); got != "Options.KeyPrefix" {
 		t.Errorf("SettingLabel[int] = %q", got)
 	}
 }
@@ -235,9 +236,9 @@ func FuzzHostPort(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		err := config.HostPort("addr", s)
+		err := modkit.HostPort("addr", s)
 		if err != nil {
-			if !errors.Is(err, config.ErrInvalidAddress) {
+			if !errors.Is(err, modkit.ErrInvalidAddress) {
 				t.Fatalf("%q: %v does not match ErrInvalidAddress", s, err)
 			}
 			if tr := strings.TrimSpace(s); len(tr) >= 4 && strings.Contains(err.Error(), tr) {
@@ -251,7 +252,7 @@ func FuzzHostPort(f *testing.F) {
 			}
 		}
 		if !strings.Contains(s, ",") {
-			addrs, lerr := config.HostPorts("addr", s)
+			addrs, lerr := modkit.HostPorts("addr", s)
 			if (lerr == nil) != (err == nil && strings.TrimSpace(s) != "") || lerr == nil && (len(addrs) != 1 || addrs[0] != strings.TrimSpace(s)) {
 				t.Fatalf("%q: HostPort %v, HostPorts %v %v", s, err, addrs, lerr)
 			}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // TestCleanupContextGetsStopDeadline: a module implementing
@@ -75,13 +76,13 @@ func TestExtensionRefusesContextCleanup(t *testing.T) {
 			t.Fatal("RegisterModule accepted an extension with CleanupContext")
 		}
 	}()
-	config.RegisterModule(cleaningExtension{})
+	modkit.RegisterModule(cleaningExtension{})
 }
 
 type cleaningExtension struct{}
 
-func (cleaningExtension) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.extensions.cleaning", Doc: "bad extension", New: func() config.Module { return new(cleaningExtension) }}
+func (cleaningExtension) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.extensions.cleaning", Doc: "bad extension", New: func() modkit.Module { return new(cleaningExtension) }}
 }
 func (cleaningExtension) Options() (fx.Option, error)          { return fx.Options(), nil }
 func (cleaningExtension) CleanupContext(context.Context) error { return nil }

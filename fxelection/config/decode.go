@@ -1,16 +1,18 @@
 package config
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"io"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -282,6 +284,32 @@ func wrongType(want string, n any) error {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
+// string returns n's string with its placeholders replaced, or reports
+// that n is not a string (want names the expected type).
+func (d *decoder) string(p *path, n any, want string) (string, bool) {
+	s, ok := n.(string)
+	if !ok {
+		d.fail(p, wrongType(want, n))
+		return "", false
+	}
+	return d.str(p, s)
+}
+
+// duration decodes a duration string ("1.5s") into *out (time.Duration
+// and modkit.Duration settings); numbers are refused.
+func (d *decoder) duration(p *path, n any, out *time.Duration) {
+	s, ok := d.string(p, n, `a duration string such as "1.5s"`)
+	if !ok {
+		return
+	}
+	var v modkit.Duration
+	if err := v.UnmarshalText([]byte(s)); err != nil {
+		d.fail(p, err)
+		return
+	}
+	*out = time.Duration(v)
+}
+
 // decode stores tree value n into v (settable), reporting errors at p.
 // JSON null leaves v unchanged.
 func (d *decoder) decode(p *path, n any, v reflect.Value) {
@@ -299,6 +327,18 @@ func (d *decoder) decode(p *path, n any, v reflect.Value) {
 		switch u := v.Addr().Interface().(type) {
 		case treeDecoder:
 			u.decodeTree(d, p, n)
+			return
+		case *modkit.BackendRef:
+			decodeBackendRef(u, d, p, n)
+			return
+		case *modkit.Secret:
+			if s, ok := d.string(p, n, "string"); ok {
+				*u = modkit.NewSecret(s)
+				d.secrets = append(d.secrets, s)
+			}
+			return
+		case *modkit.Duration:
+			d.duration(p, n, (*time.Duration)(u))
 			return
 		case json.Unmarshaler:
 			raw, err := json.Marshal(d.plain(p, n))
@@ -325,8 +365,8 @@ func (d *decoder) decode(p *path, n any, v reflect.Value) {
 		}
 	}
 	if v.Type() == durationType {
-		var dur Duration
-		dur.decodeTree(d, p, n)
+		var dur time.Duration
+		d.duration(p, n, &dur)
 		v.SetInt(int64(dur))
 		return
 	}
@@ -434,36 +474,36 @@ func (d *decoder) decode(p *path, n any, v reflect.Value) {
 // fields. Keys in skip are the caller's (the module ID). A value under an
 // unknown key is not looked at (its placeholders are never replaced).
 func (d *decoder) decodeStruct(p *path, obj *object, v reflect.Value, skip map[string]bool) {
-	fs := fieldsOf(v.Type())
+	fs := settings.Of(v.Type())
 	failed := map[string]bool{}
 	for _, k := range obj.keys {
 		if skip[k] {
 			continue
 		}
-		f, ok := fs.byKey[k]
+		f, ok := fs.ByKey[k]
 		if !ok {
 			d.fail(p.at(k), unknownKey(k, fs))
 			continue
 		}
 		before := len(d.errs)
-		d.decode(p.at(k), obj.vals[k], v.FieldByIndex(f.index))
+		d.decode(p.at(k), obj.vals[k], v.FieldByIndex(f.Index))
 		failed[k] = len(d.errs) > before
 	}
 	if d.stopped {
 		return
 	}
-	for _, f := range fs.list {
-		if f.required && !failed[f.key] && isEmpty(v.FieldByIndex(f.index)) {
-			d.fail(p.at(f.key), ErrRequired)
+	for _, f := range fs.List {
+		if f.Required && !failed[f.Key] && isEmpty(v.FieldByIndex(f.Index)) {
+			d.fail(p.at(f.Key), ErrRequired)
 		}
 	}
 }
 
-func unknownKey(k string, fs *structFields) error {
+func unknownKey(k string, fs *settings.Fields) error {
 	best, bestDist := "", 3
-	for _, f := range fs.list {
-		if dist := editDistance(strings.ToLower(k), strings.ToLower(f.key)); dist < bestDist {
-			best, bestDist = f.key, dist
+	for _, f := range fs.List {
+		if dist := editDistance(strings.ToLower(k), strings.ToLower(f.Key)); dist < bestDist {
+			best, bestDist = f.Key, dist
 		}
 	}
 	if best == "" {
@@ -513,75 +553,84 @@ func isEmpty(v reflect.Value) bool {
 	return false
 }
 
-type fieldInfo struct {
-	key      string
-	index    []int
-	required bool
-}
-
-type structFields struct {
-	list  []fieldInfo
-	byKey map[string]fieldInfo
-}
-
-var fieldCache sync.Map // reflect.Type → *structFields
-
-// fieldsOf lists t's settings: exported fields named by their json tag (or
-// their Go name), with embedded structs' fields flattened (the shallower
-// field wins a name clash). `json:"-"` fields are skipped.
-func fieldsOf(t reflect.Type) *structFields {
-	if fs, ok := fieldCache.Load(t); ok {
-		return fs.(*structFields)
-	}
-	fs := &structFields{byKey: map[string]fieldInfo{}}
-	type level struct {
-		t     reflect.Type
-		index []int
-	}
-	queue := []level{{t, nil}}
-	for len(queue) > 0 {
-		var next []level
-		for _, l := range queue {
-			for i := range l.t.NumField() {
-				sf := l.t.Field(i)
-				tag := sf.Tag.Get("json")
-				name, _, _ := strings.Cut(tag, ",")
-				if name == "-" && tag == "-" {
-					continue
-				}
-				index := append(append([]int(nil), l.index...), i)
-				if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
-					next = append(next, level{sf.Type, index})
-					continue
-				}
-				if !sf.IsExported() {
-					continue
-				}
-				if name == "" {
-					name = sf.Name
-				}
-				if _, taken := fs.byKey[name]; taken {
-					continue
-				}
-				f := fieldInfo{key: name, index: index, required: hasOpt(sf.Tag.Get("config"), "required")}
-				fs.byKey[name] = f
-				fs.list = append(fs.list, f)
-			}
+// marshalSettings writes struct v as a JSON object of its settings
+// (settings.Of: keys from json tags, embedded structs' fields promoted, "-"
+// skipped, omitempty honoured), in declaration order, each value as
+// encoding/json writes it except time.Duration, which comes out as a
+// duration string ("1.5s") as Unmarshal takes it. The document's own types
+// marshal through it, so that printing a document gives one that loads.
+func marshalSettings(v reflect.Value) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	first := true
+	for _, f := range settings.Of(v.Type()).List {
+		fv, err := v.FieldByIndexErr(f.Index)
+		if err != nil { // through a nil embedded pointer: nothing to write
+			continue
 		}
-		queue = next
+		if f.OmitEmpty && isEmptyJSON(fv) {
+			continue
+		}
+		val, err := marshalSetting(fv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Key, err)
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		key, _ := json.Marshal(f.Key)
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(val)
 	}
-	actual, _ := fieldCache.LoadOrStore(t, fs)
-	return actual.(*structFields)
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
-func hasOpt(tag, opt string) bool {
-	for o := range strings.SplitSeq(tag, ",") {
-		if strings.TrimSpace(o) == opt {
-			return true
+// marshalSetting writes one setting's value (see marshalSettings).
+func marshalSetting(v reflect.Value) ([]byte, error) {
+	if v.Type() == durationType {
+		return json.Marshal(time.Duration(v.Int()).String())
+	}
+	if v.CanInterface() {
+		if _, ok := v.Interface().(json.Marshaler); ok {
+			return json.Marshal(v.Interface())
 		}
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return []byte("null"), nil
+		}
+		return marshalSetting(v.Elem())
+	case reflect.Struct:
+		if _, ok := reflect.New(v.Type()).Interface().(json.Marshaler); !ok {
+			return marshalSettings(v)
+		}
+	}
+	return json.Marshal(v.Interface())
+}
+
+// isEmptyJSON is encoding/json's omitempty test.
+func isEmptyJSON(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
 	}
 	return false
 }
+
+// The document's types whose fields errors name (configPath).
+var (
+	electionDocType = reflect.TypeFor[Election]()
+	poolDocType     = reflect.TypeFor[Pool]()
+	lockerDocType   = reflect.TypeFor[Locker]()
+)
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
 

@@ -4,31 +4,37 @@
 //
 // # Modules
 //
-// A module is a config struct registered from its package's init:
+// A module is a config struct registered from its package's init with
+// package fxelection/modkit, which holds the registry, the module
+// interfaces (BackendModule, ExtensionModule, Provisioner, …) and the
+// setting types (Secret, Duration, host:port checks):
 //
-//	func init() { config.RegisterModule(Module{}) }
+//	func init() { modkit.RegisterModule(Module{}) }
 //
 //	type Module struct {
 //		Addr     string        `json:"addr" config:"required"`
-//		Password config.Secret `json:"password,omitempty"`
+//		Password modkit.Secret `json:"password,omitempty"`
 //		client   *Client
 //	}
 //
-//	func (Module) ElectionModule() config.ModuleInfo {
-//		return config.ModuleInfo{ID: "fxelection.backends.example", Doc: "…",
-//			New: func() config.Module { return new(Module) }}
+//	func (Module) ElectionModule() modkit.ModuleInfo {
+//		return modkit.ModuleInfo{ID: "fxelection.backends.example", Doc: "…",
+//			New: func() modkit.Module { return new(Module) }}
 //	}
 //
 // Its ID ("fxelection.backends.example") is a namespace plus a name. Modules
-// in fxelection.backends implement BackendModule (they yield an
+// in fxelection.backends implement modkit.BackendModule (they yield an
 // fxelection.Backend); modules in fxelection.extensions implement
-// ExtensionModule (they add fx options, such as metrics, to the app).
+// modkit.ExtensionModule (they add fx options, such as metrics, to the app).
 // Importing the package is all it takes to make the module usable in
-// documents, so third-party modules plug in by import alone. Modules and
-// GetModule list what is registered (for a `list-modules` command). A
-// module may load other modules: a BackendRef field in its settings is
+// documents, so third-party modules plug in by import alone. This package
+// reads the registry (modkit.Modules, modkit.GetModule) when it decodes a
+// document; a backend package registers without importing this package, so
+// a program that only calls a backend's constructor links none of the
+// document machinery (YAML, health commands, locks and pools). A module
+// may load other modules: a modkit.BackendRef field in its settings is
 // decoded and validated with the document, and provisioned by
-// Context.ProvisionBackend.
+// modkit.Context.ProvisionBackend.
 //
 // # Documents
 //
@@ -169,7 +175,7 @@
 //
 // Secrets come from placeholders: "{env.NAME}" (an unset variable is an
 // error) and "{file.PATH}" (the file's content, one trailing newline
-// removed). Secret holds a setting that must not be printed: every fmt
+// removed). modkit.Secret holds a setting that must not be printed: every fmt
 // verb, JSON, text and slog output show "xxxxx"; only Value returns it.
 // Values that placeholders substituted, and every Secret, are redacted
 // from errors that modules return from Validate, Provision, Backend and

@@ -1,8 +1,9 @@
 package config
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/lock"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
@@ -70,7 +72,7 @@ type Document struct {
 	// Backends are backend modules shared by name: every election whose
 	// backend is that name uses one provisioned instance (one client, one
 	// pool). Each must be a module object; each must be used.
-	Backends map[string]BackendRef `json:"backends,omitempty"`
+	Backends map[string]modkit.BackendRef `json:"backends,omitempty"`
 
 	// Elections are the elections this process campaigns in. A document
 	// has at least one election, pool or locker.
@@ -88,83 +90,61 @@ type Document struct {
 	// each a module object; their fx options join the app's.
 	Extensions []ExtensionRef `json:"extensions,omitempty"`
 
-	secrets []Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
+	secrets []modkit.Secret // values substituted for placeholders, and every Secret decoded (Secrets, so printing doc shows none)
 }
 
-// Election is one election in a Document: the JSON form of
-// fxelection.Config (which see for every field's meaning, default and
-// limits) plus the backend it runs on.
+// Election is one election in a Document: an fxelection.Config (which see
+// for every setting's meaning, default and limits), under its fields' json
+// keys, plus what a document adds: the fx name, the health check as data,
+// and the backend it runs on. Config's Candidacy fields are keys of the
+// election itself ("priority", "preempt", …); its Health is the "health"
+// object (see Health). The settings are Config's own: a field added to
+// fxelection.Config, Timing, Health or Candidacy is a document key with no
+// change here, and errors name it by its json key.
 type Election struct {
-	// Name is the election's name (Config.Name). Required.
-	Name string `json:"name" config:"required"`
+	// Config holds the elector's settings: "name" (required), "identity",
+	// "metadata", the Timing keys ("lease_duration", "renew_deadline",
+	// "retry_period", "max_backoff"), "stop_timeout", "keep_lease_on_stop",
+	// "no_recampaign", "exit_on_loss". Its Health, Candidacy, Callbacks and
+	// Logger are not keys (Health and Candidacy come from the fields
+	// below; the app gives the others).
+	fxelection.Config
+	// Candidacy is Config.Candidacy: "priority", "priority_grace",
+	// "preempt", "min_tenure" (Defer is not a key).
+	fxelection.Candidacy
 	// FxName is the elector's fx name tag (`name:"<fx_name>"`); it must be
 	// unique in the document and consist of ASCII letters, digits and
 	// "_.-:/". Default: Name, which must then fit those rules.
 	FxName string `json:"fx_name,omitempty"`
-	// Identity is Config.Identity. Default: host, pid and a random suffix.
-	Identity string `json:"identity,omitempty"`
-	// Metadata is Config.Metadata.
-	Metadata map[string]string `json:"metadata,omitempty"`
-	// LeaseDuration is Config.LeaseDuration. Default: 15s.
-	LeaseDuration Duration `json:"lease_duration,omitempty"`
-	// RenewDeadline is Config.RenewDeadline. Default: 10s.
-	RenewDeadline Duration `json:"renew_deadline,omitempty"`
-	// RetryPeriod is Config.RetryPeriod. Default: 2s.
-	RetryPeriod Duration `json:"retry_period,omitempty"`
-	// MaxBackoff is Config.MaxBackoff. Default: 30s.
-	MaxBackoff Duration `json:"max_backoff,omitempty"`
-	// StopTimeout is Config.StopTimeout. Default: 10s.
-	StopTimeout Duration `json:"stop_timeout,omitempty"`
-	// KeepLeaseOnStop is Config.KeepLeaseOnStop.
-	KeepLeaseOnStop bool `json:"keep_lease_on_stop,omitempty"`
-	// NoRecampaign is Config.NoRecampaign.
-	NoRecampaign bool `json:"no_recampaign,omitempty"`
 	// Health, when set, gates campaigning on a check of this candidate's
-	// own health (Config.HealthCheck, HealthInterval, HealthThreshold):
-	// a command or an HTTP GET.
+	// own health (Config.Health): a command or an HTTP GET.
 	Health *Health `json:"health,omitempty"`
-	// ExitOnLoss is Config.ExitOnLoss: the app shuts down with exit code 1
-	// when this elector stops leading other than by the app's stop.
-	ExitOnLoss bool `json:"exit_on_loss,omitempty"`
-	// Priority is Config.Priority. Default: 0.
-	Priority int `json:"priority,omitempty"`
-	// PriorityGrace is Config.PriorityGrace. Default: 2 × RetryPeriod.
-	PriorityGrace Duration `json:"priority_grace,omitempty"`
-	// Preempt is Config.Preempt.
-	Preempt bool `json:"preempt,omitempty"`
-	// MinTenure is Config.MinTenure. Default: LeaseDuration.
-	MinTenure Duration `json:"min_tenure,omitempty"`
 	// Backend is the backend module, inline or by name. Required.
-	Backend BackendRef `json:"backend" config:"required"`
+	Backend modkit.BackendRef `json:"backend" config:"required"`
 }
 
-// Config returns e as an fxelection.Config (Callbacks and Logger unset).
-// With Health set, HealthCheck is CommandCheck's or HTTPCheck's check; if
-// Health is invalid (Validate reports it), a check that always fails.
-func (e Election) Config() fxelection.Config {
-	c := fxelection.Config{
-		Name:            e.Name,
-		Identity:        e.Identity,
-		Metadata:        e.Metadata,
-		LeaseDuration:   time.Duration(e.LeaseDuration),
-		RenewDeadline:   time.Duration(e.RenewDeadline),
-		RetryPeriod:     time.Duration(e.RetryPeriod),
-		MaxBackoff:      time.Duration(e.MaxBackoff),
-		StopTimeout:     time.Duration(e.StopTimeout),
-		KeepLeaseOnStop: e.KeepLeaseOnStop,
-		NoRecampaign:    e.NoRecampaign,
-		ExitOnLoss:      e.ExitOnLoss,
-		Priority:        e.Priority,
-		PriorityGrace:   time.Duration(e.PriorityGrace),
-		Preempt:         e.Preempt,
-		MinTenure:       time.Duration(e.MinTenure),
-	}
+// MarshalJSON writes e's settings under their keys, durations as strings
+// ("1.5s") as a document takes them, secrets as "xxxxx".
+func (e Election) MarshalJSON() ([]byte, error) {
+	type plain Election
+	return marshalSettings(reflect.ValueOf(plain(e)))
+}
+
+// ElectorConfig returns e as an fxelection.Config (Callbacks and Logger
+// unset): Config with Candidacy, and with Health set, Health.Check
+// CommandCheck's or HTTPCheck's check; if Health is invalid (Validate
+// reports it), a check that always fails.
+func (e Election) ElectorConfig() fxelection.Config {
+	c := e.Config
+	c.Candidacy = e.Candidacy
+	c.Health = fxelection.Health{}
 	if h := e.Health; h != nil {
 		check, _, err := h.check()
 		if err != nil {
 			check = func(context.Context) error { return err }
 		}
-		c.HealthCheck, c.HealthInterval, c.HealthThreshold = check, time.Duration(h.Interval), h.Threshold
+		c.Health = h.Health
+		c.Health.Check = check
 	}
 	return c
 }
@@ -177,50 +157,10 @@ func (e Election) fxName() string {
 	return e.Name
 }
 
-// BackendRef is where a document names a backend: either a module object
-// {"module": "fxelection.backends.redis", …settings} (Module) or, in an
-// election, a string naming an entry of Document.Backends (Use). Exactly one
-// is set.
-type BackendRef struct {
-	// Use names an entry of Document.Backends.
-	Use string
-	// Module is an inline backend module with its decoded settings.
-	Module BackendModule
-}
-
-// IsZero reports whether neither Use nor Module is set.
-func (r BackendRef) IsZero() bool { return r.Use == "" && r.Module == nil }
-
-// MarshalJSON writes Use as a string, or Module's settings with its ID
-// under "module". Secrets come out as "xxxxx".
-func (r BackendRef) MarshalJSON() ([]byte, error) {
-	if r.Module == nil {
-		return json.Marshal(r.Use)
-	}
-	return marshalModule(r.Module)
-}
-
-// marshalModule writes m's settings with its ID under "module".
-func marshalModule(mod Module) ([]byte, error) {
-	raw, err := json.Marshal(mod)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("config: module %q does not marshal to a JSON object", mod.ElectionModule().ID)
-	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m[moduleKey], _ = json.Marshal(mod.ElectionModule().ID)
-	return json.Marshal(m)
-}
-
 // ExtensionRef is an extension module object in a document:
 // {"module": "fxelection.extensions.<name>", …settings}.
 type ExtensionRef struct {
-	Module ExtensionModule
+	Module modkit.ExtensionModule
 }
 
 // IsZero reports whether Module is unset.
@@ -231,7 +171,7 @@ func (r ExtensionRef) MarshalJSON() ([]byte, error) {
 	if r.Module == nil {
 		return []byte("null"), nil
 	}
-	return marshalModule(r.Module)
+	return modkit.MarshalModule(r.Module)
 }
 
 func (r *ExtensionRef) decodeTree(d *decoder, p *path, n any) {
@@ -240,21 +180,22 @@ func (r *ExtensionRef) decodeTree(d *decoder, p *path, n any) {
 		d.fail(p, wrongType("a module object", n))
 		return
 	}
-	if m := decodeModule(d, p, obj, ExtensionsNamespace); m != nil {
-		r.Module = m.(ExtensionModule) // RegisterModule checked the namespace's interface
+	if m := decodeModule(d, p, obj, modkit.ExtensionsNamespace); m != nil {
+		r.Module = m.(modkit.ExtensionModule) // RegisterModule checked the namespace's interface
 	}
 }
 
-func (r *BackendRef) decodeTree(d *decoder, p *path, n any) {
+// decodeBackendRef decodes a backend reference: a name or a module object.
+func decodeBackendRef(r *modkit.BackendRef, d *decoder, p *path, n any) {
 	switch n := n.(type) {
 	case string:
 		if s, ok := d.str(p, n); ok {
 			r.Use = s
 		}
 	case *object:
-		m := decodeModule(d, p, n, BackendsNamespace)
+		m := decodeModule(d, p, n, modkit.BackendsNamespace)
 		if m != nil {
-			r.Module = m.(BackendModule) // RegisterModule checked the namespace's interface
+			r.Module = m.(modkit.BackendModule) // RegisterModule checked the namespace's interface
 		}
 	default:
 		d.fail(p, wrongType("a module object or the name of an entry in backends", n))
@@ -265,7 +206,7 @@ func (r *BackendRef) decodeTree(d *decoder, p *path, n any) {
 // names the module, the other keys are its settings, decoded strictly.
 // Its errors do not quote the ID unless it is registered: it may come from
 // a placeholder.
-func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
+func decodeModule(d *decoder, p *path, obj *object, ns string) modkit.Module {
 	idPath := p.at(moduleKey)
 	raw, ok := obj.vals[moduleKey]
 	if !ok || raw == nil {
@@ -280,7 +221,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 	if s, ok = d.str(idPath, s); !ok {
 		return nil
 	}
-	id := ModuleID(s)
+	id := modkit.ModuleID(s)
 	if err := id.Validate(); err != nil {
 		d.fail(idPath, fmt.Errorf("%w: want lower-case labels joined by dots (namespace.name)", ErrInvalidModuleID))
 		return nil
@@ -289,7 +230,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 		d.fail(idPath, fmt.Errorf("%w: the module is not in namespace %s", ErrUnknownModule, ns))
 		return nil
 	}
-	info, err := GetModule(id)
+	info, err := modkit.GetModule(id)
 	if err != nil {
 		d.fail(idPath, fmt.Errorf("%w: no such module in namespace %s%s (registered: %s); import the package that provides it",
 			ErrUnknownModule, ns, didYouMean(s, registeredIDs(ns)), strings.Join(registeredIDs(ns), ", ")))
@@ -303,7 +244,7 @@ func decodeModule(d *decoder, p *path, obj *object, ns string) Module {
 // registeredIDs lists the IDs of the modules registered in ns.
 func registeredIDs(ns string) []string {
 	var ids []string
-	for _, m := range Modules() {
+	for _, m := range modkit.Modules() {
 		if m.ID.Namespace() == ns {
 			ids = append(ids, string(m.ID))
 		}
@@ -400,12 +341,12 @@ func (l Loader) fromTree(tree any, b *budget) (*Document, error) {
 		return nil, redact(err, secrets)
 	}
 	for _, s := range secrets {
-		doc.secrets = append(doc.secrets, NewSecret(s))
+		doc.secrets = append(doc.secrets, modkit.NewSecret(s))
 	}
 	return doc, nil
 }
 
-func values(secrets []Secret) []string {
+func values(secrets []modkit.Secret) []string {
 	out := make([]string, len(secrets))
 	for i, s := range secrets {
 		out[i] = s.Value()
@@ -490,8 +431,8 @@ func (doc *Document) Validate() error {
 			}
 		}
 		if e.Name != "" {
-			if err := e.Config().Validate(); err != nil {
-				fail(configPath(path, err), err)
+			if err := e.ElectorConfig().Validate(); err != nil {
+				fail(configPath(path, electionDocType, err), err)
 			} else {
 				doc.checkRenewLimit(path, e.Backend, e.RenewDeadline, fail)
 			}
@@ -518,7 +459,7 @@ func (doc *Document) Validate() error {
 // validateBackendRef checks an election's, pool's or locker's backend at
 // bpath: a module object, or the name of a backends entry (marked in
 // used).
-func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[string]bool, fail func(string, error)) {
+func (doc *Document) validateBackendRef(bpath string, ref modkit.BackendRef, used map[string]bool, fail func(string, error)) {
 	switch {
 	case ref.Use != "" && ref.Module != nil:
 		fail(bpath, fmt.Errorf("%w: set a module or the name of a backends entry, not both", ErrInvalidValue))
@@ -539,7 +480,7 @@ func (doc *Document) validateBackendRef(bpath string, ref BackendRef, used map[s
 // 0 for the default) that the backend module ref names does not allow
 // (backendkit.RenewDeadlineProblem: ZooKeeper's session_timeout). A ref
 // naming no backends entry is reported by validateBackendRef.
-func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, fail func(string, error)) {
+func (doc *Document) checkRenewLimit(path string, ref modkit.BackendRef, rd time.Duration, fail func(string, error)) {
 	m := ref.Module
 	if ref.Use != "" {
 		m = doc.Backends[ref.Use].Module
@@ -547,7 +488,7 @@ func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, f
 	if m == nil {
 		return
 	}
-	d := time.Duration(rd)
+	d := rd
 	if d == 0 {
 		d = fxelection.DefaultRenewDeadline
 	}
@@ -556,28 +497,71 @@ func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, f
 	}
 }
 
-// configKeys maps fxelection.Config's field names to an Election's keys.
-var configKeys = map[string]string{
-	"Name": "name", "Identity": "identity", "Metadata": "metadata",
-	"LeaseDuration": "lease_duration", "RenewDeadline": "renew_deadline", "RetryPeriod": "retry_period",
-	"MaxBackoff": "max_backoff", "StopTimeout": "stop_timeout",
-	"HealthInterval": "health.interval", "HealthThreshold": "health.threshold",
-}
-
-// configPath points a Config.Validate error at the key of the field it
-// names (a *fxelection.ConfigError for RenewDeadline →
-// "elections[1].renew_deadline"), or at the election if it names none.
-func configPath(path string, err error) string {
+// configPath points an error that names a field of t (a document type:
+// Election, Pool, Locker) at that field's key: a *fxelection.ConfigError
+// whose Field is "RenewDeadline" → "elections[1].renew_deadline"; one that
+// names no key, at path itself.
+func configPath(path string, t reflect.Type, err error) string {
 	var ce *fxelection.ConfigError
 	if errors.As(err, &ce) {
-		if key, ok := configKeys[ce.Field]; ok {
+		if key, ok := settingKey(t, ce.Field); ok {
 			return path + "." + key
 		}
 	}
 	return path
 }
 
-func backendNames(m map[string]BackendRef) string {
+// settingKey maps a Go field path in t ("Health.Interval",
+// "Candidacy.MinTenure", "RenewDeadline", as a *fxelection.ConfigError
+// names it) to its document key ("health.interval", "min_tenure",
+// "renew_deadline") through t's fields and their json tags: embedded
+// structs without a tag add no key (their fields are promoted), a field
+// tagged "-" has none.
+func settingKey(t reflect.Type, goPath string) (string, bool) {
+	var keys []string
+	for seg := range strings.SplitSeq(goPath, ".") {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return "", false
+		}
+		sf, ok := t.FieldByName(seg)
+		if !ok {
+			return "", false
+		}
+		cur := t
+		for _, i := range sf.Index {
+			for cur.Kind() == reflect.Pointer {
+				cur = cur.Elem()
+			}
+			f := cur.Field(i)
+			tag := f.Tag.Get("json")
+			name, _, _ := strings.Cut(tag, ",")
+			switch {
+			case tag == "-":
+				return "", false
+			case f.Anonymous && name == "" && derefKind(f.Type) == reflect.Struct:
+			case name != "":
+				keys = append(keys, name)
+			default:
+				keys = append(keys, f.Name)
+			}
+			cur = f.Type
+		}
+		t = sf.Type
+	}
+	return strings.Join(keys, "."), len(keys) > 0
+}
+
+func derefKind(t reflect.Type) reflect.Kind {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind()
+}
+
+func backendNames(m map[string]modkit.BackendRef) string {
 	if len(m) == 0 {
 		return "none"
 	}
@@ -594,7 +578,7 @@ func backendNames(m map[string]BackendRef) string {
 // validateModuleAt validates m (at path) and then the backend modules
 // nested in its settings: every BackendRef field (or *BackendRef), which
 // must be an inline module object.
-func validateModuleAt(path string, m Module, fail func(string, error)) {
+func validateModuleAt(path string, m modkit.Module, fail func(string, error)) {
 	if err := validateModule(m); err != nil {
 		fail(path, err)
 	}
@@ -605,28 +589,28 @@ func validateModuleAt(path string, m Module, fail func(string, error)) {
 	if v.Kind() != reflect.Struct {
 		return
 	}
-	for _, f := range fieldsOf(v.Type()).list {
-		fv := v.FieldByIndex(f.index)
-		if fv.Kind() == reflect.Pointer && fv.Type().Elem() == reflect.TypeFor[BackendRef]() {
+	for _, f := range settings.Of(v.Type()).List {
+		fv := v.FieldByIndex(f.Index)
+		if fv.Kind() == reflect.Pointer && fv.Type().Elem() == reflect.TypeFor[modkit.BackendRef]() {
 			if fv.IsNil() {
 				continue
 			}
 			fv = fv.Elem()
 		}
-		ref, ok := fv.Interface().(BackendRef)
+		ref, ok := fv.Interface().(modkit.BackendRef)
 		switch {
 		case !ok || ref.IsZero():
 		case ref.Use != "":
-			fail(joinPath(path, f.key), fmt.Errorf("%w: a nested backend must be a module object, not the name of a backends entry", ErrWrongType))
+			fail(joinPath(path, f.Key), fmt.Errorf("%w: a nested backend must be a module object, not the name of a backends entry", ErrWrongType))
 		default:
-			validateModuleAt(joinPath(path, f.key), ref.Module, fail)
+			validateModuleAt(joinPath(path, f.Key), ref.Module, fail)
 		}
 	}
 }
 
 // validateModule runs m's Validate, if it has one, naming the module.
-func validateModule(m Module) (err error) {
-	v, ok := m.(Validator)
+func validateModule(m modkit.Module) (err error) {
+	v, ok := m.(modkit.Validator)
 	if !ok {
 		return nil
 	}
@@ -696,7 +680,7 @@ func Build(doc *Document) (fx.Option, error) {
 	for name, ref := range doc.Backends {
 		shared[name] = newProvisioned(joinPath("backends", name), ref.Module, secrets)
 	}
-	provFor := func(path string, ref BackendRef) *provisioned {
+	provFor := func(path string, ref modkit.BackendRef) *provisioned {
 		if p := shared[ref.Use]; p != nil {
 			return p
 		}
@@ -764,7 +748,7 @@ func electorsOption(elections []Election, eprovs []*provisioned, pools []Pool, p
 	fields := make([]reflect.StructField, 0, n+2+len(pools)+len(lockers))
 	fields = append(fields, reflect.StructField{Name: "Out", Type: reflect.TypeFor[fx.Out](), Anonymous: true})
 	for i, e := range elections {
-		cfgs[i] = e.Config()
+		cfgs[i] = e.ElectorConfig()
 		fields = append(fields, reflect.StructField{Name: "E" + strconv.Itoa(i), Type: electorType,
 			Tag: reflect.StructTag(`name:"` + e.fxName() + `"`)})
 	}
@@ -848,7 +832,7 @@ func newPool(p Pool, prov *provisioned, log *slog.Logger) (*pool.Pool, error) {
 	return pool.New(c, prov.proxy)
 }
 
-func extensionOptions(m ExtensionModule) (opt fx.Option, err error) {
+func extensionOptions(m modkit.ExtensionModule) (opt fx.Option, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s: options panicked: %v", m.ElectionModule().ID, p)
@@ -874,8 +858,8 @@ func collectSecrets(v any) []string {
 		if depth > MaxDepth || !v.IsValid() {
 			return
 		}
-		if v.Type() == reflect.TypeFor[Secret]() {
-			out = append(out, v.Interface().(Secret).Value())
+		if v.Type() == reflect.TypeFor[modkit.Secret]() {
+			out = append(out, v.Interface().(modkit.Secret).Value())
 			return
 		}
 		switch v.Kind() {

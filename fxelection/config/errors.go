@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,9 +18,12 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	redactmask "github.com/fxelection/fxelection/fxelection/internal/redact"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-// Sentinel errors. Every error from decoding, placeholders and validation is
+// Sentinel errors (ErrRequired, ErrInvalidValue, ErrUnknownModule,
+// ErrInvalidModuleID and ErrNotProvisioned are modkit's, which modules
+// return). Every error from decoding, placeholders and validation is
 // a *PathError wrapping one of them (or a module's or fxelection.Config's own
 // error), so callers can test with errors.Is and users read the JSON path.
 var (
@@ -33,13 +35,13 @@ var (
 	// ErrDuplicateKey means an object has the same key twice.
 	ErrDuplicateKey = errors.New("duplicate key")
 	// ErrRequired means a required setting is missing, null or empty.
-	ErrRequired = errors.New("required")
+	ErrRequired = modkit.ErrRequired
 	// ErrWrongType means a value has the wrong JSON type (a number where a
 	// string belongs) or does not fit the Go type (out of range).
 	ErrWrongType = errors.New("wrong type")
 	// ErrInvalidValue means a value has the right JSON type but is not
 	// acceptable (a malformed duration).
-	ErrInvalidValue = errors.New("invalid value")
+	ErrInvalidValue = modkit.ErrInvalidValue
 	// ErrPlaceholder means an {env.NAME} or {file.PATH} placeholder could
 	// not be replaced: the variable is not set, the file cannot be read, or
 	// the placeholder is malformed.
@@ -49,13 +51,13 @@ var (
 	// ErrPlaceholder too.
 	ErrPlaceholderRefused = errors.New("not allowed here")
 	// ErrUnknownModule means a document names a module ID nobody registered.
-	ErrUnknownModule = errors.New("unknown module")
+	ErrUnknownModule = modkit.ErrUnknownModule
 	// ErrInvalidModuleID means a module ID does not have the ModuleID syntax.
-	ErrInvalidModuleID = errors.New("invalid module ID")
+	ErrInvalidModuleID = modkit.ErrInvalidModuleID
 	// ErrNotProvisioned is returned by an elector's backend operations when
 	// its backend module is not provisioned (before the app starts, or after
 	// it stopped).
-	ErrNotProvisioned = errors.New("config: backend module not provisioned")
+	ErrNotProvisioned = modkit.ErrNotProvisioned
 )
 
 // PathError is an error at one place in a document: Path is the JSON path
@@ -341,58 +343,37 @@ func quoteKey(k string) string {
 	return strconvQuote(k)
 }
 
-// Context is what Provision receives: the fx start hook's context (it is a
-// context.Context, so pass it to client calls directly), the app's logger,
-// and ProvisionBackend for modules that load other modules. It is valid
-// only during Provision.
-type Context struct {
-	context.Context
-	logger *slog.Logger
-	scope  *scope
-}
-
 // scope holds the nested modules one top-level module provisioned, to be
 // cleaned up after it.
 type scope struct {
 	secrets  []string
 	cleanups []func(ctx context.Context) error
+	context  modkit.Context // what the top-level module's Provision got; nested ones get it too
 }
 
-func isContextCleanerUpper(m Module) bool {
-	_, ok := m.(ContextCleanerUpper)
+func isContextCleanerUpper(m modkit.Module) bool {
+	_, ok := m.(modkit.ContextCleanerUpper)
 	return ok
 }
 
-// ProvisionBackend provisions a backend module nested in the calling
-// module's settings (a BackendRef field, decoded and validated with the
-// document) and returns its Backend: Provision (if implemented), then
-// Backend. Its Cleanup (or CleanupContext, with the hook's context) is
-// registered to run after the calling module's own clean-up — on app stop,
-// or at once if the calling module's start fails — so the caller must not
-// clean it up itself. ref must be an inline module
-// object; a module may provision each of its nested modules once.
-func (c Context) ProvisionBackend(ref BackendRef) (fxelection.Backend, error) {
-	if ref.Module == nil {
-		return nil, errors.New("config: ProvisionBackend: not an inline module object")
-	}
-	if c.scope == nil {
-		return nil, errors.New("config: ProvisionBackend: called outside Provision")
-	}
-	m := ref.Module
+// provisionBackend is Context.ProvisionBackend for a module provisioned
+// in scope s: Provision (if implemented), then Backend, with m's Cleanup
+// (or CleanupContext) registered to run after the calling module's own.
+func (s *scope) provisionBackend(m modkit.BackendModule) (fxelection.Backend, error) {
 	id := m.ElectionModule().ID
 	wrap := func(op string, err error) error {
-		return fmt.Errorf("nested %s %s: %w", id, op, redact(err, c.scope.secrets))
+		return fmt.Errorf("nested %s %s: %w", id, op, redact(err, s.secrets))
 	}
-	if _, ok := m.(CleanerUpper); ok || isContextCleanerUpper(m) {
-		c.scope.cleanups = append(c.scope.cleanups, func(ctx context.Context) error {
+	if _, ok := m.(modkit.CleanerUpper); ok || isContextCleanerUpper(m) {
+		s.cleanups = append(s.cleanups, func(ctx context.Context) error {
 			if err := safeCall(cleanupFunc(m, ctx)); err != nil {
 				return wrap("cleanup", err)
 			}
 			return nil
 		})
 	}
-	if prov, ok := m.(Provisioner); ok {
-		if err := safeCall(func() error { return prov.Provision(c) }); err != nil {
+	if prov, ok := m.(modkit.Provisioner); ok {
+		if err := safeCall(func() error { return prov.Provision(s.context) }); err != nil {
 			return nil, wrap("provision", err)
 		}
 	}
@@ -430,13 +411,4 @@ func safeCall(fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// Logger returns the app's *slog.Logger (from the fx graph), or a logger that
-// discards everything; never nil.
-func (c Context) Logger() *slog.Logger {
-	if c.logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return c.logger
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,17 +10,21 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/proctree"
 )
 
 // Health is an election's "health" key: the check that gates its
-// campaigning (fxelection.Config.HealthCheck), written as data. Exactly one
-// of Command and HTTP is set.
+// campaigning (fxelection.Config.Health), written as data: fxelection.Health
+// (its Interval and Threshold as "interval" and "threshold") with the check
+// given as a command or an HTTP URL. Exactly one of Command and HTTP is
+// set.
 //
 //	"health": {"command": ["pg_isready", "-h", "127.0.0.1"], "interval": "5s", "threshold": 3}
 //	"health": {"http": "http://127.0.0.1:8080/healthz"}
@@ -31,12 +34,10 @@ type Health struct {
 	Command []string `json:"command,omitempty"`
 	// HTTP is an http or https URL; see HTTPCheck.
 	HTTP string `json:"http,omitempty"`
-	// Interval is Config.HealthInterval: the wait between checks, and each
-	// check's bound. Default: the election's retry_period.
-	Interval Duration `json:"interval,omitempty"`
-	// Threshold is Config.HealthThreshold: failed checks in a row that make
-	// the candidate unhealthy. Default: 3.
-	Threshold int `json:"threshold,omitempty"`
+	// Health is fxelection.Health's Interval (default: the election's
+	// retry_period) and Threshold (default: 3); its Check is the one
+	// Command or HTTP describes.
+	fxelection.Health
 }
 
 // MarshalJSON writes h with the URL and every argument passed through
@@ -56,7 +57,7 @@ func (h Health) MarshalJSON() ([]byte, error) {
 			p.Command[i] = backendkit.RedactText(a)
 		}
 	}
-	return json.Marshal(p)
+	return marshalSettings(reflect.ValueOf(p))
 }
 
 // check returns the check h describes, or the error naming (with a path

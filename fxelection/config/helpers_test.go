@@ -16,13 +16,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func init() { config.RegisterModule(Probe{}) }
+func init() { modkit.RegisterModule(Probe{}) }
 
 // journal records module life-cycle calls in order, across all probes.
 type journal struct {
@@ -72,12 +72,12 @@ type Probe struct {
 	Journal       string            `json:"journal" config:"required"`
 	Tag           string            `json:"tag" config:"required"`
 	Store         string            `json:"store,omitempty"`
-	Password      config.Secret     `json:"password,omitempty"`
+	Password      modkit.Secret     `json:"password,omitempty"`
 	DSN           string            `json:"dsn,omitempty"`
 	Port          int               `json:"port,omitempty"`
 	Ratio         float64           `json:"ratio,omitempty"`
 	Count         uint8             `json:"count,omitempty"`
-	Timeout       config.Duration   `json:"timeout,omitempty"`
+	Timeout       modkit.Duration   `json:"timeout,omitempty"`
 	Labels        map[string]string `json:"labels,omitempty"`
 	Hosts         []string          `json:"hosts,omitempty"`
 	Extra         any               `json:"extra,omitempty"`
@@ -92,16 +92,16 @@ type Probe struct {
 }
 
 var (
-	_ config.BackendModule = (*Probe)(nil)
-	_ config.Validator     = (*Probe)(nil)
-	_ config.Provisioner   = (*Probe)(nil)
-	_ config.CleanerUpper  = (*Probe)(nil)
+	_ modkit.BackendModule = (*Probe)(nil)
+	_ modkit.Validator     = (*Probe)(nil)
+	_ modkit.Provisioner   = (*Probe)(nil)
+	_ modkit.CleanerUpper  = (*Probe)(nil)
 
-	_ config.ContextCleanerUpper = (*Probe)(nil)
+	_ modkit.ContextCleanerUpper = (*Probe)(nil)
 )
 
-func (Probe) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.backends.probe", Doc: "test module", New: func() config.Module { return new(Probe) }}
+func (Probe) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.backends.probe", Doc: "test module", New: func() modkit.Module { return new(Probe) }}
 }
 
 func (p *Probe) j() *journal { return journalFor(p.Journal) }
@@ -136,7 +136,7 @@ func (p *Probe) Validate() error {
 	return nil
 }
 
-func (p *Probe) Provision(ctx config.Context) error {
+func (p *Probe) Provision(ctx modkit.Context) error {
 	p.j().add("%s:provision", p.Tag)
 	if ctx.Err() != nil || ctx.Logger() == nil {
 		return errors.New("bad provision context")
@@ -197,7 +197,7 @@ func (p *Probe) Cleanup() error {
 	return nil
 }
 
-func init() { config.RegisterModule(Census{}) }
+func init() { modkit.RegisterModule(Census{}) }
 
 // Census is a test extension: its options inject every elector from the
 // group, as a metrics module would, and journal their names.
@@ -206,10 +206,10 @@ type Census struct {
 	Fail    bool   `json:"fail,omitempty"`
 }
 
-var _ config.ExtensionModule = (*Census)(nil)
+var _ modkit.ExtensionModule = (*Census)(nil)
 
-func (Census) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.extensions.census", Doc: "test extension", New: func() config.Module { return new(Census) }}
+func (Census) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.extensions.census", Doc: "test extension", New: func() modkit.Module { return new(Census) }}
 }
 
 func (c *Census) Options() (fx.Option, error) {
@@ -226,23 +226,23 @@ func (c *Census) Options() (fx.Option, error) {
 	}), nil
 }
 
-func init() { config.RegisterModule(Wrap{}) }
+func init() { modkit.RegisterModule(Wrap{}) }
 
 // Wrap is a test backend module that loads another backend module by name
 // (its "inner" setting) and hands out its Backend, as a cache adapter
 // wrapping a client module would.
 type Wrap struct {
 	Journal string             `json:"journal" config:"required"`
-	Inner   config.BackendRef  `json:"inner" config:"required"`
-	Spare   *config.BackendRef `json:"spare,omitempty"`
+	Inner   modkit.BackendRef  `json:"inner" config:"required"`
+	Spare   *modkit.BackendRef `json:"spare,omitempty"`
 	inner   fxelection.Backend
 }
 
-func (Wrap) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.backends.wrap", Doc: "test module loading another", New: func() config.Module { return new(Wrap) }}
+func (Wrap) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.backends.wrap", Doc: "test module loading another", New: func() modkit.Module { return new(Wrap) }}
 }
 
-func (w *Wrap) Provision(ctx config.Context) error {
+func (w *Wrap) Provision(ctx modkit.Context) error {
 	journalFor(w.Journal).add("wrap:provision")
 	b, err := ctx.ProvisionBackend(w.Inner)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // errTwoApps is returned when Build's options are used in a second app: the
@@ -23,7 +24,7 @@ var errTwoApps = errors.New("config: options from one Load or Build used in two 
 // hook and the Backend electors use.
 type provisioned struct {
 	path    string // JSON path of the module, for errors
-	module  BackendModule
+	module  modkit.BackendModule
 	secrets []string     // redacted from the module's errors
 	proxy   *lazyBackend // what electors are built with
 	// group holds every elector on proxy: they renew in batches when the
@@ -39,7 +40,7 @@ type provisioned struct {
 // newProvisioned returns the provisioned instance of m at path (for
 // errors), with the secrets to withhold from its errors, its lazy Backend
 // and the fxelection.Group of its electors.
-func newProvisioned(path string, m BackendModule, secrets []string) *provisioned {
+func newProvisioned(path string, m modkit.BackendModule, secrets []string) *provisioned {
 	proxy := &lazyBackend{kind: m.ElectionModule().ID.Name()}
 	group, _ := fxelection.NewGroup(proxy) // errs only on a nil Backend
 	return &provisioned{path: path, module: m, secrets: secrets, proxy: proxy, group: group}
@@ -68,8 +69,9 @@ func (p *provisioned) attach(lc fx.Lifecycle, log *slog.Logger) error {
 // failure it cleans the module up before returning.
 func (p *provisioned) start(ctx context.Context) error {
 	p.scope = &scope{secrets: p.secrets}
-	if prov, ok := p.module.(Provisioner); ok {
-		if err := p.call("provision", func() error { return prov.Provision(Context{Context: ctx, logger: p.log, scope: p.scope}) }); err != nil {
+	if prov, ok := p.module.(modkit.Provisioner); ok {
+		p.scope.context = modkit.NewContext(ctx, p.log, p.scope.provisionBackend)
+		if err := p.call("provision", func() error { return prov.Provision(p.scope.context) }); err != nil {
 			return errors.Join(err, p.cleanup(ctx))
 		}
 	}
@@ -113,11 +115,11 @@ func (p *provisioned) cleanup(ctx context.Context) error {
 
 // cleanupFunc returns m's clean-up with ctx: CleanupContext when m is a
 // ContextCleanerUpper (Cleanup is then never called), else Cleanup, else nil.
-func cleanupFunc(m Module, ctx context.Context) func() error {
-	if c, ok := m.(ContextCleanerUpper); ok {
+func cleanupFunc(m modkit.Module, ctx context.Context) func() error {
+	if c, ok := m.(modkit.ContextCleanerUpper); ok {
 		return func() error { return c.CleanupContext(ctx) }
 	}
-	if c, ok := m.(CleanerUpper); ok {
+	if c, ok := m.(modkit.CleanerUpper); ok {
 		return c.Cleanup
 	}
 	return nil

@@ -3,11 +3,13 @@ package config
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
-	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/lock"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 // Locker is one Locker in a Document: the JSON form of lock.Options (which
@@ -25,25 +27,26 @@ type Locker struct {
 	// Identity is lock.Options.Identity: at most lock.MaxIdentityLen
 	// bytes of printable UTF-8. Default: host, pid and a random suffix.
 	Identity string `json:"identity,omitempty"`
-	// LeaseDuration is lock.Options.LeaseDuration. Default: 15s.
-	LeaseDuration Duration `json:"lease_duration,omitempty"`
-	// RenewDeadline is lock.Options.RenewDeadline. Default: 10s.
-	RenewDeadline Duration `json:"renew_deadline,omitempty"`
-	// RetryPeriod is lock.Options.RetryPeriod. Default: 2s.
-	RetryPeriod Duration `json:"retry_period,omitempty"`
+	// Timing is lock.Options.Timing: "lease_duration", "renew_deadline",
+	// "retry_period", "max_backoff" (fxelection.Timing's defaults).
+	fxelection.Timing
 	// Backend is the backend module, inline or by name, as an election's.
 	// Required.
-	Backend BackendRef `json:"backend" config:"required"`
+	Backend modkit.BackendRef `json:"backend" config:"required"`
 }
 
 // Options returns l as lock.Options (Observer unset).
 func (l Locker) Options() lock.Options {
 	return lock.Options{
-		Identity:      l.Identity,
-		LeaseDuration: time.Duration(l.LeaseDuration),
-		RenewDeadline: time.Duration(l.RenewDeadline),
-		RetryPeriod:   time.Duration(l.RetryPeriod),
+		Identity: l.Identity,
+		Timing:   l.Timing,
 	}
+}
+
+// MarshalJSON writes l's settings under their keys, durations as strings.
+func (l Locker) MarshalJSON() ([]byte, error) {
+	type plain Locker
+	return marshalSettings(reflect.ValueOf(plain(l)))
 }
 
 // validateLockers checks doc's lockers (see Document.Validate), reporting
@@ -64,10 +67,10 @@ func (doc *Document) validateLockers(used map[string]bool, fail func(string, err
 			names[l.Name] = i
 		}
 		doc.validateBackendRef(path+".backend", l.Backend, used, fail)
-		// lock.Options' field names are fxelection.Config's, and its
-		// errors *fxelection.ConfigErrors: they map as an election's.
+		// lock.Options' errors are *fxelection.ConfigErrors naming
+		// fields that Locker has too.
 		if err := l.Options().Validate(); err != nil {
-			fail(configPath(path, err), err)
+			fail(configPath(path, lockerDocType, err), err)
 		} else {
 			doc.checkRenewLimit(path, l.Backend, l.RenewDeadline, fail)
 		}

@@ -3,9 +3,10 @@ package config
 import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { RegisterModule(Memory{}) }
+func init() { modkit.RegisterModule(Memory{}) }
 
 // Memory is the module fxelection.backends.memory: in-process leases
 // (memory.Backend) for one process. It has no settings. Each use
@@ -13,14 +14,14 @@ func init() { RegisterModule(Memory{}) }
 // process must share it through a Document.Backends entry.
 type Memory struct{}
 
-var _ BackendModule = (*Memory)(nil)
+var _ modkit.BackendModule = (*Memory)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (Memory) ElectionModule() ModuleInfo {
-	return ModuleInfo{
+func (Memory) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{
 		ID:  "fxelection.backends.memory",
 		Doc: "in-process leases for one process (demos, tests, single-process apps); no settings",
-		New: func() Module { return new(Memory) },
+		New: func() modkit.Module { return new(Memory) },
 	}
 }
 

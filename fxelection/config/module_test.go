@@ -7,11 +7,12 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 func TestModuleID(t *testing.T) {
 	for _, tc := range []struct {
-		id       config.ModuleID
+		id       modkit.ModuleID
 		ok       bool
 		ns, name string
 	}{
@@ -28,7 +29,7 @@ func TestModuleID(t *testing.T) {
 		{"fxelection.backends.re-dis", false, "", ""},
 		{"fxelection.backends.re dis", false, "", ""},
 		{"fxelection.backends.é", false, "", ""},
-		{config.ModuleID("a." + strings.Repeat("b", 127)), false, "", ""},
+		{modkit.ModuleID("a." + strings.Repeat("b", 127)), false, "", ""},
 	} {
 		err := tc.id.Validate()
 		if (err == nil) != tc.ok {
@@ -44,7 +45,7 @@ func TestModuleID(t *testing.T) {
 }
 
 func TestModulesAndGetModule(t *testing.T) {
-	mods := config.Modules()
+	mods := modkit.Modules()
 	var ids []string
 	for _, m := range mods {
 		ids = append(ids, string(m.ID))
@@ -55,16 +56,16 @@ func TestModulesAndGetModule(t *testing.T) {
 	if strings.Join(ids, " ") != "fxelection.backends.memory fxelection.backends.probe fxelection.backends.wrap fxelection.extensions.census" {
 		t.Fatalf("Modules() = %v", ids)
 	}
-	info, err := config.GetModule("fxelection.backends.memory")
+	info, err := modkit.GetModule("fxelection.backends.memory")
 	if err != nil || info.ID != "fxelection.backends.memory" {
 		t.Fatalf("GetModule = %+v, %v", info, err)
 	}
 	// New gives a fresh value each time (Memory is zero-sized, so use Probe).
-	probeInfo, _ := config.GetModule("fxelection.backends.probe")
+	probeInfo, _ := modkit.GetModule("fxelection.backends.probe")
 	if a, b := probeInfo.New(), probeInfo.New(); a == b {
 		t.Fatal("New returned the same value twice")
 	}
-	_, err = config.GetModule("fxelection.backends.redis")
+	_, err = modkit.GetModule("fxelection.backends.redis")
 	if !errors.Is(err, config.ErrUnknownModule) || !strings.Contains(err.Error(), "fxelection.backends.memory, fxelection.backends.probe, fxelection.backends.wrap") {
 		t.Fatalf("GetModule(unknown) = %v", err)
 	}
@@ -72,7 +73,7 @@ func TestModulesAndGetModule(t *testing.T) {
 
 // Bad modules for registration.
 type (
-	modFunc     func() config.ModuleInfo
+	modFunc     func() modkit.ModuleInfo
 	notBackend  struct{}
 	valueNew    struct{}
 	idMismatch  struct{}
@@ -83,35 +84,35 @@ type (
 	extProvision struct{ Census }
 )
 
-func (extNoOptions) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.extensions.no", Doc: "x", New: func() config.Module { return new(extNoOptions) }}
+func (extNoOptions) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.extensions.no", Doc: "x", New: func() modkit.Module { return new(extNoOptions) }}
 }
-func (extProvision) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.extensions.prov", Doc: "x", New: func() config.Module { return new(extProvision) }}
+func (extProvision) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.extensions.prov", Doc: "x", New: func() modkit.Module { return new(extProvision) }}
 }
-func (*extProvision) Provision(config.Context) error { return nil }
+func (*extProvision) Provision(modkit.Context) error { return nil }
 
-func (f modFunc) ElectionModule() config.ModuleInfo { return f() }
-func (notBackend) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.backends.nb", Doc: "x", New: func() config.Module { return new(notBackend) }}
+func (f modFunc) ElectionModule() modkit.ModuleInfo { return f() }
+func (notBackend) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.backends.nb", Doc: "x", New: func() modkit.Module { return new(notBackend) }}
 }
-func (valueNew) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "acme.things.v", Doc: "x", New: func() config.Module { return valueNew{} }}
+func (valueNew) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "acme.things.v", Doc: "x", New: func() modkit.Module { return valueNew{} }}
 }
-func (idMismatch) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "acme.things.a", Doc: "x", New: func() config.Module { return new(config.Memory) }}
+func (idMismatch) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "acme.things.a", Doc: "x", New: func() modkit.Module { return new(config.Memory) }}
 }
-func (reservedKey) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "acme.things.r", Doc: "x", New: func() config.Module { return new(reservedKey) }}
+func (reservedKey) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "acme.things.r", Doc: "x", New: func() modkit.Module { return new(reservedKey) }}
 }
 
 func TestRegisterModulePanics(t *testing.T) {
-	info := func(id config.ModuleID, doc string, newFn func() config.Module) config.Module {
-		return modFunc(func() config.ModuleInfo { return config.ModuleInfo{ID: id, Doc: doc, New: newFn} })
+	info := func(id modkit.ModuleID, doc string, newFn func() modkit.Module) modkit.Module {
+		return modFunc(func() modkit.ModuleInfo { return modkit.ModuleInfo{ID: id, Doc: doc, New: newFn} })
 	}
 	for _, tc := range []struct {
 		name string
-		m    config.Module
+		m    modkit.Module
 		want string
 	}{
 		{"nil", nil, "RegisterModule(nil)"},
@@ -119,7 +120,7 @@ func TestRegisterModulePanics(t *testing.T) {
 		{"empty doc", info("acme.x.y", "", nil), "empty Doc"},
 		{"multi-line doc", info("acme.x.y", "a\nb", nil), "one line"},
 		{"nil New", info("acme.x.y", "x", nil), "nil New"},
-		{"New returns nil", info("acme.x.y", "x", func() config.Module { return nil }), "non-nil pointer to a struct"},
+		{"New returns nil", info("acme.x.y", "x", func() modkit.Module { return nil }), "non-nil pointer to a struct"},
 		{"New returns a value", valueNew{}, "non-nil pointer to a struct"},
 		{"ID mismatch", idMismatch{}, `New returns a module whose ID is "fxelection.backends.memory"`},
 		{"reserved key", reservedKey{}, `setting "module" is reserved`},
@@ -135,7 +136,7 @@ func TestRegisterModulePanics(t *testing.T) {
 					t.Fatalf("panic %v, want %q", p, tc.want)
 				}
 			}()
-			config.RegisterModule(tc.m)
+			modkit.RegisterModule(tc.m)
 		})
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
 const secret = "hunter2-very-secret"
@@ -99,24 +101,24 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		}
 	}
 	// A document built in Go: Build redacts every Secret in it.
-	p := &Probe{Journal: "go", Tag: "t", Password: config.NewSecret(secret), FailValidate: true}
-	_, err := config.Build(&config.Document{Elections: []config.Election{{Name: "a", Backend: config.BackendRef{Module: p}}}})
+	p := &Probe{Journal: "go", Tag: "t", Password: modkit.NewSecret(secret), FailValidate: true}
+	_, err := config.Build(&config.Document{Elections: []config.Election{{Config: fxelection.Config{Name: "a"}, Backend: modkit.BackendRef{Module: p}}}})
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "elections[0].backend: fxelection.backends.probe: password xxxxx") {
 		t.Fatalf("Build error = %v", err)
 	}
 }
 
 func TestSecretNeverPrints(t *testing.T) {
-	s := config.NewSecret(secret)
-	if s.Value() != secret || s.IsZero() || !config.NewSecret("").IsZero() {
+	s := modkit.NewSecret(secret)
+	if s.Value() != secret || s.IsZero() || !modkit.NewSecret("").IsZero() {
 		t.Fatal("Value/IsZero")
 	}
 	holder := struct {
-		P  config.Secret
-		PP *config.Secret
-		M  map[string]config.Secret
-	}{s, &s, map[string]config.Secret{"k": s}}
-	type unexported struct{ p config.Secret } // fmt cannot call Format on p
+		P  modkit.Secret
+		PP *modkit.Secret
+		M  map[string]modkit.Secret
+	}{s, &s, map[string]modkit.Secret{"k": s}}
+	type unexported struct{ p modkit.Secret } // fmt cannot call Format on p
 	var out []string
 	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
 		out = append(out, fmt.Sprintf(f, unexported{s}), fmt.Sprintf(f, []unexported{{s}}))
@@ -141,11 +143,11 @@ func TestSecretNeverPrints(t *testing.T) {
 			t.Errorf("secret printed: %s", o)
 		}
 	}
-	if got := fmt.Sprintf("%v|%q|%#v", s, s, s); got != `xxxxx|"xxxxx"|config.Secret("xxxxx")` {
+	if got := fmt.Sprintf("%v|%q|%#v", s, s, s); got != `xxxxx|"xxxxx"|modkit.Secret("xxxxx")` {
 		t.Errorf("formats = %s", got)
 	}
 
-	var back config.Secret
+	var back modkit.Secret
 	if err := json.Unmarshal([]byte(`"`+secret+`"`), &back); err != nil || back.Value() != secret {
 		t.Fatalf("UnmarshalJSON: %v", err)
 	}

@@ -3,11 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
@@ -44,15 +47,12 @@ type Pool struct {
 	MaxWorkers int `json:"max_workers,omitempty"`
 	// MaxMoves is pool.Config.MaxMoves. Default: the number of shards.
 	MaxMoves int `json:"max_moves,omitempty"`
-	// LeaseDuration is pool.Config.LeaseDuration. Default: 15s.
-	LeaseDuration Duration `json:"lease_duration,omitempty"`
-	// RenewDeadline is pool.Config.RenewDeadline. Default: 10s.
-	RenewDeadline Duration `json:"renew_deadline,omitempty"`
-	// RetryPeriod is pool.Config.RetryPeriod. Default: 2s.
-	RetryPeriod Duration `json:"retry_period,omitempty"`
+	// Timing is pool.Config.Timing: "lease_duration", "renew_deadline",
+	// "retry_period", "max_backoff" (fxelection.Timing's defaults).
+	fxelection.Timing
 	// Backend is the backend module, inline or by name, as an election's.
 	// Required.
-	Backend BackendRef `json:"backend" config:"required"`
+	Backend modkit.BackendRef `json:"backend" config:"required"`
 }
 
 // Config returns p as a pool.Config (OnAcquired, OnReleased and Logger
@@ -61,14 +61,12 @@ type Pool struct {
 // it) gives no shards.
 func (p Pool) Config() pool.Config {
 	c := pool.Config{
-		Name:          p.Name,
-		Shards:        p.Shards,
-		Identity:      p.Identity,
-		MaxWorkers:    p.MaxWorkers,
-		MaxMoves:      p.MaxMoves,
-		LeaseDuration: time.Duration(p.LeaseDuration),
-		RenewDeadline: time.Duration(p.RenewDeadline),
-		RetryPeriod:   time.Duration(p.RetryPeriod),
+		Name:       p.Name,
+		Shards:     p.Shards,
+		Identity:   p.Identity,
+		MaxWorkers: p.MaxWorkers,
+		MaxMoves:   p.MaxMoves,
+		Timing:     p.Timing,
 	}
 	if p.ShardCount > 0 && p.ShardCount <= MaxPoolShards {
 		c.Shards = make([]string, p.ShardCount)
@@ -79,20 +77,12 @@ func (p Pool) Config() pool.Config {
 	return c
 }
 
-// poolKeys maps pool.Config's field names (as its ConfigError names them)
-// to a Pool's keys; the timings and Identity are reported as an
-// fxelection.Config's and map as an election's do (configKeys).
-var poolKeys = map[string]string{
-	"Name": "name", "Name or Shards": "name", "Shards": "shards",
-	"MaxWorkers": "max_workers", "MaxMoves": "max_moves",
-}
-
 // poolPath points a pool.New error at the key of the field it names
 // ("pools[1].max_workers", "pools[1].shards[3]" for Shards[3]), or at the
 // pool if it names none. Shards are reported at shard_count when the pool
 // counts them.
 func poolPath(path string, p Pool, err error) string {
-	var ce *pool.ConfigError
+	var ce *fxelection.ConfigError
 	if !errors.As(err, &ce) {
 		return path
 	}
@@ -102,10 +92,7 @@ func poolPath(path string, p Pool, err error) string {
 		}
 		return path + ".shards[" + strconv.Itoa(i) + "]"
 	}
-	key, ok := poolKeys[ce.Field]
-	if !ok {
-		key, ok = configKeys[ce.Field]
-	}
+	key, ok := settingKey(poolDocType, ce.Field)
 	if !ok {
 		return path
 	}
@@ -115,7 +102,13 @@ func poolPath(path string, p Pool, err error) string {
 	return path + "." + key
 }
 
-// shardIndex returns i for pool.ConfigError's field "Shards[i]".
+// MarshalJSON writes p's settings under their keys, durations as strings.
+func (p Pool) MarshalJSON() ([]byte, error) {
+	type plain Pool
+	return marshalSettings(reflect.ValueOf(plain(p)))
+}
+
+// shardIndex returns i for the ConfigError field "Shards[i]" of pool.New.
 func shardIndex(field string) (int, bool) {
 	rest, ok := strings.CutPrefix(field, "Shards[")
 	if !ok {

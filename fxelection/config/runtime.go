@@ -15,6 +15,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/lock"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
 
@@ -271,7 +272,7 @@ func (r *Runtime) Apply(ctx context.Context, doc *Document) error {
 func (r *Runtime) planModules(doc *Document, secrets []string) (map[string]*runModule, []*runModule, error) {
 	out := map[string]*runModule{}
 	var fresh []*runModule
-	add := func(key, path string, m BackendModule) error {
+	add := func(key, path string, m modkit.BackendModule) error {
 		sum, err := moduleSum(m)
 		if err != nil {
 			return pathErr(path, err)
@@ -397,7 +398,7 @@ func (r *Runtime) planElections(doc *Document, modules map[string]*runModule) (a
 			all = append(all, old)
 			continue
 		}
-		c := e.Config()
+		c := e.ElectorConfig()
 		c.Logger = r.opts.Logger
 		el, err := mod.p.group.New(c)
 		if err != nil {
@@ -598,8 +599,8 @@ func (r *Runtime) Close(ctx context.Context) error {
 
 // moduleSum digests m's ID and settings: its JSON (Secrets come out
 // masked) followed by every Secret's value, in field order.
-func moduleSum(m Module) ([32]byte, error) {
-	raw, err := marshalModule(m)
+func moduleSum(m modkit.Module) ([32]byte, error) {
+	raw, err := modkit.MarshalModule(m)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -615,7 +616,7 @@ func moduleSum(m Module) ([32]byte, error) {
 
 // electionSum digests e's settings but its backend.
 func electionSum(e Election) ([32]byte, error) {
-	e.Backend = BackendRef{}
+	e.Backend = modkit.BackendRef{}
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return [32]byte{}, err
@@ -625,7 +626,7 @@ func electionSum(e Election) ([32]byte, error) {
 
 // poolSum digests p's settings but its backend.
 func poolSum(p Pool) ([32]byte, error) {
-	p.Backend = BackendRef{}
+	p.Backend = modkit.BackendRef{}
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return [32]byte{}, err
@@ -635,7 +636,7 @@ func poolSum(p Pool) ([32]byte, error) {
 
 // lockerSum digests l's settings but its backend.
 func lockerSum(l Locker) ([32]byte, error) {
-	l.Backend = BackendRef{}
+	l.Backend = modkit.BackendRef{}
 	raw, err := json.Marshal(l)
 	if err != nil {
 		return [32]byte{}, err

@@ -68,7 +68,7 @@ elections:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := d.Elections[0].Config()
+	c := d.Elections[0].ElectorConfig()
 	if c.Identity != "node-7" || c.LeaseDuration != 30*time.Second || c.RenewDeadline != 20*time.Second ||
 		!c.KeepLeaseOnStop || c.Metadata["port"] != "8080" || d.Elections[1].Metadata["addr"] != "10.0.0.7:8080" {
 		t.Fatalf("config = %+v", c)

@@ -21,6 +21,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
 
@@ -31,7 +32,7 @@ const BackendPath = "elections[0].backend"
 // Decode parses (strictly, with Validate) a document with one election
 // whose backend is the module object settings (JSON text), and returns the
 // decoded module. Placeholders are resolved with env.
-func Decode(settings string, env map[string]string) (config.BackendModule, error) {
+func Decode(settings string, env map[string]string) (modkit.BackendModule, error) {
 	doc, err := EnvLoader(env).Parse([]byte(`{"elections": [{"name": "e", "backend": ` + settings + `}]}`))
 	if err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func CheckErrors(t *testing.T, env map[string]string, cases []Case, secrets ...s
 // error (after Cleanup, as the config package does). A successful
 // module's Cleanup runs when the test ends, unless the test called the
 // returned cleanup first.
-func Provision(t testing.TB, ctx context.Context, m config.BackendModule) (b fxelection.Backend, cleanup func() error, err error) {
+func Provision(t testing.TB, ctx context.Context, m modkit.BackendModule) (b fxelection.Backend, cleanup func() error, err error) {
 	t.Helper()
 	var once bool
 	cleanup = func() error {
@@ -91,13 +92,13 @@ func Provision(t testing.TB, ctx context.Context, m config.BackendModule) (b fxe
 			return nil
 		}
 		once = true
-		if c, ok := m.(config.CleanerUpper); ok {
+		if c, ok := m.(modkit.CleanerUpper); ok {
 			return c.Cleanup()
 		}
 		return nil
 	}
-	if p, ok := m.(config.Provisioner); ok {
-		if err := p.Provision(config.Context{Context: ctx}); err != nil {
+	if p, ok := m.(modkit.Provisioner); ok {
+		if err := p.Provision(modkit.Context{Context: ctx}); err != nil {
 			return nil, nil, errors.Join(err, cleanup())
 		}
 	}
@@ -142,7 +143,7 @@ func Validated(setting string) []string { return []string{BackendPath + ": ", se
 // MustProvision decodes settings (see Decode; no placeholders), requires a
 // module of type M whose backend is named name (backendkit.NamedBackend),
 // and provisions it (see Provision) with ctx, failing t on any error.
-func MustProvision[M config.BackendModule](t testing.TB, ctx context.Context, settings, name string) (M, fxelection.Backend, func() error) {
+func MustProvision[M modkit.BackendModule](t testing.TB, ctx context.Context, settings, name string) (M, fxelection.Backend, func() error) {
 	t.Helper()
 	decoded, err := Decode(settings, nil)
 	if err != nil {
@@ -223,7 +224,7 @@ func Document(election, moduleID, settings string) []byte {
 // CheckRegistered checks that moduleID is registered, with a doc string.
 func CheckRegistered(t *testing.T, moduleID string) {
 	t.Helper()
-	info, err := config.GetModule(config.ModuleID(moduleID))
+	info, err := modkit.GetModule(modkit.ModuleID(moduleID))
 	if err != nil || info.Doc == "" {
 		t.Fatalf("GetModule = %+v, %v", info, err)
 	}
@@ -233,7 +234,7 @@ func CheckRegistered(t *testing.T, moduleID string) {
 // values; fuzz input) and checks that it either decodes to a module of
 // type M or fails with an error that does not contain secret. Settings
 // that JSON cannot represent are skipped.
-func CheckDecodeHides[M config.BackendModule](t *testing.T, settings map[string]any, secret string) {
+func CheckDecodeHides[M modkit.BackendModule](t *testing.T, settings map[string]any, secret string) {
 	t.Helper()
 	raw, err := json.Marshal(settings)
 	if err != nil {
@@ -291,8 +292,11 @@ func CheckFxModule(t *testing.T, election, backendName string, probe func() fxel
 	t.Helper()
 	var e *fxelection.Elector
 	app := fxtest.New(t, fx.Options(backend...),
-		fx.Supply(fxelection.Config{Name: election, LeaseDuration: electiontesting.FaultLease,
-			RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: election, Timing: fxelection.Timing{
+			LeaseDuration: electiontesting.FaultLease,
+			RenewDeadline: electiontesting.FaultRenew,
+			RetryPeriod:   electiontesting.FaultRetry,
+		}}),
 		fxelection.Module,
 		fx.Populate(&e),
 	)

@@ -11,17 +11,18 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
-func init() { config.RegisterModule(counted{}) }
+func init() { modkit.RegisterModule(counted{}) }
 
 // counted is the module fxelection.backends.counted: it provisions the
 // backend module in its "inner" setting and hands out that backend wrapped
 // in counting (countingBatch when the inner backend batches), published in
 // lastCounted for the measurement.
 type counted struct {
-	Inner config.BackendRef `json:"inner" config:"required"`
+	Inner modkit.BackendRef `json:"inner" config:"required"`
 	b     fxelection.Backend
 }
 
@@ -29,12 +30,12 @@ type counted struct {
 // -document child runs.
 var lastCounted atomic.Pointer[counting]
 
-func (counted) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.backends.counted", Doc: "scalebench: counts the calls to the backend module in inner",
-		New: func() config.Module { return new(counted) }}
+func (counted) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.backends.counted", Doc: "scalebench: counts the calls to the backend module in inner",
+		New: func() modkit.Module { return new(counted) }}
 }
 
-func (c *counted) Provision(ctx config.Context) error {
+func (c *counted) Provision(ctx modkit.Context) error {
 	inner, err := ctx.ProvisionBackend(c.Inner)
 	if err != nil {
 		return fmt.Errorf("inner: %w", err)

@@ -15,10 +15,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // ConfigModule is the configuration-document module
 // fxelection.backends.blob: a Backend with an Azure Blob client of its own,
@@ -37,14 +37,14 @@ type ConfigModule struct {
 	// ConnectionString is an Azure Storage connection string (it embeds
 	// the account key or a SAS). Default: none; then account_url,
 	// account_name and account_key are required.
-	ConnectionString config.Secret `json:"connection_string,omitempty"`
+	ConnectionString modkit.Secret `json:"connection_string,omitempty"`
 	// AccountURL is the service URL, such as
 	// https://ACCOUNT.blob.core.windows.net/. Default: none.
 	AccountURL string `json:"account_url,omitempty"`
 	// AccountName is the storage account's name. Default: none.
 	AccountName string `json:"account_name,omitempty"`
 	// AccountKey is the account's shared key (base64). Default: none.
-	AccountKey config.Secret `json:"account_key,omitempty"`
+	AccountKey modkit.Secret `json:"account_key,omitempty"`
 	// Container is Options.Container; it must exist. Required.
 	Container string `json:"container" config:"required"`
 	// Prefix is Options.Prefix. Default: "fxelection/".
@@ -53,14 +53,14 @@ type ConfigModule struct {
 	// The Backend, from Provision, and its client: the module owns that
 	// client, as every backend module owns what it built, and Cleanup
 	// frees its idle connections.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.blob",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.blob",
 		"Azure Blob Storage (or Azurite), one blob per election on native leases (15s to 60s)")
 }
 
@@ -90,11 +90,11 @@ func (m *ConfigModule) Validate() error {
 	}
 	switch {
 	case m.AccountURL == "":
-		return fmt.Errorf("account_url: %w (or set connection_string)", config.ErrRequired)
+		return fmt.Errorf("account_url: %w (or set connection_string)", modkit.ErrRequired)
 	case m.AccountName == "":
-		return fmt.Errorf("account_name: %w (or set connection_string)", config.ErrRequired)
+		return fmt.Errorf("account_name: %w (or set connection_string)", modkit.ErrRequired)
 	case m.AccountKey.IsZero():
-		return fmt.Errorf("account_key: %w (or set connection_string)", config.ErrRequired)
+		return fmt.Errorf("account_key: %w (or set connection_string)", modkit.ErrRequired)
 	}
 	if u, err := url.Parse(m.AccountURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("account_url: want an http(s) URL such as https://ACCOUNT.blob.core.windows.net/")
@@ -144,7 +144,7 @@ func (m *ConfigModule) secrets() []string {
 }
 
 // Provision creates the client and the Backend. It does no I/O.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	secrets := m.secrets()
 	b, err := m.build(secrets)
 	if err != nil {

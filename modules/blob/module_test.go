@@ -12,6 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	bloblease "github.com/fxelection/fxelection/modules/blob"
@@ -68,7 +69,7 @@ func TestOptionsValidateBothPaths(t *testing.T) {
 	if _, err := bloblease.New(newClient(t), bloblease.Options{}); !errors.Is(err, bloblease.ErrContainerRequired) {
 		t.Fatalf("New without a container: %v", err)
 	}
-	m := &bloblease.ConfigModule{ConnectionString: config.NewSecret("UseDevelopmentStorage=true")}
+	m := &bloblease.ConfigModule{ConnectionString: modkit.NewSecret("UseDevelopmentStorage=true")}
 	if err := m.Validate(); !errors.Is(err, bloblease.ErrContainerRequired) {
 		t.Fatalf("module without a container: %v", err)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // ConfigModule is the configuration-document module
 // fxelection.backends.dynamodb: a Backend with a DynamoDB client of its
@@ -45,24 +45,24 @@ type ConfigModule struct {
 	AccessKeyID string `json:"access_key_id,omitempty"`
 	// SecretAccessKey is the secret access key. Default: the SDK's default
 	// credential chain.
-	SecretAccessKey config.Secret `json:"secret_access_key,omitempty"`
+	SecretAccessKey modkit.Secret `json:"secret_access_key,omitempty"`
 	// SessionToken is the session token of temporary credentials; only
 	// with access_key_id and secret_access_key. Default: none.
-	SessionToken config.Secret `json:"session_token,omitempty"`
+	SessionToken modkit.Secret `json:"session_token,omitempty"`
 	// SkipCreateTable is Options.SkipCreateTable. Default: false (the
 	// first operation creates a missing table).
 	SkipCreateTable bool `json:"skip_create_table,omitempty"`
 
 	// The Backend, from Provision, and its client's connections, which the
 	// module owns and Cleanup frees.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.dynamodb",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.dynamodb",
 		"DynamoDB table, one item per election (observed-time expiry, no push)")
 }
 
@@ -106,7 +106,7 @@ func (m *ConfigModule) secrets() []string {
 // Provision creates the client and the Backend. It sends nothing to
 // DynamoDB; without static credentials it reads the SDK's default
 // configuration (environment and shared files).
-func (m *ConfigModule) Provision(ctx config.Context) error {
+func (m *ConfigModule) Provision(ctx modkit.Context) error {
 	secrets := m.secrets()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	m.Own("dynamodb client's idle connections", func() error { transport.CloseIdleConnections(); return nil })

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/moduletest"
 )
 
@@ -28,7 +28,7 @@ func TestModuleSecretsRedacted(t *testing.T) {
 	}))
 	defer srv.Close()
 	m := &ConfigModule{Region: "us-east-1", Endpoint: srv.URL, Table: "leases", AccessKeyID: "AKIDEXAMPLE",
-		SecretAccessKey: config.NewSecret(key), SessionToken: config.NewSecret(token), SkipCreateTable: true}
+		SecretAccessKey: modkit.NewSecret(key), SessionToken: modkit.NewSecret(token), SkipCreateTable: true}
 	be, cleanup, err := moduletest.Provision(t, context.Background(), m)
 	if err != nil {
 		t.Fatal(err)

@@ -15,10 +15,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // DefaultDialTimeout is ConfigModule.DialTimeout's default.
 const DefaultDialTimeout = 5 * time.Second
@@ -43,10 +43,10 @@ type ConfigModule struct {
 	Username string `json:"username,omitempty"`
 	// Password is the user's password; never logged or put in errors.
 	// Required with username, refused without it. Default: none.
-	Password config.Secret `json:"password,omitempty"`
+	Password modkit.Secret `json:"password,omitempty"`
 	// DialTimeout bounds fetching the authentication token when the client
 	// is created and the client's keep-alive probes. Default: 5s.
-	DialTimeout config.Duration `json:"dial_timeout,omitempty"`
+	DialTimeout modkit.Duration `json:"dial_timeout,omitempty"`
 	// TLS connects with TLS 1.2 or later, verifying the server's
 	// certificate against the system's roots or CAFile. Default: false,
 	// unless an endpoint is an https:// URL or a file below is set.
@@ -66,14 +66,14 @@ type ConfigModule struct {
 
 	// The Backend and its client, from Provision; Cleanup stops push
 	// wake-up and closes the client.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.etcd",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.etcd",
 		"etcd v3 (a Raft-replicated cluster): etcd leases, the key's create revision as the term, watch wake-up")
 }
 
@@ -116,7 +116,7 @@ func (m *ConfigModule) endpoints() ([]string, error) {
 			case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 				return nil, fmt.Errorf("%w: endpoints: endpoint %d has a path or query", ErrInvalidOptions, i+1)
 			}
-		} else if err := config.HostPort(fmt.Sprintf("endpoints: endpoint %d", i+1), e); err != nil {
+		} else if err := modkit.HostPort(fmt.Sprintf("endpoints: endpoint %d", i+1), e); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		out = append(out, e)
@@ -153,7 +153,7 @@ func (m *ConfigModule) Validate() error {
 	case m.DialTimeout < 0:
 		return fmt.Errorf("%w: dial_timeout: must not be negative", ErrInvalidOptions)
 	}
-	return m.options().validate(config.SettingLabel[ConfigModule])
+	return m.options().validate(modkit.SettingLabel[ConfigModule])
 }
 
 // tlsConfig reads the certificate files, if any.
@@ -184,7 +184,7 @@ func (m *ConfigModule) tlsConfig() (*tls.Config, error) {
 // electors' first operations (a member that is down is reported by them),
 // except that with a username the client fetches its authentication token
 // now, bounded by dial_timeout: wrong credentials fail the start.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	eps, err := m.endpoints()
 	if err != nil {
 		return err

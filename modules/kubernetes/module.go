@@ -10,10 +10,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // Client rate limits the config module sets when qps and burst are not
 // given: client-go's own default (5 requests per second) starves a process
@@ -50,7 +50,7 @@ type ConfigModule struct {
 	Server string `json:"server,omitempty"`
 	// Token is a bearer token (with server, or overriding the kubeconfig's
 	// credentials); never logged or put in errors. Default: none.
-	Token config.Secret `json:"token,omitempty"`
+	Token modkit.Secret `json:"token,omitempty"`
 	// CAFile is a PEM file of the certificate authorities that sign the
 	// API server's certificate, with server. Default: the system's roots.
 	CAFile string `json:"ca_file,omitempty"`
@@ -65,14 +65,14 @@ type ConfigModule struct {
 	Push *bool `json:"push,omitempty" option:"DisablePush"`
 
 	// The Backend, from Provision; Cleanup stops push wake-up.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.kubernetes",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.kubernetes",
 		"Kubernetes coordination.k8s.io/v1 Leases, field-compatible with client-go's LeaseLock: observed-time expiry, a clock-seeded term in an annotation, watch wake-up")
 }
 
@@ -107,7 +107,7 @@ func (m *ConfigModule) Validate() error {
 	case m.Burst < 0:
 		return fmt.Errorf("%w: burst: must not be negative", ErrInvalidOptions)
 	}
-	return m.options().validate(config.SettingLabel[ConfigModule])
+	return m.options().validate(modkit.SettingLabel[ConfigModule])
 }
 
 // restConfig builds the client configuration the settings describe.
@@ -150,7 +150,7 @@ func (m *ConfigModule) restConfig() (*rest.Config, error) {
 // Provision creates the client and the Backend. It does no I/O beyond
 // reading the kubeconfig or the service account's files: the electors'
 // first operations reach the API server.
-func (m *ConfigModule) Provision(ctx config.Context) error {
+func (m *ConfigModule) Provision(ctx modkit.Context) error {
 	cfg, err := m.restConfig()
 	if err != nil {
 		return m.redact(err, nil)

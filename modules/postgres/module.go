@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // DefaultCloseTimeout is ConfigModule.CloseTimeout's default.
 const DefaultCloseTimeout = 500 * time.Millisecond
@@ -38,7 +38,7 @@ var ErrInvalidSettings = errors.New("pglease: invalid settings")
 type ConfigModule struct {
 	// DSN is the pgx connection string (key=value or URL); it usually
 	// embeds a password, so it is a secret. Required.
-	DSN config.Secret `json:"dsn" config:"required"`
+	DSN modkit.Secret `json:"dsn" config:"required"`
 	// Table is Options.Table. Default: "fxelection_leases".
 	Table string `json:"table,omitempty"`
 	// Schema is Options.Schema. Default: the connection's search_path.
@@ -55,23 +55,23 @@ type ConfigModule struct {
 	// against a server that does not answer); after it, or at the end of
 	// fx's stop deadline if that comes first, the close finishes in the
 	// background. Must not be negative. Default (also for "0s"): 500ms.
-	CloseTimeout config.Duration `json:"close_timeout,omitempty"`
+	CloseTimeout modkit.Duration `json:"close_timeout,omitempty"`
 
 	// The Backend, from Provision; CleanupContext stops its push listener
 	// before it closes the pool (which needs a deadline: see there).
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 	pool *pgxpool.Pool // set by Provision, closed by CleanupContext
 	log  *slog.Logger  // the app's, from Provision
 }
 
 var (
-	_ config.ClientBackendModule = (*ConfigModule)(nil)
-	_ config.ContextCleanerUpper = (*ConfigModule)(nil)
+	_ modkit.ClientBackendModule = (*ConfigModule)(nil)
+	_ modkit.ContextCleanerUpper = (*ConfigModule)(nil)
 )
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.postgres",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.postgres",
 		"PostgreSQL lease table: server-clock expiry, LISTEN/NOTIFY wake-up")
 }
 
@@ -99,14 +99,14 @@ func (m *ConfigModule) Validate() error {
 	if m.CloseTimeout < 0 {
 		return fmt.Errorf("%w: close_timeout: must not be negative", ErrInvalidSettings)
 	}
-	_, err := m.options().normalize(config.SettingLabel[ConfigModule])
+	_, err := m.options().normalize(modkit.SettingLabel[ConfigModule])
 	return err
 }
 
 // Provision parses the DSN and creates the pool and the Backend. It does
 // not connect: a database that is down is reported by the electors' first
 // operations. The push listener's problems go to the app's logger.
-func (m *ConfigModule) Provision(ctx config.Context) error {
+func (m *ConfigModule) Provision(ctx modkit.Context) error {
 	secrets := dsnSecrets(m.DSN.Value())
 	cfg, err := pgxpool.ParseConfig(m.DSN.Value())
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	pglease "github.com/fxelection/fxelection/modules/postgres"
@@ -74,7 +75,7 @@ func TestOptionsValidateBothPaths(t *testing.T) {
 	for _, opts := range []pglease.Options{{Table: "bad name"}, {Schema: `a"b`}, {Channel: "x;y"}} {
 		_, errNew := pglease.New(pool, opts)
 		errValidate := opts.Validate()
-		m := &pglease.ConfigModule{DSN: config.NewSecret("postgres://127.0.0.1:1/db"), Table: opts.Table, Schema: opts.Schema, Channel: opts.Channel}
+		m := &pglease.ConfigModule{DSN: modkit.NewSecret("postgres://127.0.0.1:1/db"), Table: opts.Table, Schema: opts.Schema, Channel: opts.Channel}
 		errModule := m.Validate()
 		for name, err := range map[string]error{"New": errNew, "Options.Validate": errValidate, "module": errModule} {
 			if !errors.Is(err, pglease.ErrInvalidIdentifier) {
@@ -149,7 +150,7 @@ func TestFxModule(t *testing.T) {
 		fxelection.Module,
 		fx.Supply(fxelection.Config{
 			Name: election(t), Identity: "fx",
-			LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry,
+			Timing: fxelection.Timing{LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry},
 		}),
 		fx.Populate(&elector, &backend),
 	)

@@ -7,10 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // MaxDB is the highest database number the module accepts: Redis has 16
 // databases (0–15) unless its "databases" setting says otherwise, and a
@@ -47,7 +47,7 @@ type ConfigModule struct {
 	// Username is the ACL user name. Default: none.
 	Username string `json:"username,omitempty"`
 	// Password is the password; never logged or put in errors. Default: none.
-	Password config.Secret `json:"password,omitempty"`
+	Password modkit.Secret `json:"password,omitempty"`
 	// DB is the database number, 0 to MaxDB (ValidateDB); Cluster has
 	// only 0. Default: 0.
 	DB int `json:"db,omitempty"`
@@ -61,14 +61,14 @@ type ConfigModule struct {
 
 	// The Backend and its client, from Provision; Cleanup stops push
 	// wake-up and closes the client.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.redis",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.redis",
 		"Redis or Valkey (single node, Sentinel or Cluster): server-side expiry, push wake-up")
 }
 
@@ -80,11 +80,11 @@ func (m *ConfigModule) options() Options {
 	}
 }
 
-// addrs splits Addr and checks each address with config.HostPorts. Errors
-// match ErrInvalidOptions and config.ErrInvalidAddress and never quote the
+// addrs splits Addr and checks each address with modkit.HostPorts. Errors
+// match ErrInvalidOptions and modkit.ErrInvalidAddress and never quote the
 // value.
 func (m *ConfigModule) addrs() ([]string, error) {
-	addrs, err := config.HostPorts("addr", m.Addr)
+	addrs, err := modkit.HostPorts("addr", m.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -105,12 +105,12 @@ func (m *ConfigModule) Validate() error {
 	if m.DB != 0 && len(addrs) > 1 && m.Master == "" {
 		return fmt.Errorf("%w: db: Redis Cluster has only database 0", ErrInvalidOptions)
 	}
-	return m.options().validate(config.SettingLabel[ConfigModule])
+	return m.options().validate(modkit.SettingLabel[ConfigModule])
 }
 
 // Provision creates the client and the Backend. It does no I/O: a server
 // that is down is reported by the electors' first operations.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	addrs, err := m.addrs()
 	if err != nil {
 		return err

@@ -9,10 +9,10 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // ConfigModule is the configuration-document module fxelection.backends.s3:
 // a Backend with a MinIO client of its own, created by Provision; Cleanup
@@ -35,7 +35,7 @@ type ConfigModule struct {
 	// Default: none (anonymous).
 	AccessKey string `json:"access_key,omitempty"`
 	// SecretKey is the secret access key. Default: none (anonymous).
-	SecretKey config.Secret `json:"secret_key,omitempty"`
+	SecretKey modkit.Secret `json:"secret_key,omitempty"`
 	// Region is the bucket's region. Default: looked up by the client.
 	Region string `json:"region,omitempty"`
 	// Prefix is Options.Prefix. Default: "fxelection/".
@@ -46,14 +46,14 @@ type ConfigModule struct {
 	// The Backend, from Provision, and its client: the module owns that
 	// client, as every backend module owns what it built, and Cleanup
 	// frees its idle connections.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.s3",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.s3",
 		"S3 or MinIO bucket, one object per election (observed-time expiry, no push)")
 }
 
@@ -75,7 +75,7 @@ func (m *ConfigModule) Validate() error {
 func (m *ConfigModule) secure() bool { return m.Secure == nil || *m.Secure }
 
 // Provision creates the client and the Backend. It does no I/O.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	secret := m.SecretKey.Value()
 	transport, err := minio.DefaultTransport(m.secure())
 	if err != nil {

@@ -9,10 +9,10 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // DefaultSessionTimeout is ConfigModule.SessionTimeout's default: the
 // elector's default LeaseDuration, above its default RenewDeadline (10s).
@@ -49,13 +49,13 @@ type ConfigModule struct {
 	// breaks the rule is refused (the module is a
 	// backendkit.RenewDeadlineLimiter; see the package documentation).
 	// Between 1s and 10m. Default: 15s.
-	SessionTimeout config.Duration `json:"session_timeout,omitempty"`
+	SessionTimeout modkit.Duration `json:"session_timeout,omitempty"`
 	// Username and Password are ZooKeeper digest authentication, set
 	// together; the znodes the Backend creates then get the ACL "auth"
 	// (all permissions for the authenticated user only). The password is
 	// never logged or put in errors. Default: none (open ACL).
 	Username string        `json:"username,omitempty" option:""`
-	Password config.Secret `json:"password,omitempty" option:""`
+	Password modkit.Secret `json:"password,omitempty" option:""`
 	// Prefix is Options.Prefix. Default: "/fxelection".
 	Prefix string `json:"prefix,omitempty"`
 	// Push, when false, sets Options.DisablePush. Default: true.
@@ -64,17 +64,17 @@ type ConfigModule struct {
 	// The Backend and its connection, from Provision; Cleanup stops push
 	// wake-up and closes the connection (ending its session, so its
 	// leases).
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 }
 
 var (
-	_ config.ClientBackendModule      = (*ConfigModule)(nil)
+	_ modkit.ClientBackendModule      = (*ConfigModule)(nil)
 	_ backendkit.RenewDeadlineLimiter = (*ConfigModule)(nil)
 )
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.zookeeper",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.zookeeper",
 		"Apache ZooKeeper: ephemeral lease znodes of the candidate's session, the znode's creation zxid as the term, child-watch wake-up")
 }
 
@@ -93,7 +93,7 @@ func (m *ConfigModule) servers() ([]string, error) {
 	var out []string
 	for i, s := range m.Servers {
 		s = strings.TrimSpace(s)
-		if err := config.HostPort(fmt.Sprintf("servers: server %d", i+1), s); err != nil {
+		if err := modkit.HostPort(fmt.Sprintf("servers: server %d", i+1), s); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		out = append(out, s)
@@ -130,7 +130,7 @@ func (m *ConfigModule) Validate() error {
 	case strings.Contains(m.Username, ":") || problemChars(m.Username):
 		return fmt.Errorf("%w: username: must be printable ASCII without ':'", ErrInvalidOptions)
 	}
-	return m.options().validate(config.SettingLabel[ConfigModule])
+	return m.options().validate(modkit.SettingLabel[ConfigModule])
 }
 
 // RenewDeadlineLimit implements backendkit.RenewDeadlineLimiter from the
@@ -160,7 +160,7 @@ func (quietLogger) Printf(string, ...any) {}
 // the background (a server that is down is reported by the electors'
 // operations); with a username, the digest credentials are sent now,
 // waiting (at most 10s) for a session.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	servers, err := m.servers()
 	if err != nil {
 		return err

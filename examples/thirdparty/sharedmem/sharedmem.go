@@ -23,11 +23,11 @@ import (
 	"sync"
 
 	"github.com/fxelection/fxelection/fxelection"
-	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(Module{}) }
+func init() { modkit.RegisterModule(Module{}) }
 
 // ErrTokenRejected means a store is in use with a different token.
 var ErrTokenRejected = errors.New("sharedmem: token rejected")
@@ -39,24 +39,24 @@ type Module struct {
 	Store string `json:"store" config:"required"`
 	// Token guards the store: the first user sets it, later users must
 	// match it. Default: empty (no token).
-	Token config.Secret `json:"token,omitempty"`
+	Token modkit.Secret `json:"token,omitempty"`
 
 	st *store // set by Provision, cleared by Cleanup
 }
 
 var (
-	_ config.BackendModule = (*Module)(nil)
-	_ config.Validator     = (*Module)(nil)
-	_ config.Provisioner   = (*Module)(nil)
-	_ config.CleanerUpper  = (*Module)(nil)
+	_ modkit.BackendModule = (*Module)(nil)
+	_ modkit.Validator     = (*Module)(nil)
+	_ modkit.Provisioner   = (*Module)(nil)
+	_ modkit.CleanerUpper  = (*Module)(nil)
 )
 
 // ElectionModule returns the module's ModuleInfo.
-func (Module) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{
+func (Module) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{
 		ID:  "fxelection.backends.sharedmem",
 		Doc: "example third-party module: process-wide named in-memory stores shared by several fx apps",
-		New: func() config.Module { return new(Module) },
+		New: func() modkit.Module { return new(Module) },
 	}
 }
 
@@ -74,7 +74,7 @@ func (m *Module) Validate() error {
 }
 
 // Provision joins (or creates) the store, checking the token.
-func (m *Module) Provision(config.Context) error {
+func (m *Module) Provision(modkit.Context) error {
 	st, err := join(m.Store, m.Token.Value())
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/fxelection/fxelection/examples/thirdparty/sharedmem"
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/testtier"
 )
 
@@ -26,7 +27,7 @@ func document(identity string) []byte {
 }
 
 func TestListedAfterImport(t *testing.T) {
-	info, err := config.GetModule("fxelection.backends.sharedmem")
+	info, err := modkit.GetModule("fxelection.backends.sharedmem")
 	if err != nil || !strings.Contains(info.Doc, "third-party") {
 		t.Fatalf("GetModule = %+v, %v", info, err)
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/memory"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 )
 
-func init() { config.RegisterModule(Counter{}) }
+func init() { modkit.RegisterModule(Counter{}) }
 
 // counts are what a Counter module's backend saw, by the module's name.
 type counts struct {
@@ -44,8 +45,8 @@ type Counter struct {
 	Batch bool   `json:"batch,omitempty"`
 }
 
-func (Counter) ElectionModule() config.ModuleInfo {
-	return config.ModuleInfo{ID: "fxelection.backends.counter", Doc: "test module counting calls", New: func() config.Module { return new(Counter) }}
+func (Counter) ElectionModule() modkit.ModuleInfo {
+	return modkit.ModuleInfo{ID: "fxelection.backends.counter", Doc: "test module counting calls", New: func() modkit.Module { return new(Counter) }}
 }
 
 func (c *Counter) Backend() (fxelection.Backend, error) {

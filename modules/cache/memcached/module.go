@@ -7,11 +7,11 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // DefaultTimeout is the client timeout of a ConfigModule whose Timeout is
 // zero.
@@ -42,21 +42,21 @@ type ConfigModule struct {
 	// context's end even so; a call abandoned then runs on in the
 	// background until Timeout. Must not be negative. Default (also for
 	// "0s"): 1s.
-	Timeout config.Duration `json:"timeout,omitempty"`
+	Timeout modkit.Duration `json:"timeout,omitempty"`
 	// Prefix is cachelease.Options.KeyPrefix. Default: "fxelection.".
 	Prefix string `json:"prefix,omitempty"`
 
 	// The Backend and its client, from Provision; Cleanup closes the
 	// client's connections.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 	client *memcache.Client // set by Provision, dropped by Cleanup
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.memcached",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.memcached",
 		"memcached (add + gets/cas): server-side expiry in whole seconds, no push wake-up")
 }
 
@@ -73,12 +73,12 @@ func (m *ConfigModule) timeout() time.Duration {
 	return time.Duration(m.Timeout)
 }
 
-// addrs splits Addr and checks each address with config.HostPorts, and
+// addrs splits Addr and checks each address with modkit.HostPorts, and
 // that a ServerSet can name it (a host is given, of letters, digits, '-',
 // '.' and '_', or an IP address). Errors match ErrInvalidSettings and
-// config.ErrInvalidAddress and never quote the value.
+// modkit.ErrInvalidAddress and never quote the value.
 func (m *ConfigModule) addrs() ([]string, error) {
-	addrs, err := config.HostPorts("addr", m.Addr)
+	addrs, err := modkit.HostPorts("addr", m.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSettings, err)
 	}
@@ -113,7 +113,7 @@ func (m *ConfigModule) Validate() error {
 // and the Backend. It does no I/O: host names are resolved by the client
 // each time it connects, not pinned here, and a server that is down is
 // reported by the electors' first operations.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	addrs, err := m.addrs()
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -168,7 +169,7 @@ func TestModuleCleanupWithoutProvision(t *testing.T) {
 	if b, err := m.Backend(); err == nil || b != nil {
 		t.Fatalf("Backend before Provision = %v, %v", b, err)
 	}
-	if err := m.Provision(config.Context{Context: ctxT(t)}); err != nil {
+	if err := m.Provision(modkit.Context{Context: ctxT(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := m.Backend(); err != nil || b == nil {
@@ -246,7 +247,7 @@ func TestModuleProvisionNoDNS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	m := &ConfigModule{Addr: "127.0.0.1:1, never-resolved.invalid:11211"}
-	if err := m.Provision(config.Context{Context: ctx}); err != nil {
+	if err := m.Provision(modkit.Context{Context: ctx}); err != nil {
 		t.Fatalf("Provision with a name that does not resolve: %v", err)
 	}
 	if err := m.Cleanup(); err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/testserver"
 )
 
@@ -82,11 +82,11 @@ func TestServerOrderOneLeader(t *testing.T) {
 	s1 := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	s2 := testserver.NewMemcached(t, testserver.MemcachedOptions{})
 	provision := func(addr string) fxelection.Backend {
-		m := &ConfigModule{Addr: addr, Timeout: config.Duration(2 * time.Second)}
+		m := &ConfigModule{Addr: addr, Timeout: modkit.Duration(2 * time.Second)}
 		if err := m.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Provision(config.Context{Context: ctxT(t)}); err != nil {
+		if err := m.Provision(modkit.Context{Context: ctxT(t)}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = m.Cleanup() })

@@ -11,11 +11,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
-func init() { config.RegisterModule(ConfigModule{}) }
+func init() { modkit.RegisterModule(ConfigModule{}) }
 
 // DefaultReplicas is the replica count of a bucket a ConfigModule creates
 // when Replicas is zero.
@@ -45,15 +45,15 @@ type ConfigModule struct {
 	// URL is the servers' URLs, comma-separated ("nats://host:4222"). It
 	// may carry credentials ("nats://user:pass@host:4222"), so it is a
 	// secret. Required.
-	URL config.Secret `json:"url" config:"required"`
+	URL modkit.Secret `json:"url" config:"required"`
 	// Username is the user name (with Password). Default: none.
 	Username string `json:"username,omitempty"`
 	// Password is the password; never logged or put in errors. Default:
 	// none.
-	Password config.Secret `json:"password,omitempty"`
+	Password modkit.Secret `json:"password,omitempty"`
 	// Token is the authentication token; never logged or put in errors.
 	// Default: none.
-	Token config.Secret `json:"token,omitempty"`
+	Token modkit.Secret `json:"token,omitempty"`
 	// Bucket is the KV bucket (A-Z a-z 0-9 _ -), created on first use if
 	// missing and again if it disappears. Default: "fxelection"
 	// (DefaultBucket).
@@ -69,15 +69,15 @@ type ConfigModule struct {
 
 	// The Backend and its connection, from Provision; Cleanup stops push
 	// wake-up and closes the connection.
-	config.Provisioned[ConfigModule]
+	modkit.Provisioned[ConfigModule]
 	nc *nats.Conn // set by Provision, dropped by Cleanup
 }
 
-var _ config.ClientBackendModule = (*ConfigModule)(nil)
+var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 
 // ElectionModule returns the module's ModuleInfo.
-func (ConfigModule) ElectionModule() config.ModuleInfo {
-	return config.NewModuleInfo[ConfigModule]("fxelection.backends.nats",
+func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+	return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.nats",
 		"NATS JetStream KV (Create/Update on revision): observed-time expiry, watch wake-up")
 }
 
@@ -183,7 +183,7 @@ func (m *ConfigModule) Validate() error {
 // in the background, so a server that is down at start is reported by the
 // electors' first operations, not here; the bucket is bound (and created if
 // missing) on first use.
-func (m *ConfigModule) Provision(config.Context) error {
+func (m *ConfigModule) Provision(modkit.Context) error {
 	urls, err := m.urls()
 	if err != nil {
 		return err

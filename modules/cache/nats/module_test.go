@@ -14,6 +14,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/modkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -244,14 +245,14 @@ func TestModuleCredentialsNeverShown(t *testing.T) {
 // TestModuleCleanupWithoutProvision: Cleanup is safe on a module that was
 // never provisioned, and twice; Backend refuses before Provision.
 func TestModuleCleanupWithoutProvision(t *testing.T) {
-	m := &ConfigModule{URL: config.NewSecret("nats://127.0.0.1:1")}
+	m := &ConfigModule{URL: modkit.NewSecret("nats://127.0.0.1:1")}
 	if err := m.Cleanup(); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := m.Backend(); err == nil || b != nil {
 		t.Fatalf("Backend before Provision = %v, %v", b, err)
 	}
-	if err := m.Provision(config.Context{Context: context.Background()}); err != nil {
+	if err := m.Provision(modkit.Context{Context: context.Background()}); err != nil {
 		t.Fatal(err) // the connection is retried in the background
 	}
 	nc := m.nc

@@ -1,6 +1,7 @@
-package config
+package modkit
 
 import (
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,8 +46,8 @@ func (s Secret) IsZero() bool { return s.Value() == "" }
 // String returns "xxxxx".
 func (s Secret) String() string { return backendkit.Redacted }
 
-// GoString returns `config.Secret("xxxxx")`, for %#v.
-func (s Secret) GoString() string { return `config.Secret("` + backendkit.Redacted + `")` }
+// GoString returns `modkit.Secret("xxxxx")`, for %#v.
+func (s Secret) GoString() string { return `modkit.Secret("` + backendkit.Redacted + `")` }
 
 // Format writes "xxxxx" for every verb (quoted for %q), so no fmt verb or
 // flag reveals the value.
@@ -84,19 +85,6 @@ func (s *Secret) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (s *Secret) decodeTree(d *decoder, p *path, n any) {
-	v, ok := n.(string)
-	if !ok {
-		d.fail(p, wrongType("string", n))
-		return
-	}
-	if v, ok = d.str(p, v); !ok {
-		return
-	}
-	*s = NewSecret(v)
-	d.secrets = append(d.secrets, v)
-}
-
 // Duration is a time.Duration that a document writes as a string Go's
 // time.ParseDuration accepts: "1.5s", "300ms", "2m30s". Numbers are
 // rejected (a bare 15 could mean seconds or nanoseconds). Convert with
@@ -131,21 +119,15 @@ func parseDuration(s string) (Duration, error) {
 	return Duration(v), nil
 }
 
-func (d *Duration) decodeTree(dec *decoder, p *path, n any) {
-	s, ok := n.(string)
-	if !ok {
-		dec.fail(p, wrongType(`a duration string such as "1.5s"`, n))
-		return
-	}
-	if s, ok = dec.str(p, s); !ok {
-		return
-	}
-	v, err := parseDuration(s)
+// UnmarshalText accepts a duration string; its errors do not quote the
+// input and match ErrInvalidValue.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := parseDuration(string(b))
 	if err != nil {
-		dec.fail(p, err)
-		return
+		return err
 	}
 	*d = v
+	return nil
 }
 
 var (
@@ -156,4 +138,6 @@ var (
 	_ json.Unmarshaler = (*Secret)(nil)
 	_ json.Marshaler   = Duration(0)
 	_ json.Unmarshaler = (*Duration)(nil)
+
+	_ encoding.TextUnmarshaler = (*Duration)(nil)
 )

@@ -1,6 +1,8 @@
-package config
+package modkit
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"context"
 	"fmt"
 	"reflect"
@@ -188,7 +190,7 @@ var registry = struct {
 // RegisterModule makes m's module available to documents by its ID. Call it
 // only from an init function, and do nothing else there:
 //
-//	func init() { config.RegisterModule(Module{}) }
+//	func init() { modkit.RegisterModule(Module{}) }
 //
 // It panics, as caddy.RegisterModule does, on programming errors found at
 // start-up: an invalid or duplicate ID, an empty or multi-line Doc, a nil
@@ -231,7 +233,7 @@ func checkModule(info ModuleInfo) error {
 	if got := v.ElectionModule().ID; got != info.ID {
 		return fmt.Errorf("module %q: New returns a module whose ID is %q", info.ID, got)
 	}
-	if _, ok := fieldsOf(rv.Elem().Type()).byKey[moduleKey]; ok {
+	if _, ok := settings.Of(rv.Elem().Type()).ByKey[moduleKey]; ok {
 		return fmt.Errorf("module %q: setting %q is reserved for the module ID", info.ID, moduleKey)
 	}
 	switch info.ID.Namespace() {

@@ -1,6 +1,8 @@
-package config
+package modkit
 
 import (
+	"github.com/fxelection/fxelection/fxelection/internal/settings"
+
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,7 +16,7 @@ import (
 // (Provisioner) and closes them (CleanerUpper). A backend package states it
 // with one compile-time guard:
 //
-//	var _ config.ClientBackendModule = (*ConfigModule)(nil)
+//	var _ modkit.ClientBackendModule = (*ConfigModule)(nil)
 type ClientBackendModule interface {
 	BackendModule
 	Validator
@@ -26,8 +28,8 @@ type ClientBackendModule interface {
 // M: id, doc, and a New that returns a new, empty *M. A module's
 // ElectionModule method is then one line:
 //
-//	func (ConfigModule) ElectionModule() config.ModuleInfo {
-//		return config.NewModuleInfo[ConfigModule]("fxelection.backends.redis", "Redis …")
+//	func (ConfigModule) ElectionModule() modkit.ModuleInfo {
+//		return modkit.NewModuleInfo[ConfigModule]("fxelection.backends.redis", "Redis …")
 //	}
 //
 // RegisterModule checks the result as it checks any ModuleInfo.
@@ -45,7 +47,7 @@ func NewModuleInfo[M any, PM interface {
 //
 //	type ConfigModule struct {
 //		Addr string `json:"addr" config:"required"`
-//		config.Provisioned[ConfigModule]
+//		modkit.Provisioned[ConfigModule]
 //	}
 //
 // In Provision, call Own for each client as soon as it exists (so a
@@ -140,22 +142,22 @@ func moduleID[M Module]() ModuleID {
 //		Table  string `json:"table,omitempty"` // Options.Table
 //	}
 //
-//	config.SettingLabel[ConfigModule]("KeyPrefix") // "prefix"
+//	modkit.SettingLabel[ConfigModule]("KeyPrefix") // "prefix"
 func SettingLabel[M any](field string) string {
 	t := reflect.TypeFor[M]()
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() == reflect.Struct && field != "" {
-		fields := fieldsOf(t).list
+		fields := settings.Of(t).List
 		for _, f := range fields {
-			if t.FieldByIndex(f.index).Tag.Get("option") == field {
-				return f.key
+			if t.FieldByIndex(f.Index).Tag.Get("option") == field {
+				return f.Key
 			}
 		}
 		for _, f := range fields {
-			if t.FieldByIndex(f.index).Name == field {
-				return f.key
+			if t.FieldByIndex(f.Index).Name == field {
+				return f.Key
 			}
 		}
 	}
