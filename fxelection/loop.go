@@ -336,30 +336,6 @@ func (e *Elector) armRenewal(due time.Time) {
 	e.mu.Unlock()
 }
 
-// rearm sets t's timer for the earlier of its next renewal and its renew
-// deadline, unless the leadership is over; the caller holds e.mu.
-func (t *leaderTerm) rearm(now time.Time) {
-	if t.ended || t.expired {
-		return
-	}
-	next := t.deadline()
-	if !t.due.IsZero() && t.due.Before(next) {
-		next = t.due
-	}
-	if next.Before(t.armed) {
-		// Earlier than it is set for: a new timer instead of Reset. The
-		// runtime keeps a timer moved earlier in place and, once it is
-		// due, scans every timer of its P to fix the heap (timers.adjust);
-		// with many elections that scan, at every such timer, ate the
-		// CPU after an overload. A stopped timer is dropped cheaply.
-		t.timer.Stop()
-		t.timer = time.AfterFunc(next.Sub(now), t.fire)
-	} else {
-		t.timer.Reset(next.Sub(now))
-	}
-	t.armed = next
-}
-
 // fire is t's timer. At a renewal's time it wakes the loop to renew and
 // re-arms itself for the renew deadline, which keeps running while the
 // renewal is in flight. At the deadline it ends the leadership itself

@@ -2,6 +2,7 @@ package fxelection
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
@@ -105,4 +106,13 @@ func (e *Elector) preemptor(t *leaderTerm) (string, bool) {
 		return "", false
 	}
 	return req.Holder, true
+}
+
+// priorityState is an elector's state for the grace rule, made when it
+// first sees a candidate of higher priority (most electors never do: it
+// costs them nothing).
+type priorityState struct {
+	mu         sync.Mutex
+	higherSeen time.Time // last sight of a candidate of higher priority
+	freeSince  time.Time // a grace wait: when the lease was first found free
 }

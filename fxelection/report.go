@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/redact"
 )
 
 // AddObserver attaches o; it receives events until the returned function is
@@ -229,3 +232,8 @@ func (e *Elector) sawLeader(l Lease) {
 	p.higherSeen = time.Now()
 	p.mu.Unlock()
 }
+
+// redactErr passes a store failure through the one redaction path
+// (backendkit.RedactError) before callbacks, observers, logs or Status see
+// it; errors.As still finds a *backendkit.HeldError through it.
+func redactErr(err error) error { return redact.Error[*backendkit.HeldError](err) }
