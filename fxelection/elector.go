@@ -3,9 +3,7 @@ package fxelection
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
@@ -36,13 +34,51 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		backend: backend,
 		kind:    backendkit.Name(backend),
 		log:     log,
-		mail:    make(chan struct{}, 1),
+		mailbox: mailbox{mail: make(chan struct{}, 1)},
 
 		incarnation: backendkit.NewIncarnation(),
 		reqMeta:     requestMetadata(cfg),
 	}
-	e.healthy.Store(cfg.HealthCheck == nil) // unhealthy until a first check succeeds
+	e.pol = newPolicies(cfg)
 	return e, nil
+}
+
+// New returns an Elector for cfg in the group, as New does for one on its
+// own.
+func (g *Group) New(cfg Config) (*Elector, error) {
+	e, err := New(cfg, g.backend)
+	if err != nil {
+		return nil, err
+	}
+	e.group = g
+	return e, nil
+}
+
+// defaultPolicies are the policies of an elector whose Config sets none:
+// the grace rule of priorities, which every candidate follows and which
+// keeps no state until it is needed, shared by all such electors.
+var defaultPolicies = newPolicySet(graceRule{})
+
+// newPolicies returns the policies cfg asks for, in the order they are
+// consulted: health first (an unhealthy candidate asks no other gate),
+// then Defer, the grace rule and preemption.
+func newPolicies(cfg Config) *policies {
+	if cfg.HealthCheck == nil && cfg.Defer == nil && !cfg.Preempt {
+		return defaultPolicies
+	}
+	var list []any
+	if cfg.HealthCheck != nil {
+		h := &healthPolicy{} // unhealthy until a first check succeeds
+		list = append(list, h)
+	}
+	if cfg.Defer != nil {
+		list = append(list, deferPolicy{deferring: cfg.Defer})
+	}
+	list = append(list, graceRule{})
+	if cfg.Preempt {
+		list = append(list, preemptRule{})
+	}
+	return newPolicySet(list...)
 }
 
 // Config returns a copy of the configuration in effect, defaults filled in
@@ -69,17 +105,6 @@ func (e *Elector) Lease() (Lease, bool) {
 		return Lease{}, false
 	}
 	return t.lease.Clone(), true
-}
-
-// believed returns the current leadership if this candidate still believes
-// in it: held, not ended, and its renew deadline not yet passed (even if the
-// deadline timer has not fired yet). Called with e.mu held.
-func (e *Elector) believed() *leaderTerm {
-	t := e.term
-	if t == nil || t.ended || t.cancelled.Load() || !time.Now().Before(t.deadline()) {
-		return nil
-	}
-	return t
 }
 
 // Leader returns the current leader as last seen by this candidate — itself
@@ -119,7 +144,7 @@ func (e *Elector) RunIfLeader(ctx context.Context, fn func(ctx context.Context) 
 // the next retry, and reports whether this candidate leads afterwards. The
 // elector must be running. A lease held by someone else is not an error.
 func (e *Elector) TryAcquire(ctx context.Context) (bool, error) {
-	r, err := e.send(ctx, reqTryAcquire)
+	r, err := e.send(ctx, request{kind: reqTryAcquire, ctx: ctx, reply: make(chan result, 1)})
 	if err != nil {
 		return false, err
 	}
@@ -131,71 +156,10 @@ func (e *Elector) TryAcquire(ctx context.Context) (bool, error) {
 // periods so another candidate can take over. It does nothing if this
 // candidate does not lead.
 func (e *Elector) Resign(ctx context.Context) error {
-	r, err := e.send(ctx, reqResign)
+	r, err := e.send(ctx, resignRequest(ctx, "", true, nil))
 	if err != nil {
 		return err
 	}
 	return r.err
 }
 
-func (e *Elector) send(ctx context.Context, kind requestKind) (result, error) {
-	e.mu.Lock()
-	running := e.started && !e.stopped
-	e.mu.Unlock()
-	if !running {
-		return result{}, ErrNotRunning
-	}
-	return e.ask(ctx, kind)
-}
-
-// ResignTo gives up leadership, as Resign does, and hands the lease to the
-// candidate named successor: the lease is replaced by a hint record held
-// by successor's identity (with MetaHandOverFrom set to this candidate's),
-// which successor takes at its next attempt — at once when the backend
-// pushes wake-ups, else within 1.2 × its RetryPeriod — with a higher term.
-// Other candidates find the lease held meanwhile. If successor does not
-// take it (it is not running, or not a candidate of this election), the
-// hint expires after LeaseDuration and any candidate may then take it:
-// a successor that never comes delays the election by LeaseDuration (and
-// a candidate's next attempt), as a leader that dies does. With
-// priorities it can be LeaseDuration + PriorityGrace: a candidate that
-// saw a higher priority than its own lead (this leader's, when it then
-// stops) waits until it has found the lease free for PriorityGrace.
-//
-// What it cannot promise. Every backend of this repository implements
-// backendkit.Transferer, so that no other candidate can take the lease
-// between the leader's lease and the hint. On one that does not (a third-party backend, a wrapper) the lease is
-// released first and the hint written just after, so a candidate whose
-// attempt lands in between may take the free lease; that candidate then
-// leads and the hint is not written
-// (the outcome is reported to observers as an EventHandOver whose Err
-// matches ErrLeaseHeld). If successor itself took the free lease in
-// between, the hint is not written either: it leads already. Candidates
-// that defer (Config.Defer) never take a free lease, so in a fleet where
-// every other candidate defers the hand-over always reaches successor. A
-// leader paused past its lease cannot hand over: its lease has expired or
-// moved on, and the hand-over writes nothing (ErrLeaseLost is not
-// returned: the leadership had ended anyway).
-//
-// It does nothing if this candidate does not lead. The error is a store
-// failure (an *OpError), ctx's error, or ErrBadSuccessor.
-func (e *Elector) ResignTo(ctx context.Context, successor string) error {
-	if successor == e.cfg.Identity {
-		return fmt.Errorf("%w: it is this candidate", ErrBadSuccessor)
-	}
-	if err := (backendkit.AcquireRequest{Election: e.cfg.Name, Identity: successor, Duration: e.cfg.LeaseDuration}).Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadSuccessor, err)
-	}
-	e.mu.Lock()
-	running := e.started && !e.stopped
-	e.mu.Unlock()
-	if !running {
-		return ErrNotRunning
-	}
-	req := request{kind: reqResignTo, ctx: ctx, reply: make(chan result, 1), to: successor}
-	r, err := e.askRequest(ctx, req)
-	if err != nil {
-		return err
-	}
-	return r.err
-}

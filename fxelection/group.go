@@ -52,17 +52,6 @@ func NewGroup(backend Backend) (*Group, error) {
 	return &Group{backend: backend, kind: backendkit.Name(backend)}, nil
 }
 
-// New returns an Elector for cfg in the group, as New does for one on its
-// own.
-func (g *Group) New(cfg Config) (*Elector, error) {
-	e, err := New(cfg, g.backend)
-	if err != nil {
-		return nil, err
-	}
-	e.group = g
-	return e, nil
-}
-
 // batcher returns the group's batcher, or nil when its backend does not
 // renew in batches now. It asks backendkit.BatchProber each time (an
 // elector asks when it starts): a wrapper knows only once the app started

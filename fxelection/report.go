@@ -107,7 +107,9 @@ func (e *Elector) observeLeader(l Lease) {
 	changed := !e.leaderKnown || e.leader.Holder != l.Holder || e.leader.Term != l.Term
 	e.leader, e.leaderKnown = l.Clone(), true
 	e.mu.Unlock()
-	e.sawLeader(l)
+	for _, s := range e.pol.seers {
+		s.sawLeader(e, l)
+	}
 	if !changed {
 		return
 	}
@@ -216,21 +218,6 @@ func (e *Elector) awaitStarted(t *leaderTerm) {
 	case <-timer.C:
 		e.log.Warn("OnStartedLeading has not returned StopTimeout after its leadership ended; calling OnStoppedLeading anyway", "term", t.lease.Term)
 	}
-}
-
-// sawLeader records the priority of a leader seen in the store.
-func (e *Elector) sawLeader(l Lease) {
-	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Priority {
-		return
-	}
-	p := e.prio.Load()
-	if p == nil {
-		e.prio.CompareAndSwap(nil, &priorityState{})
-		p = e.prio.Load()
-	}
-	p.mu.Lock()
-	p.higherSeen = time.Now()
-	p.mu.Unlock()
 }
 
 // redactErr passes a store failure through the one redaction path

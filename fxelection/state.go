@@ -6,7 +6,6 @@ package fxelection
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -54,10 +53,6 @@ type Elector struct {
 	// base carries the values of Start's context, without its
 	// cancellation: every context of the elector derives from it.
 	base context.Context
-	// mail carries a token when requests wait in mailbox, events were
-	// signalled while the loop runs (not parked), the backend pushed a
-	// wake-up (woken) or Stop began (halted).
-	mail chan struct{}
 	// disp delivers callbacks; created on first use after Start (see
 	// callbacks), so an elector whose callbacks never run has none.
 	disp atomic.Pointer[dispatcher]
@@ -80,9 +75,6 @@ type Elector struct {
 	detached atomic.Bool
 	// subscribed is set once backendkit.Notifier.Subscribe has returned.
 	subscribed atomic.Bool
-	// healthy is false while Config.HealthCheck says this candidate must
-	// not campaign (see health.go); true without a HealthCheck.
-	healthy atomic.Bool
 	// halted is set by Stop (with mu held) before anything else it does:
 	// the campaign loop ends, its backend call in flight is cancelled
 	// (opCancel) unless it is a renewal, which is let finish (see
@@ -98,17 +90,10 @@ type Elector struct {
 	// group is the Group the elector was made in; nil for one on its own.
 	group *Group
 
-	// The loop's mailbox (see leadStep): requests from TryAcquire and
-	// Resign, events signalled by timers and Stop, and whether the loop is
-	// parked (leading with no goroutine) or over.
-	evMu      sync.Mutex
-	mailbox   []request
-	ls        leadState // the leadership the loop runs; only the loop touches it
-	events    loopEvent
-	parked    bool
-	loopEnded bool
-	woken     bool          // the backend pushed a wake-up (backendkit.Notifier)
-	loopDone  chan struct{} // closed when the loop ends; made on demand (doneCh)
+	// The loop's mailbox (mailbox.go), and the leadership the loop runs
+	// (only the loop touches it).
+	mailbox
+	ls leadState
 
 	// Guarded by mu, like the fields after it.
 	started     bool
@@ -124,12 +109,6 @@ type Elector struct {
 	leader      Lease
 	lastContact time.Time
 	lastFail    *failure // the last store failure, nil before the first
-	// healthErr is the last failed HealthCheck's error, nil after a
-	// success; healthCancel and healthDone stop and await the checker
-	// (health.go), set by Start when Config.HealthCheck is.
-	healthErr    error
-	healthCancel context.CancelFunc
-	healthDone   chan struct{}
 	// incarnation is sent with every Acquire (backendkit.AcquireRequest.Incarnation):
 	// random per New and replaced when a leadership this elector announced
 	// ends (stepDown), so every announced leadership has a term of its own
@@ -138,15 +117,14 @@ type Elector struct {
 	// reqMeta is the metadata sent with every Acquire: Config.Metadata,
 	// plus MetaPriority when Config.Priority is not 0.
 	reqMeta map[string]string
-	// prio is the state of the priority rules (priority.go), made when
-	// the elector first sees a candidate of higher priority or, with
-	// Config.Preempt, at New.
+	// pol are the elector's policies (policy.go): never nil, shared by
+	// every elector whose Config sets none.
+	pol *policies
+	// prio is the priority rules' state (priority.go), made when the
+	// elector first sees a candidate of higher priority: every candidate
+	// follows the grace rule, and most never need it.
 	prio atomic.Pointer[priorityState]
 }
-
-// errUnhealthy is an attempt skipped because Config.HealthCheck says this
-// candidate is unhealthy.
-var errUnhealthy = errors.New("fxelection: unhealthy: no attempt made")
 
 // failure is a store failure and when it happened (Status.LastError).
 type failure struct {
@@ -180,23 +158,27 @@ type leadState struct {
 	t        *leaderTerm
 	failures int
 	due      time.Time // when the next renewal is due
+	sitOut   bool      // the leadership ended by a resign asking for it (request.sitOut)
 }
 
-type requestKind int
+type requestKind uint8
 
 const (
 	reqTryAcquire requestKind = iota
 	reqResign
-	reqUnhealthy // from the health checker: resign with ReasonUnhealthy
-	reqResignTo  // ResignTo: resign, handing the lease to request.to
-	reqPreempt   // a preemption request: as reqResignTo, with ReasonPreempted
 )
 
+// request is a TryAcquire or a resign for the loop. A resign says why
+// (reason; ReasonResigned when empty), how the lease is given back
+// (giveBack; nil: released) and whether the candidate then sits out two
+// retry periods before it campaigns again (sitOut).
 type request struct {
-	kind  requestKind
-	ctx   context.Context
-	reply chan result
-	to    string // reqResignTo's successor
+	kind     requestKind
+	sitOut   bool
+	reason   StopReason
+	ctx      context.Context
+	reply    chan result
+	giveBack func(ctx context.Context, l Lease) error
 }
 
 type result struct {

@@ -64,9 +64,14 @@ func (e *Elector) Status() Status {
 	s := Status{
 		Election: e.cfg.Name, Identity: e.cfg.Identity, Backend: e.kind,
 		Leader: e.leader.Clone(), LeaderKnown: e.leaderKnown,
-		LastContact: e.lastContact,
-		Healthy:     e.healthy.Load(), HealthError: e.healthErr,
+		LastContact:   e.lastContact,
+		Healthy:       true,
 		LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline, RetryPeriod: e.cfg.RetryPeriod,
+	}
+	for _, p := range e.pol.lives {
+		if r, ok := p.(interface{ status(*Status) }); ok {
+			r.status(&s)
+		}
 	}
 	if e.started && !e.stopped {
 		e.evMu.Lock()
