@@ -162,4 +162,3 @@ func (e *Elector) Resign(ctx context.Context) error {
 	}
 	return r.err
 }
-

@@ -20,9 +20,8 @@ const (
 	ReasonResigned StopReason = "resigned"
 	// ReasonStopped: the elector was stopped.
 	ReasonStopped StopReason = "stopped"
-	// ReasonPreempted: a candidate of higher priority asked for the lease
-	// (Config.Preempt) and it was handed over to it.
-	ReasonPreempted StopReason = "preempted"
+	// (handover.ReasonPreempted: a candidate of higher priority asked for
+	// the lease, Config.Preempt, and it was handed over to it.)
 	// ReasonUnhealthy: Config.HealthCheck failed HealthThreshold times in a
 	// row; the lease was released so that a healthy candidate takes over.
 	ReasonUnhealthy StopReason = "unhealthy"
@@ -38,7 +37,7 @@ const (
 // blocked handler.
 //
 // A callback that panics is recovered: the panic is logged, delivered to
-// OnError as a *PanicError (matching ErrPanic) and to observers as an
+// OnError as a *PanicError and to observers as an
 // EventPanic, and the elector carries on as if the callback had returned (a
 // panicking OnStartedLeading does not end the leadership; its leader work
 // counts as finished). A panic in OnError is only logged.
@@ -128,19 +127,13 @@ func (k EventKind) String() string {
 
 // Backend operation names used in events and OpError: an Elector calls
 // Acquire, Renew and Release, and Get while it defers (Config.Defer); a
-// Watcher calls Get.
+// Watcher calls Get. Hand-overs add handover.OpHandOver and
+// handover.OpPreempt.
 const (
 	OpAcquire = "acquire"
 	OpRenew   = "renew"
 	OpRelease = "release"
 	OpGet     = "get"
-	// OpHandOver is ResignTo's write of the hint record (after a release,
-	// or in one step with it on a backendkit.Transferer).
-	OpHandOver = "handover"
-	// OpPreempt is a follower's request for a hand-over (Config.Preempt):
-	// its Acquire of the election's preemption request record. Each one
-	// is a hand-over request; the leader's reads of the record are OpGet.
-	OpPreempt = "preempt"
 )
 
 // Event is what an Observer receives.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 )
 
 // Hand-over: ResignTo, and preemption's hand-over (priority.go).
@@ -25,18 +26,9 @@ import (
 // step that ends the leader's lease, while the others release first and
 // write the hint just after (see ResignTo for what that cannot promise).
 
-// MetaHandOverFrom is the metadata key of a hand-over hint record: its
-// value is the identity of the leader that wrote it. The hint's holder is
-// the successor.
-const MetaHandOverFrom = "fxelection.handover-from"
-
-// ErrBadSuccessor is what ResignTo returns for a successor that is this
-// candidate itself or not a valid identity.
-var ErrBadSuccessor = errors.New("fxelection: ResignTo: bad successor")
-
 // ResignTo gives up leadership, as Resign does, and hands the lease to the
 // candidate named successor: the lease is replaced by a hint record held
-// by successor's identity (with MetaHandOverFrom set to this candidate's),
+// by successor's identity (with handover.MetaFrom set to this candidate's),
 // which successor takes at its next attempt — at once when the backend
 // pushes wake-ups, else within 1.2 × its RetryPeriod — with a higher term.
 // Other candidates find the lease held meanwhile. If successor does not
@@ -64,13 +56,13 @@ var ErrBadSuccessor = errors.New("fxelection: ResignTo: bad successor")
 // returned: the leadership had ended anyway).
 //
 // It does nothing if this candidate does not lead. The error is a store
-// failure (an *OpError), ctx's error, or ErrBadSuccessor.
+// failure (an *OpError), ctx's error, or handover.ErrBadSuccessor.
 func (e *Elector) ResignTo(ctx context.Context, successor string) error {
 	if successor == e.cfg.Identity {
-		return fmt.Errorf("%w: it is this candidate", ErrBadSuccessor)
+		return fmt.Errorf("%w: it is this candidate", handover.ErrBadSuccessor)
 	}
 	if err := (backendkit.AcquireRequest{Election: e.cfg.Name, Identity: successor, Duration: e.cfg.LeaseDuration}).Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadSuccessor, err)
+		return fmt.Errorf("%w: %w", handover.ErrBadSuccessor, err)
 	}
 	r, err := e.send(ctx, resignRequest(ctx, "", true, handOverTo(e, successor)))
 	if err != nil {
@@ -100,7 +92,7 @@ func (h handOver) hintRequest() backendkit.AcquireRequest {
 	e := h.e
 	return backendkit.AcquireRequest{
 		Election: e.cfg.Name, Identity: h.successor, Duration: e.cfg.LeaseDuration,
-		Metadata: map[string]string{MetaHandOverFrom: e.cfg.Identity},
+		Metadata: map[string]string{handover.MetaFrom: e.cfg.Identity},
 	}
 }
 
@@ -116,7 +108,7 @@ func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 	)
 	transferred := false
 	if _, ok := e.backend.(backendkit.Transferer); ok {
-		end := e.during(OpHandOver)
+		end := e.during(handover.OpHandOver)
 		hint, err = backendkit.Transfer(ctx, e.backend, lease, req)
 		end()
 		transferred = !errors.Is(err, errors.ErrUnsupported)
@@ -131,9 +123,9 @@ func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 			// store failure: still give the lease back, so that it does
 			// not stay held by a leadership that has ended.
 			e.observe(Event{Kind: EventHandOver, Duration: time.Since(start), Err: err})
-			e.fail(OpHandOver, err)
+			e.fail(handover.OpHandOver, err)
 			_ = e.release(ctx, lease) // reported by release
-			return &OpError{Election: e.cfg.Name, Op: OpHandOver, Err: err}
+			return &OpError{Election: e.cfg.Name, Op: handover.OpHandOver, Err: err}
 		}
 	}
 	if !transferred {
@@ -141,7 +133,7 @@ func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 			e.observe(Event{Kind: EventHandOver, Lease: Lease{Election: e.cfg.Name, Holder: successor}, Duration: time.Since(start), Err: err})
 			return err
 		}
-		end := e.during(OpHandOver)
+		end := e.during(handover.OpHandOver)
 		hint, err = h.writeHint(ctx, req)
 		end()
 	}
@@ -160,8 +152,8 @@ func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 		}
 		return nil
 	default:
-		e.fail(OpHandOver, err)
-		return &OpError{Election: e.cfg.Name, Op: OpHandOver, Err: err}
+		e.fail(handover.OpHandOver, err)
+		return &OpError{Election: e.cfg.Name, Op: handover.OpHandOver, Err: err}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
@@ -25,7 +26,7 @@ import (
 //     "<Name>#preempt", whose record carries its priority; a leader that
 //     has led for MinTenure reads that record after each successful
 //     renewal and, when its holder's priority is above its own, hands the
-//     lease over to it (ResignTo; ReasonPreempted). Leadership only ever
+//     lease over to it (ResignTo; handover.ReasonPreempted). Leadership only ever
 //     moves up the order of priorities, and at most once per MinTenure, so
 //     it cannot flap between two candidates; equal priorities never
 //     preempt.
@@ -109,7 +110,7 @@ func (preemptRule) refused(e *Elector, leader Lease) {
 	req.Election = names.Preempt(req.Election)
 	_, err := e.backend.Acquire(ctx, req)
 	err = redactErr(err)
-	e.observe(Event{Kind: EventOperation, Op: OpPreempt, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: handover.OpPreempt, Duration: time.Since(start), Err: err})
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
 		graceRule{}.sawLeader(e, held.Holder) // another asks, perhaps of higher priority
@@ -133,5 +134,5 @@ func (preemptRule) renewed(e *Elector, t *leaderTerm) (request, bool) {
 		return request{}, false
 	}
 	e.log.Info("preempted: handing over to a candidate of higher priority", "successor", req.Holder)
-	return resignRequest(context.WithoutCancel(e.base), ReasonPreempted, true, handOverTo(e, req.Holder)), true
+	return resignRequest(context.WithoutCancel(e.base), handover.ReasonPreempted, true, handOverTo(e, req.Holder)), true
 }

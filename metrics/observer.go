@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 )
 
 // attachment turns one elector's events into series. Events arrive on the
@@ -202,7 +203,7 @@ func (a *attachment) applyStatus(s fxelection.Status) {
 // opLabel bounds the operation label to the elector's operations.
 func opLabel(op string) string {
 	switch op {
-	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, fxelection.OpHandOver, fxelection.OpPreempt:
+	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, handover.OpHandOver, handover.OpPreempt:
 		return op
 	}
 	return "other"
