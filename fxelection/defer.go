@@ -1,11 +1,11 @@
 package fxelection
 
-// Candidates that defer (Config.Defer): while Defer returns true, an
+// Candidates that defer (Config.Candidacy.Defer): while Defer returns true, an
 // attempt only looks at the record (attemptGate, modeLook) and never takes
 // a free lease; it takes a record held by its own identity, which is how a
 // hand-over (ResignTo) reaches it.
 
-// deferPolicy is the gate of Config.Defer.
+// deferPolicy is the gate of Config.Candidacy.Defer.
 type deferPolicy struct{ deferring func() bool }
 
 // beforeAttempt asks for a look while Defer says so. A Defer that panics

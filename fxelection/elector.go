@@ -63,19 +63,19 @@ var defaultPolicies = newPolicySet(graceRule{})
 // consulted: health first (an unhealthy candidate asks no other gate),
 // then Defer, the grace rule and preemption.
 func newPolicies(cfg Config) *policies {
-	if cfg.HealthCheck == nil && cfg.Defer == nil && !cfg.Preempt {
+	if cfg.Health.Check == nil && cfg.Candidacy.Defer == nil && !cfg.Candidacy.Preempt {
 		return defaultPolicies
 	}
 	var list []any
-	if cfg.HealthCheck != nil {
+	if cfg.Health.Check != nil {
 		h := &healthPolicy{} // unhealthy until a first check succeeds
 		list = append(list, h)
 	}
-	if cfg.Defer != nil {
-		list = append(list, deferPolicy{deferring: cfg.Defer})
+	if cfg.Candidacy.Defer != nil {
+		list = append(list, deferPolicy{deferring: cfg.Candidacy.Defer})
 	}
 	list = append(list, graceRule{})
-	if cfg.Preempt {
+	if cfg.Candidacy.Preempt {
 		list = append(list, preemptRule{})
 	}
 	return newPolicySet(list...)

@@ -21,8 +21,8 @@ const (
 	// ReasonStopped: the elector was stopped.
 	ReasonStopped StopReason = "stopped"
 	// (handover.ReasonPreempted: a candidate of higher priority asked for
-	// the lease, Config.Preempt, and it was handed over to it.)
-	// ReasonUnhealthy: Config.HealthCheck failed HealthThreshold times in a
+	// the lease, Config.Candidacy.Preempt, and it was handed over to it.)
+	// ReasonUnhealthy: Config.Health.Check failed Health.Threshold times in a
 	// row; the lease was released so that a healthy candidate takes over.
 	ReasonUnhealthy StopReason = "unhealthy"
 )
@@ -126,7 +126,7 @@ func (k EventKind) String() string {
 }
 
 // Backend operation names used in events and OpError: an Elector calls
-// Acquire, Renew and Release, and Get while it defers (Config.Defer); a
+// Acquire, Renew and Release, and Get while it defers (Config.Candidacy.Defer); a
 // Watcher calls Get. Hand-overs add handover.OpHandOver and
 // handover.OpPreempt.
 const (

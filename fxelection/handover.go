@@ -49,7 +49,7 @@ import (
 // (the outcome is reported to observers as an EventHandOver whose Err
 // matches ErrLeaseHeld). If successor itself took the free lease in
 // between, the hint is not written either: it leads already. Candidates
-// that defer (Config.Defer) never take a free lease, so in a fleet where
+// that defer (Config.Candidacy.Defer) never take a free lease, so in a fleet where
 // every other candidate defers the hand-over always reaches successor. A
 // leader paused past its lease cannot hand over: its lease has expired or
 // moved on, and the hand-over writes nothing (ErrLeaseLost is not

@@ -1,6 +1,6 @@
 package fxelection
 
-// Health-gated campaigning (Config.HealthCheck): a checker goroutine per
+// Health-gated campaigning (Config.Health.Check): a checker goroutine per
 // elector, started and stopped with it (lifeRule), says whether this
 // candidate may campaign. While it may not, attempts are skipped
 // (attemptGate); a leader that turns unhealthy is asked to resign
@@ -18,7 +18,7 @@ import (
 // healthPolicy is an elector's health gate and checker.
 type healthPolicy struct {
 	// healthy is false while the HealthCheck says this candidate must not
-	// campaign: until a first check succeeds, and from HealthThreshold
+	// campaign: until a first check succeeds, and from Health.Threshold
 	// failures in a row.
 	healthy atomic.Bool
 
@@ -67,7 +67,7 @@ func (h *healthPolicy) status(s *Status) {
 	s.Healthy, s.HealthError = h.healthy.Load(), h.err
 }
 
-// check runs HealthCheck at once and then HealthInterval after each check
+// check runs HealthCheck at once and then Health.Interval after each check
 // ends, until ctx is done.
 func (h *healthPolicy) check(e *Elector, ctx context.Context, done chan struct{}) {
 	defer close(done)
@@ -80,7 +80,7 @@ func (h *healthPolicy) check(e *Elector, ctx context.Context, done chan struct{}
 			return
 		case <-timer.C:
 		}
-		err := runHealthCheck(ctx, e.cfg.HealthCheck, e.cfg.HealthInterval)
+		err := runHealthCheck(ctx, e.cfg.Health.Check, e.cfg.Health.Interval)
 		if ctx.Err() != nil {
 			return // Stop began: the check's outcome no longer matters
 		}
@@ -93,7 +93,7 @@ func (h *healthPolicy) check(e *Elector, ctx context.Context, done chan struct{}
 				e.log.Info("healthy: campaigning")
 				e.poke() // attempt now, not at the next retry
 			}
-		} else if failures++; failures >= e.cfg.HealthThreshold {
+		} else if failures++; failures >= e.cfg.Health.Threshold {
 			if h.healthy.Swap(false) {
 				e.log.Warn("unhealthy: not campaigning", "failures", failures, "error", redactErr(err).Error())
 			}
@@ -106,7 +106,7 @@ func (h *healthPolicy) check(e *Elector, ctx context.Context, done chan struct{}
 				resignUnhealthy(e, ctx)
 			}
 		}
-		timer.Reset(e.cfg.HealthInterval)
+		timer.Reset(e.cfg.Health.Interval)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 // policyTestConfig is a valid Config for the seam's tests.
 func policyTestConfig() Config {
-	return Config{Name: "e", Identity: "me", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second}
+	return Config{Name: "e", Identity: "me", Timing: Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second}}
 }
 
 // TestPoliciesNoneConfigured: an elector whose Config sets no policy
@@ -48,9 +48,9 @@ func TestPoliciesNoneConfigured(t *testing.T) {
 // it answers at, in the order they are consulted (health first).
 func TestPoliciesConfigured(t *testing.T) {
 	cfg := policyTestConfig()
-	cfg.HealthCheck = func(context.Context) error { return nil }
-	cfg.Defer = func() bool { return false }
-	cfg.Preempt, cfg.Priority = true, 1
+	cfg.Health.Check = func(context.Context) error { return nil }
+	cfg.Candidacy.Defer = func() bool { return false }
+	cfg.Candidacy.Preempt, cfg.Candidacy.Priority = true, 1
 	p := newPolicies(cfg)
 	kinds := func(list any) string { return fmt.Sprintf("%T", list) }
 	for _, c := range []struct{ got, want string }{

@@ -10,7 +10,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
-// Priorities (Config.Priority, PriorityGrace, Preempt, MinTenure).
+// Priorities (Config.Candidacy: Priority, PriorityGrace, Preempt, MinTenure).
 //
 // A candidate's priority travels in its lease record (MetaPriority), so
 // followers learn the leader's from every attempt. Two rules use it:
@@ -34,14 +34,14 @@ import (
 // Every candidate follows the grace rule (graceRule: an attemptGate and a
 // leaderSeer, sharing no state but Elector.prio, made on first need);
 // preemption (preemptRule: a refusalRule and a renewalRule) only with
-// Config.Preempt.
+// Config.Candidacy.Preempt.
 
 // graceRule is the grace rule.
 type graceRule struct{}
 
 // sawLeader records a sight of a candidate of higher priority.
 func (graceRule) sawLeader(e *Elector, l Lease) {
-	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Priority {
+	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Candidacy.Priority {
 		return
 	}
 	p := e.prio.Load()
@@ -64,7 +64,7 @@ func (graceRule) beforeAttempt(e *Elector) attemptMode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	seen := p.higherSeen
-	if !seen.IsZero() && time.Since(seen) < e.cfg.LeaseDuration+e.cfg.PriorityGrace {
+	if !seen.IsZero() && time.Since(seen) < e.cfg.LeaseDuration+e.cfg.Candidacy.PriorityGrace {
 		return modeLook
 	}
 	return modeAcquire
@@ -84,14 +84,14 @@ func (graceRule) afterLook(e *Elector, err error) bool {
 	if p.freeSince.IsZero() {
 		p.freeSince = now
 	}
-	if now.Sub(p.freeSince) >= e.cfg.PriorityGrace {
+	if now.Sub(p.freeSince) >= e.cfg.Candidacy.PriorityGrace {
 		p.freeSince = time.Time{}
 		return true
 	}
 	return false
 }
 
-// preemptRule is preemption (Config.Preempt).
+// preemptRule is preemption (Config.Candidacy.Preempt).
 type preemptRule struct{}
 
 // refused is a follower's step after finding leader holding the lease:
@@ -100,7 +100,7 @@ type preemptRule struct{}
 // event; a store failure is not an error of the campaign (the next
 // attempt asks again).
 func (preemptRule) refused(e *Elector, leader Lease) {
-	if leader.Holder == e.cfg.Identity || e.cfg.Priority <= priorityOf(leader) {
+	if leader.Holder == e.cfg.Identity || e.cfg.Candidacy.Priority <= priorityOf(leader) {
 		return
 	}
 	start := time.Now()
@@ -121,7 +121,7 @@ func (preemptRule) refused(e *Elector, leader Lease) {
 // once t has lasted MinTenure and the holder of the preemption request
 // record has a priority above this candidate's.
 func (preemptRule) renewed(e *Elector, t *leaderTerm) (request, bool) {
-	if time.Since(t.since) < e.cfg.MinTenure {
+	if time.Since(t.since) < e.cfg.Candidacy.MinTenure {
 		return request{}, false
 	}
 	start := time.Now()
@@ -130,7 +130,7 @@ func (preemptRule) renewed(e *Elector, t *leaderTerm) (request, bool) {
 	end()
 	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})
-	if err != nil || req.Holder == e.cfg.Identity || priorityOf(req) <= e.cfg.Priority {
+	if err != nil || req.Holder == e.cfg.Identity || priorityOf(req) <= e.cfg.Candidacy.Priority {
 		return request{}, false
 	}
 	e.log.Info("preempted: handing over to a candidate of higher priority", "successor", req.Holder)

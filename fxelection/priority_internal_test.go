@@ -19,7 +19,7 @@ import (
 func TestGraceRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := policyTestConfig()
-		cfg.Priority, cfg.PriorityGrace = 1, 2*time.Second
+		cfg.Candidacy.Priority, cfg.Candidacy.PriorityGrace = 1, 2*time.Second
 		e, err := New(cfg, memory.New())
 		if err != nil {
 			t.Fatal(err)
@@ -53,7 +53,7 @@ func TestGraceRule(t *testing.T) {
 		if !g.afterLook(e, backendkit.ErrNoLease) {
 			t.Fatal("did not take the lease after finding it free for PriorityGrace")
 		}
-		time.Sleep(cfg.LeaseDuration + cfg.PriorityGrace)
+		time.Sleep(cfg.LeaseDuration + cfg.Candidacy.PriorityGrace)
 		if m := g.beforeAttempt(e); m != modeAcquire {
 			t.Fatalf("LeaseDuration + PriorityGrace after the last sight: mode %d, want modeAcquire", m)
 		}

@@ -115,7 +115,7 @@ type Elector struct {
 	// while a retry after a lost response keeps the term it won.
 	incarnation string
 	// reqMeta is the metadata sent with every Acquire: Config.Metadata,
-	// plus MetaPriority when Config.Priority is not 0.
+	// plus handover.MetaPriority when Config.Candidacy.Priority is not 0.
 	reqMeta map[string]string
 	// pol are the elector's policies (policy.go): never nil, shared by
 	// every elector whose Config sets none.

@@ -45,8 +45,8 @@ type Status struct {
 	// no campaign goes on until the call returns.
 	InFlight      string
 	InFlightSince time.Time
-	// Healthy is false while Config.HealthCheck keeps this candidate from
-	// campaigning (before its first success, and from HealthThreshold
+	// Healthy is false while Config.Health.Check keeps this candidate from
+	// campaigning (before its first success, and from Health.Threshold
 	// failures in a row); always true without a HealthCheck. HealthError
 	// is the last failed check's error, nil after a success.
 	Healthy     bool
