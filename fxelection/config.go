@@ -32,9 +32,6 @@ const (
 	minRetryPeriod         = 10 * time.Millisecond
 )
 
-// DefaultRenewDeadline is Timing.RenewDeadline's default.
-const DefaultRenewDeadline = defaultRenewDeadline
-
 // Timing is a lease's timing: how long it lasts, how long its holder
 // trusts it without a renewal, how often it is renewed and tried for, and
 // how far store failures back off. Config, lock.Options and pool.Config

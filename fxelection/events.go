@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 )
 
 // StopReason says why a leader stopped leading.
@@ -92,15 +93,12 @@ const (
 	// EventPanic: an Observer or a callback panicked and was recovered; Err
 	// is the *PanicError. A panic while observing EventPanic is only logged.
 	EventPanic
-	// EventHandOver: ResignTo's hand-over ended. Lease is the hint record
-	// written (its Holder the successor), or the successor's lease if it
-	// had taken the lease already; Duration is the time from the start of
-	// the hand-over; Err is nil, an error matching ErrLeaseHeld when
-	// another candidate took the lease first (its holder in the
-	// *HeldError), one matching ErrLeaseLost when the lease was no longer
-	// this candidate's (nothing was written), or a store failure.
-	EventHandOver
 )
+
+// eventHandOver is the kind of a hand-over's outcome, named for
+// applications by handover.Event (the hand-over's vocabulary lives with
+// it); it follows EventPanic.
+const eventHandOver EventKind = handover.Event
 
 // String returns the kind's name.
 func (k EventKind) String() string {
@@ -119,7 +117,7 @@ func (k EventKind) String() string {
 		return "detached"
 	case EventPanic:
 		return "panic"
-	case EventHandOver:
+	case eventHandOver:
 		return "hand-over"
 	}
 	return "unknown"

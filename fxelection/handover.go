@@ -46,7 +46,7 @@ import (
 // released first and the hint written just after, so a candidate whose
 // attempt lands in between may take the free lease; that candidate then
 // leads and the hint is not written
-// (the outcome is reported to observers as an EventHandOver whose Err
+// (the outcome is reported to observers as a handover.Event whose Err
 // matches ErrLeaseHeld). If successor itself took the free lease in
 // between, the hint is not written either: it leads already. Candidates
 // that defer (Config.Candidacy.Defer) never take a free lease, so in a fleet where
@@ -97,7 +97,7 @@ func (h handOver) hintRequest() backendkit.AcquireRequest {
 }
 
 // giveBack ends lease, whose leadership has ended, and writes the hint
-// record naming the successor; it reports the outcome as an EventHandOver.
+// record naming the successor; it reports the outcome as a handover.Event.
 func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 	e, successor := h.e, h.successor
 	start := time.Now()
@@ -116,13 +116,13 @@ func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 		switch {
 		case errors.Is(err, backendkit.ErrLeaseLost):
 			// No longer ours: nothing to hand over.
-			e.observe(Event{Kind: EventHandOver, Duration: time.Since(start), Err: backendkit.ErrLeaseLost})
+			e.observe(Event{Kind: eventHandOver, Duration: time.Since(start), Err: backendkit.ErrLeaseLost})
 			return nil
 		case transferred && err != nil:
 			// Refused (a term counter at its end, a foreign value) or a
 			// store failure: still give the lease back, so that it does
 			// not stay held by a leadership that has ended.
-			e.observe(Event{Kind: EventHandOver, Duration: time.Since(start), Err: err})
+			e.observe(Event{Kind: eventHandOver, Duration: time.Since(start), Err: err})
 			e.fail(handover.OpHandOver, err)
 			_ = e.release(ctx, lease) // reported by release
 			return &OpError{Election: e.cfg.Name, Op: handover.OpHandOver, Err: err}
@@ -130,14 +130,14 @@ func (h handOver) giveBack(ctx context.Context, lease Lease) error {
 	}
 	if !transferred {
 		if err = e.release(ctx, lease); err != nil {
-			e.observe(Event{Kind: EventHandOver, Lease: Lease{Election: e.cfg.Name, Holder: successor}, Duration: time.Since(start), Err: err})
+			e.observe(Event{Kind: eventHandOver, Lease: Lease{Election: e.cfg.Name, Holder: successor}, Duration: time.Since(start), Err: err})
 			return err
 		}
 		end := e.during(handover.OpHandOver)
 		hint, err = h.writeHint(ctx, req)
 		end()
 	}
-	e.observe(Event{Kind: EventHandOver, Lease: hint.Clone(), Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: eventHandOver, Lease: hint.Clone(), Duration: time.Since(start), Err: err})
 	switch {
 	case err == nil:
 		e.contact()

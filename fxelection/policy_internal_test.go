@@ -127,3 +127,11 @@ func TestSkippedAttempt(t *testing.T) {
 		t.Errorf("a skipped attempt counts as store failure %d", failures)
 	}
 }
+
+// TestHandOverEventKind: handover.Event, the kind of a hand-over's
+// outcome, follows the other kinds and has its name.
+func TestHandOverEventKind(t *testing.T) {
+	if eventHandOver != EventPanic+1 || eventHandOver.String() != "hand-over" {
+		t.Fatalf("handover.Event = %d (%s); want %d (hand-over)", eventHandOver, eventHandOver, EventPanic+1)
+	}
+}

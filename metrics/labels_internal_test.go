@@ -85,8 +85,8 @@ func TestObserverHostileEvent(t *testing.T) {
 		{Kind: fxelection.EventRenewed, Lease: bad, Margin: -time.Hour},
 		{Kind: fxelection.EventStoppedLeading, Lease: bad, Reason: "\xff"},
 		{Kind: fxelection.EventPanic, Err: &fxelection.PanicError{Where: "\xff"}},
-		{Kind: fxelection.EventHandOver, Lease: bad, Err: backendkit.ErrInvalidRecord, Duration: -1},
-		{Kind: fxelection.EventHandOver, Lease: bad, Err: &backendkit.HeldError{Holder: bad}},
+		{Kind: handover.Event, Lease: bad, Err: backendkit.ErrInvalidRecord, Duration: -1},
+		{Kind: handover.Event, Lease: bad, Err: &backendkit.HeldError{Holder: bad}},
 		{Kind: fxelection.EventKind(99), Lease: bad},
 		{Kind: fxelection.EventNewLeader, Lease: fxelection.Lease{Holder: "\x1b]0;title\x07"}},
 	} {

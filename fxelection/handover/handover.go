@@ -29,8 +29,21 @@ const (
 	OpPreempt = "preempt"
 )
 
+// Event is the fxelection.EventKind of a hand-over's outcome (ResignTo's,
+// or a preempted leader's). Lease is the hint record written (its Holder
+// the successor), or the successor's lease if it had taken the lease
+// already; Duration is the time from the start of the hand-over; Err is
+// nil, an error matching backendkit.ErrLeaseHeld when another candidate
+// took the lease first (its holder in the *HeldError), one matching
+// backendkit.ErrLeaseLost when the lease was no longer the leader's
+// (nothing was written), or a store failure. An untyped constant, so that
+// it compares with fxelection.Event.Kind (this package is below
+// fxelection and cannot name its types).
+const Event = 8
+
 // ReasonPreempted is the fxelection.StopReason of a leadership handed to a
-// candidate of higher priority that asked for it (Config.Preempt).
+// candidate of higher priority that asked for it (Config.Candidacy.Preempt);
+// untyped, like Event.
 const ReasonPreempted = "preempted"
 
 // ErrBadSuccessor is what Elector.ResignTo returns for a successor that is
