@@ -28,58 +28,58 @@ type mailbox struct {
 
 // post puts r in the loop's mailbox and wakes the loop; posted is false if
 // the loop has ended, resume says the caller must resume it.
-func (e *mailbox) post(r request) (posted, resume bool) {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	if e.loopEnded {
+func (m *mailbox) post(r request) (posted, resume bool) {
+	m.evMu.Lock()
+	defer m.evMu.Unlock()
+	if m.loopEnded {
 		return false, false
 	}
-	e.reqs = append(e.reqs, r)
-	return true, e.wakeLoop()
+	m.reqs = append(m.reqs, r)
+	return true, m.wakeLoop()
 }
 
 // signal records ev for the loop and wakes it; resume says the caller must
 // resume it.
-func (e *mailbox) signal(ev loopEvent) (resume bool) {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	if e.loopEnded {
+func (m *mailbox) signal(ev loopEvent) (resume bool) {
+	m.evMu.Lock()
+	defer m.evMu.Unlock()
+	if m.loopEnded {
 		return false
 	}
-	e.events |= ev
-	return e.wakeLoop()
+	m.events |= ev
+	return m.wakeLoop()
 }
 
 // wakeLoop, with evMu held, reports whether the loop is parked (and so
 // must be resumed by the caller, which it now owns); otherwise it leaves
 // a token in mail for the running loop.
-func (e *mailbox) wakeLoop() bool {
-	if e.parked {
-		e.parked = false
+func (m *mailbox) wakeLoop() bool {
+	if m.parked {
+		m.parked = false
 		return true
 	}
 	select {
-	case e.mail <- struct{}{}:
+	case m.mail <- struct{}{}:
 	default:
 	}
 	return false
 }
 
 // nextRequest takes the oldest request from the mailbox.
-func (e *mailbox) nextRequest() (request, bool) {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	if len(e.reqs) == 0 {
+func (m *mailbox) nextRequest() (request, bool) {
+	m.evMu.Lock()
+	defer m.evMu.Unlock()
+	if len(m.reqs) == 0 {
 		return request{}, false
 	}
-	r := e.reqs[0]
-	e.reqs[0] = request{}
-	e.reqs = e.reqs[1:]
-	if len(e.reqs) == 0 {
-		e.reqs = nil
+	r := m.reqs[0]
+	m.reqs[0] = request{}
+	m.reqs = m.reqs[1:]
+	if len(m.reqs) == 0 {
+		m.reqs = nil
 	} else {
 		select {
-		case e.mail <- struct{}{}:
+		case m.mail <- struct{}{}:
 		default:
 		}
 	}
@@ -88,28 +88,28 @@ func (e *mailbox) nextRequest() (request, bool) {
 
 // requeue puts requests the leadership did not handle back at the front
 // of the mailbox, for the campaign.
-func (e *mailbox) requeue(rs []request) {
-	e.evMu.Lock()
-	e.reqs = append(rs, e.reqs...)
+func (m *mailbox) requeue(rs []request) {
+	m.evMu.Lock()
+	m.reqs = append(rs, m.reqs...)
 	select {
-	case e.mail <- struct{}{}:
+	case m.mail <- struct{}{}:
 	default:
 	}
-	e.evMu.Unlock()
+	m.evMu.Unlock()
 }
 
 // endLoop marks the loop over (requests still in the mailbox get
 // ErrNotRunning) and closes loopDone; it runs once.
-func (e *mailbox) endLoop() {
-	e.evMu.Lock()
-	if e.loopEnded {
-		e.evMu.Unlock()
+func (m *mailbox) endLoop() {
+	m.evMu.Lock()
+	if m.loopEnded {
+		m.evMu.Unlock()
 		return
 	}
-	e.loopEnded = true
-	e.reqs = nil
-	done := e.loopDone
-	e.evMu.Unlock()
+	m.loopEnded = true
+	m.reqs = nil
+	done := m.loopDone
+	m.evMu.Unlock()
 	if done != nil {
 		close(done)
 	}
@@ -118,41 +118,41 @@ func (e *mailbox) endLoop() {
 // doneCh returns a channel closed when the loop has ended. It is made on
 // demand (by Stop and requests), so that a running elector does not keep
 // one.
-func (e *mailbox) doneCh() <-chan struct{} {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	if e.loopDone == nil {
-		e.loopDone = make(chan struct{})
-		if e.loopEnded {
-			close(e.loopDone)
+func (m *mailbox) doneCh() <-chan struct{} {
+	m.evMu.Lock()
+	defer m.evMu.Unlock()
+	if m.loopDone == nil {
+		m.loopDone = make(chan struct{})
+		if m.loopEnded {
+			close(m.loopDone)
 		}
 	}
-	return e.loopDone
+	return m.loopDone
 }
 
 // poke is the backendkit.Notifier's wake-up; it never blocks. The wake-up is kept
 // (woken) until the campaign's next pause takes it; a parked leadership
 // is not resumed for it.
-func (e *mailbox) poke() {
-	e.evMu.Lock()
-	if !e.loopEnded {
-		e.woken = true
-		if !e.parked {
+func (m *mailbox) poke() {
+	m.evMu.Lock()
+	if !m.loopEnded {
+		m.woken = true
+		if !m.parked {
 			select {
-			case e.mail <- struct{}{}:
+			case m.mail <- struct{}{}:
 			default:
 			}
 		}
 	}
-	e.evMu.Unlock()
+	m.evMu.Unlock()
 }
 
 // takeWoken reports whether a wake-up was pushed since the last call.
-func (e *mailbox) takeWoken() bool {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	w := e.woken
-	e.woken = false
+func (m *mailbox) takeWoken() bool {
+	m.evMu.Lock()
+	defer m.evMu.Unlock()
+	w := m.woken
+	m.woken = false
 	return w
 }
 

@@ -1,8 +1,9 @@
 package fxelection
 
-// The core's state: the Elector, the leadership (leaderTerm), the loop's
-// requests and the Group, declared here so that every file of the core
-// builds on them (layers_test.go has the order of the files).
+// The engine's state: the Elector, the loop's events and requests, and
+// what the loop keeps while leading. The leadership itself is in term.go,
+// the mailbox in mailbox.go, the Group in group.go, the policies'
+// interfaces in policy.go (layers_test.go has the concerns in order).
 
 import (
 	"context"

@@ -12,6 +12,11 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
+// A leadership: its record (leaderTerm), its timer (rearm, fire), how it
+// begins (becomeLeader), is renewed (renewOnce, extend, nextRenewal) and
+// ends (stepDown), the leader context it is, and the cut of a renewal in
+// flight (renewalCut).
+
 // leaderTerm is one period of leadership. It is also the leader context
 // (its methods follow), and its one timer drives both the renewals and the
 // renew deadline.
