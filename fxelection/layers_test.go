@@ -12,7 +12,7 @@ var coreLayers = []string{
 	"doc.go", "redact.go", "spread.go", "backend.go", "events.go", "config.go", "panic.go", "dispatch.go",
 	"batch.go", "state.go", "leadctx.go", "report.go", "mailbox.go", "push.go", "ops.go", "handover.go",
 	"priority.go", "loop.go", "health.go",
-	"group.go", "lifecycle.go", "elector.go", "fx.go",
+	"group.go", "renewer.go", "lifecycle.go", "elector.go", "fx.go",
 }
 
 // TestNoUpwardReferences: the core's files form layers (coreLayers), so
