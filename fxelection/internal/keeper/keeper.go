@@ -4,8 +4,9 @@
 // and lets a renewal in flight finish when the holder lets go. It also
 // holds the library's one set of retry waits (RenewRetry, AttemptRetry).
 //
-// Who uses it: package lock (every held Lock) and package pool (its
-// member slot). The Elector's leadership does not run a Keeper: it is the
+// Who uses it: package lock (every held Lock, renewed on its Group's
+// batch grid) and package pool (its member slot, renewed by
+// re-acquisition so that its record counts the renewals). The Elector's leadership does not run a Keeper: it is the
 // scale-optimised form of the same rules, a parked state machine woken by
 // one timer with no goroutine per leader (100,000 elections in a process),
 // that shares with Keeper what the rules are made of — the batch grid
@@ -73,7 +74,10 @@ type Config struct {
 	// RenewDeadline bounds how long the Keeper believes in the lease
 	// without a successful renewal, from the start of the last successful
 	// one (or of the acquisition), on the local monotonic clock; it also
-	// bounds each renewal. Shorter than the lease's duration.
+	// bounds each renewal. Shorter than the lease's duration, so that the
+	// Context ends before the lease can expire in the store and another
+	// holder take it (a lock); at most that duration where a second
+	// holder breaks nothing (a pool's member slot).
 	RenewDeadline time.Duration
 	// RetryPeriod is how often the lease is renewed, from the start of
 	// the last successful renewal; sooner after a failed one (RenewRetry).
