@@ -684,16 +684,19 @@ var (
 )
 
 // keepSlot starts the keeper of member slot k, won as l by an attempt
-// that began at start. Its renewals are re-acquisitions, which advertise
-// the count of renewals in the record (a renewal would not change it).
-// The keeper believes in the slot until its lease could expire in the
-// store (its renew deadline is the slot's lease), not shorter: a member
-// slot guards nothing a second holder could break, and a worker must not
-// leave the membership before it is gone from the store.
+// that began at start. Its renewals re-acquire the slot, so that its
+// record counts them. It believes in the slot until the slot's lease
+// could expire in the store, not shorter: a member slot guards nothing a
+// second holder could break, and a worker must not leave the membership
+// before it is gone from the store.
 func (p *Pool) keepSlot(k int, l fxelection.Lease, start time.Time) *keeper.Keeper {
+	renew := &keeper.Reacquirer{Backend: p.backend, Request: func(n int) backendkit.AcquireRequest {
+		req := p.slotRequest(n)
+		req.Election = memberElection(p.cfg.Name, k)
+		return req
+	}}
 	return keeper.Start(context.Background(), keeper.Config{
-		Renewer: &slotRenewer{p: p, slot: k}, RenewDeadline: p.cfg.slotLease(p.backend), RetryPeriod: p.cfg.RetryPeriod,
-		Lost: errSlotLost,
+		Renewer: renew, RenewDeadline: p.cfg.slotLease(p.backend), RetryPeriod: p.cfg.RetryPeriod, Lost: errSlotLost,
 		OnRenew: func(err error) {
 			switch {
 			case err == nil:
@@ -706,34 +709,6 @@ func (p *Pool) keepSlot(k int, l fxelection.Lease, start time.Time) *keeper.Keep
 		},
 	}, l, start)
 }
-
-// slotRenewer renews a member slot by re-acquiring it as this worker's
-// incarnation, with the count of renewals in its record; its keeper's
-// goroutine is its only caller.
-type slotRenewer struct {
-	p     *Pool
-	slot  int
-	beats int // successful renewals so far
-}
-
-// Renew re-acquires the slot; another worker's hold means it is lost.
-func (r *slotRenewer) Renew(ctx context.Context, _ fxelection.Lease) (fxelection.Lease, error) {
-	req := r.p.slotRequest(r.beats + 1)
-	req.Election = memberElection(r.p.cfg.Name, r.slot)
-	l, err := r.p.backend.Acquire(ctx, req)
-	switch {
-	case err == nil:
-		r.beats++
-		return l, nil
-	case backendkit.IsStoreFailure(err):
-		return l, err
-	default:
-		return l, fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
-	}
-}
-
-// Due is due: re-acquisitions are not batched.
-func (r *slotRenewer) Due(due time.Time, _ time.Duration) time.Time { return due }
 
 // The member slot record's metadata keys: the digest of the member's
 // Shards, its MaxWorkers, and how many times it renewed the slot.

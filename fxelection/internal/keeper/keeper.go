@@ -67,6 +67,35 @@ type Renewer interface {
 // locks share a group's round trips without the group exporting them.
 var GroupRenewer func(group any) Renewer
 
+// Reacquirer renews a lease by acquiring it again as the same
+// incarnation, for a holder whose record changes at every renewal (a
+// pool's member slot counts its renewals there), which Backend.Renew does
+// not write. Its Keeper's goroutine is its only caller.
+type Reacquirer struct {
+	// Backend is the store.
+	Backend backendkit.Backend
+	// Request is the Acquire request of renewal n (from 1).
+	Request func(n int) backendkit.AcquireRequest
+
+	renewed int // successful renewals so far
+}
+
+// Renew re-acquires the lease; a refusal (another holder has it) is an
+// error matching backendkit.ErrLeaseLost.
+func (r *Reacquirer) Renew(ctx context.Context, _ backendkit.Lease) (backendkit.Lease, error) {
+	l, err := r.Backend.Acquire(ctx, r.Request(r.renewed+1))
+	switch {
+	case err == nil:
+		r.renewed++
+	case !backendkit.IsStoreFailure(err):
+		err = fmt.Errorf("%w: %w", backendkit.ErrLeaseLost, err)
+	}
+	return l, err
+}
+
+// Due is due: re-acquisitions are not batched.
+func (r *Reacquirer) Due(due time.Time, _ time.Duration) time.Time { return due }
+
 // Config is what a Keeper keeps a lease with.
 type Config struct {
 	// Renewer renews the lease. Required.
