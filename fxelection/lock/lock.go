@@ -147,7 +147,7 @@ func checkKey(key string) error {
 // that releases the locks still held and waits for those give-backs.
 type Locker struct {
 	backend  fxelection.Backend
-	renewer  keeper.Renewer      // the group's: renewals share its batches
+	keep     *keeper.Config      // its locks' keepers' (but those with an Observer)
 	notifier backendkit.Notifier // nil without push wake-up
 	opts     Options
 
@@ -193,7 +193,9 @@ func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 		return nil, &fxelection.ConfigError{Field: "RenewDeadline", Reason: problem}
 	}
 	n, _ := backend.(backendkit.Notifier)
-	return &Locker{backend: backend, renewer: keeper.GroupRenewer(g), notifier: n, opts: opts,
+	keep := &keeper.Config{Renewer: keeper.GroupRenewer(g), // renewals share the group's batches
+		RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod, Lost: ErrLost}
+	return &Locker{backend: backend, keep: keep, notifier: n, opts: opts,
 		held: make(map[*Lock]struct{}), closed: make(chan struct{})}, nil
 }
 
@@ -640,7 +642,7 @@ type Lock struct {
 	inc      string           // the acquisition's incarnation
 	acquired fxelection.Lease // as acquired; carried by the Context
 	at       time.Time        // when the acquisition began
-	k        *keeper.Keeper   // renews the lease, ends the Context
+	k        keeper.Keeper    // renews the lease, ends the Context
 
 	quiet atomic.Bool // never handed out: its end is not observed
 
@@ -654,10 +656,12 @@ type Lock struct {
 // here and start returns ErrClosed.
 func (l *Locker) start(ctx context.Context, a *acquisition, i int, lease fxelection.Lease, start time.Time) (*Lock, error) {
 	lk := &Lock{locker: l, tg: a.tg, slot: i, inc: a.inc, acquired: lease.Clone(), at: start}
-	lk.k = keeper.Start(backendkit.ContextWithLease(ctx, lease.Clone()), keeper.Config{
-		Renewer: l.renewer, RenewDeadline: l.opts.RenewDeadline, RetryPeriod: l.opts.RetryPeriod,
-		Lost: ErrLost, OnEnd: lk.ended,
-	}, lease, start)
+	kc := l.keep
+	if l.opts.Observer != nil { // a Config of its own, telling of this Lock
+		c := *kc
+		c.OnEnd, kc = lk.ended, &c
+	}
+	lk.k.Start(backendkit.ContextWithLease(ctx, lease.Clone()), kc, lease, start)
 	if !l.track(lk) {
 		// Closed since try checked: Close did not see this Lock. Bounded,
 		// even if ctx is done; if this fails, the lease expires. It was
@@ -703,7 +707,7 @@ func (lk *Lock) Context() context.Context { return lk.k.Context() }
 // ended tells the observer of the end of the Lock's Context, once (the
 // keeper calls it): a release (cause ErrReleased) or a loss.
 func (lk *Lock) ended(cause error) {
-	if o := lk.locker.opts.Observer; o != nil && !lk.quiet.Load() {
+	if o := lk.locker.opts.Observer; !lk.quiet.Load() {
 		ev := Event{Kind: EventLost, Key: lk.tg.name, Semaphore: lk.tg.n, Held: time.Since(lk.at), Err: cause}
 		if errors.Is(cause, ErrReleased) {
 			ev.Kind, ev.Err = EventRelease, nil

@@ -695,7 +695,8 @@ func (p *Pool) keepSlot(k int, l fxelection.Lease, start time.Time) *keeper.Keep
 		req.Election = memberElection(p.cfg.Name, k)
 		return req
 	}}
-	return keeper.Start(context.Background(), keeper.Config{
+	keep := new(keeper.Keeper)
+	keep.Start(context.Background(), &keeper.Config{
 		Renewer: renew, RenewDeadline: p.cfg.slotLease(p.backend), RetryPeriod: p.cfg.RetryPeriod, Lost: errSlotLost,
 		OnRenew: func(err error) {
 			switch {
@@ -708,6 +709,7 @@ func (p *Pool) keepSlot(k int, l fxelection.Lease, start time.Time) *keeper.Keep
 			}
 		},
 	}, l, start)
+	return keep
 }
 
 // The member slot record's metadata keys: the digest of the member's

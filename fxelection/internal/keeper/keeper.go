@@ -127,7 +127,7 @@ type Config struct {
 // time, until End; its goroutine renews it. Its methods are safe for
 // concurrent use.
 type Keeper struct {
-	cfg    Config
+	cfg    *Config
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the renewing goroutine returns
@@ -140,18 +140,20 @@ type Keeper struct {
 	timer     *time.Timer      // ends ctx at lastRenew+RenewDeadline
 }
 
-// Start keeps lease, acquired by an attempt that began at start: its
-// Context carries base's values (not its cancellation) and ends at
+// Start keeps lease, acquired by an attempt that began at start, in k, a
+// zero Keeper (a holder embeds one, saving an allocation): its Context
+// carries base's values (not its cancellation) and ends at
 // start+RenewDeadline unless a renewal succeeds first, and a goroutine
-// renews it until End.
-func Start(base context.Context, cfg Config, lease backendkit.Lease, start time.Time) *Keeper {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(base))
-	k := &Keeper{cfg: cfg, ctx: ctx, cancel: cancel, done: make(chan struct{}), lease: lease, lastRenew: start}
+// renews the lease until End. It is called once.
+//
+// cfg may be shared by many Keepers; it must not change once passed.
+func (k *Keeper) Start(base context.Context, cfg *Config, lease backendkit.Lease, start time.Time) {
+	k.cfg, k.done, k.lease, k.lastRenew = cfg, make(chan struct{}), lease, start
+	k.ctx, k.cancel = context.WithCancelCause(context.WithoutCancel(base))
 	k.mu.Lock() // expire takes it: k.timer is set before it runs
 	k.timer = time.AfterFunc(time.Until(start.Add(cfg.RenewDeadline)), k.expire)
 	k.mu.Unlock()
 	go k.run(start)
-	return k
 }
 
 // Context ends when End is called, when a renewal finds the lease lost,

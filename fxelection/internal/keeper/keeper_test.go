@@ -58,8 +58,8 @@ func (r *renewer) times() []time.Time {
 	return append([]time.Time(nil), r.at...)
 }
 
-func config(r keeper.Renewer) keeper.Config {
-	return keeper.Config{Renewer: r, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond, Lost: errLost}
+func config(r keeper.Renewer) *keeper.Config {
+	return &keeper.Config{Renewer: r, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond, Lost: errLost}
 }
 
 // TestRenewsEveryRetryPeriodUntilEnd: renewals come every RetryPeriod from
@@ -72,7 +72,8 @@ func TestRenewsEveryRetryPeriodUntilEnd(t *testing.T) {
 		cfg := config(r)
 		cfg.OnEnd = func(cause error) { ends = append(ends, cause) }
 		start := time.Now()
-		k := keeper.Start(context.Background(), cfg, backendkit.Lease{Term: 7}, start)
+		k := new(keeper.Keeper)
+		k.Start(context.Background(), cfg, backendkit.Lease{Term: 7}, start)
 		time.Sleep(5*time.Second + time.Millisecond)
 		if err := k.Context().Err(); err != nil {
 			t.Fatalf("context ended while renewals succeed: %v", context.Cause(k.Context()))
@@ -108,7 +109,8 @@ func TestDeadlineEndsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &renewer{fail: true}
 		start := time.Now()
-		k := keeper.Start(context.Background(), config(r), backendkit.Lease{}, start)
+		k := new(keeper.Keeper)
+		k.Start(context.Background(), config(r), backendkit.Lease{}, start)
 		<-k.Context().Done()
 		if took := time.Since(start); took != 2*time.Second {
 			t.Fatalf("context ended after %v, want the renew deadline, 2s", took)
@@ -135,7 +137,8 @@ func TestLostEndsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &renewer{lose: true}
 		start := time.Now()
-		k := keeper.Start(context.Background(), config(r), backendkit.Lease{}, start)
+		k := new(keeper.Keeper)
+		k.Start(context.Background(), config(r), backendkit.Lease{}, start)
 		<-k.Context().Done()
 		c := context.Cause(k.Context())
 		if !errors.Is(c, errLost) || !errors.Is(c, backendkit.ErrLeaseLost) || time.Since(start) != 500*time.Millisecond {
@@ -150,7 +153,8 @@ func TestLostEndsContext(t *testing.T) {
 func TestEndLetsRenewalInFlightFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &renewer{hang: make(chan struct{})}
-		k := keeper.Start(context.Background(), config(r), backendkit.Lease{Term: 3}, time.Now())
+		k := new(keeper.Keeper)
+		k.Start(context.Background(), config(r), backendkit.Lease{Term: 3}, time.Now())
 		time.Sleep(600 * time.Millisecond) // the first renewal hangs
 		k.End(errors.New("released"))
 		if k.Context().Err() == nil {
