@@ -108,7 +108,12 @@ func runDemo(ctx context.Context, o options, log *slog.Logger) error {
 func (c *demoCandidate) start(o options, log *slog.Logger) error {
 	cfg := fxelection.Config{
 		Name: "demo", Identity: c.id,
-		LeaseDuration: demoLease, RenewDeadline: demoDeadline, RetryPeriod: demoRetry, MaxBackoff: 4 * demoRetry,
+		Timing: fxelection.Timing{
+			LeaseDuration: demoLease,
+			RenewDeadline: demoDeadline,
+			RetryPeriod:   demoRetry,
+			MaxBackoff:    4 * demoRetry,
+		},
 	}
 	e, err := fxelection.New(cfg, c.net)
 	if err != nil {

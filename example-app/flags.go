@@ -36,7 +36,7 @@ const (
 	// may state is rejected by every reader, and with every duration at most
 	// a year no sum or multiple the program or the core computes overflows.
 	maxDuration = backendkit.MaxRecordDuration
-	// minHealthInterval is Config.HealthInterval's lower bound.
+	// minHealthInterval is Config.Health.Interval's lower bound.
 	minHealthInterval = 10 * time.Millisecond
 	// maxHealthThreshold bounds --health-threshold: more failures in a row
 	// than this before resigning is no health check.
@@ -241,13 +241,15 @@ var backendRules = map[string]func(o options) error{
 
 func negate(v string) string { return strconv.FormatBool(v != "true") }
 
-// defaults returns the options every flag starts from.
+// defaults returns the options every flag starts from: the timings are
+// fxelection.Timing's defaults.
 func defaults() options {
+	timing := fxelection.Timing{}.WithDefaults()
 	return options{
 		election:      "example",
-		lease:         15 * time.Second,
-		renewDeadline: 10 * time.Second,
-		retry:         2 * time.Second,
+		lease:         timing.LeaseDuration,
+		renewDeadline: timing.RenewDeadline,
+		retry:         timing.RetryPeriod,
 		workInterval:  time.Second,
 		stopTimeout:   10 * time.Second,
 		httpAddr:      "127.0.0.1:8080",
@@ -748,16 +750,20 @@ func isWordByte(c byte) bool {
 // config is the elector configuration the flags describe.
 func (o options) config() fxelection.Config {
 	return fxelection.Config{
-		Name:          o.election,
-		Identity:      o.id,
-		Metadata:      map[string]string{"http": o.httpAddr},
-		LeaseDuration: o.lease,
-		RenewDeadline: o.renewDeadline,
-		RetryPeriod:   o.retry,
-		StopTimeout:   o.stopTimeout,
+		Name:     o.election,
+		Identity: o.id,
+		Metadata: map[string]string{"http": o.httpAddr},
+		Timing: fxelection.Timing{
+			LeaseDuration: o.lease,
+			RenewDeadline: o.renewDeadline,
+			RetryPeriod:   o.retry,
+		},
+		StopTimeout: o.stopTimeout,
 		// The check itself is built from the document; its timing is
 		// validated here with the rest.
-		HealthInterval:  o.healthInterval,
-		HealthThreshold: o.healthThreshold,
+		Health: fxelection.Health{
+			Interval:  o.healthInterval,
+			Threshold: o.healthThreshold,
+		},
 	}
 }

@@ -21,7 +21,11 @@ func TestLeaderShowsRenewedLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, err := fxelection.New(fxelection.Config{
 			Name: "web", Identity: "solo", Metadata: map[string]string{"zone": "a"},
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			},
 		}, memory.New())
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ func TestStatusWatch(t *testing.T) {
 	go func() { done <- runWatch(ctx, options{election: "w", retry: 50 * time.Millisecond}, mem, out) }()
 
 	e, err := fxelection.New(fxelection.Config{Name: "w", Identity: "web-1", Metadata: map[string]string{"addr": "10.0.0.1:80"},
-		LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, mem)
+		Timing: fxelection.Timing{LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}}, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ const (
 )
 
 func cfg(id string) fxelection.Config {
-	return fxelection.Config{Name: "jobs", Identity: id, LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry, MaxBackoff: 8 * retry}
+	return fxelection.Config{Name: "jobs", Identity: id, Timing: fxelection.Timing{LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry, MaxBackoff: 8 * retry}}
 }
 
 func start(t *testing.T, c fxelection.Config, b fxelection.Backend) *fxelection.Elector {
@@ -693,10 +693,10 @@ func TestConfigError(t *testing.T) {
 		"Name":          {},
 		"Identity":      {Name: "a", Identity: "bad\n"},
 		"Metadata":      {Name: "a", Metadata: map[string]string{"": "v"}},
-		"LeaseDuration": {Name: "a", LeaseDuration: -1},
-		"RenewDeadline": {Name: "a", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second},
-		"RetryPeriod":   {Name: "a", RetryPeriod: time.Millisecond},
-		"MaxBackoff":    {Name: "a", MaxBackoff: time.Second},
+		"LeaseDuration": {Name: "a", Timing: fxelection.Timing{LeaseDuration: -1}},
+		"RenewDeadline": {Name: "a", Timing: fxelection.Timing{LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}},
+		"RetryPeriod":   {Name: "a", Timing: fxelection.Timing{RetryPeriod: time.Millisecond}},
+		"MaxBackoff":    {Name: "a", Timing: fxelection.Timing{MaxBackoff: time.Second}},
 		"StopTimeout":   {Name: "a", StopTimeout: -1},
 	} {
 		for _, err := range []error{c.Validate(), func() error { _, err := fxelection.New(c, memory.New()); return err }()} {

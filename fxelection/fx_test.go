@@ -71,8 +71,8 @@ func TestNamedElections(t *testing.T) {
 		var got electors
 		app := fxtest.New(t, fx.NopLogger,
 			memory.Module,
-			fxelection.Named("billing", fxelection.Config{Identity: "a", LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry}),
-			fxelection.Named("reports", fxelection.Config{Identity: "a", LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry}),
+			fxelection.Named("billing", fxelection.Config{Identity: "a", Timing: fxelection.Timing{LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry}}),
+			fxelection.Named("reports", fxelection.Config{Identity: "a", Timing: fxelection.Timing{LeaseDuration: lease, RenewDeadline: deadline, RetryPeriod: retry}}),
 			fx.Populate(&got),
 		)
 		app.RequireStart()

@@ -127,7 +127,7 @@ func (e *Elector) writeHint(ctx context.Context, req backendkit.AcquireRequest) 
 // deferring reports whether Config.Defer asks this candidate to leave a
 // free lease to others now.
 func (e *Elector) deferring() bool {
-	d := e.cfg.Defer
+	d := e.cfg.Candidacy.Defer
 	if d == nil {
 		return false
 	}

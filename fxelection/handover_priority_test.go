@@ -21,9 +21,8 @@ func TestHandOverToAbsentWithPriorities(t *testing.T) {
 	synctestRun(t, func(t *testing.T) {
 		store := memory.New()
 		cfg := func(id string, prio int) fxelection.Config {
-			return fxelection.Config{Name: "drain", Identity: id, Priority: prio,
-				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-				PriorityGrace: 2 * time.Second}
+			return fxelection.Config{Name: "drain", Identity: id, Candidacy: fxelection.Candidacy{Priority: prio, PriorityGrace: 2 * time.Second},
+				Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 		}
 		start := func(c fxelection.Config) *fxelection.Elector {
 			e, err := fxelection.New(c, store)
@@ -70,10 +69,10 @@ func TestHandOverToAbsentWithPriorities(t *testing.T) {
 		}
 		c := low.Config()
 		poll := backoff.JitterMax(c.RetryPeriod)
-		if took <= c.LeaseDuration+poll || took > c.LeaseDuration+c.PriorityGrace+poll {
+		if took <= c.LeaseDuration+poll || took > c.LeaseDuration+c.Candidacy.PriorityGrace+poll {
 			t.Fatalf("led %v after the hand-over to an absent candidate; want above LeaseDuration + a poll (%v), within LeaseDuration + PriorityGrace + a poll (%v)",
-				took, c.LeaseDuration+poll, c.LeaseDuration+c.PriorityGrace+poll)
+				took, c.LeaseDuration+poll, c.LeaseDuration+c.Candidacy.PriorityGrace+poll)
 		}
-		t.Logf("led %v after the hand-over (LeaseDuration %v, PriorityGrace %v)", took, c.LeaseDuration, c.PriorityGrace)
+		t.Logf("led %v after the hand-over (LeaseDuration %v, PriorityGrace %v)", took, c.LeaseDuration, c.Candidacy.PriorityGrace)
 	})
 }

@@ -14,7 +14,7 @@ import (
 // startHealth starts the checker when the Config has a HealthCheck; the
 // caller (Start) holds e.mu.
 func (e *Elector) startHealth() {
-	if e.cfg.HealthCheck == nil {
+	if e.cfg.Health.Check == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(e.base)
@@ -60,7 +60,7 @@ func (e *Elector) checkHealth(ctx context.Context, done chan struct{}) {
 				e.log.Info("healthy: campaigning")
 				e.poke() // attempt now, not at the next retry
 			}
-		} else if failures++; failures >= e.cfg.HealthThreshold {
+		} else if failures++; failures >= e.cfg.Health.Threshold {
 			if e.healthy.Swap(false) {
 				e.log.Warn("unhealthy: not campaigning", "failures", failures, "error", redactErr(err).Error())
 			}
@@ -73,21 +73,21 @@ func (e *Elector) checkHealth(ctx context.Context, done chan struct{}) {
 				e.resignUnhealthy(ctx)
 			}
 		}
-		timer.Reset(e.cfg.HealthInterval)
+		timer.Reset(e.cfg.Health.Interval)
 	}
 }
 
 // runHealthCheck makes one check, bounded by HealthInterval; a panic is a
 // failure.
 func (e *Elector) runHealthCheck(ctx context.Context) (err error) {
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.HealthInterval)
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.Health.Interval)
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("fxelection: HealthCheck panicked: %v", v)
 		}
 	}()
-	return e.cfg.HealthCheck(cctx)
+	return e.cfg.Health.Check(cctx)
 }
 
 // resignUnhealthy asks the loop to resign with ReasonUnhealthy and waits

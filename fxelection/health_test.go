@@ -24,8 +24,8 @@ func (h *healthFlag) check(context.Context) error {
 
 func healthCfg(id string, h *healthFlag) fxelection.Config {
 	c := cfg(id)
-	c.HealthCheck = h.check
-	c.HealthInterval = 100 * time.Millisecond
+	c.Health.Check = h.check
+	c.Health.Interval = 100 * time.Millisecond
 	return c
 }
 
@@ -82,11 +82,11 @@ func TestHealthLeaderResigns(t *testing.T) {
 		failed := time.Now()
 		h.bad.Store(true)
 		waitFor(t, "a steps down", func() bool { return !a.IsLeader() })
-		if took, bound := time.Since(failed), 4*ca.HealthInterval; took > bound {
+		if took, bound := time.Since(failed), 4*ca.Health.Interval; took > bound {
 			t.Errorf("a stepped down %v after its checks began failing, want within (3 + 1) × HealthInterval = %v", took, bound)
 		}
 		waitFor(t, "b leads", b.IsLeader)
-		if took := time.Since(failed); took > 4*ca.HealthInterval+10*time.Millisecond {
+		if took := time.Since(failed); took > 4*ca.Health.Interval+10*time.Millisecond {
 			t.Errorf("b led %v after a's checks began failing; the release should wake it at once", took)
 		}
 		waitFor(t, "OnStoppedLeading", func() bool { return reason.Load() != nil })
@@ -107,7 +107,7 @@ func TestHealthStopBounded(t *testing.T) {
 		release := make(chan struct{})
 		c := cfg("a")
 		c.StopTimeout = time.Second
-		c.HealthCheck = func(context.Context) error { <-release; return nil }
+		c.Health.Check = func(context.Context) error { <-release; return nil }
 		e, err := fxelection.New(c, memory.New())
 		if err != nil {
 			t.Fatal(err)
@@ -132,18 +132,18 @@ func TestHealthStopBounded(t *testing.T) {
 // TestHealthConfig: HealthInterval and HealthThreshold defaults and bounds.
 func TestHealthConfig(t *testing.T) {
 	c := cfg("a")
-	c.HealthCheck = func(context.Context) error { return nil }
+	c.Health.Check = func(context.Context) error { return nil }
 	e, err := fxelection.New(c, memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Config(); got.HealthInterval != retry || got.HealthThreshold != 3 {
-		t.Fatalf("defaults: HealthInterval %v, HealthThreshold %d; want %v and 3", got.HealthInterval, got.HealthThreshold, retry)
+	if got := e.Config(); got.Health.Interval != retry || got.Health.Threshold != 3 {
+		t.Fatalf("defaults: HealthInterval %v, HealthThreshold %d; want %v and 3", got.Health.Interval, got.Health.Threshold, retry)
 	}
 	for _, bad := range []func(*fxelection.Config){
-		func(c *fxelection.Config) { c.HealthInterval = time.Millisecond },
-		func(c *fxelection.Config) { c.HealthInterval = -time.Second },
-		func(c *fxelection.Config) { c.HealthThreshold = -1 },
+		func(c *fxelection.Config) { c.Health.Interval = time.Millisecond },
+		func(c *fxelection.Config) { c.Health.Interval = -time.Second },
+		func(c *fxelection.Config) { c.Health.Threshold = -1 },
 	} {
 		c := cfg("a")
 		bad(&c)

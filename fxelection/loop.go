@@ -133,7 +133,7 @@ func (e *Elector) campaign(delay time.Duration, failures int, ignoreWakeUntil ti
 			}
 		}
 		s, err := e.attempt(&lease)
-		if e.cfg.Preempt {
+		if e.cfg.Candidacy.Preempt {
 			var held *backendkit.HeldError
 			if errors.As(err, &held) {
 				e.requestPreemption(held.Holder)

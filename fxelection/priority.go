@@ -39,7 +39,7 @@ func (e *Elector) inGrace() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	seen := p.higherSeen
-	return !seen.IsZero() && time.Since(seen) < e.cfg.LeaseDuration+e.cfg.PriorityGrace
+	return !seen.IsZero() && time.Since(seen) < e.cfg.LeaseDuration+e.cfg.Candidacy.PriorityGrace
 }
 
 // graceOver is called when a grace-waiting attempt found the lease free
@@ -57,7 +57,7 @@ func (e *Elector) graceOver(free bool) bool {
 	if p.freeSince.IsZero() {
 		p.freeSince = now
 	}
-	if now.Sub(p.freeSince) >= e.cfg.PriorityGrace {
+	if now.Sub(p.freeSince) >= e.cfg.Candidacy.PriorityGrace {
 		p.freeSince = time.Time{}
 		return true
 	}
@@ -70,7 +70,7 @@ func (e *Elector) graceOver(free bool) bool {
 // reported as an operation event; a store failure is not an error of the
 // campaign (the next attempt asks again).
 func (e *Elector) requestPreemption(leader Lease) {
-	if !e.cfg.Preempt || leader.Holder == e.cfg.Identity || e.cfg.Priority <= priorityOf(leader) {
+	if !e.cfg.Candidacy.Preempt || leader.Holder == e.cfg.Identity || e.cfg.Candidacy.Priority <= priorityOf(leader) {
 		return
 	}
 	start := time.Now()
@@ -92,7 +92,7 @@ func (e *Elector) requestPreemption(leader Lease) {
 // MinTenure, the holder of the preemption request record when its
 // priority is above this candidate's.
 func (e *Elector) preemptor(t *leaderTerm) (string, bool) {
-	if !e.cfg.Preempt || time.Since(t.since) < e.cfg.MinTenure {
+	if !e.cfg.Candidacy.Preempt || time.Since(t.since) < e.cfg.Candidacy.MinTenure {
 		return "", false
 	}
 	start := time.Now()
@@ -101,7 +101,7 @@ func (e *Elector) preemptor(t *leaderTerm) (string, bool) {
 	end()
 	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})
-	if err != nil || req.Holder == e.cfg.Identity || priorityOf(req) <= e.cfg.Priority {
+	if err != nil || req.Holder == e.cfg.Identity || priorityOf(req) <= e.cfg.Candidacy.Priority {
 		return "", false
 	}
 	return req.Holder, true

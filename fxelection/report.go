@@ -217,7 +217,7 @@ func (e *Elector) awaitStarted(t *leaderTerm) {
 
 // sawLeader records the priority of a leader seen in the store.
 func (e *Elector) sawLeader(l Lease) {
-	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Priority {
+	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Candidacy.Priority {
 		return
 	}
 	p := e.prio.Load()

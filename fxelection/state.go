@@ -194,7 +194,7 @@ func New(cfg Config, backend Backend) (*Elector, error) {
 		incarnation: backendkit.NewIncarnation(),
 		reqMeta:     requestMetadata(cfg),
 	}
-	e.healthy.Store(cfg.HealthCheck == nil) // unhealthy until a first check succeeds
+	e.healthy.Store(cfg.Health.Check == nil) // unhealthy until a first check succeeds
 	return e, nil
 }
 

@@ -93,13 +93,13 @@ func TestPreemptionRequestsCounted(t *testing.T) {
 		reg, m := newMetrics(t)
 		mem := memory.New()
 		low := testConfig("jobs", "a")
-		low.Preempt, low.MinTenure = true, 2*retryPeriod // a leader that accepts preemption
+		low.Candidacy.Preempt, low.Candidacy.MinTenure = true, 2*retryPeriod // a leader that accepts preemption
 		a, err := fxelection.New(low, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := testConfig("jobs", "b")
-		cfg.Priority, cfg.Preempt, cfg.MinTenure = 1, true, 2*retryPeriod
+		cfg.Candidacy.Priority, cfg.Candidacy.Preempt, cfg.Candidacy.MinTenure = 1, true, 2*retryPeriod
 		b, err := fxelection.New(cfg, mem)
 		if err != nil {
 			t.Fatal(err)

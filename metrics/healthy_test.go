@@ -26,8 +26,8 @@ func TestHealthyGauge(t *testing.T) {
 		reg, m := newMetrics(t)
 		var failing atomic.Bool
 		c := testConfig("jobs", "a")
-		c.HealthInterval, c.HealthThreshold = 100*time.Millisecond, 1
-		c.HealthCheck = func(context.Context) error {
+		c.Health.Interval, c.Health.Threshold = 100*time.Millisecond, 1
+		c.Health.Check = func(context.Context) error {
 			if failing.Load() {
 				return errors.New("disk full")
 			}
@@ -60,7 +60,7 @@ fxelection_healthy{election="other",identity="b"} 1
 		probe(t, "readiness, healthy", metrics.Readiness(a), http.StatusOK)
 
 		failing.Store(true)
-		time.Sleep(c.HealthInterval + time.Millisecond)
+		time.Sleep(c.Health.Interval + time.Millisecond)
 		synctest.Wait()
 		gauge(`fxelection_healthy{election="jobs",identity="a"} 0
 fxelection_healthy{election="other",identity="b"} 1
@@ -78,7 +78,7 @@ fxelection_healthy{election="other",identity="b"} 1
 		}
 
 		failing.Store(false)
-		time.Sleep(c.HealthInterval + time.Millisecond)
+		time.Sleep(c.Health.Interval + time.Millisecond)
 		synctest.Wait()
 		gauge(`fxelection_healthy{election="jobs",identity="a"} 1
 fxelection_healthy{election="other",identity="b"} 1

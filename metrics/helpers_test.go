@@ -26,7 +26,11 @@ const (
 func testConfig(name, identity string) fxelection.Config {
 	return fxelection.Config{
 		Name: name, Identity: identity,
-		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Timing: fxelection.Timing{
+			LeaseDuration: leaseDuration,
+			RenewDeadline: renewDeadline,
+			RetryPeriod:   retryPeriod,
+		},
 	}
 }
 

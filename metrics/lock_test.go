@@ -23,7 +23,7 @@ import (
 
 // lockTiming is the lock package's test timing, for fake time:
 // LeaseDuration > RenewDeadline > 1.2 × RetryPeriod.
-var lockTiming = lock.Options{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+var lockTiming = lock.Options{Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 
 // newLockMetrics returns a pedantic registry and a LockMetrics on it.
 func newLockMetrics(t *testing.T, opts metrics.LockMetricsOptions) (*prometheus.Registry, *metrics.LockMetrics) {

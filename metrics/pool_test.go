@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/pool"
 	"github.com/fxelection/fxelection/metrics"
@@ -23,7 +24,11 @@ func TestPoolMetrics(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
 		p, err := pool.New(pool.Config{
 			Name: "jobs", Identity: "w1", Shards: []string{"a", "b", "c", "d"},
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			},
 		}, memory.New())
 		if err != nil {
 			t.Fatal(err)

@@ -25,7 +25,7 @@ func main() {
 func run(ctx context.Context, out io.Writer) error {
 	backend := memory.New() // or redislease.New(client, …), pglease.New(…)
 	cfg := fxelection.Config{Name: "api-tour", Identity: "a",
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+		Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 	o := fxelection.ObserverFunc(func(ev fxelection.Event) { // fast, never blocks: it runs on the elector's goroutines
 		if ev.Kind == fxelection.EventStartedLeading || ev.Kind == fxelection.EventStoppedLeading {
 			fmt.Fprintf(out, "event: %s %s (term %d)\n", ev.Identity, ev.Kind, ev.Lease.Term)
@@ -63,7 +63,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "work ran: %v\n", ran)
 
 	follower, err := fxelection.New(fxelection.Config{Name: cfg.Name, Identity: "b",
-		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod}, backend)
+		Timing: fxelection.Timing{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod}}, backend)
 	if err != nil {
 		return err
 	}

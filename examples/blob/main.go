@@ -46,7 +46,7 @@ func run(ctx context.Context, connectionString string, out io.Writer) error {
 		}),
 		fx.Supply(bloblease.Options{Container: "leases"}), // required, must exist; Prefix defaults to "fxelection/"
 		bloblease.Module, // provides fxelection.Backend (+ *bloblease.Backend)
-		fx.Supply(fxelection.Config{Name: "billing", LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second}),
+		fx.Supply(fxelection.Config{Name: "billing", Timing: fxelection.Timing{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second}}),
 		fxelection.Module,
 	)
 	if err := app.Start(ctx); err != nil {

@@ -31,7 +31,7 @@ func main() {
 
 	start := func(id string, b fxelection.Backend) *fxelection.Elector {
 		e, err := fxelection.New(fxelection.Config{Name: election, Identity: id,
-			LeaseDuration: 2 * time.Second, RenewDeadline: 1300 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}, b)
+			Timing: fxelection.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: 1300 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}}, b)
 		if err != nil {
 			panic(err)
 		}

@@ -22,7 +22,7 @@ func node(id string, backend fxelection.Backend) *fx.App {
 		fx.NopLogger,
 		fx.Supply(fx.Annotate(backend, fx.As(new(fxelection.Backend)))), // or redislease.Module, pglease.Module
 		fx.Supply(fxelection.Config{Name: "reports", Identity: id,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}),
+			Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}),
 		fxelection.Module,
 		fxgocron.Module, // a gocron.Scheduler that asks the elector before every run
 		fx.Invoke(func(s gocron.Scheduler, e *fxelection.Elector) error {

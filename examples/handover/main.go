@@ -28,10 +28,15 @@ func run(ctx context.Context, out io.Writer) error {
 	start := func(id string, priority int) (*fxelection.Elector, error) {
 		e, err := fxelection.New(fxelection.Config{
 			Name: "billing", Identity: id,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			Priority:  priority,        // higher is preferred; advertised in the lease record
-			Preempt:   true,            // a higher priority asks the leader to hand over
-			MinTenure: 2 * time.Second, // … once it has led this long
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			}, Candidacy: fxelection.Candidacy{
+				Priority:  priority,
+				Preempt:   true,
+				MinTenure: 2 * time.Second,
+			}, // higher is preferred; advertised in the lease record
 		}, backend)
 		if err != nil {
 			return nil, err

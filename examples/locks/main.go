@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/fxelection/memory"
@@ -57,8 +58,12 @@ func run(ctx context.Context, out io.Writer) error {
 	)
 	for i := range 4 {
 		locker, err := lock.New(backend, lock.Options{
-			Identity:      fmt.Sprintf("worker-%d", i),
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+			Identity: fmt.Sprintf("worker-%d", i),
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   100 * time.Millisecond,
+			},
 		})
 		if err != nil {
 			return err

@@ -33,8 +33,11 @@ func run(ctx context.Context, out io.Writer) error {
 	for _, id := range []string{"w1", "w2", "w3"} {
 		p, err := pool.New(pool.Config{
 			Name: "orders", Shards: shards, Identity: id,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			OnAcquired: func(ctx context.Context, shard string) {
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			}, OnAcquired: func(ctx context.Context, shard string) {
 				lease, _ := fxelection.LeaseFromContext(ctx) // fence the shard's writes with lease.Term
 				_ = lease
 				<-ctx.Done() // consume the shard until it moves or the worker stops

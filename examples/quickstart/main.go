@@ -18,11 +18,13 @@ func main() {
 	var electors []*fxelection.Elector
 	for _, id := range []string{"a", "b", "c"} {
 		e, err := fxelection.New(fxelection.Config{
-			Name:          "quickstart",
-			Identity:      id,
-			LeaseDuration: 3 * time.Second,
-			RenewDeadline: 2 * time.Second,
-			RetryPeriod:   500 * time.Millisecond,
+			Name:     "quickstart",
+			Identity: id,
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			},
 			Callbacks: fxelection.Callbacks{
 				OnStartedLeading: func(ctx context.Context) {
 					lease, _ := fxelection.LeaseFromContext(ctx)

@@ -74,7 +74,7 @@ func run(ctx context.Context, out io.Writer) error {
 // candidate starts a candidate that advertises addr to followers.
 func candidate(ctx context.Context, backend fxelection.Backend, id, addr string) (*fxelection.Elector, error) {
 	e, err := fxelection.New(fxelection.Config{Name: "billing", Identity: id, Metadata: map[string]string{"addr": addr},
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}, backend)
+		Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}, backend)
 	if err != nil {
 		return nil, err
 	}

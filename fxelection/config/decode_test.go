@@ -209,7 +209,7 @@ func TestParseValid(t *testing.T) {
 	if c.Name != "reports" || c.Identity != "node-1" || c.Metadata["addr"] != "10.0.0.7:8080" || c.LeaseDuration != 30*time.Second ||
 		c.RenewDeadline != 20*time.Second || c.RetryPeriod != 4*time.Second || c.MaxBackoff != time.Minute ||
 		c.StopTimeout != 5*time.Second || !c.KeepLeaseOnStop || !c.NoRecampaign ||
-		c.Priority != 3 || c.PriorityGrace != 9*time.Second || !c.Preempt || c.MinTenure != time.Minute {
+		c.Candidacy.Priority != 3 || c.Candidacy.PriorityGrace != 9*time.Second || !c.Candidacy.Preempt || c.Candidacy.MinTenure != time.Minute {
 		t.Fatalf("config = %+v", c)
 	}
 	p := d.Elections[1].Backend.Module.(*Probe)

@@ -143,28 +143,32 @@ type Election struct {
 // Health is invalid (Validate reports it), a check that always fails.
 func (e Election) Config() fxelection.Config {
 	c := fxelection.Config{
-		Name:            e.Name,
-		Identity:        e.Identity,
-		Metadata:        e.Metadata,
-		LeaseDuration:   time.Duration(e.LeaseDuration),
-		RenewDeadline:   time.Duration(e.RenewDeadline),
-		RetryPeriod:     time.Duration(e.RetryPeriod),
-		MaxBackoff:      time.Duration(e.MaxBackoff),
+		Name:     e.Name,
+		Identity: e.Identity,
+		Metadata: e.Metadata,
+		Timing: fxelection.Timing{
+			LeaseDuration: time.Duration(e.LeaseDuration),
+			RenewDeadline: time.Duration(e.RenewDeadline),
+			RetryPeriod:   time.Duration(e.RetryPeriod),
+			MaxBackoff:    time.Duration(e.MaxBackoff),
+		},
 		StopTimeout:     time.Duration(e.StopTimeout),
 		KeepLeaseOnStop: e.KeepLeaseOnStop,
 		NoRecampaign:    e.NoRecampaign,
 		ExitOnLoss:      e.ExitOnLoss,
-		Priority:        e.Priority,
-		PriorityGrace:   time.Duration(e.PriorityGrace),
-		Preempt:         e.Preempt,
-		MinTenure:       time.Duration(e.MinTenure),
+		Candidacy: fxelection.Candidacy{
+			Priority:      e.Priority,
+			PriorityGrace: time.Duration(e.PriorityGrace),
+			Preempt:       e.Preempt,
+			MinTenure:     time.Duration(e.MinTenure),
+		},
 	}
 	if h := e.Health; h != nil {
 		check, _, err := h.check()
 		if err != nil {
 			check = func(context.Context) error { return err }
 		}
-		c.HealthCheck, c.HealthInterval, c.HealthThreshold = check, time.Duration(h.Interval), h.Threshold
+		c.Health.Check, c.Health.Interval, c.Health.Threshold = check, time.Duration(h.Interval), h.Threshold
 	}
 	return c
 }
@@ -561,7 +565,8 @@ var configKeys = map[string]string{
 	"Name": "name", "Identity": "identity", "Metadata": "metadata",
 	"LeaseDuration": "lease_duration", "RenewDeadline": "renew_deadline", "RetryPeriod": "retry_period",
 	"MaxBackoff": "max_backoff", "StopTimeout": "stop_timeout",
-	"HealthInterval": "health.interval", "HealthThreshold": "health.threshold",
+	"Health.Interval": "health.interval", "Health.Threshold": "health.threshold",
+	"Candidacy.PriorityGrace": "priority_grace", "Candidacy.MinTenure": "min_tenure",
 }
 
 // configPath points a Config.Validate error at the key of the field it

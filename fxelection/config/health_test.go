@@ -32,15 +32,15 @@ func TestHealthDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := d.Elections[0].Config(), d.Elections[1].Config()
-	if a.HealthCheck == nil || a.HealthInterval != 5*time.Second || a.HealthThreshold != 2 || a.ExitOnLoss {
+	if a.Health.Check == nil || a.Health.Interval != 5*time.Second || a.Health.Threshold != 2 || a.ExitOnLoss {
 		t.Errorf("command election: check %v, interval %v, threshold %d, exit on loss %v",
-			a.HealthCheck != nil, a.HealthInterval, a.HealthThreshold, a.ExitOnLoss)
+			a.Health.Check != nil, a.Health.Interval, a.Health.Threshold, a.ExitOnLoss)
 	}
-	if b.HealthCheck == nil || b.HealthInterval != 0 || b.HealthThreshold != 0 || !b.ExitOnLoss {
+	if b.Health.Check == nil || b.Health.Interval != 0 || b.Health.Threshold != 0 || !b.ExitOnLoss {
 		t.Errorf("http election: check %v, interval %v, threshold %d, exit on loss %v",
-			b.HealthCheck != nil, b.HealthInterval, b.HealthThreshold, b.ExitOnLoss)
+			b.Health.Check != nil, b.Health.Interval, b.Health.Threshold, b.ExitOnLoss)
 	}
-	if c := d.Elections[0].Config(); c.HealthCheck == nil {
+	if c := d.Elections[0].Config(); c.Health.Check == nil {
 		t.Error("Config() twice")
 	}
 
@@ -57,8 +57,8 @@ elections:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := y.Elections[0].Config(); c.HealthCheck == nil || c.HealthInterval != 5*time.Second || c.HealthThreshold != 2 || !c.ExitOnLoss {
-		t.Errorf("YAML: check %v, interval %v, threshold %d, exit on loss %v", c.HealthCheck != nil, c.HealthInterval, c.HealthThreshold, c.ExitOnLoss)
+	if c := y.Elections[0].Config(); c.Health.Check == nil || c.Health.Interval != 5*time.Second || c.Health.Threshold != 2 || !c.ExitOnLoss {
+		t.Errorf("YAML: check %v, interval %v, threshold %d, exit on loss %v", c.Health.Check != nil, c.Health.Interval, c.Health.Threshold, c.ExitOnLoss)
 	}
 }
 
@@ -82,8 +82,8 @@ func TestHealthDocumentErrors(t *testing.T) {
 		{"not http", el(`{"http": "ftp://user:` + pw + `@host/x"}`), `elections[0].health.http: invalid value: want an absolute http or https URL`, config.ErrInvalidValue},
 		{"relative", el(`{"http": "/healthz?token=` + pw + `"}`), `elections[0].health.http: invalid value: want an absolute http or https URL`, config.ErrInvalidValue},
 		{"interval as number", el(`{"command": ["true"], "interval": 5}`), `elections[0].health.interval: wrong type`, config.ErrWrongType},
-		{"interval too short", el(`{"command": ["true"], "interval": "1ms"}`), `elections[0].health.interval: fxelection: HealthInterval: must be at least 10ms`, nil},
-		{"negative threshold", el(`{"command": ["true"], "threshold": -1}`), `elections[0].health.threshold: fxelection: HealthThreshold: must be at least 1`, nil},
+		{"interval too short", el(`{"command": ["true"], "interval": "1ms"}`), `elections[0].health.interval: fxelection: Health.Interval: must be at least 10ms`, nil},
+		{"negative threshold", el(`{"command": ["true"], "threshold": -1}`), `elections[0].health.threshold: fxelection: Health.Threshold: must be at least 1`, nil},
 		{"health is a string", el(`"true"`), `elections[0].health: wrong type: want an object, got string`, config.ErrWrongType},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/lock"
 )
@@ -39,10 +40,12 @@ type Locker struct {
 // Options returns l as lock.Options (Observer unset).
 func (l Locker) Options() lock.Options {
 	return lock.Options{
-		Identity:      l.Identity,
-		LeaseDuration: time.Duration(l.LeaseDuration),
-		RenewDeadline: time.Duration(l.RenewDeadline),
-		RetryPeriod:   time.Duration(l.RetryPeriod),
+		Identity: l.Identity,
+		Timing: fxelection.Timing{
+			LeaseDuration: time.Duration(l.LeaseDuration),
+			RenewDeadline: time.Duration(l.RenewDeadline),
+			RetryPeriod:   time.Duration(l.RetryPeriod),
+		},
 	}
 }
 

@@ -82,7 +82,7 @@ lockers:
 		if lk.Name != "reports" || lk.Identity != "host-7" || lk.Backend.Use != "shared" {
 			t.Errorf("%s: lockers[0] = %+v", name, lk)
 		}
-		want := lock.Options{Identity: "host-7", LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second}
+		want := lock.Options{Identity: "host-7", Timing: fxelection.Timing{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second}}
 		if o := lk.Options(); o != want {
 			t.Errorf("%s: lockers[0].Options() = %+v, want %+v", name, o, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
@@ -61,14 +62,16 @@ type Pool struct {
 // it) gives no shards.
 func (p Pool) Config() pool.Config {
 	c := pool.Config{
-		Name:          p.Name,
-		Shards:        p.Shards,
-		Identity:      p.Identity,
-		MaxWorkers:    p.MaxWorkers,
-		MaxMoves:      p.MaxMoves,
-		LeaseDuration: time.Duration(p.LeaseDuration),
-		RenewDeadline: time.Duration(p.RenewDeadline),
-		RetryPeriod:   time.Duration(p.RetryPeriod),
+		Name:       p.Name,
+		Shards:     p.Shards,
+		Identity:   p.Identity,
+		MaxWorkers: p.MaxWorkers,
+		MaxMoves:   p.MaxMoves,
+		Timing: fxelection.Timing{
+			LeaseDuration: time.Duration(p.LeaseDuration),
+			RenewDeadline: time.Duration(p.RenewDeadline),
+			RetryPeriod:   time.Duration(p.RetryPeriod),
+		},
 	}
 	if p.ShardCount > 0 && p.ShardCount <= MaxPoolShards {
 		c.Shards = make([]string, p.ShardCount)
@@ -92,7 +95,7 @@ var poolKeys = map[string]string{
 // pool if it names none. Shards are reported at shard_count when the pool
 // counts them.
 func poolPath(path string, p Pool, err error) string {
-	var ce *pool.ConfigError
+	var ce *fxelection.ConfigError
 	if !errors.As(err, &ce) {
 		return path
 	}

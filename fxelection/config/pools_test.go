@@ -135,13 +135,13 @@ func TestPoolDocumentErrors(t *testing.T) {
 		{"name unfit for a tag", pools(`{"name": "a b", ` + ok + `}`),
 			[]string{`pools[0].name: invalid value: a pool name is its fx name tag`}, config.ErrInvalidValue},
 		{"name too long with its shards", pools(`{"name": "` + strings.Repeat("n", 195) + `", ` + ok + `}`),
-			[]string{`pools[0].name: pool: Name: `}, nil},
+			[]string{`pools[0].name: fxelection: Name: `}, nil},
 		// Every shard is checked, not only the longest; the error names
 		// the shard's index and never quotes it.
 		{"unprintable shard after a long one", pools(`{"name": "p", "shards": ["a-long-and-valid-shard-name", "x\u0001"], "backend": ` + mem + `}`),
 			[]string{`pools[0].shards[1]: invalid value: must be printable (byte 1 is a control character)`}, nil},
 		{"shard too long with the name", pools(`{"name": "p", "shards": ["a", "` + strings.Repeat("s", 195) + `"], "backend": ` + mem + `}`),
-			[]string{`pools[0].shards[1]: pool: Shards[1]: with Name, its election name must be at most 200 bytes`}, nil},
+			[]string{`pools[0].shards[1]: fxelection: Shards[1]: with Name, its election name must be at most 200 bytes`}, nil},
 		{"both shards and shard_count", pools(`{"name": "p", "shards": ["a"], ` + ok + `}`),
 			[]string{`pools[0].shard_count: invalid value: set shards or shard_count, not both`}, config.ErrInvalidValue},
 		{"neither shards nor shard_count", pools(`{"name": "p", "backend": ` + mem + `}`),
@@ -170,15 +170,15 @@ func TestPoolDocumentErrors(t *testing.T) {
 		{"duration as number", pools(`{"name": "p", "retry_period": 2, ` + ok + `}`),
 			[]string{`pools[0].retry_period: wrong type: want a duration string such as "1.5s", got number`}, config.ErrWrongType},
 		{"renew deadline past the lease", pools(`{"name": "p", "lease_duration": "1s", "renew_deadline": "2s", ` + ok + `}`),
-			[]string{`pools[0].renew_deadline: pool: RenewDeadline: must be shorter than LeaseDuration`}, nil},
+			[]string{`pools[0].renew_deadline: fxelection: RenewDeadline: must be shorter than LeaseDuration`}, nil},
 		{"negative retry period", pools(`{"name": "p", "retry_period": "-1s", ` + ok + `}`),
-			[]string{`pools[0].retry_period: pool: RetryPeriod:`}, nil},
+			[]string{`pools[0].retry_period: fxelection: RetryPeriod:`}, nil},
 		{"max_workers too large", pools(`{"name": "p", "max_workers": 5000, ` + ok + `}`),
-			[]string{`pools[0].max_workers: pool: MaxWorkers: must be in [1, 1024] (is 5000)`}, nil},
+			[]string{`pools[0].max_workers: fxelection: MaxWorkers: must be in [1, 1024] (is 5000)`}, nil},
 		{"max_moves negative", pools(`{"name": "p", "max_moves": -1, ` + ok + `}`),
-			[]string{`pools[0].max_moves: pool: MaxMoves: must be positive (is -1)`}, nil},
+			[]string{`pools[0].max_moves: fxelection: MaxMoves: must be positive (is -1)`}, nil},
 		{"identity unprintable", pools(`{"name": "p", "identity": "a\u0001", ` + ok + `}`),
-			[]string{`pools[0].identity: pool: Identity: must be printable`}, nil},
+			[]string{`pools[0].identity: fxelection: Identity: must be printable`}, nil},
 		{"unknown key", pools(`{"name": "p", "shard_cuont": 2, "backend": ` + mem + `}`),
 			[]string{`pools[0].shard_cuont: unknown key (did you mean "shard_count"?)`}, config.ErrUnknownKey},
 		{"duplicate key", pools(`{"name": "p", "name": "q", ` + ok + `}`),
@@ -256,7 +256,7 @@ func TestMaxPoolShardsIsPools(t *testing.T) {
 		shards[i] = strconv.Itoa(i)
 	}
 	_, err := pool.New(pool.Config{Name: "p", Shards: shards}, store(t.Name()))
-	var ce *pool.ConfigError
+	var ce *fxelection.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Shards" || !strings.Contains(ce.Reason, "at most "+strconv.Itoa(config.MaxPoolShards)+" ") {
 		t.Fatalf("pool.New with MaxPoolShards+1 shards: %v", err)
 	}

@@ -39,8 +39,12 @@ func (s *suite) handOverOnStop(t *testing.T) {
 	for i := range cs {
 		e, err := fxelection.New(fxelection.Config{
 			Name: name, Identity: fmt.Sprintf("smoke-%d", i), Metadata: map[string]string{"i": fmt.Sprint(i)},
-			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
-			MaxBackoff: 4 * tm.RetryPeriod,
+			Timing: fxelection.Timing{
+				LeaseDuration: tm.LeaseDuration,
+				RenewDeadline: tm.RenewDeadline,
+				RetryPeriod:   tm.RetryPeriod,
+				MaxBackoff:    4 * tm.RetryPeriod,
+			},
 		}, s.newBackend(t))
 		if err != nil {
 			t.Fatalf("New: %v", err)
@@ -88,7 +92,7 @@ func waitLeader(t *testing.T, es []*fxelection.Elector, except *fxelection.Elect
 func (s *suite) newLocker(t *testing.T, b fxelection.Backend, id string) *lock.Locker {
 	t.Helper()
 	tm := s.o.Timing
-	l, err := lock.New(b, lock.Options{Identity: id, LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: lockRetry})
+	l, err := lock.New(b, lock.Options{Identity: id, Timing: fxelection.Timing{LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: lockRetry}})
 	if err != nil {
 		t.Fatalf("lock.New: %v", err)
 	}

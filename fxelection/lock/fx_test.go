@@ -185,8 +185,8 @@ func TestNamed(t *testing.T) {
 // so does a graph without a Backend.
 func TestModuleInvalidOptions(t *testing.T) {
 	for name, opt := range map[string]fx.Option{
-		"Module": fx.Options(lock.Module, fx.Supply(lock.Options{RetryPeriod: time.Millisecond})),
-		"Named":  lock.Named("x", lock.Options{RetryPeriod: time.Millisecond}),
+		"Module": fx.Options(lock.Module, fx.Supply(lock.Options{Timing: fxelection.Timing{RetryPeriod: time.Millisecond}})),
+		"Named":  lock.Named("x", lock.Options{Timing: fxelection.Timing{RetryPeriod: time.Millisecond}}),
 	} {
 		err := fx.New(fx.NopLogger, memory.Module, opt).Err()
 		var ce *fxelection.ConfigError

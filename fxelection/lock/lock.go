@@ -14,11 +14,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/internal/keeper"
 )
 
-// Defaults for Options' zero values: fxelection.Config's.
 const (
-	defaultLeaseDuration = 15 * time.Second
-	defaultRenewDeadline = 10 * time.Second
-	defaultRetryPeriod   = 2 * time.Second
 	// incarnationLen is the length of backendkit.NewIncarnation's tokens.
 	incarnationLen = 16
 )
@@ -53,9 +49,8 @@ var (
 )
 
 // Options configures a Locker. The zero value of every field means its
-// documented default; the durations follow fxelection.Config's rules
-// (LeaseDuration > RenewDeadline > 1.2 × RetryPeriod, RetryPeriod at
-// least 10ms), checked by fxelection.Config.Validate.
+// documented default; the durations are an fxelection.Timing, checked by
+// Timing.Validate.
 type Options struct {
 	// Identity names this Locker in the lease records it writes: the
 	// holder of each lock it takes is Identity, '/' and a random token of
@@ -65,24 +60,20 @@ type Options struct {
 	// fxelection.DefaultIdentity().
 	Identity string
 
-	// LeaseDuration is how long a lock lasts in the store without a
-	// renewal: a holder that vanishes without releasing is replaced once
-	// it has passed and a waiter polls again. Default: 15s.
-	LeaseDuration time.Duration
-
+	// Timing is the locks' timing, with fxelection.Timing's defaults and
+	// rules (LeaseDuration > RenewDeadline > 1.2 × RetryPeriod,
+	// RetryPeriod at least 10ms). LeaseDuration is how long a lock lasts in
+	// the store without a renewal: a holder that vanishes without
+	// releasing is replaced once it has passed and a waiter polls again.
 	// RenewDeadline bounds how long a holder keeps the lock (its Context
 	// not ended) without a successful renewal, measured on the local
 	// monotonic clock from the start of the last successful renewal or
-	// the acquisition. It must be shorter than LeaseDuration, so that the
-	// Context ends before another holder can take the lock. It also
-	// bounds each attempt to acquire. Default: 10s.
-	RenewDeadline time.Duration
-
-	// RetryPeriod is how often a held lock is renewed and how often a
-	// waiter without push wake-up tries again (RetryPeriod to 1.2 ×
-	// RetryPeriod, jittered). At least 10ms and shorter than
-	// RenewDeadline/1.2. Default: 2s.
-	RetryPeriod time.Duration
+	// the acquisition, so that the Context ends before another holder can
+	// take the lock; it also bounds each attempt to acquire. RetryPeriod
+	// is how often a held lock is renewed and how often a waiter without
+	// push wake-up tries again (RetryPeriod to 1.2 × RetryPeriod,
+	// jittered). MaxBackoff is checked as fxelection.Timing's.
+	fxelection.Timing
 
 	// Observer, when set, receives the Locker's events (acquisitions with
 	// their outcome and wait, releases, losses): package metrics turns
@@ -95,15 +86,7 @@ func (o Options) withDefaults() Options {
 	if o.Identity == "" {
 		o.Identity = fxelection.DefaultIdentity()
 	}
-	if o.LeaseDuration == 0 {
-		o.LeaseDuration = defaultLeaseDuration
-	}
-	if o.RenewDeadline == 0 {
-		o.RenewDeadline = defaultRenewDeadline
-	}
-	if o.RetryPeriod == 0 {
-		o.RetryPeriod = defaultRetryPeriod
-	}
+	o.Timing = o.Timing.WithDefaults()
 	return o
 }
 
@@ -126,7 +109,11 @@ func (o Options) normalize() (Options, error) {
 	// checked per call.
 	err := fxelection.Config{
 		Name: "lock", Identity: o.Identity,
-		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Timing: fxelection.Timing{
+			LeaseDuration: o.LeaseDuration,
+			RenewDeadline: o.RenewDeadline,
+			RetryPeriod:   o.RetryPeriod,
+		},
 	}.Validate()
 	return o, err
 }

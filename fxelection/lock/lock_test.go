@@ -23,7 +23,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Short timings for fake time: LeaseDuration > RenewDeadline > 1.2 × RetryPeriod.
-var fast = lock.Options{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+var fast = lock.Options{Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 
 func newLocker(t *testing.T, b fxelection.Backend, identity string) *lock.Locker {
 	t.Helper()
@@ -352,7 +352,7 @@ func TestLeaseLostEndsContext(t *testing.T) {
 func TestReleaseWakesWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		slow := lock.Options{LeaseDuration: time.Minute, RenewDeadline: 40 * time.Second, RetryPeriod: 10 * time.Second}
+		slow := lock.Options{Timing: fxelection.Timing{LeaseDuration: time.Minute, RenewDeadline: 40 * time.Second, RetryPeriod: 10 * time.Second}}
 		a, err := lock.New(store, slow)
 		if err != nil {
 			t.Fatal(err)
@@ -485,10 +485,10 @@ func TestBadOptions(t *testing.T) {
 	}{
 		{"Identity", lock.Options{Identity: strings.Repeat("x", lock.MaxIdentityLen+1)}},
 		{"Identity", lock.Options{Identity: "a\nb"}},
-		{"LeaseDuration", lock.Options{LeaseDuration: -time.Second}},
-		{"RenewDeadline", lock.Options{LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second}},
-		{"RenewDeadline", lock.Options{RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}},
-		{"RetryPeriod", lock.Options{RetryPeriod: time.Millisecond}},
+		{"LeaseDuration", lock.Options{Timing: fxelection.Timing{LeaseDuration: -time.Second}}},
+		{"RenewDeadline", lock.Options{Timing: fxelection.Timing{LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second}}},
+		{"RenewDeadline", lock.Options{Timing: fxelection.Timing{RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}}},
+		{"RetryPeriod", lock.Options{Timing: fxelection.Timing{RetryPeriod: time.Millisecond}}},
 	} {
 		_, err := lock.New(store, tc.opts)
 		var ce *fxelection.ConfigError

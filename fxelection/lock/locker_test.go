@@ -196,7 +196,7 @@ func TestRenewalsBatched(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, err := g.New(fxelection.Config{Name: "elected", Identity: "e",
-			LeaseDuration: fast.LeaseDuration, RenewDeadline: fast.RenewDeadline, RetryPeriod: fast.RetryPeriod})
+			Timing: fxelection.Timing{LeaseDuration: fast.LeaseDuration, RenewDeadline: fast.RenewDeadline, RetryPeriod: fast.RetryPeriod}})
 		if err != nil {
 			t.Fatal(err)
 		}

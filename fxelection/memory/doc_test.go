@@ -29,8 +29,11 @@ func TestFailoverBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		cfg := fxelection.Config{
-			Name: "failover", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second,
-			RetryPeriod: 500 * time.Millisecond, KeepLeaseOnStop: true,
+			Name: "failover", Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			}, KeepLeaseOnStop: true,
 		}
 		bound := cfg.LeaseDuration + backoff.JitterMax(cfg.RetryPeriod)
 		start := func(id string) *fxelection.Elector {

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
@@ -20,8 +21,12 @@ func TestModule(t *testing.T) {
 	app := fxtest.New(t,
 		memory.Module,
 		pool.Named("jobs", pool.Config{
-			Shards:        []string{"a", "b", "c"},
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+			Shards: []string{"a", "b", "c"},
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   100 * time.Millisecond,
+			},
 		}),
 		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"jobs"`)), &store),
 	)

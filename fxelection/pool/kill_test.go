@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/pool"
@@ -27,7 +28,11 @@ func TestKilledWorkerSharesRespread(t *testing.T) {
 		cfg := func(id string) pool.Config {
 			return pool.Config{
 				Name: "kill", Identity: id, Shards: numbered(shards),
-				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+				Timing: fxelection.Timing{
+					LeaseDuration: 3 * time.Second,
+					RenewDeadline: 2 * time.Second,
+					RetryPeriod:   500 * time.Millisecond,
+				},
 			}
 		}
 		var live []*pool.Pool

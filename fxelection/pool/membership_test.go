@@ -20,7 +20,7 @@ import (
 )
 
 // fast are the short timings of these tests (fake time).
-var fast = pool.Config{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+var fast = pool.Config{Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 
 func numbered(n int) []string {
 	s := make([]string, n)
@@ -232,8 +232,8 @@ func TestSlotLeaseAtLeastBackendMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		mk := func() fxelection.Backend { return flooredReporting{&floored{Backend: store, min: 15 * time.Second}} }
-		_, err := pool.New(pool.Config{Name: "short", Shards: numbered(2), LeaseDuration: 14 * time.Second, RenewDeadline: 10 * time.Second}, mk())
-		var ce *pool.ConfigError
+		_, err := pool.New(pool.Config{Name: "short", Shards: numbered(2), Timing: fxelection.Timing{LeaseDuration: 14 * time.Second, RenewDeadline: 10 * time.Second}}, mk())
+		var ce *fxelection.ConfigError
 		if !errors.As(err, &ce) || ce.Field != "LeaseDuration" {
 			t.Errorf("New with LeaseDuration 14s on a backend whose minimum is 15s: %v, want a ConfigError naming LeaseDuration", err)
 		}
@@ -283,7 +283,7 @@ func TestRefusedSlotDurationIsLoggedAndCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
 		b := &floored{Backend: memory.New(), min: 15 * time.Second}
-		p := startPool(t, pool.Config{Name: "silent", Shards: numbered(2), LeaseDuration: 15 * time.Second, Logger: slog.New(rec)}, b)
+		p := startPool(t, pool.Config{Name: "silent", Shards: numbered(2), Timing: fxelection.Timing{LeaseDuration: 15 * time.Second}, Logger: slog.New(rec)}, b)
 		time.Sleep(5 * time.Second)
 		st := p.Status()
 		if st.SlotRefused == 0 || st.SlotFailures < st.SlotRefused || st.Slot != -1 {
@@ -319,7 +319,7 @@ func TestEveryShardNameValidated(t *testing.T) {
 	} {
 		cfg := pool.Config{Name: "valid", Shards: tc.shards}
 		for _, err := range []error{cfg.Validate(), func() error { _, err := pool.New(cfg, memory.New()); return err }()} {
-			var ce *pool.ConfigError
+			var ce *fxelection.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Errorf("shards %q: %v, want a ConfigError naming %s", tc.shards, err, tc.field)
 				continue

@@ -30,7 +30,7 @@ func TestNamesRefused(t *testing.T) {
 			"Shards[1]", "must be printable"},
 	} {
 		_, err := pool.New(tc.cfg, memory.New())
-		var ce *pool.ConfigError
+		var ce *fxelection.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.want) {
 			t.Errorf("%s: %v, want a ConfigError for %s saying %q", tc.name, err, tc.field, tc.want)
 			continue
@@ -47,7 +47,7 @@ func TestNamesRefused(t *testing.T) {
 func TestPoolApartFromElections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		timing := fxelection.Config{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+		timing := fxelection.Config{Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 		ecfg := timing
 		ecfg.Name, ecfg.Identity = "p/shard/x", "election"
 		e, err := fxelection.New(ecfg, store)
@@ -64,7 +64,11 @@ func TestPoolApartFromElections(t *testing.T) {
 		}
 		p, err := pool.New(pool.Config{
 			Name: "p", Shards: []string{"x"}, Identity: "worker",
-			LeaseDuration: timing.LeaseDuration, RenewDeadline: timing.RenewDeadline, RetryPeriod: timing.RetryPeriod,
+			Timing: fxelection.Timing{
+				LeaseDuration: timing.LeaseDuration,
+				RenewDeadline: timing.RenewDeadline,
+				RetryPeriod:   timing.RetryPeriod,
+			},
 		}, store)
 		if err != nil {
 			t.Fatal(err)

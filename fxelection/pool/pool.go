@@ -77,16 +77,14 @@ type Config struct {
 	// spread. Default: len(Shards), no bound beyond the excess.
 	MaxMoves int
 
-	// LeaseDuration, RenewDeadline and RetryPeriod are every shard's and
-	// member record's timings, as in fxelection.Config (same defaults and
-	// rules). The pool's own loop runs every RetryPeriod. A member slot
-	// is a lease of RenewDeadline, or of the backend's minimum lease
+	// Timing is every shard's and member record's timing (fxelection.Timing's
+	// defaults and rules; MaxBackoff is the shard electors'). The pool's
+	// own loop runs every RetryPeriod. A member slot is a lease of
+	// RenewDeadline, or of the backend's minimum lease
 	// (backendkit.MinDurationer: Azure Blob 15s, etcd its minimum TTL,
 	// memcached one second) when that is longer; New and Start refuse a
 	// LeaseDuration below that slot lease, naming LeaseDuration.
-	LeaseDuration time.Duration
-	RenewDeadline time.Duration
-	RetryPeriod   time.Duration
+	fxelection.Timing
 
 	// OnAcquired runs, in a goroutine of its own, when this worker takes a
 	// shard; ctx ends the moment it loses it and carries the shard's lease
@@ -175,7 +173,7 @@ type Status struct {
 //
 // The share is hi = ceil(N/W) of N shards over W live workers. A worker
 // below hi campaigns for free shards; at hi or above its electors defer
-// (fxelection.Config.Defer): they read instead of acquiring and take
+// (fxelection.Candidacy.Defer): they read instead of acquiring and take
 // only a shard handed to them. A worker above hi — or above floor(N/W)
 // while another is below it — hands its excess over with
 // Elector.ResignTo to the workers furthest below their share, at most
@@ -273,8 +271,8 @@ func New(cfg Config, backend fxelection.Backend) (*Pool, error) {
 		se := &shardElector{name: name}
 		ecfg := fxelection.Config{
 			Name: shardElection(cfg.Name, name), Identity: cfg.Identity,
-			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-			Defer:     p.full,
+			Timing:    cfg.Timing,
+			Candidacy: fxelection.Candidacy{Defer: p.full},
 			Logger:    cfg.Logger,
 			Callbacks: p.callbacks(name),
 		}
@@ -319,17 +317,11 @@ func (c Config) normalize() (Config, error) {
 	// last member slot's name for Name and the timings, then every shard's
 	// name, each reported as Shards[i].
 	ecfg := fxelection.Config{
-		Name: memberElection(c.Name, c.MaxWorkers-1), Identity: c.Identity,
-		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
+		Name: memberElection(c.Name, c.MaxWorkers-1), Identity: c.Identity, Timing: c.Timing,
 	}
 	names.AllowDerived(&ecfg)
-	err := ecfg.Validate()
-	var ce *fxelection.ConfigError
-	if errors.As(err, &ce) {
-		return c, configErr(ce.Field, "%s", ce.Reason)
-	}
-	if err != nil {
-		return c, fmt.Errorf("pool: %w", err)
+	if err := ecfg.Validate(); err != nil {
+		return c, err // a *fxelection.ConfigError naming Name, Identity or a Timing field
 	}
 	seen := make(map[string]bool, len(c.Shards))
 	for i, s := range c.Shards {
@@ -348,16 +340,8 @@ func (c Config) normalize() (Config, error) {
 		}
 		seen[s] = true
 	}
-	// The timings' defaults, for the pool's own loop.
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = 15 * time.Second
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = 2 * time.Second
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = 10 * time.Second
-	}
+	// The timings' defaults, for the pool's own loop and its electors.
+	c.Timing = c.Timing.WithDefaults()
 	return c, nil
 }
 
@@ -400,17 +384,9 @@ func shardsDigest(shards []string) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// ConfigError names the Config field that is wrong.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string { return "pool: " + e.Field + ": " + e.Reason }
-
-func configErr(field, format string, args ...any) *ConfigError {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+// configErr is a *fxelection.ConfigError naming a Config field.
+func configErr(field, format string, args ...any) *fxelection.ConfigError {
+	return &fxelection.ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // shardElection and memberElection name a pool's records: derived names,
@@ -446,7 +422,7 @@ func (p *Pool) count(ev fxelection.Event) {
 	}
 }
 
-// full is every shard elector's Config.Defer: at or above the share,
+// full is every shard elector's Config.Candidacy.Defer: at or above the share,
 // take only what is handed over; but never while a member balances over
 // another shard list, who may not know the shards left free.
 func (p *Pool) full() bool {

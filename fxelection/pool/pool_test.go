@@ -34,7 +34,11 @@ func TestStopBoundedWhenWedged(t *testing.T) {
 		f := faultinject.New(memory.New())
 		p, err := pool.New(pool.Config{
 			Name: "wedged", Shards: []string{"a", "b"},
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			},
 		}, f)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +84,11 @@ func TestOwnSlotUnreadable(t *testing.T) {
 		b := ownSlotUnreadable{Backend: memory.New(), slot: "blind#member/0"}
 		p, err := pool.New(pool.Config{
 			Name: "blind", Shards: []string{"a", "b", "c"},
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			Timing: fxelection.Timing{
+				LeaseDuration: 3 * time.Second,
+				RenewDeadline: 2 * time.Second,
+				RetryPeriod:   500 * time.Millisecond,
+			},
 		}, b)
 		if err != nil {
 			t.Fatal(err)

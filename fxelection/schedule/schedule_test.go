@@ -22,7 +22,11 @@ func start(t *testing.T, b fxelection.Backend, id string) *fxelection.Elector {
 	t.Helper()
 	e, err := fxelection.New(fxelection.Config{
 		Name: "jobs", Identity: id,
-		LeaseDuration: 2 * time.Second, RenewDeadline: 1300 * time.Millisecond, RetryPeriod: 100 * time.Millisecond,
+		Timing: fxelection.Timing{
+			LeaseDuration: 2 * time.Second,
+			RenewDeadline: 1300 * time.Millisecond,
+			RetryPeriod:   100 * time.Millisecond,
+		},
 	}, b)
 	if err != nil {
 		t.Fatal(err)

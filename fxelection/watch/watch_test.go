@@ -21,7 +21,11 @@ func startElector(t *testing.T, b fxelection.Backend, id string) *fxelection.Ele
 	t.Helper()
 	e, err := fxelection.New(fxelection.Config{
 		Name: "watched", Identity: id, Metadata: map[string]string{"addr": id + ":8080"},
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		Timing: fxelection.Timing{
+			LeaseDuration: 3 * time.Second,
+			RenewDeadline: 2 * time.Second,
+			RetryPeriod:   500 * time.Millisecond,
+		},
 	}, b)
 	if err != nil {
 		t.Fatal(err)

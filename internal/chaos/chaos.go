@@ -130,9 +130,9 @@ func Run(t *testing.T, o Options) *Report {
 	tm := o.Timing
 	var err error
 	if o.Locks {
-		err = lock.Options{Identity: "lockchaos", LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod}.Validate()
+		err = lock.Options{Identity: "lockchaos", Timing: fxelection.Timing{LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod}}.Validate()
 	} else {
-		err = fxelection.Config{Name: "chaos", Identity: "chaos", LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod}.Validate()
+		err = fxelection.Config{Name: "chaos", Identity: "chaos", Timing: fxelection.Timing{LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod}}.Validate()
 	}
 	if err != nil {
 		t.Fatalf("electiontest: RunChaos timing: %v", err)

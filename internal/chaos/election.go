@@ -94,13 +94,15 @@ func (c *chaos) start(s *slot[*instance], base memberBase, b fxelection.Backend)
 	inst := &instance{memberBase: base, open: -1, quit: make(chan struct{}), writerDone: make(chan struct{})}
 	tm := c.o.Timing
 	e, err := fxelection.New(fxelection.Config{
-		Name:          c.election,
-		Identity:      inst.identity,
-		Metadata:      map[string]string{"slot": fmt.Sprint(s.idx)},
-		LeaseDuration: tm.LeaseDuration,
-		RenewDeadline: tm.RenewDeadline,
-		RetryPeriod:   tm.RetryPeriod,
-		MaxBackoff:    c.maxBackoff(),
+		Name:     c.election,
+		Identity: inst.identity,
+		Metadata: map[string]string{"slot": fmt.Sprint(s.idx)},
+		Timing: fxelection.Timing{
+			LeaseDuration: tm.LeaseDuration,
+			RenewDeadline: tm.RenewDeadline,
+			RetryPeriod:   tm.RetryPeriod,
+			MaxBackoff:    c.maxBackoff(),
+		},
 		Callbacks: fxelection.Callbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				l, _ := fxelection.LeaseFromContext(ctx)

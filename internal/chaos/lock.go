@@ -125,11 +125,13 @@ func (lc *lockChaos) start(s *slot[*lockClient], base memberBase, b fxelection.B
 	cl := newLockClient(base, lc.o.Keys)
 	tm := lc.o.Timing
 	locker, err := lock.New(b, lock.Options{
-		Identity:      cl.identity,
-		LeaseDuration: tm.LeaseDuration,
-		RenewDeadline: tm.RenewDeadline,
-		RetryPeriod:   tm.RetryPeriod,
-		Observer:      lockObserver(func(ev lock.Event) { lc.observe(cl, ev) }),
+		Identity: cl.identity,
+		Timing: fxelection.Timing{
+			LeaseDuration: tm.LeaseDuration,
+			RenewDeadline: tm.RenewDeadline,
+			RetryPeriod:   tm.RetryPeriod,
+		},
+		Observer: lockObserver(func(ev lock.Event) { lc.observe(cl, ev) }),
 	})
 	if err != nil {
 		_ = cl.proxy.Close()

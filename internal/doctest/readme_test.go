@@ -118,7 +118,7 @@ func TestReadmeConfigTable(t *testing.T) {
 	// The shortest RetryPeriod Config accepts.
 	const minRetryPeriod = 10 * time.Millisecond
 	accepts := func(p time.Duration) bool {
-		return fxelection.Config{Name: "a", LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: p}.Validate() == nil
+		return fxelection.Config{Name: "a", Timing: fxelection.Timing{LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: p}}.Validate() == nil
 	}
 	if !accepts(minRetryPeriod) || accepts(minRetryPeriod-1) {
 		t.Fatalf("Config's shortest RetryPeriod is not %v", minRetryPeriod)
@@ -131,7 +131,7 @@ func TestReadmeConfigTable(t *testing.T) {
 		"`RetryPeriod`":                       fmt.Sprintf("%v | ", def.RetryPeriod),
 		"`MaxBackoff`":                        fmt.Sprintf("%v | ", def.MaxBackoff),
 		"`StopTimeout`":                       fmt.Sprintf("%v | ", def.StopTimeout),
-		"`HealthInterval`, `HealthThreshold`": fmt.Sprintf("RetryPeriod, %d | ", healthDefaults().HealthThreshold),
+		"`HealthInterval`, `HealthThreshold`": fmt.Sprintf("RetryPeriod, %d | ", healthDefaults().Health.Threshold),
 	} {
 		if !strings.Contains(row[field], want) {
 			t.Errorf("the README's Config row %s (%q) does not say %q", field, row[field], want)
@@ -150,12 +150,12 @@ func TestReadmeConfigTable(t *testing.T) {
 // healthDefaults returns the Config New makes with a HealthCheck and
 // nothing else set; its HealthInterval must be its RetryPeriod.
 func healthDefaults() fxelection.Config {
-	e, err := fxelection.New(fxelection.Config{Name: "defaults", HealthCheck: func(context.Context) error { return nil }}, memory.New())
+	e, err := fxelection.New(fxelection.Config{Name: "defaults", Health: fxelection.Health{Check: func(context.Context) error { return nil }}}, memory.New())
 	if err != nil {
 		panic(err)
 	}
 	c := e.Config()
-	if c.HealthInterval != c.RetryPeriod {
+	if c.Health.Interval != c.RetryPeriod {
 		panic("HealthInterval's default is not RetryPeriod")
 	}
 	return c

@@ -151,13 +151,15 @@ type Candidate struct {
 func StartCandidate(t testing.TB, b fxelection.Backend, election, identity string, tweak func(*fxelection.Config)) *Candidate {
 	t.Helper()
 	cfg := fxelection.Config{
-		Name:          election,
-		Identity:      identity,
-		Metadata:      map[string]string{"id": identity},
-		LeaseDuration: FaultLease,
-		RenewDeadline: FaultRenew,
-		RetryPeriod:   FaultRetry,
-		MaxBackoff:    FaultMaxBackoff,
+		Name:     election,
+		Identity: identity,
+		Metadata: map[string]string{"id": identity},
+		Timing: fxelection.Timing{
+			LeaseDuration: FaultLease,
+			RenewDeadline: FaultRenew,
+			RetryPeriod:   FaultRetry,
+			MaxBackoff:    FaultMaxBackoff,
+		},
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -302,8 +304,11 @@ func CheckElectorErrors(t testing.TB, b fxelection.Backend, election string, che
 	errs := make(chan error, 16)
 	el, err := fxelection.New(fxelection.Config{
 		Name: election, Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Timing: fxelection.Timing{
+			LeaseDuration: 15 * time.Second,
+			RenewDeadline: 10 * time.Second,
+			RetryPeriod:   100 * time.Millisecond,
+		}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Callbacks: fxelection.Callbacks{OnError: func(err error) {
 			select {
 			case errs <- err:

@@ -62,9 +62,10 @@ func Run(ctx context.Context, name string, b Backend, args []string, stdout, std
 	settings := b.Flags(fs)
 	fs.StringVar(&o.election, "election", "example", "election name")
 	fs.StringVar(&o.id, "id", "", "candidate identity (default: host-pid-random)")
-	fs.DurationVar(&o.lease, "lease", 15*time.Second, "lease duration")
-	fs.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "renew deadline (shorter than --lease)")
-	fs.DurationVar(&o.retry, "retry", 2*time.Second, "retry period")
+	timing := fxelection.Timing{}.WithDefaults()
+	fs.DurationVar(&o.lease, "lease", timing.LeaseDuration, "lease duration")
+	fs.DurationVar(&o.renewDeadline, "renew-deadline", timing.RenewDeadline, "renew deadline (shorter than --lease)")
+	fs.DurationVar(&o.retry, "retry", timing.RetryPeriod, "retry period")
 	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "HTTP address for /metrics, /healthz, /readyz, /leader (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

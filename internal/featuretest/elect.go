@@ -29,13 +29,15 @@ func (s *env) candidatesWith(t *testing.T, election string, n int, rec *election
 	out := make([]*candidate, n)
 	for i := range out {
 		cfg := fxelection.Config{
-			Name:          election,
-			Identity:      fmt.Sprintf("e2e-%d", i),
-			Metadata:      map[string]string{"i": fmt.Sprint(i)},
-			LeaseDuration: s.o.Timing.LeaseDuration,
-			RenewDeadline: s.o.Timing.RenewDeadline,
-			RetryPeriod:   s.o.Timing.RetryPeriod,
-			MaxBackoff:    4 * s.o.Timing.RetryPeriod,
+			Name:     election,
+			Identity: fmt.Sprintf("e2e-%d", i),
+			Metadata: map[string]string{"i": fmt.Sprint(i)},
+			Timing: fxelection.Timing{
+				LeaseDuration: s.o.Timing.LeaseDuration,
+				RenewDeadline: s.o.Timing.RenewDeadline,
+				RetryPeriod:   s.o.Timing.RetryPeriod,
+				MaxBackoff:    4 * s.o.Timing.RetryPeriod,
+			},
 		}
 		if edit != nil {
 			edit(i, &cfg)

@@ -19,7 +19,7 @@ func (s *env) handOverBystanders(t *testing.T) (edit func(i int, c *fxelection.C
 	_, transfers = s.newBackend(t).(backendkit.Transferer)
 	return func(i int, c *fxelection.Config) {
 		if i >= 2 && !transfers {
-			c.Defer = func() bool { return true }
+			c.Candidacy.Defer = func() bool { return true }
 		}
 	}, transfers
 }

@@ -26,10 +26,12 @@ const semaphoreSize = 3
 // lockOptions are the Lockers' options for identity id.
 func (s *env) lockOptions(id string) lock.Options {
 	return lock.Options{
-		Identity:      id,
-		LeaseDuration: s.o.Timing.LeaseDuration,
-		RenewDeadline: s.o.Timing.RenewDeadline,
-		RetryPeriod:   s.o.Locks.RetryPeriod,
+		Identity: id,
+		Timing: fxelection.Timing{
+			LeaseDuration: s.o.Timing.LeaseDuration,
+			RenewDeadline: s.o.Timing.RenewDeadline,
+			RetryPeriod:   s.o.Locks.RetryPeriod,
+		},
 	}
 }
 

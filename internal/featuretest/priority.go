@@ -47,7 +47,7 @@ func (s *env) preempt(t *testing.T) {
 	tenure := 2 * tm.RetryPeriod
 	name := electiontesting.Election(t)
 	low := s.candidatesWith(t, name, 2, rec, func(i int, c *fxelection.Config) {
-		c.Preempt, c.MinTenure = true, tenure
+		c.Candidacy.Preempt, c.Candidacy.MinTenure = true, tenure
 	})
 	first, _ := waitLeader(t, low, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
 	time.Sleep(2 * tenure) // equal priorities: nothing moves
@@ -56,7 +56,7 @@ func (s *env) preempt(t *testing.T) {
 	}
 	joined := time.Now()
 	cfg := low[0].e.Config()
-	cfg.Identity, cfg.Priority = "e2e-high", 5
+	cfg.Identity, cfg.Candidacy.Priority = "e2e-high", 5
 	high := []*candidate{s.startCandidate(t, cfg, rec)}
 	limit := time.Duration(allowed) * (tenure + 4*backoff.JitterMax(tm.RetryPeriod))
 	electiontesting.WaitFor(t, limit+5*time.Second, "the higher priority to lead", high[0].e.IsLeader)
@@ -81,8 +81,8 @@ func (s *env) priorityGrace(t *testing.T) {
 	tm := s.o.Timing
 	grace := 5 * tm.RetryPeriod
 	cs := s.candidatesWith(t, electiontesting.Election(t), 2, rec, func(i int, c *fxelection.Config) {
-		c.Priority = 1 - i // e2e-0 has priority 1, e2e-1 has 0
-		c.PriorityGrace = grace
+		c.Candidacy.Priority = 1 - i // e2e-0 has priority 1, e2e-1 has 0
+		c.Candidacy.PriorityGrace = grace
 	})
 	high, low := cs[0], cs[1]
 	electiontesting.WaitFor(t, tm.LeaseDuration+2*tm.RetryPeriod+10*time.Second, "the higher priority to lead", func() bool {
@@ -133,7 +133,7 @@ func (s *env) rollingUpgrade(t *testing.T) {
 	tenure := 2 * tm.RetryPeriod
 	name := electiontesting.Election(t)
 	edit := func(c *fxelection.Config) {
-		c.Preempt, c.MinTenure, c.KeepLeaseOnStop = true, tenure, true
+		c.Candidacy.Preempt, c.Candidacy.MinTenure, c.KeepLeaseOnStop = true, tenure, true
 	}
 	cs := s.candidatesWith(t, name, 3, rec, func(_ int, c *fxelection.Config) { edit(c) })
 	waitLeader(t, cs, nil, tm.LeaseDuration+2*tm.RetryPeriod+5*time.Second)
@@ -144,7 +144,7 @@ func (s *env) rollingUpgrade(t *testing.T) {
 		if err := old.e.Stop(context.Background()); err != nil {
 			t.Fatalf("Stop %s: %v", cfg.Identity, err)
 		}
-		cfg.Priority = i + 1
+		cfg.Candidacy.Priority = i + 1
 		edit(&cfg)
 		cs[i] = s.startCandidate(t, cfg, rec)
 		limit := time.Duration(allowed)*(tenure+4*backoff.JitterMax(tm.RetryPeriod)) + 5*time.Second
@@ -154,7 +154,7 @@ func (s *env) rollingUpgrade(t *testing.T) {
 		}
 		time.Sleep(tenure)
 		if n, order := moves(rec, since); n > allowed {
-			t.Fatalf("restart %d (%s, priority %d): leadership moved %d times: %v, want at most %d", i, cfg.Identity, cfg.Priority, n, order, allowed)
+			t.Fatalf("restart %d (%s, priority %d): leadership moved %d times: %v, want at most %d", i, cfg.Identity, cfg.Candidacy.Priority, n, order, allowed)
 		}
 	}
 	rec.Check(t)

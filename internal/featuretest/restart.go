@@ -20,12 +20,14 @@ import (
 func (s *env) fixedIdentityRestart(t *testing.T) {
 	e := electiontesting.Election(t)
 	cfg := fxelection.Config{
-		Name:          e,
-		Identity:      "fixed",
-		LeaseDuration: s.o.Timing.LeaseDuration,
-		RenewDeadline: s.o.Timing.RenewDeadline,
-		RetryPeriod:   s.o.Timing.RetryPeriod,
-		MaxBackoff:    4 * s.o.Timing.RetryPeriod,
+		Name:     e,
+		Identity: "fixed",
+		Timing: fxelection.Timing{
+			LeaseDuration: s.o.Timing.LeaseDuration,
+			RenewDeadline: s.o.Timing.RenewDeadline,
+			RetryPeriod:   s.o.Timing.RetryPeriod,
+			MaxBackoff:    4 * s.o.Timing.RetryPeriod,
+		},
 	}
 	first := faultinject.New(s.newBackend(t))
 	e1, err := fxelection.New(cfg, first)
@@ -96,7 +98,11 @@ func (s *env) manyElections(t *testing.T) {
 	for i := range es {
 		e, err := group.New(fxelection.Config{
 			Name: fmt.Sprintf("%s-%d", base, i), Identity: "many",
-			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
+			Timing: fxelection.Timing{
+				LeaseDuration: tm.LeaseDuration,
+				RenewDeadline: tm.RenewDeadline,
+				RetryPeriod:   tm.RetryPeriod,
+			},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -75,13 +75,15 @@ func (s *env) stepDownHang(t *testing.T, batched bool) {
 	st := &signalTimes{}
 	var startOnce sync.Once
 	c := fxelection.Config{
-		Name:          electiontesting.Election(t),
-		Identity:      "hang-1",
-		LeaseDuration: tm.LeaseDuration,
-		RenewDeadline: tm.RenewDeadline,
-		RetryPeriod:   tm.RetryPeriod,
-		MaxBackoff:    4 * tm.RetryPeriod,
-		Logger:        slog.New(lostHandler{st}),
+		Name:     electiontesting.Election(t),
+		Identity: "hang-1",
+		Timing: fxelection.Timing{
+			LeaseDuration: tm.LeaseDuration,
+			RenewDeadline: tm.RenewDeadline,
+			RetryPeriod:   tm.RetryPeriod,
+			MaxBackoff:    4 * tm.RetryPeriod,
+		},
+		Logger: slog.New(lostHandler{st}),
 	}
 	c.Callbacks.OnStartedLeading = func(ctx context.Context) {
 		first := false

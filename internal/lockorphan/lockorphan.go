@@ -36,7 +36,7 @@ type Store struct {
 // fresh: a pool that checks connections idle for longer (pgxpool pings
 // those idle over a second) would otherwise wait for that check's late
 // reply and never send the renewal.
-var timing = lock.Options{LeaseDuration: LeaseDuration, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond}
+var timing = lock.Options{Timing: fxelection.Timing{LeaseDuration: LeaseDuration, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond}}
 
 func newLocker(t *testing.T, b fxelection.Backend, identity string) *lock.Locker {
 	t.Helper()

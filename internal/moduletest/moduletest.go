@@ -291,8 +291,7 @@ func CheckFxModule(t *testing.T, election, backendName string, probe func() fxel
 	t.Helper()
 	var e *fxelection.Elector
 	app := fxtest.New(t, fx.Options(backend...),
-		fx.Supply(fxelection.Config{Name: election, LeaseDuration: electiontesting.FaultLease,
-			RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: election, Timing: fxelection.Timing{LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}}),
 		fxelection.Module,
 		fx.Populate(&e),
 	)

@@ -635,7 +635,11 @@ func runChild(o options) error {
 		for i := range electors {
 			e, err := group.New(fxelection.Config{
 				Name: "e" + strconv.Itoa(i), Identity: "bench",
-				LeaseDuration: o.lease, RenewDeadline: o.deadline, RetryPeriod: o.retry,
+				Timing: fxelection.Timing{
+					LeaseDuration: o.lease,
+					RenewDeadline: o.deadline,
+					RetryPeriod:   o.retry,
+				},
 			})
 			if err != nil {
 				return err

@@ -119,7 +119,11 @@ func RunHandoverBenchmark(b *testing.B, backends [2]fxelection.Backend, o Handov
 		nd := &node{leading: make(chan time.Time, 1)}
 		e, err := fxelection.New(fxelection.Config{
 			Name: election, Identity: fmt.Sprintf("n%d", i),
-			LeaseDuration: o.Timing.LeaseDuration, RenewDeadline: o.Timing.RenewDeadline, RetryPeriod: o.Timing.RetryPeriod,
+			Timing: fxelection.Timing{
+				LeaseDuration: o.Timing.LeaseDuration,
+				RenewDeadline: o.Timing.RenewDeadline,
+				RetryPeriod:   o.Timing.RetryPeriod,
+			},
 		}, backends[i%2])
 		if err != nil {
 			b.Fatal(err)

@@ -210,7 +210,11 @@ func (ps *poolShards) startWorker(t *testing.T, name, identity string, tm electi
 	t.Helper()
 	p, err := pool.New(pool.Config{
 		Name: name, Shards: ps.names, Identity: identity,
-		LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
+		Timing: fxelection.Timing{
+			LeaseDuration: tm.LeaseDuration,
+			RenewDeadline: tm.RenewDeadline,
+			RetryPeriod:   tm.RetryPeriod,
+		},
 	}, backend)
 	if err != nil {
 		t.Fatalf("pool.New: %v", err)

@@ -86,7 +86,11 @@ func RunPoolChild(t *testing.T, newBackend func(t *testing.T, addr string) fxele
 	}
 	p, err := pool.New(pool.Config{
 		Name: c.Pool, Shards: shards, Identity: c.Identity,
-		LeaseDuration: c.Timing.LeaseDuration, RenewDeadline: c.Timing.RenewDeadline, RetryPeriod: c.Timing.RetryPeriod,
+		Timing: fxelection.Timing{
+			LeaseDuration: c.Timing.LeaseDuration,
+			RenewDeadline: c.Timing.RenewDeadline,
+			RetryPeriod:   c.Timing.RetryPeriod,
+		},
 	}, newBackend(t, c.Addr))
 	if err != nil {
 		t.Fatalf("pool.New: %v", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
@@ -29,12 +30,12 @@ func TestMinLeaseDuration(t *testing.T) {
 	if err := checkDuration(0); !errors.Is(err, backendkit.ErrDurationRange) {
 		t.Errorf("checkDuration(0): %v, want backendkit.ErrDurationRange", err)
 	}
-	_, err := pool.New(pool.Config{Name: "p", Shards: []string{"a"}, LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}, &Backend{})
-	var ce *pool.ConfigError
+	_, err := pool.New(pool.Config{Name: "p", Shards: []string{"a"}, Timing: fxelection.Timing{LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}}, &Backend{})
+	var ce *fxelection.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "LeaseDuration" {
 		t.Errorf("pool with LeaseDuration 1.5s on etcd: %v, want a ConfigError naming LeaseDuration", err)
 	}
-	if _, err := pool.New(pool.Config{Name: "p", Shards: []string{"a"}, LeaseDuration: 3 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}, &Backend{}); err != nil {
+	if _, err := pool.New(pool.Config{Name: "p", Shards: []string{"a"}, Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}}, &Backend{}); err != nil {
 		t.Errorf("pool with LeaseDuration 3s on etcd: %v", err)
 	}
 }

@@ -182,7 +182,7 @@ func TestModule(t *testing.T) {
 		fx.Provide(func() *clientv3.Client { return etcdtest.NewClient(t, c.Endpoints()...) }),
 		fx.Supply(Options{KeyPrefix: "fx/"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", Timing: fxelection.Timing{LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}}),
 		fxelection.Module,
 		fx.Populate(&e, &eb),
 	)

@@ -131,7 +131,11 @@ func TestClientGoInterop(t *testing.T) {
 	newFx := func(id string) (*fxelection.Elector, *faultinject.Backend) {
 		f := faultinject.New(newBackend(t, kubelease.Options{}))
 		e, err := fxelection.New(fxelection.Config{
-			Name: name, Identity: id, LeaseDuration: ioLease, RenewDeadline: ioRenew, RetryPeriod: ioRetry,
+			Name: name, Identity: id, Timing: fxelection.Timing{
+				LeaseDuration: ioLease,
+				RenewDeadline: ioRenew,
+				RetryPeriod:   ioRetry,
+			},
 		}, f)
 		if err != nil {
 			t.Fatal(err)

@@ -56,7 +56,7 @@ func TestInteropChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := fxelection.New(fxelection.Config{Name: c.Name, Identity: c.ID, LeaseDuration: ioLease, RenewDeadline: ioRenew, RetryPeriod: ioRetry}, b)
+		e, err := fxelection.New(fxelection.Config{Name: c.Name, Identity: c.ID, Timing: fxelection.Timing{LeaseDuration: ioLease, RenewDeadline: ioRenew, RetryPeriod: ioRetry}}, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestClientGoSIGKILL(t *testing.T) {
 		child := startChild(t, "client-go", name, "cg-child")
 		waitFor(t, "the client-go child leads", time.Minute, func() bool { return holder(t, admin, name) == "cg-child" })
 		rec := &electiontesting.Recorder{}
-		fx, err := fxelection.New(fxelection.Config{Name: name, Identity: "fx", LeaseDuration: ioLease, RenewDeadline: ioRenew, RetryPeriod: ioRetry}, newBackend(t, kubelease.Options{}))
+		fx, err := fxelection.New(fxelection.Config{Name: name, Identity: "fx", Timing: fxelection.Timing{LeaseDuration: ioLease, RenewDeadline: ioRenew, RetryPeriod: ioRetry}}, newBackend(t, kubelease.Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,7 +123,7 @@ func clientGoPartitionRound(t *testing.T, lease, renew, retry time.Duration) {
 			close(cut)
 		}
 	}
-	fx, err := fxelection.New(fxelection.Config{Name: name, Identity: "fx", LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry}, clock)
+	fx, err := fxelection.New(fxelection.Config{Name: name, Identity: "fx", Timing: fxelection.Timing{LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry}}, clock)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/lockbench"
 
 	"github.com/jackc/pgx/v5"
@@ -402,7 +403,7 @@ func BenchmarkLockHandoff(b *testing.B) {
 	}
 	runHandoffBenchmark(b, []handoffVariant{
 		fx("fxelection", 0, pglease.Options{}, lock.Options{}),
-		fx("fxelection-poll-100ms", 100*time.Millisecond, pglease.Options{DisablePush: true}, lock.Options{RetryPeriod: 100 * time.Millisecond}),
+		fx("fxelection-poll-100ms", 100*time.Millisecond, pglease.Options{DisablePush: true}, lock.Options{Timing: fxelection.Timing{RetryPeriod: 100 * time.Millisecond}}),
 		poll("advisory-poll-100ms", 100*time.Millisecond),
 		poll("advisory-poll-10ms", 10*time.Millisecond),
 		blocking("advisory-blocking"),

@@ -149,7 +149,11 @@ func TestFxModule(t *testing.T) {
 		fxelection.Module,
 		fx.Supply(fxelection.Config{
 			Name: election(t), Identity: "fx",
-			LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry,
+			Timing: fxelection.Timing{
+				LeaseDuration: electiontesting.FaultLease,
+				RenewDeadline: electiontesting.FaultRenew,
+				RetryPeriod:   electiontesting.FaultRetry,
+			},
 		}),
 		fx.Populate(&elector, &backend),
 	)

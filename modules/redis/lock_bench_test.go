@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/internal/lockbench"
 
 	"github.com/bsm/redislock"
@@ -315,8 +316,8 @@ func BenchmarkLockHandoff(b *testing.B) {
 	}
 	vs := []handoffVariant{
 		{Name: "fxelection", Spread: 0, Acquirers: fx(Options{}, lock.Options{})},
-		{Name: "fxelection-poll-100ms", Spread: 100 * time.Millisecond, Acquirers: fx(Options{DisablePush: true}, lock.Options{RetryPeriod: 100 * time.Millisecond})},
-		{Name: "fxelection-poll-10ms", Spread: 10 * time.Millisecond, Acquirers: fx(Options{DisablePush: true}, lock.Options{RetryPeriod: 10 * time.Millisecond})},
+		{Name: "fxelection-poll-100ms", Spread: 100 * time.Millisecond, Acquirers: fx(Options{DisablePush: true}, lock.Options{Timing: fxelection.Timing{RetryPeriod: 100 * time.Millisecond}})},
+		{Name: "fxelection-poll-10ms", Spread: 10 * time.Millisecond, Acquirers: fx(Options{DisablePush: true}, lock.Options{Timing: fxelection.Timing{RetryPeriod: 10 * time.Millisecond}})},
 		{Name: "redislock-100ms", Spread: 100 * time.Millisecond, Acquirers: rl(linear(100 * time.Millisecond))},
 		{Name: "redislock-10ms", Spread: 10 * time.Millisecond, Acquirers: rl(linear(10 * time.Millisecond))},
 		{Name: "redislock-exp", Spread: 16 * time.Millisecond, Acquirers: rl(func() redislock.RetryStrategy {

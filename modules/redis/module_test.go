@@ -170,7 +170,7 @@ func TestModule(t *testing.T) {
 		}),
 		fx.Supply(Options{KeyPrefix: "fx:"}),
 		Module,
-		fx.Supply(fxelection.Config{Name: "fx-module", LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}),
+		fx.Supply(fxelection.Config{Name: "fx-module", Timing: fxelection.Timing{LeaseDuration: electiontesting.FaultLease, RenewDeadline: electiontesting.FaultRenew, RetryPeriod: electiontesting.FaultRetry}}),
 		fxelection.Module,
 		fx.Populate(&e, &rb),
 	)

@@ -30,7 +30,7 @@ func TestRenewDeadlineBelowSessionTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	timing := func(renew time.Duration) fxelection.Config {
-		return fxelection.Config{Name: "e", Identity: "a", LeaseDuration: 2 * renew, RenewDeadline: renew, RetryPeriod: 500 * time.Millisecond}
+		return fxelection.Config{Name: "e", Identity: "a", Timing: fxelection.Timing{LeaseDuration: 2 * renew, RenewDeadline: renew, RetryPeriod: 500 * time.Millisecond}}
 	}
 	refused := func(what string, err error) {
 		t.Helper()
@@ -54,9 +54,9 @@ func TestRenewDeadlineBelowSessionTimeout(t *testing.T) {
 		_, err = g.New(timing(renew))
 		refused("Group.New", err)
 		c := timing(renew)
-		_, err = pool.New(pool.Config{Name: "p", Shards: []string{"s"}, LeaseDuration: c.LeaseDuration, RenewDeadline: renew, RetryPeriod: c.RetryPeriod}, b)
+		_, err = pool.New(pool.Config{Name: "p", Shards: []string{"s"}, Timing: fxelection.Timing{LeaseDuration: c.LeaseDuration, RenewDeadline: renew, RetryPeriod: c.RetryPeriod}}, b)
 		refused("pool.New", err)
-		_, err = lock.New(b, lock.Options{LeaseDuration: c.LeaseDuration, RenewDeadline: renew, RetryPeriod: c.RetryPeriod})
+		_, err = lock.New(b, lock.Options{Timing: fxelection.Timing{LeaseDuration: c.LeaseDuration, RenewDeadline: renew, RetryPeriod: c.RetryPeriod}})
 		refused("lock.New", err)
 		if _, err := fxelection.New(timing(renew), unstated); err != nil {
 			t.Errorf("New on a Backend without SessionTimeout: %v", err)
@@ -70,7 +70,7 @@ func TestRenewDeadlineBelowSessionTimeout(t *testing.T) {
 	if _, err := fxelection.New(timing(session-time.Millisecond), b); err != nil {
 		t.Errorf("New with RenewDeadline just below the session timeout: %v", err)
 	}
-	if _, err := lock.New(b, lock.Options{LeaseDuration: session, RenewDeadline: session / 2, RetryPeriod: 500 * time.Millisecond}); err != nil {
+	if _, err := lock.New(b, lock.Options{Timing: fxelection.Timing{LeaseDuration: session, RenewDeadline: session / 2, RetryPeriod: 500 * time.Millisecond}}); err != nil {
 		t.Errorf("lock.New with RenewDeadline below the session timeout: %v", err)
 	}
 	for _, bad := range []time.Duration{time.Millisecond, 11 * time.Minute, -time.Second} {

@@ -27,7 +27,7 @@ func TestModuleStopsSchedulerFirst(t *testing.T) {
 		fx.NopLogger,
 		memory.Module,
 		fx.Supply(fxelection.Config{Name: "jobs", Identity: "only",
-			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}),
+			Timing: fxelection.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}}),
 		fxelection.Module,
 		fxgocron.Module,
 		fx.Supply([]gocron.SchedulerOption{gocron.WithStopTimeout(5 * time.Second)}),

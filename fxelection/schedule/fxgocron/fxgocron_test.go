@@ -127,7 +127,11 @@ func startNodes(t *testing.T, addr string, n int, job func(nd *node) gocron.Task
 		nd := &node{id: fmt.Sprintf("n%d", i+1), f: faultinject.New(b)}
 		e, err := fxelection.New(fxelection.Config{
 			Name: election, Identity: nd.id,
-			LeaseDuration: leaseDur, RenewDeadline: renewDead, RetryPeriod: retry,
+			Timing: fxelection.Timing{
+				LeaseDuration: leaseDur,
+				RenewDeadline: renewDead,
+				RetryPeriod:   retry,
+			},
 		}, nd.f)
 		if err != nil {
 			t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 )
 
 // Lock timings for fake time: LeaseDuration > RenewDeadline > 1.2 × RetryPeriod.
-var fastLock = lock.Options{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
+var fastLock = lock.Options{Timing: fxelection.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 
 func newLockLocker(t *testing.T, b fxelection.Backend, identity string) *lock.Locker {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/pool"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
@@ -30,11 +31,11 @@ func TestMinLeaseDuration(t *testing.T) {
 	}
 	// A pool whose member slot would be shorter than that is still
 	// accepted while LeaseDuration covers the second; one below it is not.
-	if _, err := pool.New(pool.Config{Name: "p", Shards: []string{"a"}, LeaseDuration: 1500 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, b); err != nil {
+	if _, err := pool.New(pool.Config{Name: "p", Shards: []string{"a"}, Timing: fxelection.Timing{LeaseDuration: 1500 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}}, b); err != nil {
 		t.Errorf("pool with LeaseDuration 1.5s: %v", err)
 	}
-	_, err = pool.New(pool.Config{Name: "p", Shards: []string{"a"}, LeaseDuration: 900 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, b)
-	var ce *pool.ConfigError
+	_, err = pool.New(pool.Config{Name: "p", Shards: []string{"a"}, Timing: fxelection.Timing{LeaseDuration: 900 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}}, b)
+	var ce *fxelection.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "LeaseDuration" {
 		t.Errorf("pool with LeaseDuration 900ms on memcached: %v, want a ConfigError naming LeaseDuration", err)
 	}
