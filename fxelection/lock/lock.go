@@ -163,10 +163,10 @@ func New(backend fxelection.Backend, opts Options) (*Locker, error) {
 }
 
 // NewInGroup returns a Locker on the group's backend whose renewals share
-// the group's batches: on a backend that
-// renews in batches (backendkit.BatchRenewer: Redis, PostgreSQL, the
-// in-memory backend), the locks and the group's electors renewing in the
-// same slot cost one round trip.
+// the group's batches: on a backend that renews in batches
+// (backendkit.BatchRenewer: Redis, PostgreSQL, the in-memory backend), the
+// locks and the group's electors renewing in the same slot of their grid
+// cost one round trip.
 func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 	if g == nil {
 		return nil, errNilBackend
