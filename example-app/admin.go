@@ -18,6 +18,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
+	"github.com/fxelection/fxelection/fxelection/handover"
 )
 
 // The admin endpoint, as Caddy's: GET /config returns the running document
@@ -250,7 +251,7 @@ func resign(r *http.Request, rt *config.Runtime, log *slog.Logger) (int, string)
 		cancel()
 		st := e.Status()
 		switch {
-		case errors.Is(err, fxelection.ErrBadSuccessor):
+		case errors.Is(err, handover.ErrBadSuccessor):
 			return http.StatusBadRequest, "to: bad successor: " + badSuccessor(err)
 		case errors.Is(err, fxelection.ErrNotRunning):
 			return http.StatusServiceUnavailable, "election not running: it stopped meanwhile"
@@ -267,11 +268,11 @@ func resign(r *http.Request, rt *config.Runtime, log *slog.Logger) (int, string)
 }
 
 // badSuccessor is what is wrong with a successor ResignTo refused
-// (fxelection.ErrBadSuccessor), without the library's prefix. The library
+// (handover.ErrBadSuccessor), without the library's prefix. The library
 // describes the problem and never quotes the identity.
 func badSuccessor(err error) string {
 	msg := err.Error()
-	if _, rest, ok := strings.Cut(msg, fxelection.ErrBadSuccessor.Error()+": "); ok {
+	if _, rest, ok := strings.Cut(msg, handover.ErrBadSuccessor.Error()+": "); ok {
 		msg = rest
 	}
 	return oneLine(backendkit.RedactText(msg))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 	"github.com/fxelection/fxelection/fxelection/internal/names"
 	"github.com/fxelection/fxelection/internal/backoff"
 )
@@ -30,9 +31,6 @@ const (
 	defaultHealthThreshold = 3
 	minRetryPeriod         = 10 * time.Millisecond
 )
-
-// DefaultRenewDeadline is Timing.RenewDeadline's default.
-const DefaultRenewDeadline = defaultRenewDeadline
 
 // Timing is a lease's timing: how long it lasts, how long its holder
 // trusts it without a renewal, how often it is renewed and tried for, and
@@ -181,7 +179,7 @@ type Health struct {
 // zero value means every candidate is equal and none defers.
 type Candidacy struct {
 	// Priority orders candidates: higher is preferred. It is advertised in
-	// the lease record (metadata key MetaPriority; Config.Metadata must not
+	// the lease record (metadata key handover.MetaPriority; Config.Metadata must not
 	// use that key) when not 0. A candidate that has seen one of higher
 	// priority within the last LeaseDuration + PriorityGrace waits until
 	// it has found the lease free for PriorityGrace before taking it, so
@@ -203,7 +201,7 @@ type Candidacy struct {
 	// election's preemption request record ("<Name>#preempt", so Name must
 	// leave room for those 8 bytes); as a leader it reads that record
 	// after each successful renewal once it has led for MinTenure, and
-	// hands over (ResignTo; ReasonPreempted) to its holder when that
+	// hands over (ResignTo; handover.ReasonPreempted) to its holder when that
 	// holder's priority is above its own. Leadership therefore only moves
 	// to a strictly higher priority and at most once per MinTenure: it
 	// never flaps between equal or alternating candidates. The cost: one
@@ -359,8 +357,8 @@ func (c Config) normalize() (Config, error) {
 	if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, c.Metadata); field != "" {
 		return c, &ConfigError{Field: field, Reason: problem}
 	}
-	if _, ok := c.Metadata[MetaPriority]; ok {
-		return c, configErr("Metadata", "key %s is the core's (set Candidacy.Priority instead)", MetaPriority)
+	if _, ok := c.Metadata[handover.MetaPriority]; ok {
+		return c, configErr("Metadata", "key %s is the core's (set Candidacy.Priority instead)", handover.MetaPriority)
 	}
 	if c.Candidacy.Priority != 0 {
 		if field, problem := backendkit.CheckConfigTexts(c.Name, c.Identity, requestMetadata(c)); field != "" {
@@ -437,13 +435,8 @@ func DefaultIdentity() string {
 	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 }
 
-// MetaPriority is the metadata key under which a candidate whose
-// Config.Candidacy.Priority is not 0 advertises it in its lease record (and in its
-// preemption request), as a decimal integer.
-const MetaPriority = "fxelection.priority"
-
 // requestMetadata returns the metadata an elector's records carry: the
-// Config's, plus MetaPriority when Priority is not 0.
+// Config's, plus handover.MetaPriority when Priority is not 0.
 func requestMetadata(c Config) map[string]string {
 	if c.Candidacy.Priority == 0 {
 		return c.Metadata
@@ -452,13 +445,13 @@ func requestMetadata(c Config) map[string]string {
 	if md == nil {
 		md = make(map[string]string, 1)
 	}
-	md[MetaPriority] = strconv.Itoa(c.Candidacy.Priority)
+	md[handover.MetaPriority] = strconv.Itoa(c.Candidacy.Priority)
 	return md
 }
 
 // priorityOf returns the priority a lease record advertises (0 when none).
 func priorityOf(l Lease) int {
-	p, err := strconv.Atoi(l.Metadata[MetaPriority])
+	p, err := strconv.Atoi(l.Metadata[handover.MetaPriority])
 	if err != nil {
 		return 0
 	}

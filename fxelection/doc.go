@@ -157,10 +157,10 @@
 // ResignTo hands the lease to a named candidate through a hint record held
 // by its identity, which it takes at its next attempt with a higher term;
 // one that never comes leaves the hint to expire after LeaseDuration.
-// Config.Priority orders candidates: a lower one waits PriorityGrace
+// Config.Candidacy.Priority orders candidates: a lower one waits PriorityGrace
 // before taking a free lease while a higher one was seen, and with
-// Config.Preempt a higher one asks the leader to hand over once it has led
-// MinTenure. Config.Defer keeps a candidate from taking a free lease at
+// Config.Candidacy.Preempt a higher one asks the leader to hand over once it has led
+// MinTenure. Config.Candidacy.Defer keeps a candidate from taking a free lease at
 // all (it takes only what is handed to it). ResignTo's doc says what a
 // hand-over cannot promise; package fxelection/pool spreads many
 // elections over workers with these pieces.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 )
 
 // StopReason says why a leader stopped leading.
@@ -20,10 +21,9 @@ const (
 	ReasonResigned StopReason = "resigned"
 	// ReasonStopped: the elector was stopped.
 	ReasonStopped StopReason = "stopped"
-	// ReasonPreempted: a candidate of higher priority asked for the lease
-	// (Config.Preempt) and it was handed over to it.
-	ReasonPreempted StopReason = "preempted"
-	// ReasonUnhealthy: Config.HealthCheck failed HealthThreshold times in a
+	// (handover.ReasonPreempted: a candidate of higher priority asked for
+	// the lease, Config.Candidacy.Preempt, and it was handed over to it.)
+	// ReasonUnhealthy: Config.Health.Check failed Health.Threshold times in a
 	// row; the lease was released so that a healthy candidate takes over.
 	ReasonUnhealthy StopReason = "unhealthy"
 )
@@ -38,7 +38,7 @@ const (
 // blocked handler.
 //
 // A callback that panics is recovered: the panic is logged, delivered to
-// OnError as a *PanicError (matching ErrPanic) and to observers as an
+// OnError as a *PanicError and to observers as an
 // EventPanic, and the elector carries on as if the callback had returned (a
 // panicking OnStartedLeading does not end the leadership; its leader work
 // counts as finished). A panic in OnError is only logged.
@@ -93,15 +93,12 @@ const (
 	// EventPanic: an Observer or a callback panicked and was recovered; Err
 	// is the *PanicError. A panic while observing EventPanic is only logged.
 	EventPanic
-	// EventHandOver: ResignTo's hand-over ended. Lease is the hint record
-	// written (its Holder the successor), or the successor's lease if it
-	// had taken the lease already; Duration is the time from the start of
-	// the hand-over; Err is nil, an error matching ErrLeaseHeld when
-	// another candidate took the lease first (its holder in the
-	// *HeldError), one matching ErrLeaseLost when the lease was no longer
-	// this candidate's (nothing was written), or a store failure.
-	EventHandOver
 )
+
+// eventHandOver is the kind of a hand-over's outcome, named for
+// applications by handover.Event (the hand-over's vocabulary lives with
+// it); it follows EventPanic.
+const eventHandOver EventKind = handover.Event
 
 // String returns the kind's name.
 func (k EventKind) String() string {
@@ -120,27 +117,21 @@ func (k EventKind) String() string {
 		return "detached"
 	case EventPanic:
 		return "panic"
-	case EventHandOver:
+	case eventHandOver:
 		return "hand-over"
 	}
 	return "unknown"
 }
 
 // Backend operation names used in events and OpError: an Elector calls
-// Acquire, Renew and Release, and Get while it defers (Config.Defer); a
-// Watcher calls Get.
+// Acquire, Renew and Release, and Get while it defers (Config.Candidacy.Defer); a
+// Watcher calls Get. Hand-overs add handover.OpHandOver and
+// handover.OpPreempt.
 const (
 	OpAcquire = "acquire"
 	OpRenew   = "renew"
 	OpRelease = "release"
 	OpGet     = "get"
-	// OpHandOver is ResignTo's write of the hint record (after a release,
-	// or in one step with it on a backendkit.Transferer).
-	OpHandOver = "handover"
-	// OpPreempt is a follower's request for a hand-over (Config.Preempt):
-	// its Acquire of the election's preemption request record. Each one
-	// is a hand-over request; the leader's reads of the record are OpGet.
-	OpPreempt = "preempt"
 )
 
 // Event is what an Observer receives.

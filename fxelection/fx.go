@@ -117,15 +117,7 @@ func newHooked(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, b Backend, g *Grou
 func (e *Elector) Hook(lc fx.Lifecycle, sd fx.Shutdowner) {
 	var stopping atomic.Bool
 	if e.cfg.ExitOnLoss && sd != nil {
-		e.AddObserver(ObserverFunc(func(ev Event) {
-			if ev.Kind != EventStoppedLeading || ev.Reason == ReasonStopped || stopping.Load() {
-				return
-			}
-			e.log.Warn("leadership ended: shutting the app down (ExitOnLoss)", "reason", string(ev.Reason))
-			if err := sd.Shutdown(fx.ExitCode(1)); err != nil {
-				e.log.Warn("ExitOnLoss: shutdown", "error", err.Error())
-			}
-		}))
+		exitOnLoss(e, sd, &stopping)
 	}
 	lc.Append(fx.Hook{OnStart: e.Start, OnStop: func(ctx context.Context) error {
 		stopping.Store(true)

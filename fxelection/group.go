@@ -2,10 +2,46 @@ package fxelection
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
+
+// Group is the elections of one process that share one backend, in the
+// spirit of etcd's concurrency.Session: its electors renew in batches (one
+// store round trip for many leases, when the backend implements
+// backendkit.BatchRenewer) and take their first campaign step on a few
+// shared goroutines instead of one each. A process that runs many elections
+// on one store makes one Group and creates every elector with Group.New;
+// an elector created with New is on its own and renews lease by lease.
+//
+// A Group holds no goroutine while none of its electors needs one: it needs
+// no Close, and it is safe for concurrent use.
+type Group struct {
+	backend Backend
+	kind    string
+
+	mu    sync.Mutex // guards batch and the start queue, and Elector.startState
+	batch *batcher   // made by the first elector that starts on a batching store
+	start starter
+}
+
+// starter is a group's start queue; its fields are guarded by Group.mu.
+type starter struct {
+	queue    []startTask
+	workers  int         // running
+	finished uint64      // tasks done, for the stall check
+	watch    *time.Timer // the stall check, while armed
+	seen     uint64      // finished when it was armed
+}
+
+// startTask is one task: e's first step, or, when n is set, its
+// subscription to n.
+type startTask struct {
+	e *Elector
+	n backendkit.Notifier
+}
 
 // NewGroup returns a Group for electors on backend.
 func NewGroup(backend Backend) (*Group, error) {
@@ -13,17 +49,6 @@ func NewGroup(backend Backend) (*Group, error) {
 		return nil, errors.New("fxelection: Backend is required")
 	}
 	return &Group{backend: backend, kind: backendkit.Name(backend)}, nil
-}
-
-// New returns an Elector for cfg in the group, as New does for one on its
-// own.
-func (g *Group) New(cfg Config) (*Elector, error) {
-	e, err := New(cfg, g.backend)
-	if err != nil {
-		return nil, err
-	}
-	e.group = g
-	return e, nil
 }
 
 // batcher returns the group's batcher, or nil when its backend does not

@@ -39,7 +39,7 @@ func panics(errs []error) map[string]int {
 	out := map[string]int{}
 	for _, err := range errs {
 		var pe *fxelection.PanicError
-		if errors.As(err, &pe) && errors.Is(err, fxelection.ErrPanic) {
+		if errors.As(err, &pe) {
 			out[pe.Where]++
 		}
 	}

@@ -35,7 +35,9 @@ func (e *Elector) Start(ctx context.Context) error {
 	}
 	n, ok := e.backend.(backendkit.Notifier)
 	e.listening = ok
-	e.startHealth()
+	for _, p := range e.pol.lives {
+		p.start(e)
+	}
 	startCampaign(e, n)
 	e.log.Debug("elector started")
 	return nil
@@ -123,7 +125,16 @@ func (e *Elector) Stop(ctx context.Context) error {
 		go e.leadStep()
 	}
 	loopDone := e.doneCh()
-	healthDone := e.stopHealth()
+	type policyWork struct {
+		done <-chan struct{}
+		what string
+	}
+	var policyDone []policyWork
+	for _, p := range e.pol.lives {
+		if done, what := p.stop(e); done != nil {
+			policyDone = append(policyDone, policyWork{done, what})
+		}
+	}
 	if unsub := e.takeUnsubscribe(); unsub != nil {
 		go func() {
 			defer close(listenDone)
@@ -152,9 +163,11 @@ func (e *Elector) Stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("fxelection: stop: leader work (OnStartedLeading or RunIfLeader) still running: %w", b.soft.Err()))
 	}
 
-	if lctx := b.ctx(); healthDone != nil && !waitFor(lctx, healthDone, nil) {
-		e.log.Warn("HealthCheck did not return before the stop deadline")
-		errs = append(errs, fmt.Errorf("fxelection: stop: HealthCheck still running: %w", lctx.Err()))
+	for _, w := range policyDone {
+		if lctx := b.ctx(); !waitFor(lctx, w.done, nil) {
+			e.log.Warn(w.what + " did not return before the stop deadline")
+			errs = append(errs, fmt.Errorf("fxelection: stop: %s still running: %w", w.what, lctx.Err()))
+		}
 	}
 
 	e.mu.Lock()
@@ -257,7 +270,7 @@ func (e *Elector) abandonLoop(cause error) error {
 	if t != nil {
 		// The store does not answer: do not try to release (the lease
 		// expires); end belief and deliver OnStoppedLeading now.
-		e.stepDown(t, ReasonStopped, false)
+		t.stepDown(ReasonStopped, false)
 	}
 	return fmt.Errorf("fxelection: stop: %s: %w", what, cause)
 }

@@ -2,6 +2,7 @@ package fxelection
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
@@ -58,4 +59,112 @@ func (e *Elector) release(ctx context.Context, l Lease) error {
 	e.contact()
 	e.log.Debug("lease released", "term", l.Term)
 	return nil
+}
+
+// look is an attempt that only reads the record: one Get. It returns nil
+// when the record is held by this candidate's identity (a hint handed to
+// it, or its own record from before), for the attempt to take it with
+// Acquire; else a *HeldError naming the holder, an error matching
+// ErrNoLease for a free lease, context.Canceled once Stop began, or a
+// store failure.
+func (e *Elector) look(start time.Time) error {
+	ctx, end := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
+	endOp := e.during(OpGet)
+	cur, err := e.backend.Get(ctx, e.cfg.Name)
+	endOp()
+	end()
+	err = redactErr(err)
+	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})
+	switch {
+	case err == nil && cur.Holder == e.cfg.Identity:
+		e.contact()
+		return nil
+	case err == nil:
+		e.contact()
+		e.observeLeader(cur)
+		return &backendkit.HeldError{Holder: cur}
+	case errors.Is(err, backendkit.ErrNoLease):
+		e.contact()
+		return err
+	case e.halted.Load():
+		return context.Canceled
+	default:
+		e.fail(OpGet, err)
+		return err
+	}
+}
+
+// batchesAcquire reports whether the elector's attempts go in batches.
+func (e *Elector) batchesAcquire() bool { return e.batch != nil && e.batch.a != nil }
+
+// attemptBatched queues one attempt in the group's batcher, bounded as
+// attempt's, and calls then with its outcome as attempt returns it (the
+// lease won, the attempt's start, attempted's error), from the batcher.
+func (e *Elector) attemptBatched(then func(won Lease, start time.Time, err error)) {
+	start := time.Now()
+	deadline := start.Add(e.cfg.RenewDeadline)
+	actx, cancel := e.opContext(e.base, deadline)
+	end := e.during(OpAcquire)
+	e.batch.acquire(actx, deadline, e.acquireRequest(), func(l Lease, err error) {
+		end()
+		cancel()
+		err = e.attempted(start, &l, err)
+		then(l, start, err)
+	}, e.wonLate)
+}
+
+// wonLate handles a lease that an attempt given up in its batch won all
+// the same: a stopping elector gives it back (dropLate); otherwise it is
+// the elector's own under its current incarnation, and its next attempt
+// continues it.
+func (e *Elector) wonLate(l Lease) {
+	if e.halted.Load() {
+		go e.dropLate(l) // bounded by RetryPeriod; the batch's other outcomes must not wait
+	}
+}
+
+// attempted records the outcome of the attempt that started at start:
+// err from Acquire (nil when *won is the lease won). It returns the error
+// for the campaign (context.Canceled once Stop began; a lease won then is
+// given back, see dropLate) and clears *won on an error.
+func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
+	err = redactErr(err)
+	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	if err != nil {
+		*won = Lease{}
+	}
+	var held *backendkit.HeldError
+	switch {
+	case err == nil && e.halted.Load():
+		e.contact()
+		e.dropLate(*won)
+		*won = Lease{}
+		return context.Canceled
+	case err == nil:
+		e.contact()
+		return nil
+	case errors.As(err, &held):
+		e.contact()
+		e.observeLeader(held.Holder)
+		return err
+	case e.halted.Load():
+		return context.Canceled
+	default:
+		e.fail(OpAcquire, err)
+		return err
+	}
+}
+
+// dropLate gives back a lease acquired just as the elector was stopped,
+// without announcing it: nobody was told it led, so nobody must be told it
+// stopped. KeepLeaseOnStop leaves it to expire.
+func (e *Elector) dropLate(l Lease) {
+	if e.cfg.KeepLeaseOnStop {
+		return
+	}
+	rctx, cancel := context.WithTimeout(e.base, e.cfg.RetryPeriod)
+	defer cancel()
+	end := e.during(OpRelease)
+	_ = e.release(rctx, l) // reported by release
+	end()
 }

@@ -1,12 +1,8 @@
 package fxelection
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrPanic matches every *PanicError: an Observer or a callback panicked.
-var ErrPanic = errors.New("fxelection: observer or callback panicked")
 
 // Where a recovered panic happened: the values of PanicError.Where.
 const (
@@ -21,8 +17,8 @@ const (
 // of the Callbacks. The panic does not propagate: the elector's campaign
 // loop and callback goroutine go on as if the call had returned. It is
 // delivered to OnError (unless OnError itself panicked) and to observers as
-// an EventPanic, and logged at error level with its stack.
-// errors.Is(err, ErrPanic) is true for it.
+// an EventPanic, and logged at error level with its stack; errors.As
+// finds it.
 type PanicError struct {
 	// Election is the elector's Config.Name.
 	Election string
@@ -39,6 +35,3 @@ type PanicError struct {
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("fxelection: %s panicked in election %q: %v", e.Where, e.Election, e.Value)
 }
-
-// Is makes errors.Is(err, ErrPanic) true.
-func (e *PanicError) Is(target error) bool { return target == ErrPanic }

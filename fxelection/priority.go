@@ -1,14 +1,16 @@
 package fxelection
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
-// Priorities (Config.Priority, PriorityGrace, Preempt, MinTenure).
+// Priorities (Config.Candidacy: Priority, PriorityGrace, Preempt, MinTenure).
 //
 // A candidate's priority travels in its lease record (MetaPriority), so
 // followers learn the leader's from every attempt. Two rules use it:
@@ -24,32 +26,57 @@ import (
 //     "<Name>#preempt", whose record carries its priority; a leader that
 //     has led for MinTenure reads that record after each successful
 //     renewal and, when its holder's priority is above its own, hands the
-//     lease over to it (ResignTo; ReasonPreempted). Leadership only ever
+//     lease over to it (ResignTo; handover.ReasonPreempted). Leadership only ever
 //     moves up the order of priorities, and at most once per MinTenure, so
 //     it cannot flap between two candidates; equal priorities never
 //     preempt.
+//
+// Every candidate follows the grace rule (graceRule: an attemptGate and a
+// leaderSeer, sharing no state but Elector.prio, made on first need);
+// preemption (preemptRule: a refusalRule and a renewalRule) only with
+// Config.Candidacy.Preempt.
 
-// inGrace reports whether a candidate of higher priority was seen recently
-// enough that this one must not take a free lease at once.
-func (e *Elector) inGrace() bool {
+// graceRule is the grace rule.
+type graceRule struct{}
+
+// sawLeader records a sight of a candidate of higher priority.
+func (graceRule) sawLeader(e *Elector, l Lease) {
+	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Candidacy.Priority {
+		return
+	}
 	p := e.prio.Load()
 	if p == nil {
-		return false
+		e.prio.CompareAndSwap(nil, &priorityState{})
+		p = e.prio.Load()
+	}
+	p.mu.Lock()
+	p.higherSeen = time.Now()
+	p.mu.Unlock()
+}
+
+// beforeAttempt asks for a look while a candidate of higher priority was
+// seen recently enough that this one must not take a free lease at once.
+func (graceRule) beforeAttempt(e *Elector) attemptMode {
+	p := e.prio.Load()
+	if p == nil {
+		return modeAcquire
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	seen := p.higherSeen
-	return !seen.IsZero() && time.Since(seen) < e.cfg.LeaseDuration+e.cfg.Candidacy.PriorityGrace
+	if !seen.IsZero() && time.Since(seen) < e.cfg.LeaseDuration+e.cfg.Candidacy.PriorityGrace {
+		return modeLook
+	}
+	return modeAcquire
 }
 
-// graceOver is called when a grace-waiting attempt found the lease free
-// (free) or held (not free): it reports whether the lease has now been
-// free for PriorityGrace.
-func (e *Elector) graceOver(free bool) bool {
+// afterLook lets the attempt take the lease once it has been found free
+// for PriorityGrace: the higher one did not come.
+func (graceRule) afterLook(e *Elector, err error) bool {
 	p := e.prio.Load()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !free {
+	if !errors.Is(err, backendkit.ErrNoLease) {
 		p.freeSince = time.Time{}
 		return false
 	}
@@ -64,13 +91,16 @@ func (e *Elector) graceOver(free bool) bool {
 	return false
 }
 
-// requestPreemption is a follower's step after finding leader holding the
-// lease: with Preempt on and a priority above the leader's, it holds (or
-// renews) the election's preemption request record. Its outcome is
-// reported as an operation event; a store failure is not an error of the
-// campaign (the next attempt asks again).
-func (e *Elector) requestPreemption(leader Lease) {
-	if !e.cfg.Candidacy.Preempt || leader.Holder == e.cfg.Identity || e.cfg.Candidacy.Priority <= priorityOf(leader) {
+// preemptRule is preemption (Config.Candidacy.Preempt).
+type preemptRule struct{}
+
+// refused is a follower's step after finding leader holding the lease:
+// with a priority above the leader's, it holds (or renews) the election's
+// preemption request record. Its outcome is reported as an operation
+// event; a store failure is not an error of the campaign (the next
+// attempt asks again).
+func (preemptRule) refused(e *Elector, leader Lease) {
+	if leader.Holder == e.cfg.Identity || e.cfg.Candidacy.Priority <= priorityOf(leader) {
 		return
 	}
 	start := time.Now()
@@ -80,20 +110,19 @@ func (e *Elector) requestPreemption(leader Lease) {
 	req.Election = names.Preempt(req.Election)
 	_, err := e.backend.Acquire(ctx, req)
 	err = redactErr(err)
-	e.observe(Event{Kind: EventOperation, Op: OpPreempt, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: handover.OpPreempt, Duration: time.Since(start), Err: err})
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
-		e.sawLeader(held.Holder) // another asks, perhaps of higher priority
+		graceRule{}.sawLeader(e, held.Holder) // another asks, perhaps of higher priority
 	}
 }
 
-// preemptor returns the candidate this leader must hand over to after a
-// successful renewal of t, if any: with Preempt on, once t has lasted
-// MinTenure, the holder of the preemption request record when its
-// priority is above this candidate's.
-func (e *Elector) preemptor(t *leaderTerm) (string, bool) {
-	if !e.cfg.Candidacy.Preempt || time.Since(t.since) < e.cfg.Candidacy.MinTenure {
-		return "", false
+// renewed asks the leader of t to hand over after a successful renewal
+// once t has lasted MinTenure and the holder of the preemption request
+// record has a priority above this candidate's.
+func (preemptRule) renewed(e *Elector, t *leaderTerm) (request, bool) {
+	if time.Since(t.since) < e.cfg.Candidacy.MinTenure {
+		return request{}, false
 	}
 	start := time.Now()
 	ctx, end := e.opContext(e.base, t.deadline())
@@ -102,7 +131,8 @@ func (e *Elector) preemptor(t *leaderTerm) (string, bool) {
 	err = redactErr(err)
 	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})
 	if err != nil || req.Holder == e.cfg.Identity || priorityOf(req) <= e.cfg.Candidacy.Priority {
-		return "", false
+		return request{}, false
 	}
-	return req.Holder, true
+	e.log.Info("preempted: handing over to a candidate of higher priority", "successor", req.Holder)
+	return resignRequest(context.WithoutCancel(e.base), handover.ReasonPreempted, true, handOverTo(e, req.Holder)), true
 }

@@ -2,32 +2,6 @@ package fxelection
 
 import "github.com/fxelection/fxelection/fxelection/backendkit"
 
-// poke is the backendkit.Notifier's wake-up; it never blocks. The wake-up is kept
-// (woken) until the campaign's next pause takes it; a parked leadership
-// is not resumed for it.
-func (e *Elector) poke() {
-	e.evMu.Lock()
-	if !e.loopEnded {
-		e.woken = true
-		if !e.parked {
-			select {
-			case e.mail <- struct{}{}:
-			default:
-			}
-		}
-	}
-	e.evMu.Unlock()
-}
-
-// takeWoken reports whether a wake-up was pushed since the last call.
-func (e *Elector) takeWoken() bool {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	w := e.woken
-	e.woken = false
-	return w
-}
-
 // subscribe makes the push wake-up subscription. It runs as a task of its
 // own (see startCampaign), apart from the campaign's first step, so that a
 // Subscribe or cancel that blocks (a hung store) can delay neither the

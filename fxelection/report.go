@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/redact"
 )
 
 // AddObserver attaches o; it receives events until the returned function is
@@ -104,7 +107,9 @@ func (e *Elector) observeLeader(l Lease) {
 	changed := !e.leaderKnown || e.leader.Holder != l.Holder || e.leader.Term != l.Term
 	e.leader, e.leaderKnown = l.Clone(), true
 	e.mu.Unlock()
-	e.sawLeader(l)
+	for _, s := range e.pol.seers {
+		s.sawLeader(e, l)
+	}
 	if !changed {
 		return
 	}
@@ -215,17 +220,7 @@ func (e *Elector) awaitStarted(t *leaderTerm) {
 	}
 }
 
-// sawLeader records the priority of a leader seen in the store.
-func (e *Elector) sawLeader(l Lease) {
-	if l.Holder == e.cfg.Identity || priorityOf(l) <= e.cfg.Candidacy.Priority {
-		return
-	}
-	p := e.prio.Load()
-	if p == nil {
-		e.prio.CompareAndSwap(nil, &priorityState{})
-		p = e.prio.Load()
-	}
-	p.mu.Lock()
-	p.higherSeen = time.Now()
-	p.mu.Unlock()
-}
+// redactErr passes a store failure through the one redaction path
+// (backendkit.RedactError) before callbacks, observers, logs or Status see
+// it; errors.As still finds a *backendkit.HeldError through it.
+func redactErr(err error) error { return redact.Error[*backendkit.HeldError](err) }

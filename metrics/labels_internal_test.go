@@ -14,6 +14,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
@@ -84,8 +85,8 @@ func TestObserverHostileEvent(t *testing.T) {
 		{Kind: fxelection.EventRenewed, Lease: bad, Margin: -time.Hour},
 		{Kind: fxelection.EventStoppedLeading, Lease: bad, Reason: "\xff"},
 		{Kind: fxelection.EventPanic, Err: &fxelection.PanicError{Where: "\xff"}},
-		{Kind: fxelection.EventHandOver, Lease: bad, Err: backendkit.ErrInvalidRecord, Duration: -1},
-		{Kind: fxelection.EventHandOver, Lease: bad, Err: &backendkit.HeldError{Holder: bad}},
+		{Kind: handover.Event, Lease: bad, Err: backendkit.ErrInvalidRecord, Duration: -1},
+		{Kind: handover.Event, Lease: bad, Err: &backendkit.HeldError{Holder: bad}},
 		{Kind: fxelection.EventKind(99), Lease: bad},
 		{Kind: fxelection.EventNewLeader, Lease: fxelection.Lease{Holder: "\x1b]0;title\x07"}},
 	} {
@@ -113,7 +114,7 @@ func TestOutcomeAndOpLabels(t *testing.T) {
 		{&backendkit.HeldError{Holder: fxelection.Lease{Holder: "c"}}, OutcomeOvertaken},
 		{fmt.Errorf("wrapped: %w", backendkit.ErrLeaseHeld), OutcomeOvertaken},
 		{backendkit.ErrLeaseLost, OutcomeLost},
-		{&fxelection.OpError{Op: fxelection.OpHandOver, Err: errors.New("dial tcp: i/o timeout")}, OutcomeError},
+		{&fxelection.OpError{Op: handover.OpHandOver, Err: errors.New("dial tcp: i/o timeout")}, OutcomeError},
 		{context.Canceled, OutcomeError},
 	} {
 		if got := outcomeLabel(tc.err); got != tc.want {
@@ -122,7 +123,7 @@ func TestOutcomeAndOpLabels(t *testing.T) {
 	}
 	for op, want := range map[string]string{
 		fxelection.OpAcquire: "acquire", fxelection.OpRenew: "renew", fxelection.OpRelease: "release",
-		fxelection.OpGet: "get", fxelection.OpHandOver: "handover", "\xffop": "other", "": "other",
+		fxelection.OpGet: "get", handover.OpHandOver: "handover", "\xffop": "other", "": "other",
 	} {
 		if got := opLabel(op); got != want {
 			t.Errorf("opLabel(%q) = %q, want %q", op, got, want)

@@ -121,7 +121,7 @@ const (
 
 // Label values of the outcome label of NameHandOvers: how a hand-over
 // (Elector.ResignTo, or a preemption) ended, as its
-// fxelection.EventHandOver says.
+// handover.Event says.
 const (
 	// OutcomeHanded: the hint record naming the successor was written (or
 	// the successor had taken the lease already).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 )
 
 // attachment turns one elector's events into series. Events arrive on the
@@ -86,7 +87,7 @@ func (a *attachment) Observe(ev fxelection.Event) {
 		if res == ResultOK && (ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew) {
 			a.okStart = ev.Time.Add(-ev.Duration)
 		}
-	case fxelection.EventHandOver:
+	case handover.Event:
 		a.handOvers[outcomeLabel(ev.Err)].Inc()
 	case fxelection.EventRenewed:
 		a.isLeader.Set(1)
@@ -202,7 +203,7 @@ func (a *attachment) applyStatus(s fxelection.Status) {
 // opLabel bounds the operation label to the elector's operations.
 func opLabel(op string) string {
 	switch op {
-	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, fxelection.OpHandOver, fxelection.OpPreempt:
+	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, handover.OpHandOver, handover.OpPreempt:
 		return op
 	}
 	return "other"
@@ -211,7 +212,7 @@ func opLabel(op string) string {
 // outcomes are the values of the outcome label of NameHandOvers.
 var outcomes = []string{OutcomeHanded, OutcomeOvertaken, OutcomeLost, OutcomeError}
 
-// outcomeLabel classifies a hand-over's outcome (fxelection.EventHandOver's
+// outcomeLabel classifies a hand-over's outcome (handover.Event's
 // Err). Anything but nil, ErrLeaseHeld and ErrLeaseLost is an error: a
 // store failure, or a hand-over cut short by its context or by Stop.
 func outcomeLabel(err error) string {

@@ -553,7 +553,7 @@ func (doc *Document) checkRenewLimit(path string, ref BackendRef, rd Duration, f
 	}
 	d := time.Duration(rd)
 	if d == 0 {
-		d = fxelection.DefaultRenewDeadline
+		d = fxelection.Timing{}.WithDefaults().RenewDeadline
 	}
 	if problem := backendkit.RenewDeadlineProblem(m, d); problem != "" {
 		fail(path+".renew_deadline", fmt.Errorf("%w: %s", ErrInvalidValue, problem))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/handover"
 	"github.com/fxelection/fxelection/internal/backoff"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -91,8 +92,8 @@ func (s *env) resignToAbsent(t *testing.T) {
 			t.Fatalf("Get after ResignTo on a backend that transfers: %v", err)
 		}
 	case hint.Holder == "nobody-runs-this":
-		if hint.Term <= first.Term || hint.Metadata[fxelection.MetaHandOverFrom] != leader.e.Status().Identity {
-			t.Fatalf("hint record %+v after term %d, want a higher term and %s=%s", hint, first.Term, fxelection.MetaHandOverFrom, leader.e.Status().Identity)
+		if hint.Term <= first.Term || hint.Metadata[handover.MetaFrom] != leader.e.Status().Identity {
+			t.Fatalf("hint record %+v after term %d, want a higher term and %s=%s", hint, first.Term, handover.MetaFrom, leader.e.Status().Identity)
 		}
 		// Nobody leads while the hint lives (half the window: the rest
 		// is left to clocks and load).

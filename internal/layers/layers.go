@@ -24,13 +24,28 @@ import (
 // missing from order, and names of order that are not files of the package,
 // are reported as errors.
 func Upward(dir string, order []string) ([]string, error) {
+	groups := make([][]string, len(order))
+	for i, f := range order {
+		groups[i] = []string{f}
+	}
+	return UpwardGroups(dir, groups)
+}
+
+// UpwardGroups is Upward for layers of several files each (a concern):
+// the files of one layer may refer to each other, and to what earlier
+// layers declare, never to a later layer.
+func UpwardGroups(dir string, layers [][]string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	rank := map[string]int{}
-	for i, f := range order {
-		rank[f] = i
+	n := 0
+	for i, layer := range layers {
+		for _, f := range layer {
+			rank[f] = i
+			n++
+		}
 	}
 	fset := token.NewFileSet()
 	var files []*ast.File
@@ -54,8 +69,8 @@ func Upward(dir string, order []string) ([]string, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("layers: no package in %s", dir)
 	}
-	if len(files) != len(order) {
-		return nil, fmt.Errorf("layers: the order names %d files, the package has %d", len(order), len(files))
+	if len(files) != n {
+		return nil, fmt.Errorf("layers: the order names %d files, the package has %d", n, len(files))
 	}
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
