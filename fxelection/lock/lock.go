@@ -728,11 +728,10 @@ func (lk *Lock) Release(ctx context.Context) error {
 		return nil
 	}
 	record := lk.tg.record(lk.slot)
-	lk.k.End(ErrReleased)
-	if err := lk.k.Wait(ctx); err != nil {
+	lease, unsure, err := lk.k.Stop(ctx, ErrReleased)
+	if err != nil {
 		return fmt.Errorf("lock: release %q: %w", record, err)
 	}
-	lease, unsure := lk.k.Final()
 	if unsure {
 		cur, err := lk.locker.backend.Acquire(ctx, lk.locker.request(record, lk.inc))
 		switch {

@@ -505,15 +505,13 @@ func (p *Pool) Stop(ctx context.Context) error {
 		// matches what the store last wrote; then the release runs on a
 		// goroutine of its own, waited for within ctx: a backend that
 		// ignores its context must not hold Stop.
-		k.End(errSlotReleased)
 		released := make(chan error, 1)
 		go func() {
-			if err := k.Wait(ctx); err != nil {
-				released <- err
-				return
+			held, _, err := k.Stop(ctx, errSlotReleased)
+			if err == nil {
+				err = p.backend.Release(ctx, held)
 			}
-			held, _ := k.Final()
-			released <- p.backend.Release(ctx, held)
+			released <- err
 		}()
 		select {
 		case err := <-released:

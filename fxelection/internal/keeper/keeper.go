@@ -169,47 +169,39 @@ func (k *Keeper) Lease() backendkit.Lease {
 }
 
 // End ends the Context with cause (the first cause wins) and the
-// renewals; a renewal in flight finishes (within its renew deadline), so
-// that Final gives the lease as the store last wrote it once Done is
-// closed.
+// renewals; a renewal in flight finishes (within its renew deadline): Stop
+// waits for it.
 func (k *Keeper) End(cause error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.endLocked(cause)
 }
 
-// Done is closed when the renewing goroutine has returned: after End, or
-// after the lease was lost.
-func (k *Keeper) Done() <-chan struct{} { return k.done }
-
-// Wait waits, within ctx, for the renewing goroutine to return (End first).
-func (k *Keeper) Wait(ctx context.Context) error {
+// Stop ends the Context with cause (End) and waits, within ctx, for the
+// renewals to stop: a renewal in flight finishes, within its renew
+// deadline. It returns the lease as last renewed and whether the last
+// renewal's outcome is unknown (it failed, or was cut at its deadline: the
+// store may have applied it all the same, and the lease is then not what
+// the store last wrote), or ctx's error if the renewals outlast it.
+func (k *Keeper) Stop(ctx context.Context, cause error) (lease backendkit.Lease, unsure bool, err error) {
+	k.End(cause)
 	select {
 	case <-k.done:
-		return nil
 	default:
+		// Only when the goroutine has not returned yet: a done ctx must
+		// not win a race with a closed done.
+		select {
+		case <-k.done:
+		case <-ctx.Done():
+			return backendkit.Lease{}, false, ctx.Err()
+		}
 	}
-	// Only when the goroutine has not returned yet: a done ctx must not
-	// win a race with a closed done.
-	select {
-	case <-k.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Final returns the lease as last renewed and whether the last renewal's
-// outcome is unknown (it failed, or was cut at its deadline: the store may
-// have applied it all the same, and the lease is then not what it last
-// wrote). Meant for after Done.
-func (k *Keeper) Final() (lease backendkit.Lease, unsure bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.lease, k.unsure
+	return k.lease, k.unsure, nil
 }
 
-// Settle records lease as what the store has, as learned after Done (a
+// Settle records lease as what the store has, as learned after Stop (a
 // re-acquisition that settled an unknown outcome).
 func (k *Keeper) Settle(lease backendkit.Lease) {
 	k.mu.Lock()
@@ -304,7 +296,7 @@ func (k *Keeper) run(start time.Time) {
 
 // extend records a successful renewal that started at start and moves the
 // renew deadline; false if the Context has ended meanwhile (the renewed
-// lease is kept all the same, for Final).
+// lease is kept all the same, for Stop).
 func (k *Keeper) extend(l backendkit.Lease, start time.Time) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -88,15 +88,15 @@ func TestRenewsEveryRetryPeriodUntilEnd(t *testing.T) {
 			}
 		}
 		released := errors.New("released")
-		k.End(released)
-		k.End(errors.New("second"))
-		if err := k.Wait(context.Background()); err != nil {
+		l, unsure, err := k.Stop(context.Background(), released)
+		if err != nil {
 			t.Fatal(err)
 		}
+		k.End(errors.New("second"))
 		if c := context.Cause(k.Context()); c != released || len(ends) != 1 || ends[0] != released {
-			t.Fatalf("cause %v, OnEnd calls %v; want the first End's cause, once", c, ends)
+			t.Fatalf("cause %v, OnEnd calls %v; want the first cause, once", c, ends)
 		}
-		if l, unsure := k.Final(); l.Term != 7 || unsure || l.Version == "" {
+		if l.Term != 7 || unsure || l.Version == "" {
 			t.Fatalf("final lease %+v unsure %v: want the last renewed lease, sure", l, unsure)
 		}
 	})
@@ -118,9 +118,8 @@ func TestDeadlineEndsContext(t *testing.T) {
 		if c := context.Cause(k.Context()); !errors.Is(c, errLost) {
 			t.Fatalf("cause %v, want one wrapping Lost", c)
 		}
-		<-k.Done()
-		if _, unsure := k.Final(); !unsure {
-			t.Fatal("after failed renewals Final says sure")
+		if _, unsure, err := k.Stop(context.Background(), errors.New("released")); err != nil || !unsure {
+			t.Fatalf("Stop after failed renewals: unsure %v, %v; want unsure", unsure, err)
 		}
 		at := r.times()
 		for i := 1; i < len(at); i++ {
@@ -144,33 +143,32 @@ func TestLostEndsContext(t *testing.T) {
 		if !errors.Is(c, errLost) || !errors.Is(c, backendkit.ErrLeaseLost) || time.Since(start) != 500*time.Millisecond {
 			t.Fatalf("cause %v after %v, want Lost and ErrLeaseLost at the first renewal", c, time.Since(start))
 		}
-		<-k.Done()
+		if _, _, err := k.Stop(context.Background(), errors.New("released")); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
-// TestEndLetsRenewalInFlightFinish: End during a renewal ends the Context
-// at once, but the renewal finishes and Final gives its lease.
-func TestEndLetsRenewalInFlightFinish(t *testing.T) {
+// TestStopLetsRenewalInFlightFinish: Stop during a renewal ends the
+// Context at once, but waits for the renewal and gives its lease.
+func TestStopLetsRenewalInFlightFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &renewer{hang: make(chan struct{})}
 		k := new(keeper.Keeper)
 		k.Start(context.Background(), config(r), backendkit.Lease{Term: 3}, time.Now())
 		time.Sleep(600 * time.Millisecond) // the first renewal hangs
-		k.End(errors.New("released"))
-		if k.Context().Err() == nil {
-			t.Fatal("End did not end the Context at once")
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		if err := k.Wait(ctx); err == nil {
-			t.Fatal("Wait returned while the renewal was in flight")
+		if _, _, err := k.Stop(ctx, errors.New("released")); err == nil {
+			t.Fatal("Stop returned while the renewal was in flight")
 		}
 		cancel()
-		close(r.hang)
-		if err := k.Wait(context.Background()); err != nil {
-			t.Fatal(err)
+		if k.Context().Err() == nil {
+			t.Fatal("Stop did not end the Context at once")
 		}
-		if l, unsure := k.Final(); unsure || l.Version == "" {
-			t.Fatalf("final lease %+v unsure %v, want the renewal's lease", l, unsure)
+		close(r.hang)
+		l, unsure, err := k.Stop(context.Background(), errors.New("released"))
+		if err != nil || unsure || l.Version == "" {
+			t.Fatalf("final lease %+v unsure %v, %v; want the renewal's lease", l, unsure, err)
 		}
 	})
 }
