@@ -103,8 +103,10 @@
 // the version read (or an add-if-absent). Renew, Release and Transfer act
 // only on a record with the caller's holder, incarnation and term, not
 // released (the version is not compared: only the holder writes its own
-// term), and write with a compare-and-swap on the version they read; one
-// that loses to another write changes nothing. Transfer gives the
+// term), and write with a compare-and-swap on the version they read; a
+// Renew or Transfer that loses to another write changes nothing, a Release
+// that loses (to a late renewal of the holder's) reads again. Transfer
+// gives the
 // successor the term Acquire would give it after a release: NextTerm of
 // the transferred lease's term.
 //
