@@ -192,3 +192,51 @@ func TestEveryWriteChangesClientGoRecord(t *testing.T) {
 		t.Fatalf("a write in a new second: acquireTime %v, want %v", got, l.AcquiredAt)
 	}
 }
+
+// TestDecodeAny: a Lease the watch sees is decoded for the election its
+// name belongs to: its own name when that is a direct Lease name (a
+// client-go holder included), the election fxelection's record names when
+// the name is hashed; a Lease of no election is ErrInvalidRecord.
+func TestDecodeAny(t *testing.T) {
+	const long = "jobs/sync" // hashed
+	rec := func(election string) string {
+		v, err := backendkit.MarshalValue(fxelection.Lease{Election: election, Holder: "a", Term: 4, Duration: time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	obj := func(name, holder, ann string) *coordv1.Lease {
+		o := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: ptr(int32(2))}}
+		if ann != "" {
+			o.Annotations = map[string]string{AnnotationRecord: ann}
+		}
+		return o
+	}
+	for name, c := range map[string]struct {
+		obj      *coordv1.Lease
+		election string
+		holder   string
+	}{
+		"client-go holder, no record": {obj("billing", "cg", ""), "billing", "cg"},
+		"fxelection holder":           {obj("billing", "a", rec("billing")), "billing", "a"},
+		"hashed name":                 {obj(LeaseName(long), "a", rec(long)), long, "a"},
+		"hashed name, client-go":      {obj(LeaseName(long), "cg", rec(long)), long, "cg"},
+	} {
+		r, err := decodeAny(c.obj)
+		if err != nil || r.Lease.Election != c.election || r.Lease.Holder != c.holder || r.Released {
+			t.Errorf("%s: %+v, %v; want a live record of %q held by %q", name, r, err, c.election, c.holder)
+		}
+	}
+	for name, o := range map[string]*coordv1.Lease{
+		"hashed name, no record":        obj(LeaseName(long), "cg", ""),
+		"hashed name, another's record": obj(LeaseName(long), "a", rec("other")),
+		"direct name, another's record": obj("billing", "a", rec("other")),
+		"direct name, garbage":          obj("billing", "a", "{"),
+	} {
+		if _, err := decodeAny(o); !errors.Is(err, backendkit.ErrInvalidRecord) {
+			t.Errorf("%s: %v, want ErrInvalidRecord", name, err)
+		}
+	}
+}
