@@ -37,7 +37,6 @@ type Backend struct {
 	prefix  string
 	channel string
 	push    bool
-	clock   string        // "1" for clock-based terms, "0" for sequential
 	health  time.Duration // pushHealthInterval; shorter in tests
 
 	acquire, renew, release, get, transfer *redis.Script
@@ -66,16 +65,11 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
-	clock := "1"
-	if opts.SequentialTerms {
-		clock = "0"
-	}
 	b := &Backend{
 		client:   client,
 		prefix:   prefix,
 		channel:  prefix + "wake",
 		push:     !opts.DisablePush,
-		clock:    clock,
 		health:   pushHealthInterval,
 		acquire:  redis.NewScript(acquireSrc),
 		renew:    redis.NewScript(renewSrc),
@@ -127,21 +121,20 @@ func (b *Backend) leaseKey(election string) string {
 // publish the released election's name.
 func (b *Backend) WakeChannel() string { return b.channel }
 
-// acquireLease is Acquire (see backendkit.Redacting), implementing fxelection.Backend: one script that takes the lease
-// if the key is absent, and otherwise decides by the live record. Held by
-// req.Identity in the same run — req names no incarnation, or the record's
-// nonce is the one derived from req.Incarnation — it refreshes the record
-// (same term, new metadata and expiry). Held by req.Identity in another
-// run (another incarnation; a record written without one or by an earlier
-// version of this package counts as another) it takes the lease at once
-// with a new term, as a new holder would. Held by another identity it
-// returns a *backendkit.HeldError with the holder. A new term is above
-// every term the counter has given and above the live record's (see the
-// package documentation for when the counter can be lost); when the
-// counter has reached backendkit.MaxTerm it refuses with an error matching
-// backendkit.ErrTermExhausted. A record that fails validation gives an
-// error matching backendkit.ErrInvalidRecord and is not taken over.
-// AcquiredAt and ExpiresAt are by the Redis server's clock.
+// acquireLease is Acquire (see backendkit.Redacting), implementing
+// fxelection.Backend: one script that takes the lease if the key is absent,
+// and otherwise decides by the live record. Held by req.Identity in the same
+// run — req names no incarnation, or the record's nonce is the one derived
+// from req.Incarnation — it refreshes the record (same term, new metadata
+// and expiry). Held by req.Identity in another run (another incarnation; a
+// record written by a request naming none counts as another) it takes the lease at once with a new term, as a new holder
+// would. Held by another identity it returns a *backendkit.HeldError with
+// the holder. A new term is above every term the counter has given and above
+// the live record's (see the package documentation for when the counter can
+// be lost); when the counter has reached backendkit.MaxTerm it refuses with
+// an error matching backendkit.ErrTermExhausted. A record that fails
+// validation gives an error matching backendkit.ErrInvalidRecord and is not
+// taken over. AcquiredAt and ExpiresAt are by the Redis server's clock.
 //
 // The record stores the nonce, not the incarnation: req.Incarnation
 // itself when it is 16 lowercase hex digits (backendkit.NewIncarnation's
@@ -204,7 +197,7 @@ func (b *Backend) prepareAcquire(op string, req backendkit.AcquireRequest) (acqu
 	}
 	return acquireCall{
 		op: op, req: req, keys: []string{lease, term}, nonce: nonce, durMS: durMS,
-		args: []any{holderPart(req.Identity), meta, durMS, b.clock, nonce, derived},
+		args: []any{holderPart(req.Identity), meta, durMS, nonce, derived},
 	}, nil
 }
 
@@ -256,13 +249,13 @@ func (a acquireCall) outcome(res []any, err error) (fxelection.Lease, error) {
 }
 
 // acquireBatch is AcquireBatch (see backendkit.RedactingBatches),
-// implementing backendkit.BatchAcquirer: the acquire script for
-// every request in one pipeline (one round trip; on Redis Cluster, one per
-// node holding some of the keys), run by the server one after another in
-// the order given. Each request gets what Acquire would have returned for
-// it; a failure of the connection fails every request it carried. Scripts
-// not yet cached by the server are sent again in full, in a second
-// pipeline, as RenewBatch does.
+// implementing backendkit.BatchAcquirer: the acquire script for every
+// request in one pipeline (one round trip; on Redis Cluster, one per node
+// holding some of the keys), run by the server one after another in the
+// order given. Each request gets what Acquire would have returned for it; a
+// failure of the connection fails every request it carried. Scripts not yet
+// cached by the server are sent again in full, in a second pipeline, as
+// RenewBatch does.
 func (b *Backend) acquireBatch(ctx context.Context, reqs []backendkit.AcquireRequest) []backendkit.AcquireResult {
 	out := make([]backendkit.AcquireResult, len(reqs))
 	if err := ctx.Err(); err != nil {
@@ -328,20 +321,21 @@ func pipelineScript(ctx context.Context, client redis.UniversalClient, script *r
 	return cmds
 }
 
-// renewLease is Renew (see backendkit.Redacting), implementing fxelection.Backend: one script that extends the lease by
-// lease.Duration (PEXPIRE) only while lease.Holder holds lease.Term, and
-// otherwise returns an error matching backendkit.ErrLeaseLost (which also
-// matches backendkit.ErrInvalidRecord when a foreign value replaced the
-// lease). A new incarnation of the holder always takes a new term, so its
+// renewLease is Renew (see backendkit.Redacting), implementing
+// fxelection.Backend: one script that extends the lease by lease.Duration
+// (PEXPIRE) only while lease.Holder holds lease.Term, and otherwise returns
+// an error matching backendkit.ErrLeaseLost (which also matches
+// backendkit.ErrInvalidRecord when a foreign value replaced the lease). A
+// new incarnation of the holder always takes a new term, so its
 // predecessor's Renew fails. The nonce (lease.Version) is not compared; the
 // returned lease carries the record's current one, so that after a
 // re-acquisition of the same term without an incarnation (by an earlier
-// version of this package, say) the holder's own Release still matches.
-// It keeps lease.Incarnation while the record's nonce is the one derived
-// from it and clears it otherwise. The returned lease shares lease's
-// Metadata map (read-only); its ExpiresAt is estimated on the local clock
-// as the call's start plus Duration, since Redis sets the expiry by its
-// own clock at most one round trip later.
+// version of this package, say) the holder's own Release still matches. It
+// keeps lease.Incarnation while the record's nonce is the one derived from
+// it and clears it otherwise. The returned lease shares lease's Metadata map
+// (read-only); its ExpiresAt is estimated on the local clock as the call's
+// start plus Duration, since Redis sets the expiry by its own clock at most
+// one round trip later.
 func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -376,13 +370,14 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 		if ok {
 			nonce, ok = res[1].(string)
 		}
-		if !ok || nonce != "" && !validNonce(nonce) {
+		if !ok || !validNonce(nonce) {
 			return fxelection.Lease{}, fmt.Errorf("renew lease: %w", errReply)
 		}
 		if l.Incarnation != "" && nonce != incarnationNonce(l.Incarnation) {
-			// Another run re-acquired this term without naming an
-			// incarnation (an earlier version of this package, or a
-			// caller without one): the record no longer names ours.
+			// This term was re-acquired by a request naming no
+			// incarnation (a hand-over hint written for a successor
+			// that held the lease already): the record no longer names
+			// ours.
 			l.Incarnation = ""
 		}
 		l.Version = nonce
@@ -398,14 +393,13 @@ func renewOutcome(l fxelection.Lease, start time.Time, res []any, err error) (fx
 }
 
 // renewBatch is RenewBatch (see backendkit.RedactingBatches), implementing
-// backendkit.BatchRenewer: the renew script for
-// every lease in one pipeline (one round trip; on Redis Cluster, one per
-// node holding some of the keys). Each lease gets what Renew would have
-// returned for it: a lease no longer held gets an error matching
-// backendkit.ErrLeaseLost while the others are renewed, and a failure of
-// the connection fails every lease it carried. Scripts not yet cached by
-// the server (NOSCRIPT, as after a restart) are sent again in full, in a
-// second pipeline.
+// backendkit.BatchRenewer: the renew script for every lease in one pipeline
+// (one round trip; on Redis Cluster, one per node holding some of the keys).
+// Each lease gets what Renew would have returned for it: a lease no longer
+// held gets an error matching backendkit.ErrLeaseLost while the others are
+// renewed, and a failure of the connection fails every lease it carried.
+// Scripts not yet cached by the server (NOSCRIPT, as after a restart) are
+// sent again in full, in a second pipeline.
 func (b *Backend) renewBatch(ctx context.Context, leases []fxelection.Lease) []backendkit.RenewResult {
 	out := make([]backendkit.RenewResult, len(leases))
 	if err := ctx.Err(); err != nil {
@@ -434,51 +428,50 @@ func (b *Backend) renewBatch(ctx context.Context, leases []fxelection.Lease) []b
 	return out
 }
 
-// releaseLease is Release (see backendkit.Redacting), implementing fxelection.Backend: one script that deletes the lease
-// only if lease.Holder still holds lease.Term under the nonce
-// lease.Version (the one the record got at the acquisition that Acquire,
-// Renew, RenewBatch or Get last reported), and then publishes the
-// election's name on WakeChannel. So a delayed Release from an earlier
-// incarnation of a holder that has since re-acquired its lease frees
-// nothing: a new incarnation has a new term and nonce, and a
-// re-acquisition that names no incarnation keeps the term but writes a new
-// nonce. A lease that is no longer ours (or a foreign value) is left alone
-// and nil is returned. The term
-// counter is kept. A Lease with an empty Version (built by hand rather than
-// returned by the backend) is matched on holder and term only, without
-// that protection, as is a record in the earlier fxe1 format; a Version
-// that is not a nonce this backend writes matches nothing.
+// releaseLease is Release (see backendkit.Redacting), implementing
+// fxelection.Backend: one script that deletes the lease only if lease.Holder
+// still holds lease.Term under the nonce lease.Version (the one the record
+// got at the acquisition that Acquire, Renew, RenewBatch or Get last
+// reported), and then publishes the election's name on WakeChannel. So a
+// delayed Release from an earlier incarnation of a holder that has since
+// re-acquired its lease frees nothing: a new incarnation has a new term and
+// nonce, and a re-acquisition that names no incarnation keeps the term but
+// writes a new nonce. A lease that is no longer ours (or a foreign value) is
+// left alone and nil is returned. The term counter is kept. A Lease with an
+// empty Version (built by hand rather than returned by the backend) is
+// matched on holder and term only, without that protection; a Version that
+// is not a nonce this backend writes matches nothing.
 func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
-	part, withNonce := termPart(l), "0"
+	part := termPart(l)
 	if l.Version != "" {
 		if !validNonce(l.Version) {
 			return nil // cannot be a lease of ours
 		}
-		part, withNonce = part+l.Version+"|", "1"
+		part += l.Version + "|"
 	}
 	lease := b.leaseKey(l.Election)
-	err := b.release.Run(ctx, b.client, []string{lease}, part, l.Election, b.channel, withNonce).Err()
+	err := b.release.Run(ctx, b.client, []string{lease}, part, l.Election, b.channel).Err()
 	if err != nil && !isWrongType(err) { // a foreign type is not ours: nothing to do
 		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
 }
 
-// transferLease is Transfer (see backendkit.Redacting), implementing backendkit.Transferer: one script that ends lease,
-// matched as Release matches it (holder, term and the nonce in
-// lease.Version; holder and term alone for an empty Version or an fxe1
-// record), and in the same atomic step writes the record Acquire would
-// write for req on a free lease: held by req.Identity, with a new term
-// from the counter (after raising the counter to the released record's
-// term, so the new term is above it even when the counter was lost; see
-// the package documentation for what that promises), for req.Duration,
-// with req.Metadata and the nonce derived from req.Incarnation (random
-// when req names none). It then publishes the election's name on
-// WakeChannel, as Release does. The returned lease is what Acquire would
-// have returned for req.
+// transferLease is Transfer (see backendkit.Redacting), implementing
+// backendkit.Transferer: one script that ends lease, matched as Release
+// matches it (holder, term and the nonce in lease.Version; holder and term
+// alone for an empty Version), and in the same atomic step
+// writes the record Acquire would write for req on a free lease: held by
+// req.Identity, with a new term from the counter (after raising the counter
+// to the released record's term, so the new term is above it even when the
+// counter was lost; see the package documentation for what that promises),
+// for req.Duration, with req.Metadata and the nonce derived from
+// req.Incarnation (random when req names none). It then publishes the
+// election's name on WakeChannel, as Release does. The returned lease is
+// what Acquire would have returned for req.
 //
 // When lease is no longer the caller's — no key, another holder, term or
 // nonce, a foreign value or a key of another type — or req.Election is
@@ -499,14 +492,14 @@ func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req bac
 	if req.Election != l.Election {
 		return fxelection.Lease{}, fmt.Errorf("%s: %w: the request is for another election", opTransfer, backendkit.ErrLeaseLost)
 	}
-	part, withNonce := termPart(l), "0"
+	part := termPart(l)
 	if l.Version != "" {
 		if !validNonce(l.Version) {
 			return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, backendkit.ErrLeaseLost) // cannot be a lease of ours
 		}
-		part, withNonce = part+l.Version+"|", "1"
+		part += l.Version + "|"
 	}
-	args := append(a.args[:len(a.args):len(a.args)], part, l.Election, b.channel, withNonce)
+	args := append(a.args[:len(a.args):len(a.args)], part, l.Election, b.channel)
 	res, err := b.transfer.Run(ctx, b.client, a.keys, args...).Slice()
 	if err == nil {
 		if status, err := replyStatus(res); err == nil && status == 0 {
@@ -516,12 +509,13 @@ func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req bac
 	return a.outcome(res, err)
 }
 
-// getLease is Get (see backendkit.Redacting), implementing fxelection.Backend: the current holder, read in one
-// script, or backendkit.ErrNoLease. ExpiresAt is the server's clock plus
-// the key's remaining PTTL, to the millisecond; it is for display. The
-// lease's Incarnation is always empty, since the record keeps only a nonce
-// derived from it; its Version is that nonce, which for an incarnation made
-// by backendkit.NewIncarnation is the incarnation itself.
+// getLease is Get (see backendkit.Redacting), implementing
+// fxelection.Backend: the current holder, read in one script, or
+// backendkit.ErrNoLease. ExpiresAt is the server's clock plus the key's
+// remaining PTTL, to the millisecond; it is for display. The lease's
+// Incarnation is always empty, since the record keeps only a nonce derived
+// from it; its Version is that nonce, which for an incarnation made by
+// backendkit.NewIncarnation is the incarnation itself.
 func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
@@ -549,12 +543,8 @@ func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lea
 	}
 }
 
-// recordFormat starts every lease record the scripts write;
-// recordFormatV1 the records of earlier versions (no nonce), still read.
-const (
-	recordFormat   = "fxe2"
-	recordFormatV1 = "fxe1"
-)
+// recordFormat starts every lease record the scripts write.
+const recordFormat = "fxe2"
 
 // nonceLen is the length of a record's nonce: 16 lowercase hex digits.
 const nonceLen = 16
@@ -602,11 +592,11 @@ func termPart(l fxelection.Lease) string {
 	return "|" + strconv.FormatUint(l.Term, 10) + holderPart(l.Holder)
 }
 
-// parseRecord decodes a lease record in either format (see scripts.go) and
+// parseRecord decodes a lease record (see scripts.go) and
 // validates every field with Lease.Validate: numbers in canonical
 // decimal form, a term in [1, MaxTerm], a duration in (0,
 // MaxRecordDuration], a printable UTF-8 holder and metadata, an acquisition
-// time in the years 1–9999, and (fxe2) a nonce of 16 lowercase hex
+// time in the years 1–9999, and a nonce of 16 lowercase hex
 // digits, returned as the lease's Version. It never panics; anything else
 // gives an error matching ErrInvalidRecord that quotes no stored text.
 func parseRecord(election, v string) (fxelection.Lease, error) {
@@ -623,7 +613,7 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 		return f, true
 	}
 	format, ok := field()
-	if !ok || format != recordFormat && format != recordFormatV1 {
+	if !ok || format != recordFormat {
 		return bad("not a lease record")
 	}
 	termS, ok1 := field()
@@ -642,14 +632,12 @@ func parseRecord(election, v string) (fxelection.Lease, error) {
 	n := int(n64)
 	holder := v[:n]
 	v = v[n+1:]
-	var nonce string
-	if format == recordFormat {
-		if nonce, ok = field(); !ok {
-			return bad("truncated record")
-		}
-		if !validNonce(nonce) {
-			return bad("bad nonce")
-		}
+	nonce, ok := field()
+	if !ok {
+		return bad("truncated record")
+	}
+	if !validNonce(nonce) {
+		return bad("bad nonce")
 	}
 	durS, ok1 := field()
 	atS, ok2 := field()

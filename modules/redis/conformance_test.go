@@ -13,9 +13,8 @@ import (
 )
 
 // TestConformance runs the core's conformance suite (contract and smoke)
-// against a real redis-server: with the defaults (clock-based terms, push
-// wake-up, a foreign string as garbage), and with sequential terms, push
-// off and a foreign list as garbage.
+// against a real redis-server: with the defaults (push wake-up, a foreign
+// string as garbage), and with push off and a foreign list as garbage.
 func TestConformance(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
@@ -40,15 +39,12 @@ func TestConformance(t *testing.T) {
 			},
 		})
 	})
-	t.Run("SequentialPolling", func(t *testing.T) {
+	t.Run("Polling", func(t *testing.T) {
 		electiontest.RunBackendTests(t, func(t *testing.T) fxelection.Backend {
-			return newBackend(t, srv.Addr(), Options{SequentialTerms: true, DisablePush: true})
+			return newBackend(t, srv.Addr(), Options{DisablePush: true})
 		}, electiontest.Options{
-			// Sequential terms start again at 1 once the counter is gone
-			// (documented).
-			DeleteRecord:      deleteRecord,
-			DeleteResetsTerms: true,
-			PushDisabled:      true,
+			DeleteRecord: deleteRecord,
+			PushDisabled: true,
 			PutGarbage: func(t *testing.T, election string, ttl time.Duration) {
 				lease, _ := keys.Keys(election)
 				if err := admin.RPush(ctxT(t), lease, "foreign").Err(); err != nil {
@@ -76,7 +72,7 @@ func TestConformanceFeatures(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts Options
-	}{{"Push", Options{}}, {"Polling", Options{SequentialTerms: true, DisablePush: true}}} {
+	}{{"Push", Options{}}, {"Polling", Options{DisablePush: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			featuretest.Run(t, func(t *testing.T) fxelection.Backend {

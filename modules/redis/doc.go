@@ -11,8 +11,8 @@
 //   - Expiry: server-authoritative, by Redis's clock (PX, in milliseconds).
 //     No client clock is compared with another's.
 //   - Fencing term: the larger of a per-election counter plus one and the
-//     server's clock in microseconds, exact up to backendkit.MaxTerm; with
-//     Options.SequentialTerms 1, 2, 3, … (see Fencing terms).
+//     server's clock in microseconds, exact up to backendkit.MaxTerm (see
+//     Fencing terms).
 //   - Push wake-up: Release and Transfer publish on <prefix>wake; each Backend
 //     listens on one pub/sub connection of its own (see Push wake-up).
 //   - Failover: a crashed leader's lease expires LeaseDuration after its
@@ -30,9 +30,9 @@
 //     restart, and so do FLUSHALL, eviction and a failover to a replica that
 //     had not received the last write; the election is then free at once,
 //     and until the old leader's next renewal fails two candidates may
-//     believe they lead (fence writes with the term). Clock-seeded terms
-//     still rise after such a loss unless the server's clock reads earlier
-//     than the last term; sequential terms start again at 1. For fencing run
+//     believe they lead (fence writes with the term). Terms still rise
+//     after such a loss unless the server's clock reads earlier than the
+//     last term. For fencing run
 //     Redis with appendonly yes and a maxmemory-policy that never evicts the
 //     keys (noeviction or volatile-*).
 //
@@ -50,15 +50,10 @@
 //
 // that is: format, term, holder length, holder, nonce (16 hex digits
 // naming the acquiring run; see Incarnations), duration (ms), acquisition
-// time (Unix ms, server clock) and metadata (JSON). Records of the earlier format fxe1
-// (the same without the nonce, written by earlier versions of this
-// package) are still read and renewed; their holder's next Acquire
-// rewrites them as fxe2. Earlier versions treat an fxe2 record as a
-// foreign value (see Foreign values): during a rolling upgrade they report
-// ErrInvalidRecord while a newer version holds the lease and take it over
-// only after it expires. It is not the JSON record of
-// backendkit.MarshalRecord because the Lua scripts read the holder and term
-// of the stored value on every call: a length-prefixed prefix is matched
+// time (Unix ms, server clock) and metadata (JSON). Any other value under
+// the lease key is a foreign value (see Foreign values). It is not the JSON
+// record of backendkit.MarshalRecord because the Lua scripts read the
+// holder and term of the stored value on every call: a length-prefixed prefix is matched
 // with string.sub and string.match, where JSON would need cjson to decode
 // the whole value (metadata included) inside the script, on every renewal.
 // The braces are Redis Cluster's hash tag; '{', '}' and '%' in an election
@@ -102,7 +97,8 @@
 //     every term the counter gave and above the live record's term even if
 //     the counter was lost meanwhile (the counter is raised to it first);
 //   - a request naming no incarnation keeps the term whatever the nonce
-//     (the contract before incarnations).
+//     (the Elector's hand-over hint names none, so that a successor that
+//     holds the lease already keeps its term).
 //
 // So a fixed Identity gives an immediate takeover on restart, and the
 // restarted process fences off its predecessor: should the predecessor
@@ -124,15 +120,6 @@
 // record's nonce still derives from it (and clear it otherwise), and Get
 // returns an empty Incarnation with the nonce as Version.
 //
-// Records written by earlier versions of this package (fxe1 without a
-// nonce, fxe2 with a random one) name no incarnation this version could
-// send, so a new-version candidate of the same identity takes them over at
-// once with a new term. Earlier versions read records of this version as
-// before (the format is unchanged) but send no incarnation, so during a
-// rolling upgrade an old-version process re-acquiring its identity's
-// record keeps the term: fencing a restart holds only once every
-// candidate of an election runs this version.
-//
 // # Delayed releases
 //
 // Release also matches the nonce: the lease's Version, which Acquire sets
@@ -142,13 +129,12 @@
 // nothing (its term and nonce are both another's), and neither does one
 // from an earlier acquisition by a request naming no incarnation, which
 // keeps the term but writes a new nonce. A Lease with an empty Version
-// (built by hand) or a record in the fxe1 format is matched on holder and
-// term only, as before.
+// (built by hand) is matched on holder and term only.
 //
 // # Fencing terms
 //
 // The term counter outlives the lease, so terms keep increasing across
-// releases and expiries. By default a new term is the larger of the counter
+// releases and expiries. A new term is the larger of the counter
 // plus one and the Redis server's clock in microseconds (TIME), so terms look
 // like 1764512345678901 rather than 1, 2, 3. This keeps terms increasing
 // even when the counter is lost: after FLUSHALL or FLUSHDB, after a restart
@@ -163,19 +149,16 @@
 // the keys (DEL of the lease and the term counter): the next term is still
 // above every earlier one.
 //
-// With Options.SequentialTerms terms are 1, 2, 3, … instead, and start
-// again at 1 whenever the counter is lost or deleted (the cases listed
-// above): such terms can repeat, so they are a fencing token only on a Redis
-// that never loses the counter. For fencing, also run Redis with appendonly yes
-// (appendfsync always if a lost second of writes matters) and never evict
-// the counter (maxmemory-policy noeviction or volatile-*).
+// For fencing, also run Redis with appendonly yes (appendfsync always if a
+// lost second of writes matters) and never evict the counter
+// (maxmemory-policy noeviction or volatile-*).
 //
 // Terms are exact up to backendkit.MaxTerm (2^63−1): the scripts keep them
 // as strings of digits and never as Lua numbers (doubles, exact only below
 // 2^53), and count with INCR. When the counter reaches MaxTerm, Acquire
 // refuses with an error matching backendkit.ErrTermExhausted rather than
-// wrap; the election then needs an operator (delete the term key with
-// clock-based terms, whose next term is the clock again).
+// wrap; the election then needs an operator (delete the term key: the next
+// term is the clock again).
 //
 // A lease record lost the same way (flush, restart without persistence)
 // frees the election at once: the leader learns it at its next renewal and
@@ -248,5 +231,4 @@
 //   - prefix: Options.KeyPrefix (default "fxelection:").
 //   - push: pub/sub wake-up on release (default true; false sets
 //     Options.DisablePush).
-//   - sequential_terms: Options.SequentialTerms (default false).
 package redislease

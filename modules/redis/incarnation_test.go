@@ -73,16 +73,14 @@ func TestIncarnationNonce(t *testing.T) {
 }
 
 // TestNewIncarnationOverOlderRecords: a record written without an
-// incarnation — by a request naming none, or by an earlier version of this
-// package in either format — is another run's: an incarnation of the same
-// identity takes it at once with a higher term, and a request naming no
-// incarnation keeps the term as before.
+// incarnation (a random nonce) or by another incarnation is another run's:
+// an incarnation of the same identity takes it at once with a higher term,
+// and a request naming no incarnation keeps the term.
 func TestNewIncarnationOverOlderRecords(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
 	b := newBackend(t, srv.Addr(), Options{})
 	for name, v := range map[string]string{
-		"fxe1":            "fxe1|7|1|a|60000|1700000000000|",
 		"fxe2 random":     "fxe2|7|1|a|9f86d081884c7d65|60000|1700000000000|",
 		"fxe2 by another": "fxe2|7|1|a|" + incarnationNonce("other") + "|60000|1700000000000|",
 	} {
@@ -111,34 +109,33 @@ func TestNewIncarnationOverOlderRecords(t *testing.T) {
 }
 
 // TestNewIncarnationAboveLostCounter: the term counter was lost while the
-// record lived (sequential terms would start again at 1): a new
-// incarnation's term is still above the live record's.
+// record lived, and the record's term is above the server's clock (so
+// neither the counter nor the clock is above it): a new incarnation's term
+// is still above the live record's, exactly the next one.
 func TestNewIncarnationAboveLostCounter(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	b := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
+	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
-	for range 5 {
-		release(t, b, acquire(t, b, e, "a"))
-	}
+	lease, term := b.Keys(e)
+	const high = "9000000000000006" // above the clock in microseconds until 2255
 	l := acquireInc(t, b, e, "a", backendkit.NewIncarnation())
-	if l.Term != 6 {
-		t.Fatalf("sixth sequential term = %d", l.Term)
+	if err := b.client.Set(ctxT(t), lease, "fxe2|"+high+"|1|a|"+l.Version+"|60000|0|", time.Minute).Err(); err != nil {
+		t.Fatal(err)
 	}
-	_, term := b.Keys(e)
 	if err := b.client.Del(ctxT(t), term).Err(); err != nil {
 		t.Fatal(err)
 	}
 	l2 := acquireInc(t, b, e, "a", backendkit.NewIncarnation())
-	if l2.Term != 7 {
-		t.Fatalf("new incarnation after the counter was lost: term %d, want 7 (above the live record's 6)", l2.Term)
+	if l2.Term != 9000000000000007 {
+		t.Fatalf("new incarnation after the counter was lost: term %d, want %s+1 (above the live record's)", l2.Term, high)
 	}
-	if c := b.client.Get(ctxT(t), term).Val(); c != "7" {
-		t.Fatalf("counter = %q, want 7", c)
+	if c := b.client.Get(ctxT(t), term).Val(); c != "9000000000000007" {
+		t.Fatalf("counter = %q, want %s+1", c, high)
 	}
 	// Another identity still waits for the live record.
 	var held *backendkit.HeldError
-	if _, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()}); !errors.As(err, &held) || held.Holder.Term != 7 {
-		t.Fatalf("other identity: %v, want a HeldError naming term 7", err)
+	if _, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()}); !errors.As(err, &held) || held.Holder.Term != l2.Term {
+		t.Fatalf("other identity: %v, want a HeldError naming term %d", err, l2.Term)
 	}
 }
 
@@ -147,7 +144,7 @@ func TestNewIncarnationAboveLostCounter(t *testing.T) {
 // own incarnation still keeps it.
 func TestNewIncarnationTermExhausted(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	b := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
+	b := newBackend(t, srv.Addr(), Options{})
 	e := electionName(t)
 	lease, term := b.Keys(e)
 	inc := backendkit.NewIncarnation()
@@ -175,8 +172,8 @@ func TestNewIncarnationTermExhausted(t *testing.T) {
 }
 
 // TestRenewDropsSupersededIncarnation: when a request naming no
-// incarnation re-acquired the term (an earlier version of this package
-// running under the same identity), Renew still succeeds, with the
+// incarnation re-acquired the term (a hand-over hint written for a
+// successor that held the lease already), Renew still succeeds, with the
 // record's nonce, and no longer claims the caller's incarnation.
 func TestRenewDropsSupersededIncarnation(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})

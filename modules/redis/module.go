@@ -58,8 +58,6 @@ type ConfigModule struct {
 	Prefix string `json:"prefix,omitempty" option:"KeyPrefix"`
 	// Push, when false, sets Options.DisablePush. Default: true.
 	Push *bool `json:"push,omitempty" option:"DisablePush"`
-	// SequentialTerms is Options.SequentialTerms. Default: false.
-	SequentialTerms bool `json:"sequential_terms,omitempty"`
 
 	// The Backend and its client, from Provision; Cleanup stops push
 	// wake-up and closes the client.
@@ -77,9 +75,8 @@ func (ConfigModule) ElectionModule() config.ModuleInfo {
 // options returns the Options the settings describe.
 func (m *ConfigModule) options() Options {
 	return Options{
-		KeyPrefix:       m.Prefix,
-		DisablePush:     m.Push != nil && !*m.Push,
-		SequentialTerms: m.SequentialTerms,
+		KeyPrefix:   m.Prefix,
+		DisablePush: m.Push != nil && !*m.Push,
 	}
 }
 

@@ -26,15 +26,12 @@ const secret = "s3cr3t-PASSWORD-never-shown"
 func TestConfigModule(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	_, b, cleanup := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.redis", "addr": "`+srv.Addr()+`",
-		"db": 3, "prefix": "reg:", "sequential_terms": true, "push": false}`, "redis")
+		"db": 3, "prefix": "reg:", "push": false}`, "redis")
 	if b.(*Backend).push {
 		t.Error(`"push": false did not disable push`)
 	}
 	c := electiontesting.StartCandidate(t, b, electionName(t), "reg", nil)
-	_, l := electiontesting.WaitLeader(t, []*electiontesting.Candidate{c}, electiontesting.LeaderLimit)
-	if l.Term != 1 {
-		t.Errorf("sequential_terms: term %d, want 1", l.Term)
-	}
+	electiontesting.WaitLeader(t, []*electiontesting.Candidate{c}, electiontesting.LeaderLimit)
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: 3})
 	defer admin.Close()
 	if keys, _ := admin.Keys(ctxT(t), "reg:{*").Result(); len(keys) != 2 {
@@ -50,8 +47,8 @@ func TestConfigModule(t *testing.T) {
 func TestConfigModuleDefaults(t *testing.T) {
 	_, b, _ := moduletest.MustProvision[*ConfigModule](t, ctxT(t), `{"module": "fxelection.backends.redis", "addr": "localhost:1"}`, "redis")
 	rb := b.(*Backend)
-	if !rb.push || rb.prefix != DefaultKeyPrefix || rb.clock != "1" {
-		t.Fatalf("defaults: push=%v prefix=%q clock=%q", rb.push, rb.prefix, rb.clock)
+	if !rb.push || rb.prefix != DefaultKeyPrefix {
+		t.Fatalf("defaults: push=%v prefix=%q", rb.push, rb.prefix)
 	}
 }
 
@@ -79,7 +76,6 @@ func TestConfigModuleErrors(t *testing.T) {
 		{Settings: obj(`, "addr": "h:1,h:2", "db": 1`), Want: moduletest.Validated("db"), Is: ErrInvalidOptions},
 		{Settings: obj(`, "addr": "h:1", "tls": "maybe"`), Want: moduletest.At("tls"), Is: config.ErrWrongType},
 		{Settings: obj(`, "addr": "h:1", "push": "false"`), Want: moduletest.At("push"), Is: config.ErrWrongType},
-		{Settings: obj(`, "addr": "h:1", "sequential_terms": 2`), Want: moduletest.At("sequential_terms"), Is: config.ErrWrongType},
 		{Settings: obj(`, "addr": "h:1", "prefix": "a{b}"`), Want: moduletest.Validated("prefix"), Is: ErrInvalidOptions},
 		{Settings: `{"module": "fxelection.backends.redis", "addr": "h:1", "password": 5}`, Want: moduletest.At("password"), Is: config.ErrWrongType},
 	}, secret)

@@ -23,13 +23,6 @@ type Options struct {
 	// Release and Transfer still publish, so candidates on other Backends
 	// that use push keep waking at once. Default (false): push on.
 	DisablePush bool
-
-	// SequentialTerms makes terms 1, 2, 3, … instead of taking the Redis
-	// server's clock in microseconds into account. Such terms start again at
-	// 1 whenever the term counter is lost or deleted (FLUSHALL, DEL,
-	// restart without persistence, eviction, failover to a lagging
-	// replica), so they repeat; see the package documentation. Default (false): clock-based terms.
-	SequentialTerms bool
 }
 
 // ErrInvalidOptions is matched by the errors of Options.Validate (and so of

@@ -17,32 +17,33 @@ import (
 // hostileRecords are lease values that must decode to ErrInvalidRecord.
 // The first is the reproduction from issue 9: a holder that is not UTF-8.
 var hostileRecords = []struct{ name, v string }{
-	{"HolderNotUTF8", "fxe1|5|3|\xff\xfe\xfd|60000|0|"},
-	{"HolderControl", "fxe1|5|3|a\nb|60000|0|"},
-	{"HolderNUL", "fxe1|5|3|a\x00b|60000|0|"},
-	{"HolderTerminalEscape", "fxe1|5|7|\x1b[2Jevil|60000|0|"},
-	{"HolderC1Control", "fxe1|5|3|a\u0085|60000|0|"},
-	{"HolderTooLong", "fxe1|5|5000|" + strings.Repeat("h", 5000) + "|60000|0|"},
-	{"DurationOverflow", "fxe1|5|1|a|9223372036854775807|0|"},
-	{"DurationOverflowMillis", "fxe1|5|1|a|9223372036855|0|"},
-	{"DurationTooLong", "fxe1|5|1|a|" + strconv.FormatInt((backendkit.MaxRecordDuration+time.Millisecond).Milliseconds(), 10) + "|0|"},
-	{"DurationZero", "fxe1|5|1|a|0|0|"},
-	{"DurationNegative", "fxe1|5|1|a|-1|0|"},
-	{"DurationLeadingZero", "fxe1|5|1|a|060000|0|"},
-	{"TermZero", "fxe1|0|1|a|60000|0|"},
-	{"TermAboveMax", "fxe1|9223372036854775808|1|a|60000|0|"},
-	{"TermMaxUint64", "fxe1|18446744073709551615|1|a|60000|0|"},
-	{"TermHuge", "fxe1|123456789012345678901234567890|1|a|60000|0|"},
-	{"TermLeadingZero", "fxe1|05|1|a|60000|0|"},
-	{"TermSigned", "fxe1|+5|1|a|60000|0|"},
-	{"LengthSigned", "fxe1|5|+1|a|60000|0|"},
-	{"AcquiredAtSigned", "fxe1|5|1|a|60000|+0|"},
-	{"MetadataControl", "fxe1|5|1|a|60000|0|{\"k\":\"\\u001b[31mred\"}"},
-	{"MetadataNotUTF8", "fxe1|5|1|a|60000|0|{\"k\":\"\xff\"}"},
-	{"MetadataKeyControl", "fxe1|5|1|a|60000|0|{\"\\n\":\"v\"}"},
-	{"MetadataEmptyKey", "fxe1|5|1|a|60000|0|{\"\":\"v\"}"},
-	{"MetadataNull", "fxe1|5|1|a|60000|0|null"},
-	{"MetadataNumber", "fxe1|5|1|a|60000|0|{\"k\":1}"},
+	{"HolderNotUTF8", "fxe2|5|3|\xff\xfe\xfd|0123456789abcdef|60000|0|"},
+	{"HolderControl", "fxe2|5|3|a\nb|0123456789abcdef|60000|0|"},
+	{"HolderNUL", "fxe2|5|3|a\x00b|0123456789abcdef|60000|0|"},
+	{"HolderTerminalEscape", "fxe2|5|7|\x1b[2Jevil|0123456789abcdef|60000|0|"},
+	{"HolderC1Control", "fxe2|5|3|a\u0085|0123456789abcdef|60000|0|"},
+	{"HolderTooLong", "fxe2|5|5000|" + strings.Repeat("h", 5000) + "|0123456789abcdef|60000|0|"},
+	{"DurationOverflow", "fxe2|5|1|a|0123456789abcdef|9223372036854775807|0|"},
+	{"DurationOverflowMillis", "fxe2|5|1|a|0123456789abcdef|9223372036855|0|"},
+	{"DurationTooLong", "fxe2|5|1|a|0123456789abcdef|" + strconv.FormatInt((backendkit.MaxRecordDuration+time.Millisecond).Milliseconds(), 10) + "|0|"},
+	{"DurationZero", "fxe2|5|1|a|0123456789abcdef|0|0|"},
+	{"DurationNegative", "fxe2|5|1|a|0123456789abcdef|-1|0|"},
+	{"DurationLeadingZero", "fxe2|5|1|a|0123456789abcdef|060000|0|"},
+	{"TermZero", "fxe2|0|1|a|0123456789abcdef|60000|0|"},
+	{"TermAboveMax", "fxe2|9223372036854775808|1|a|0123456789abcdef|60000|0|"},
+	{"TermMaxUint64", "fxe2|18446744073709551615|1|a|0123456789abcdef|60000|0|"},
+	{"TermHuge", "fxe2|123456789012345678901234567890|1|a|0123456789abcdef|60000|0|"},
+	{"TermLeadingZero", "fxe2|05|1|a|0123456789abcdef|60000|0|"},
+	{"TermSigned", "fxe2|+5|1|a|0123456789abcdef|60000|0|"},
+	{"LengthSigned", "fxe2|5|+1|a|0123456789abcdef|60000|0|"},
+	{"AcquiredAtSigned", "fxe2|5|1|a|0123456789abcdef|60000|+0|"},
+	{"MetadataControl", "fxe2|5|1|a|0123456789abcdef|60000|0|{\"k\":\"\\u001b[31mred\"}"},
+	{"MetadataNotUTF8", "fxe2|5|1|a|0123456789abcdef|60000|0|{\"k\":\"\xff\"}"},
+	{"MetadataKeyControl", "fxe2|5|1|a|0123456789abcdef|60000|0|{\"\\n\":\"v\"}"},
+	{"MetadataEmptyKey", "fxe2|5|1|a|0123456789abcdef|60000|0|{\"\":\"v\"}"},
+	{"MetadataNull", "fxe2|5|1|a|0123456789abcdef|60000|0|null"},
+	{"MetadataNumber", "fxe2|5|1|a|0123456789abcdef|60000|0|{\"k\":1}"},
+	{"FormatUnknown", "fxe1|5|1|a|60000|0|"},
 	{"NonceMissing", "fxe2|5|1|a|60000|0|"},
 	{"NonceEmpty", "fxe2|5|1|a||60000|0|"},
 	{"NonceShort", "fxe2|5|1|a|0123456789abcde|60000|0|"},
@@ -50,9 +51,7 @@ var hostileRecords = []struct{ name, v string }{
 	{"NonceUpperCase", "fxe2|5|1|a|0123456789ABCDEF|60000|0|"},
 	{"NonceNotHex", "fxe2|5|1|a|0123456789abcdeg|60000|0|"},
 	{"NonceControl", "fxe2|5|1|a|0123456789abcde\x1b|60000|0|"},
-	{"HolderNotUTF8V2", "fxe2|5|3|\xff\xfe\xfd|0123456789abcdef|60000|0|"},
-	{"DurationZeroV2", "fxe2|5|1|a|0123456789abcdef|0|0|"},
-	{"MetadataTooLarge", "fxe1|5|1|a|60000|0|{\"k\":\"" + strings.Repeat("v", backendkit.MaxMetadataBytes) + "\"}"},
+	{"MetadataTooLarge", "fxe2|5|1|a|0123456789abcdef|60000|0|{\"k\":\"" + strings.Repeat("v", backendkit.MaxMetadataBytes) + "\"}"},
 }
 
 // TestParseRecordHostile: every hostile value gives ErrInvalidRecord from
@@ -90,7 +89,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 			}
 			// A record naming a with a valid term (and, in fxe2, a valid
 			// nonce) is a's own.
-			own := strings.HasPrefix(tc.v, "fxe1|5|1|a|") || strings.HasPrefix(tc.v, "fxe2|5|1|a|0123456789abcdef|")
+			own := strings.HasPrefix(tc.v, "fxe2|5|1|a|0123456789abcdef|") || strings.HasPrefix(tc.v, "fxe2|5|1|a|0123456789abcdef|")
 			for _, id := range []string{"b", "a"} {
 				l, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: id, Duration: time.Minute})
 				if id == "a" && err == nil && own {
@@ -119,7 +118,7 @@ func TestHostileRecordsInRedis(t *testing.T) {
 	// leads while the value lives, and reports invalid records.
 	e := electionName(t)
 	lease, _ := b.Keys(e)
-	if err := admin.Set(ctxT(t), lease, "fxe1|5|3|\xff\xfe\xfd|60000|0|", time.Minute).Err(); err != nil {
+	if err := admin.Set(ctxT(t), lease, "fxe2|5|3|\xff\xfe\xfd|0123456789abcdef|60000|0|", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	c := electiontesting.StartCandidate(t, b, e, "a", nil)
@@ -132,14 +131,13 @@ func TestHostileRecordsInRedis(t *testing.T) {
 	if l, ok := c.Elector.Leader(); ok || strings.Contains(l.Holder, "\xff") {
 		t.Fatalf("the elector reports the invalid holder as leader: %+v", l)
 	}
-	if v := admin.Get(ctxT(t), lease).Val(); v != "fxe1|5|3|\xff\xfe\xfd|60000|0|" {
+	if v := admin.Get(ctxT(t), lease).Val(); v != "fxe2|5|3|\xff\xfe\xfd|0123456789abcdef|60000|0|" {
 		t.Fatalf("the value was replaced by %q", v)
 	}
 }
 
-// TestOwnDamagedRecord: a record that names the caller's identity and a
-// valid term (and, in the fxe2 format, a well-formed nonce) is the
-// caller's own, and Acquire refreshes it (a duration out of range and bad
+// TestOwnDamagedRecord: a record that names the caller's identity, a
+// valid term and a well-formed nonce is the caller's own, and Acquire refreshes it (a duration out of range and bad
 // metadata are rewritten, with a new nonce); one whose term, acquisition
 // time or nonce is malformed is refused and left as it is.
 func TestOwnDamagedRecord(t *testing.T) {
@@ -147,11 +145,10 @@ func TestOwnDamagedRecord(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	b := newBackend(t, srv.Addr(), Options{})
 	for _, v := range []string{
-		"fxe1|3|1|b|60000|99999999999999999999999|",
-		"fxe1|3|1|b|60000|0042|",
-		"fxe1|99999999999999999999999|1|b|60000|0|",
-		"fxe1|0|1|b|60000|0|",
-		"fxe1|03|1|b|60000|0|",
+		"fxe2|3|1|b|0123456789abcdef|60000|99999999999999999999999|",
+		"fxe2|99999999999999999999999|1|b|0123456789abcdef|60000|0|",
+		"fxe2|0|1|b|0123456789abcdef|60000|0|",
+		"fxe2|03|1|b|0123456789abcdef|60000|0|",
 		"fxe2|3|1|b|nonce|60000|0|",
 		"fxe2|3|1|b|0123456789ABCDEF|60000|0|",
 		"fxe2|3|1|b|0123456789abcdef0|60000|0|",
@@ -172,7 +169,6 @@ func TestOwnDamagedRecord(t *testing.T) {
 		}
 	}
 	for _, v := range []string{
-		"fxe1|3|1|b|99999999999999|0|{\"k\":1}",
 		"fxe2|3|1|b|0123456789abcdef|99999999999999|0|{\"k\":1}",
 	} {
 		e := electionName(t)
@@ -190,8 +186,7 @@ func TestOwnDamagedRecord(t *testing.T) {
 	}
 }
 
-// recordText encodes l as the scripts write it: in the fxe2 format when l
-// has a nonce (Version), else in the earlier fxe1 format.
+// recordText encodes l as the scripts write it, its Version as the nonce.
 func recordText(t testing.TB, l fxelection.Lease) string {
 	t.Helper()
 	meta, err := encodeMetadata(l.Metadata)
@@ -202,11 +197,7 @@ func recordText(t testing.TB, l fxelection.Lease) string {
 	if !l.AcquiredAt.IsZero() {
 		at = l.AcquiredAt.UnixMilli()
 	}
-	head := recordFormatV1 + termPart(l)
-	if l.Version != "" {
-		head = recordFormat + termPart(l) + l.Version + "|"
-	}
-	return head + strconv.FormatInt(l.Duration.Milliseconds(), 10) + "|" + strconv.FormatInt(at, 10) + "|" + meta
+	return recordFormat + termPart(l) + l.Version + "|" + strconv.FormatInt(l.Duration.Milliseconds(), 10) + "|" + strconv.FormatInt(at, 10) + "|" + meta
 }
 
 // FuzzParseRecord: the record parser never panics; what it accepts is a
@@ -227,6 +218,7 @@ func FuzzParseRecord(f *testing.F) {
 		"fxe2|42|5|a|b|c|0123456789abcdef|1500|1700000000000|{\"k\":\"v\"}",
 		"fxe2|1764512345678901|5|web-1|9f86d081884c7d65|15000|1764512345678|{\"addr\":\"10.0.0.1:8080\"}",
 		"fxe2|9223372036854775807|1|a|ffffffffffffffff|60000|0|",
+		"fxe2|1|1|a|0123456789abcdef|31536000000|0|{}",
 		"fxe2|7|8|ünï|0000000000000000|60000|0|{\"k\":\"ü ✓\"}",
 		"", "fxe1", "fxe1|||||", "fxe2||||||", "\x00not a lease record",
 	} {
@@ -243,7 +235,7 @@ func FuzzParseRecord(f *testing.F) {
 		if err := l.Validate(); err != nil {
 			t.Fatalf("parseRecord(%q) accepted an invalid lease: %v", v, err)
 		}
-		if strings.HasPrefix(v, recordFormat+"|") != validNonce(l.Version) || l.Version != "" && !validNonce(l.Version) {
+		if !strings.HasPrefix(v, recordFormat+"|") || !validNonce(l.Version) {
 			t.Fatalf("parseRecord(%q) gave Version %q", v, l.Version)
 		}
 		again := recordText(t, l)
@@ -268,11 +260,7 @@ func metadataPart(v string) string {
 	parts := strings.SplitN(v, "|", 4) // format, term, length, rest
 	n, _ := strconv.Atoi(parts[2])
 	rest := parts[3][n+1:]
-	fields := 2 // duration, acquired
-	if parts[0] == recordFormat {
-		fields++ // nonce
-	}
-	for range fields {
+	for range 3 { // nonce, duration, acquired
 		_, rest, _ = strings.Cut(rest, "|")
 	}
 	return rest

@@ -12,7 +12,7 @@ import (
 
 // TestStaleReleaseAfterReacquire: a restarted holder (incarnation B, same
 // identity, its own client) re-acquires the lease incarnation A still holds
-// without naming an incarnation (as callers did before incarnations; one
+// without naming an incarnation (as the Elector's hand-over hint does; one
 // that names one gets a new term, see incarnation_test.go) and keeps the
 // term; A's delayed Release of its own lease is then a no-op
 // (the record's acquisition nonce changed), so nobody else can take the
@@ -127,11 +127,9 @@ func TestStaleAcquireThenRenew(t *testing.T) {
 // TestReleaseMatchesReturnedNonce: every lease the backend hands out
 // (Acquire, re-acquire, Renew with the same or a new duration, RenewBatch,
 // Get) releases the record. A hand-made lease without Version is released
-// on holder and term alone, as is a lease on a record in the earlier format
-// (fxe1, no nonce) that a previous version wrote.
+// on holder and term alone.
 func TestReleaseMatchesReturnedNonce(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
-	admin := newClient(t, srv.Addr())
 	b := newBackend(t, srv.Addr(), Options{})
 	acquire := func(t *testing.T, e string) fxelection.Lease {
 		t.Helper()
@@ -182,17 +180,6 @@ func TestReleaseMatchesReturnedNonce(t *testing.T) {
 		"no version": func(t *testing.T, e string) fxelection.Lease {
 			l := acquire(t, e)
 			return fxelection.Lease{Election: e, Holder: l.Holder, Term: l.Term}
-		},
-		"earlier format": func(t *testing.T, e string) fxelection.Lease {
-			lease, _ := b.Keys(e)
-			if err := admin.Set(ctxT(t), lease, "fxe1|7|4|node|60000|0|", time.Minute).Err(); err != nil {
-				t.Fatal(err)
-			}
-			got, err := b.Get(ctxT(t), e)
-			if err != nil || got.Version != "" || got.Term != 7 {
-				t.Fatalf("Get of an fxe1 record = %+v, %v; want term 7, no Version", got, err)
-			}
-			return renew(t, got)
 		},
 	}
 	for name, op := range ops {

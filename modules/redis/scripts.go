@@ -18,24 +18,13 @@ package redislease
 // its term (same incarnation) or starts a new one (another incarnation),
 // and Release compares the prefix up to and including it: a release from
 // an earlier acquisition (a restarted holder's previous incarnation)
-// frees nothing. Deriving the nonce from the incarnation left the format
-// as it was: versions written before incarnations read, renew and release
-// these records as before; they send no incarnation and so keep their
-// term on re-acquisition, writing a random nonce, which a newer run of the
-// same identity then sees as another incarnation. Records of the earlier
-// format
-//
-//	fxe1|<term>|<holder length>|<holder>|<duration ms>|<acquired Unix ms>|<metadata JSON>
-//
-// (no nonce; written by versions before it) are still read, renewed in
-// their format and released on holder and term; an Acquire by their holder
-// rewrites them as fxe2. Versions that know only fxe1 see an fxe2 record as
-// a foreign value (backendkit.ErrInvalidRecord, never taken over before it
-// expires). A key of another type makes GET raise WRONGTYPE, which the Go
-// side maps to backendkit.ErrInvalidRecord (or, for Release, to "not
-// ours"). Terms are handled as strings of digits (see termLib), so every
-// term up to backendkit.MaxTerm is exact. Writes after TIME need script
-// effects replication, the default since Redis 5.
+// frees nothing. Any other value under the lease key is a foreign value
+// (backendkit.ErrInvalidRecord, never taken over before it expires). A key
+// of another type makes GET raise WRONGTYPE, which the Go side maps to
+// backendkit.ErrInvalidRecord (or, for Release, to "not ours"). Terms are
+// handled as strings of digits (see termLib), so every term up to
+// backendkit.MaxTerm is exact. Writes after TIME need script effects
+// replication, the default since Redis 5.
 
 // termLib is shared by the scripts that read terms. Terms are kept as
 // decimal strings in canonical form (no sign, no leading zero) and compared
@@ -61,8 +50,8 @@ local NONCE = string.rep('[0-9a-f]', 16)
 `
 
 // acquireSrc: KEYS lease, term; ARGV "|<len>|<identity>|", metadata,
-// duration ms, "1" for clock-based terms, nonce, "1" when the nonce is
-// derived from the request's incarnation (else it is random).
+// duration ms, nonce, "1" when the nonce is derived from the request's
+// incarnation (else it is random).
 //
 // Replies {1, term, acquired ms, now ms} when the caller holds the lease
 // afterwards (the record then carries the given nonce), {0, record, pttl,
@@ -70,13 +59,12 @@ local NONCE = string.rep('[0-9a-f]', 16)
 // when the term counter reached backendkit.MaxTerm.
 //
 // A live record of the caller's identity keeps its term when the request
-// names no incarnation (ARGV[6] ~= "1", the contract before incarnations)
-// or when the record's nonce is the one derived from the request's
-// incarnation (the same run retrying); otherwise — an fxe1 record, which
-// has no nonce, or another nonce — it is a new incarnation of the
-// identity, which takes the lease at once with a new term, as a new holder
-// does, and strictly above the live record's term even when the counter
-// was lost.
+// names no incarnation (ARGV[5] ~= "1": the Elector's hand-over hint, which
+// must keep a successor's term) or when the record's nonce is the one
+// derived from the request's incarnation (the same run retrying);
+// otherwise — another nonce — it is a new incarnation of the identity,
+// which takes the lease at once with a new term, as a new holder does, and
+// strictly above the live record's term even when the counter was lost.
 //
 // A new term is the counter plus one, by INCR (exact on 64-bit integers,
 // an error instead of a wrap at the top), raised to the server's clock in
@@ -97,23 +85,18 @@ local function acquire()
   local v = redis.call('GET', KEYS[1])
   local floor
   if v then
-    local f, term = string.match(v, '^(fxe[12])|(%d+)|')
+    local term = string.match(v, '^fxe2|(%d+)|')
     if not term then return {-1, 'the lease key holds a value that is not a lease record'} end
     local t = redis.call('TIME')
     local now = t[1] * 1000 + math.floor(t[2] / 1000)
-    local head = f .. '|' .. term .. ARGV[1]
+    local head = 'fxe2|' .. term .. ARGV[1]
     if string.sub(v, 1, #head) ~= head then
       return {0, v, redis.call('PTTL', KEYS[1]), now}
     end
-    local n, at
-    if f == 'fxe1' then
-      at = string.match(v, '^%d+|(%d+)|', #head + 1)
-    else
-      n, at = string.match(v, '^(' .. NONCE .. ')|%d+|(%d+)|', #head + 1)
-    end
+    local n, at = string.match(v, '^(' .. NONCE .. ')|%d+|(%d+)|', #head + 1)
     if not at or not canon(term, false) or not canon(at, true) then return {-1, 'the lease key holds a value that is not a lease record'} end
-    if ARGV[6] ~= '1' or n == ARGV[5] then
-      redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
+    if ARGV[5] ~= '1' or n == ARGV[4] then
+      redis.call('SET', KEYS[1], 'fxe2|' .. term .. ARGV[1] .. ARGV[4] .. '|' .. ARGV[3] .. '|' .. at .. '|' .. ARGV[2], 'PX', ARGV[3])
       return {1, term, at, now}
     end
     floor = term
@@ -129,7 +112,7 @@ local function acquire()
   local t = redis.call('TIME')
   local us = t[1] .. string.format('%06d', tonumber(t[2]))
   local ts
-  if ARGV[4] == '1' and less(base, us) then
+  if less(base, us) then
     ts = us
     redis.call('SET', KEYS[2], ts)
   else
@@ -137,19 +120,19 @@ local function acquire()
     ts = redis.call('GET', KEYS[2])
   end
   local ats = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-  redis.call('SET', KEYS[1], 'fxe2|' .. ts .. ARGV[1] .. ARGV[5] .. '|' .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
+  redis.call('SET', KEYS[1], 'fxe2|' .. ts .. ARGV[1] .. ARGV[4] .. '|' .. ARGV[3] .. '|' .. ats .. '|' .. ARGV[2], 'PX', ARGV[3])
   return {1, ts, ats, tonumber(ats)}
 end
 `
 
-// transferSrc: KEYS lease, term; ARGV 1 to 6 as for acquireSrc (the
-// request), then ARGV 7 to 10 as releaseSrc's 1 to 4 (the lease ended):
+// transferSrc: KEYS lease, term; ARGV 1 to 5 as for acquireSrc (the
+// request), then ARGV 6 to 8 as releaseSrc's 1 to 3 (the lease ended):
 // "|<term>|<len>|<holder>|" followed by "<nonce>|" when the releaser has
-// one, election, wake channel, "1" when a nonce was given.
+// one, election, wake channel.
 //
 // Replies {0}, changing nothing, when the lease is not the releaser's (no
-// key, a key of another type, another holder, term or nonce, or an fxe1
-// record when a nonce was given: matched as releaseSrc matches), {-1,
+// key, a key of another type, another holder, term or nonce: matched as
+// releaseSrc matches), {-1,
 // reason} for a term counter that is not a term and {-2} when the counter,
 // raised to the released record's term, has reached backendkit.MaxTerm,
 // both changing nothing too; otherwise acquireSrc's {1, term, acquired
@@ -164,10 +147,9 @@ end
 const transferSrc = acquireLib + `
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'string' then return {0} end
-local f = string.sub(v, 1, 4)
-if f ~= 'fxe2' and (f ~= 'fxe1' or ARGV[10] == '1') then return {0} end
-if string.sub(v, 5, 4 + #ARGV[7]) ~= ARGV[7] then return {0} end
-local term = string.match(v, '^fxe[12]|(%d+)|')
+if string.sub(v, 1, 4) ~= 'fxe2' then return {0} end
+if string.sub(v, 5, 4 + #ARGV[6]) ~= ARGV[6] then return {0} end
+local term = string.match(v, '^fxe2|(%d+)|')
 if not term or not canon(term, false) then return {0} end
 local c = redis.pcall('GET', KEYS[2])
 if type(c) == 'table' or (c and not canon(c, true)) then
@@ -179,28 +161,23 @@ if base == MAXTERM then return {-2} end
 if base ~= (c or '0') then redis.call('SET', KEYS[2], base) end
 redis.call('DEL', KEYS[1])
 local r = acquire()
-redis.call('PUBLISH', ARGV[9], ARGV[8])
+redis.call('PUBLISH', ARGV[8], ARGV[7])
 return r
 `
 
 // renewSrc: KEYS lease; ARGV "|<term>|<len>|<holder>|", duration ms.
 //
-// Replies {1, nonce} renewed (the record's nonce, "" for an fxe1 record),
-// {0} not ours (or no lease), {-1} our prefix on a broken record. The
-// nonce is not compared: any acquisition of the holder's term is renewed.
+// Replies {1, nonce} renewed (the record's nonce), {0} not ours (or no
+// lease), {-1} our prefix on a broken record. The nonce is not compared:
+// any acquisition of the holder's term is renewed.
 const renewSrc = nonceLib + `
 local v = redis.call('GET', KEYS[1])
 if not v then return {0} end
-local f = string.sub(v, 1, 4)
-if f ~= 'fxe1' and f ~= 'fxe2' then return {0} end
-local p = f .. ARGV[1]
+local p = 'fxe2' .. ARGV[1]
 if string.sub(v, 1, #p) ~= p then return {0} end
-local n = ''
-if f == 'fxe2' then
-  n = string.match(v, '^(' .. NONCE .. ')|', #p + 1)
-  if not n then return {-1} end
-  p = p .. n .. '|'
-end
+local n = string.match(v, '^(' .. NONCE .. ')|', #p + 1)
+if not n then return {-1} end
+p = p .. n .. '|'
 local d = ARGV[2] .. '|'
 if string.sub(v, #p + 1, #p + #d) == d then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -213,16 +190,14 @@ return {1, n}
 `
 
 // releaseSrc: KEYS lease; ARGV "|<term>|<len>|<holder>|" followed by
-// "<nonce>|" when the releaser has one, election, wake channel, "1" when a
-// nonce was given.
+// "<nonce>|" when the releaser has one, election, wake channel.
 //
-// Replies 1 released, 0 not ours. With a nonce only an fxe2 record of that
+// Replies 1 released, 0 not ours. With a nonce only the record of that
 // acquisition matches; without one, any record of the holder's term.
 const releaseSrc = `
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local f = string.sub(v, 1, 4)
-if f ~= 'fxe2' and (f ~= 'fxe1' or ARGV[4] == '1') then return 0 end
+if string.sub(v, 1, 4) ~= 'fxe2' then return 0 end
 if string.sub(v, 5, 4 + #ARGV[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[2])

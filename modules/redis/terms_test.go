@@ -29,9 +29,9 @@ func release(t *testing.T, b *Backend, l fxelection.Lease) {
 }
 
 // TestTermsAfterDataLoss documents when terms survive the loss of the
-// counter: clock-based terms (the default) keep increasing after FLUSHALL
-// and after a restart without persistence; sequential terms start again at
-// 1; with appendonly yes both survive a kill.
+// counter: they keep increasing after FLUSHALL and after a restart without
+// persistence (they take the server's clock into account); with appendonly
+// yes the counter and the lease survive a kill.
 func TestTermsAfterDataLoss(t *testing.T) {
 	t.Run("ClockFlushAll", func(t *testing.T) {
 		srv := newServer(t, testserver.RedisOptions{})
@@ -67,26 +67,9 @@ func TestTermsAfterDataLoss(t *testing.T) {
 			t.Fatalf("term %d after restart, want > %d", l2.Term, l1.Term)
 		}
 	})
-	t.Run("SequentialFlushAllRepeats", func(t *testing.T) {
-		srv := newServer(t, testserver.RedisOptions{})
-		b := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
-		e := electionName(t)
-		l1 := acquire(t, b, e, "a")
-		release(t, b, l1)
-		l2 := acquire(t, b, e, "b")
-		if l1.Term != 1 || l2.Term != 2 {
-			t.Fatalf("sequential terms %d, %d, want 1, 2", l1.Term, l2.Term)
-		}
-		if err := b.client.FlushAll(ctxT(t)).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if l3 := acquire(t, b, e, "c"); l3.Term != 1 {
-			t.Fatalf("sequential term after FLUSHALL = %d; the documented behaviour is 1", l3.Term)
-		}
-	})
-	t.Run("SequentialAppendOnlySurvivesKill", func(t *testing.T) {
+	t.Run("AppendOnlySurvivesKill", func(t *testing.T) {
 		srv := newServer(t, testserver.RedisOptions{AppendOnly: true})
-		b := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
+		b := newBackend(t, srv.Addr(), Options{})
 		// The default appendfsync everysec may lose the last second of
 		// writes to a kill; the documented setting for fencing is always.
 		if err := b.client.ConfigSet(ctxT(t), "appendfsync", "always").Err(); err != nil {
@@ -107,27 +90,20 @@ func TestTermsAfterDataLoss(t *testing.T) {
 		if err != nil || got.Holder != "b" || got.Term != l2.Term {
 			t.Fatalf("after restart Get = %+v, %v; want b's lease", got, err)
 		}
-		release(t, b, l2)
-		if l3 := acquire(t, b, e, "c"); l3.Term != l2.Term+1 {
-			t.Fatalf("term after kill and restart with appendonly = %d, want %d", l3.Term, l2.Term+1)
+		// So did the counter.
+		_, termKey := b.Keys(e)
+		if c := b.client.Get(ctxT(t), termKey).Val(); c != strconv.FormatUint(l2.Term, 10) {
+			t.Fatalf("counter after kill and restart with appendonly = %q, want %d", c, l2.Term)
 		}
-	})
-	t.Run("SequentialContinuesClockCounter", func(t *testing.T) {
-		srv := newServer(t, testserver.RedisOptions{})
-		clock := newBackend(t, srv.Addr(), Options{})
-		seq := newBackend(t, srv.Addr(), Options{SequentialTerms: true})
-		e := electionName(t)
-		l1 := acquire(t, clock, e, "a")
-		release(t, clock, l1)
-		if l2 := acquire(t, seq, e, "b"); l2.Term != l1.Term+1 {
-			t.Fatalf("sequential after clock term %d: %d, want %d", l1.Term, l2.Term, l1.Term+1)
+		release(t, b, l2)
+		if l3 := acquire(t, b, e, "c"); l3.Term <= l2.Term {
+			t.Fatalf("term after kill and restart with appendonly = %d, want > %d", l3.Term, l2.Term)
 		}
 	})
 }
 
 // TestTermsExact: terms above 2^53 (where Lua's numbers, doubles, stop
-// being exact) and up to backendkit.MaxTerm are handed out exactly, in both
-// term modes; at MaxTerm Acquire refuses with ErrTermExhausted and leaves
+// being exact) and up to backendkit.MaxTerm are handed out exactly; at MaxTerm Acquire refuses with ErrTermExhausted and leaves
 // the counter as it was, rather than wrap or round.
 func TestTermsExact(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
@@ -135,7 +111,7 @@ func TestTermsExact(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		opts Options
-	}{{"Clock", Options{}}, {"Sequential", Options{SequentialTerms: true}}} {
+	}{{"Clock", Options{}}} {
 		t.Run(mode.name, func(t *testing.T) {
 			b := newBackend(t, srv.Addr(), mode.opts)
 			for _, start := range []uint64{1 << 53, 1<<53 + 1, 1<<62 + 12345, math.MaxInt64 - 3} {
@@ -198,17 +174,16 @@ func TestTermsExact(t *testing.T) {
 	}
 }
 
-// TestTermAfterDelete: with clock-based terms, deleting the lease and the
-// term counter (an operator's DEL) while a leader holds the lease does not
-// let terms repeat: the next holder's term is above thousands of earlier
-// ones. With sequential terms they start again at 1 (documented).
+// TestTermAfterDelete: deleting the lease and the term counter (an
+// operator's DEL) while a leader holds the lease does not let terms repeat:
+// the next holder's term is above thousands of earlier ones.
 func TestTermAfterDelete(t *testing.T) {
 	srv := newServer(t, testserver.RedisOptions{})
 	admin := newClient(t, srv.Addr())
 	for _, tc := range []struct {
 		name string
 		opts Options
-	}{{"Clock", Options{}}, {"Sequential", Options{SequentialTerms: true}}} {
+	}{{"Clock", Options{}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t, srv.Addr(), tc.opts)
 			e := electionName(t)
@@ -228,11 +203,8 @@ func TestTermAfterDelete(t *testing.T) {
 				t.Fatalf("Renew after DEL: %v", err)
 			}
 			next := acquire(t, b, e, "b")
-			switch {
-			case !tc.opts.SequentialTerms && next.Term <= highest:
+			if next.Term <= highest {
 				t.Fatalf("term after DEL = %d, want > %d", next.Term, highest)
-			case tc.opts.SequentialTerms && next.Term != 1:
-				t.Fatalf("sequential term after DEL = %d; the documented behaviour is 1", next.Term)
 			}
 		})
 	}

@@ -19,9 +19,9 @@ import (
 // and still believes it leads. Elector 2, a restart with the SAME
 // identity, leads at once — long before elector 1's lease could expire —
 // with a strictly higher term, and writes. Elector 1's late write, made
-// while it still believes it leads, is refused with fence.ErrStaleTerm.
-// Before incarnations, elector 2 re-acquired with elector 1's term and the
-// guard accepted both writers.
+// while it still believes it leads, is refused with fence.ErrStaleTerm
+// (had elector 2 kept elector 1's term, the guard would accept both
+// writers).
 func TestFixedIdentityRestartIsFenced(t *testing.T) {
 	ctx := ctxT(t)
 	addr := newServer(t).Addr()
