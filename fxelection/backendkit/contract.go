@@ -79,11 +79,11 @@ type AcquireRequest struct {
 	// and its successor never write with one term.
 	//
 	// Empty means the request names no incarnation: a holder with Identity
-	// keeps its term whatever the record's incarnation, as before
-	// incarnations existed. A backend written before this field ignores it
-	// and behaves so too; it then cannot fence a restarted process with a
-	// fixed identity off its predecessor. At most MaxIncarnationLen bytes
-	// of ASCII letters, digits, '-', '_' and '.'.
+	// keeps its term whatever the record's incarnation. The Elector's
+	// hand-over hint names none, so that a successor that holds the lease
+	// already keeps its term; a candidate that names none cannot be fenced
+	// off its restarted successor. At most MaxIncarnationLen bytes of
+	// ASCII letters, digits, '-', '_' and '.'.
 	Incarnation string
 }
 
@@ -125,9 +125,8 @@ func (r AcquireRequest) Continues(cur Lease) bool {
 // events and metrics; a backend is storage operations, plus what its store
 // needs underneath them: a push listener for Notifier (Redis, PostgreSQL,
 // etcd, NATS, the in-memory backend), a wait within one operation (Azure
-// Blob polls while a lease is being broken), a warning logged about its
-// schema (PostgreSQL). The conformance suite in package electiontest checks
-// every rule below.
+// Blob polls while a lease is being broken). The conformance suite in
+// package electiontest checks every rule below.
 //
 // Errors: a refused Acquire returns a *HeldError (matching ErrLeaseHeld) that
 // carries the current holder; a refused Renew returns an error matching

@@ -33,10 +33,9 @@
 // it returns (the Elector owns timing, events and metrics). The backends
 // here keep to that with a few exceptions their package docs state: four
 // (Redis, Postgres, NATS KV, etcd) run a push listener on a goroutine of
-// their own, Postgres logs its listener's connection problems and a
-// missing-columns warning, Azure Blob waits on a timer for a record to
-// settle, and memcached runs each client call on a goroutine of its own
-// to honour contexts.
+// their own, Postgres logs its listener's connection problems, Azure Blob
+// waits on a timer for a record to settle, and memcached runs each client
+// call on a goroutine of its own to honour contexts.
 //
 // # Writing a backend
 //

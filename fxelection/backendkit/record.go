@@ -30,7 +30,7 @@ type wireRecord struct {
 // and a reader never waits less than the holder asked for. Text is written
 // without HTML escaping ('<', '>' and '&' take one byte, not six), so a
 // record is at most twice the size of its texts, plus their quotes; every
-// JSON reader, including UnmarshalRecord of earlier versions, reads both.
+// JSON reader, UnmarshalRecord included, reads both spellings.
 func MarshalRecord(l Lease) ([]byte, error) {
 	ms := l.Duration.Milliseconds()
 	if l.Duration%time.Millisecond > 0 {

@@ -121,8 +121,8 @@ func TestValueCodec(t *testing.T) {
 
 // TestRecordNotHTMLEscaped: '<', '>' and '&' are stored as themselves (not
 // as six-byte \u escapes, which made a record of 4,095 '<' six times its
-// metadata), and a record written with the escapes, as earlier versions
-// wrote it, still reads.
+// metadata), and a record written with the escapes, as another JSON
+// writer may write it, still reads.
 func TestRecordNotHTMLEscaped(t *testing.T) {
 	md := strings.Repeat("<>&", 1365)
 	in := fxelection.Lease{Election: "e", Holder: "h<1>", Metadata: map[string]string{"k": md}, Term: 7, Duration: time.Second}

@@ -10,7 +10,7 @@ import (
 )
 
 // Limits on what a decoded record may hold. Records come from a store that
-// other programs, older versions or operators may have written: everything
+// other programs or operators may have written: everything
 // in them is validated before the elector, metrics, logs or a terminal see
 // it.
 const (

@@ -78,7 +78,7 @@ func (b *Backend) acquireBatch(ctx context.Context, reqs []backendkit.AcquireReq
 			continue
 		}
 		var again bool
-		out[i].Lease, out[i].Err, again = b.acquired(ctx, reqs[i], sql, a.won, a.found, a.r)
+		out[i].Lease, out[i].Err, again = b.acquired(ctx, reqs[i], a.won, a.found, a.r)
 		if again {
 			out[i].Lease, out[i].Err = b.acquire(ctx, reqs[i])
 		}
@@ -109,7 +109,7 @@ func (b *Backend) pipelineAcquire(ctx context.Context, sql *statements, reqs []b
 		}
 	}()
 	for _, i := range idx {
-		params, err := textParams(acquireArgs(sql, reqs[i], mds[i]))
+		params, err := textParams(acquireArgs(reqs[i], mds[i]))
 		if err != nil {
 			return nil, err
 		}

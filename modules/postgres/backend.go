@@ -35,11 +35,7 @@ type Backend struct {
 	opts  Options
 	table string // quoted, qualified
 
-	// full uses the incarnation columns; legacy is for a table of an
-	// earlier version that lacks them and could not be upgraded. sql is
-	// the set in use, chosen when the table is ensured.
-	full, legacy statements
-	sql          atomic.Pointer[statements]
+	sql statements
 
 	ensured  atomic.Bool
 	ensuring chan struct{} // a lock that honours contexts
@@ -86,8 +82,7 @@ func newBackend(db DB, opts Options, secrets ...string) (*Backend, error) {
 	if p, ok := db.(*pgxpool.Pool); ok {
 		secrets = append(configSecrets(p.Config().ConnConfig.Config), secrets...)
 	}
-	b.full, b.legacy = buildStatements(b.table, true), buildStatements(b.table, false)
-	b.sql.Store(&b.full)
+	b.sql = buildStatements(b.table)
 	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
 		Acquire: b.acquire, Renew: b.renew, Release: b.release, Get: b.get,
 		Transfer: b.transfer, RenewBatch: b.renewAll, AcquireBatch: b.acquireAll,
@@ -112,23 +107,18 @@ func (b *Backend) BackendName() string { return "postgres" }
 // Table returns the quoted, schema-qualified name of the lease table.
 func (b *Backend) Table() string { return b.table }
 
-// CreateTable creates the lease table if it is missing, and adds the
-// incarnation columns to a table an earlier version created (see
-// UpgradeTableStatement), idempotently and safely when many instances do
-// it at once. Operations do this themselves on first use (unless
-// SkipCreateTable); call it at start-up to find a missing privilege or an
-// unreachable database early. It runs even with SkipCreateTable set. A
-// role that may use but not alter an earlier version's table gets no
-// error: the backend then works without incarnations (see the package
-// documentation).
+// CreateTable creates the lease table if it is missing, idempotently and
+// safely when many instances do it at once. Operations do this themselves
+// on first use (unless SkipCreateTable); call it at start-up to find a
+// missing privilege or an unreachable database early. It runs even with
+// SkipCreateTable set.
 func (b *Backend) CreateTable(ctx context.Context) error {
 	return b.Redact(b.createTable(ctx, false, true))
 }
 
-// createTable runs the create statement (if ddl) and then checks which
-// columns the table has, under the Backend's lock; once skips both when
-// the table was ensured meanwhile (by whoever held the lock before), so
-// electors that start together create it once.
+// createTable runs the create statement (if ddl) under the Backend's lock;
+// once skips it when the table was ensured meanwhile (by whoever held the
+// lock before), so electors that start together create it once.
 func (b *Backend) createTable(ctx context.Context, once, ddl bool) error {
 	select {
 	case b.ensuring <- struct{}{}:
@@ -140,36 +130,16 @@ func (b *Backend) createTable(ctx context.Context, once, ddl bool) error {
 		return nil
 	}
 	if ddl {
-		if _, err := b.db.Exec(ctx, b.full.ensure); err != nil {
+		if _, err := b.db.Exec(ctx, b.sql.ensure); err != nil {
 			return fmt.Errorf("create table %s: %w", b.table, err)
 		}
-	}
-	var exists, upgraded bool
-	if err := b.db.QueryRow(ctx, columnsSQL, b.table).Scan(&exists, &upgraded); err != nil {
-		return fmt.Errorf("inspect table %s: %w", b.table, err)
-	}
-	if !exists {
-		// Only without ddl (SkipCreateTable): the operation reports the
-		// missing table, and the next one looks again.
-		b.sql.Store(&b.full)
-		return nil
-	}
-	if upgraded {
-		b.sql.Store(&b.full)
-	} else {
-		if b.opts.Logger != nil && b.sql.Load() != &b.legacy {
-			b.opts.Logger.Warn("pglease: the lease table lacks the incarnation columns; Acquire ignores incarnations, so a restarted holder with a fixed identity keeps its predecessor's term: run UpgradeTableStatement's statement as the table's owner",
-				"table", b.table)
-		}
-		b.sql.Store(&b.legacy)
 	}
 	b.ensured.Store(true)
 	return nil
 }
 
-// ensureTable creates or upgrades the table (unless SkipCreateTable) and
-// chooses the statements for its columns, once per Backend (again after an
-// operation found the table or a column missing). Concurrent first
+// ensureTable creates the table (unless SkipCreateTable), once per Backend
+// (again after an operation found the table missing). Concurrent first
 // operations wait for one creation and do not repeat it.
 func (b *Backend) ensureTable(ctx context.Context) error {
 	if b.ensured.Load() {
@@ -178,13 +148,11 @@ func (b *Backend) ensureTable(ctx context.Context) error {
 	return b.createTable(ctx, true, !b.opts.SkipCreateTable)
 }
 
-// stmts returns the statements in use.
-func (b *Backend) stmts() *statements { return b.sql.Load() }
+// stmts returns the backend's statements.
+func (b *Backend) stmts() *statements { return &b.sql }
 
 // storeErr wraps a store failure for op. A missing table (dropped, or not
-// created by the operator) makes the next operation create it again; a
-// missing column (the table was re-created by an earlier version) makes it
-// upgrade the table, or choose the statements without the column.
+// created by the operator) makes the next operation create it again.
 func (b *Backend) storeErr(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -194,8 +162,6 @@ func (b *Backend) storeErr(op string, err error) error {
 			if b.opts.SkipCreateTable {
 				return fmt.Errorf("%s: table %s does not exist (create it, or unset SkipCreateTable): %w", op, b.table, err)
 			}
-		case "42703": // undefined_column
-			b.ensured.Store(false)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
@@ -215,8 +181,7 @@ const maxAcquireAttempts = 3
 // of one more than the row's and the server's clock in microseconds (see the
 // package documentation), or, at backendkit.MaxTerm, Acquire fails with an
 // error matching backendkit.ErrTermExhausted. The returned lease carries
-// req.Incarnation (none on a table without the incarnation columns, where
-// the term is kept for any re-acquisition by the same identity). Concurrent
+// req.Incarnation. Concurrent
 // candidates are serialised by the row lock, so exactly one of them wins.
 // Held by someone else: a *backendkit.HeldError with the holder; a row it
 // cannot decode: an error matching backendkit.ErrInvalidRecord (the row is
@@ -241,14 +206,14 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 			found = true
 		)
 		sql := b.stmts()
-		err := b.db.QueryRow(ctx, sql.acquire, acquireArgs(sql, req, md)...).Scan(append([]any{&won}, r.dest()...)...)
+		err := b.db.QueryRow(ctx, sql.acquire, acquireArgs(req, md)...).Scan(append([]any{&won}, r.dest()...)...)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			found = false
 		case err != nil:
 			return fxelection.Lease{}, b.storeErr("acquire lease", err)
 		}
-		if l, err, again := b.acquired(ctx, req, sql, won, found, r); !again {
+		if l, err, again := b.acquired(ctx, req, won, found, r); !again {
 			return l, err
 		}
 	}
@@ -286,19 +251,15 @@ func checkRequest(op string, req backendkit.AcquireRequest) (string, error) {
 }
 
 // acquireArgs are the acquire statement's arguments for req.
-func acquireArgs(sql *statements, req backendkit.AcquireRequest, md string) []any {
-	args := []any{req.Election, req.Identity, md, durationMS(req.Duration)}
-	if sql.incarnations {
-		args = append(args, req.Incarnation)
-	}
-	return args
+func acquireArgs(req backendkit.AcquireRequest, md string) []any {
+	return []any{req.Election, req.Identity, md, durationMS(req.Duration), req.Incarnation}
 }
 
 // acquired decides an acquisition from what the acquire statement
 // returned: won and the row r, or found false when it returned no row.
 // again reports that the row changed hands meanwhile and the statement
 // must be run again.
-func (b *Backend) acquired(ctx context.Context, req backendkit.AcquireRequest, sql *statements, won, found bool, r row) (_ fxelection.Lease, _ error, again bool) {
+func (b *Backend) acquired(ctx context.Context, req backendkit.AcquireRequest, won, found bool, r row) (_ fxelection.Lease, _ error, again bool) {
 	if won {
 		l, err := r.lease(req.Election)
 		if err != nil {
@@ -329,7 +290,7 @@ func (b *Backend) acquired(ctx context.Context, req backendkit.AcquireRequest, s
 	if cur.Holder != req.Identity {
 		return fxelection.Lease{}, &backendkit.HeldError{Holder: cur}, false
 	}
-	if sql.incarnations && !req.Continues(cur) && cur.Term >= backendkit.MaxTerm {
+	if !req.Continues(cur) && cur.Term >= backendkit.MaxTerm {
 		// Ours, but a new leadership (another incarnation) would need a
 		// term above the largest.
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: election %q: %w", req.Election, backendkit.ErrTermExhausted), false
@@ -500,8 +461,8 @@ func (b *Backend) renewBatch(ctx context.Context, q querier, leases []fxelection
 // the term. So a delayed Release of an earlier incarnation of a holder (its
 // statement held up by a partition and executed after a restarted process
 // with the same identity re-acquired, with a higher term anyway, or after
-// an older version without incarnations re-acquired with the same term) is
-// a no-op instead of freeing the new incarnation's lease. The price: a Release after a renewal whose result
+// a request naming no incarnation re-acquired with the same term) is a
+// no-op instead of freeing the new incarnation's lease. The price: a Release after a renewal whose result
 // the caller never saw (the statement ran but the reply was lost) matches
 // nothing either, and the lease then runs out at its expiry. A Lease with a
 // zero ExpiresAt (built by hand rather than returned by the backend) is
@@ -531,8 +492,8 @@ func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 // exactly as Release does (election, holder and term, and expires_at when
 // lease.ExpiresAt is not zero) and, further, an unexpired lease by the
 // server's now(), and rewrites it as Acquire would write it for req on a
-// free lease: holder req.Identity, req.Metadata, req.Incarnation (none on a
-// table without the incarnation columns), acquired now() and expiring
+// free lease: holder req.Identity, req.Metadata, req.Incarnation, acquired
+// now() and expiring
 // req.Duration after now(), with a new term by Acquire's rule (the larger of
 // the row's term plus one and the server's clock in microseconds), so
 // strictly above every term of the election. The same statement sends
@@ -580,10 +541,7 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 		expires = lease.ExpiresAt
 	}
 	sql := b.stmts()
-	args := []any{lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires, req.Identity, md, durationMS(req.Duration)}
-	if sql.incarnations {
-		args = append(args, req.Incarnation)
-	}
+	args := []any{lease.Election, lease.Holder, int64(lease.Term), b.opts.Channel, expires, req.Identity, md, durationMS(req.Duration), req.Incarnation}
 	var (
 		r        row
 		notified int64 // notifications sent: 1, or 0 for a name too long

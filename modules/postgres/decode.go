@@ -16,22 +16,18 @@ import (
 // row is a lease row as scanned, NULLs allowed, so foreign rows decode
 // into ErrInvalidRecord rather than scan errors.
 type row struct {
-	holder     *string
-	metadata   *string
-	term       *int64
-	durationMS *int64
-	acquiredAt pgtype.Timestamptz
-	expiresAt  pgtype.Timestamptz
-	// incarnation and incTerm are the incarnation columns (NULL on a table
-	// without them); the incarnation names the row's leadership only when
-	// incTerm is the row's term.
-	incarnation *string
-	incTerm     *int64
-	live        bool // expires_at > now() (or NULL)
+	holder      *string
+	metadata    *string
+	term        *int64
+	durationMS  *int64
+	acquiredAt  pgtype.Timestamptz
+	expiresAt   pgtype.Timestamptz
+	incarnation *string // NULL when the acquiring request named none
+	live        bool    // expires_at > now() (or NULL)
 }
 
 func (r *row) dest() []any {
-	return []any{&r.holder, &r.metadata, &r.term, &r.durationMS, &r.acquiredAt, &r.expiresAt, &r.incarnation, &r.incTerm, &r.live}
+	return []any{&r.holder, &r.metadata, &r.term, &r.durationMS, &r.acquiredAt, &r.expiresAt, &r.incarnation, &r.live}
 }
 
 // held reports whether the row is a lease somebody holds now.
@@ -40,11 +36,8 @@ func (r *row) held() bool { return r.holder != nil && r.live }
 // lease decodes r and validates every field with Lease.Validate and
 // backendkit.DurationFromMillis: a printable UTF-8 holder, metadata that is
 // a JSON object of printable UTF-8 strings, a term in [1, MaxTerm], a
-// duration in (0, MaxRecordDuration], a finite expiry, and an incarnation
-// token when the incarnation columns name the row's term. An incarnation
-// recorded for another term (an older version started the row's term
-// without writing the column) is dropped: the lease then records none.
-// Anything off gives an error matching ErrInvalidRecord that quotes no
+// duration in (0, MaxRecordDuration], a finite expiry, and a valid
+// incarnation token when the row records one. Anything off gives an error matching ErrInvalidRecord that quotes no
 // stored text.
 func (r *row) lease(election string) (fxelection.Lease, error) {
 	bad := func(what string) (fxelection.Lease, error) {
@@ -77,7 +70,7 @@ func (r *row) lease(election string) (fxelection.Lease, error) {
 		Duration:  dur,
 		ExpiresAt: r.expiresAt.Time,
 	}
-	if r.incarnation != nil && r.incTerm != nil && *r.incTerm == *r.term {
+	if r.incarnation != nil {
 		l.Incarnation = *r.incarnation
 	}
 	if r.acquiredAt.Valid && r.acquiredAt.InfinityModifier == pgtype.Finite {

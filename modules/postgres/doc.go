@@ -30,8 +30,7 @@
 //     Release matches it, and writes the successor's record with a new
 //     term, so the lease is never free in between.
 //   - Logging: the push listener logs its connection problems and
-//     reconnections, and a table without the incarnation columns is
-//     reported as a warning, to Options.Logger (none by default); the
+//     reconnections to Options.Logger (none by default); the
 //     config module also warns when its pool is still closing at app stop.
 //     Every other failure is an error returned to the caller.
 //   - What it cannot promise: a fail-over to an asynchronous standby can
@@ -74,9 +73,9 @@
 // committed row.
 //
 // Incarnations: the row records the incarnation token of the Acquire that
-// started its term (backendkit.AcquireRequest.Incarnation; columns
-// incarnation and incarnation_term, the term it was recorded with), and
-// Acquire, Renew and Get return it in Lease.Incarnation. An Acquire keeps
+// started its term (backendkit.AcquireRequest.Incarnation; column
+// incarnation, written with every term), and Acquire, Renew and Get return
+// it in Lease.Incarnation. An Acquire keeps
 // the term only when it continues the live row's leadership: the same
 // holder and, when the request names an incarnation, the one recorded for
 // the row's current term (a retry whose reply was lost). The same identity
@@ -86,32 +85,8 @@
 // new holder, strictly above every earlier term of the row; the
 // predecessor's Renew and Release then match nothing, and every fencing
 // guard (pgfence) refuses its writes. A request without an incarnation
-// keeps the holder's term, as before incarnations.
-//
-// Tables of earlier versions: they lack the incarnation columns. The
-// backend adds them on first use (ALTER TABLE … ADD COLUMN IF NOT EXISTS,
-// nullable, no default, so no rewrite) under the same advisory lock as the
-// creation, so concurrent starters add them once and without errors, with
-// a lock_timeout of 2s so the brief exclusive lock never queues the
-// table's other statements behind a long transaction for longer (past it
-// the operation fails and the next one tries again). Older versions keep
-// working beside this one on the upgraded table: their statements name
-// their columns and never touch the new ones. They know nothing of
-// incarnations, though: an older process re-acquiring with the same
-// identity keeps the term of whichever process of that identity holds the
-// row, as it always did, so fencing between two processes of one identity
-// holds only once both run this version. When an older version starts a
-// new term it leaves incarnation_term at an earlier term, so the stale
-// incarnation no longer counts: the row then records none, and a request
-// of this version naming any incarnation gets a new, higher term. With
-// SkipCreateTable, or a role that may not alter the table (it is not the
-// owner), the backend uses the table as it is and ignores incarnations,
-// as an earlier version would: a restarted holder with a fixed identity
-// then keeps its predecessor's term, Lease.Incarnation is empty, and a
-// warning goes to Options.Logger. Run UpgradeTableStatement as the owner
-// and restart the backends (or call CreateTable) to end that: a Backend
-// looks at the table's columns once, and again only after an operation
-// found the table or a column missing.
+// keeps the holder's term (the Elector's hand-over hint names none, so
+// that a successor that holds the lease already keeps its term).
 //
 // Terms are clock-seeded, as the Redis backend's: a new lease's term is the
 // larger of the row's term plus one and the database server's clock in
@@ -168,11 +143,10 @@
 // (100ms doubling to 5s, jittered) and electors poll every RetryPeriod as
 // usual.
 //
-// The table (see CreateTableStatement) is created, or upgraded (see
-// above), on first use unless Options.SkipCreateTable is set: once per
-// Backend, however many electors share it and start at once (they wait for
-// the one creation), and again only after an operation found the table or
-// a column missing. Creation is idempotent and safe when many processes
+// The table (see CreateTableStatement) is created on first use unless
+// Options.SkipCreateTable is set: once per Backend, however many electors
+// share it and start at once (they wait for the one creation), and again
+// only after an operation found the table missing. Creation is idempotent and safe when many processes
 // start at once. Options.Schema must name a schema that exists: the backend
 // creates its table, never a schema, and without a start hook calling
 // CreateTable a missing schema or privilege shows only as election errors,

@@ -19,7 +19,6 @@ func TestPackageDoc(t *testing.T) {
 	attempts := map[int]string{2: "two", 3: "three", 4: "four", 5: "five"}[maxAcquireAttempts]
 	doctest.CheckPackageDoc(t, doctest.Want{Settings: ConfigModule{}, Says: []string{
 		fmt.Sprintf("Acquire may run its statement up to %s times", attempts),
-		"a lock_timeout of " + upgradeLockTimeout,
 		fmt.Sprintf("(%v doubling to %v, jittered)", listenBackoffMin, listenBackoffMax),
 		fmt.Sprintf("table: Options.Table (default %q)", DefaultTable),
 		fmt.Sprintf("channel: Options.Channel (default %q)", DefaultChannel),

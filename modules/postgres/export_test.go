@@ -18,12 +18,11 @@ type RowFields struct {
 	ExpiresInfinite    bool
 	ExpiresNegInfinite bool
 	Incarnation        *string
-	IncarnationTerm    *int64
 }
 
 // DecodeRow runs the backend's row decoder on f.
 func DecodeRow(election string, f RowFields) (fxelection.Lease, error) {
-	r := row{holder: f.Holder, metadata: f.Metadata, term: f.Term, durationMS: f.DurationMS, incarnation: f.Incarnation, incTerm: f.IncarnationTerm, live: true}
+	r := row{holder: f.Holder, metadata: f.Metadata, term: f.Term, durationMS: f.DurationMS, incarnation: f.Incarnation, live: true}
 	if f.ExpiresAt != nil {
 		r.expiresAt = pgtype.Timestamptz{Time: *f.ExpiresAt, Valid: true}
 	}

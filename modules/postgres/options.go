@@ -55,8 +55,7 @@ type Options struct {
 	// transaction-mode pooler (PgBouncer), where LISTEN cannot work.
 	// Default: false (push on).
 	DisablePush bool
-	// Logger receives the push listener's connection problems and the
-	// warning that the table lacks the incarnation columns (the only
+	// Logger receives the push listener's connection problems (the only
 	// problems the backend does not return to a caller). Default (nil):
 	// none.
 	Logger *slog.Logger
@@ -100,31 +99,11 @@ func (o Options) qualifiedTable() string { return pgident.Qualified(o.Schema, o.
 
 // CreateTableStatement returns the CREATE TABLE statement for opts' table,
 // for operators who create it themselves (with SkipCreateTable). It
-// includes the incarnation columns; for a table an earlier version created
-// see UpgradeTableStatement. It returns an error matching
-// ErrInvalidIdentifier for a bad name.
+// returns an error matching ErrInvalidIdentifier for a bad name.
 func CreateTableStatement(opts Options) (string, error) {
 	opts, err := opts.normalize(optionLabel)
 	if err != nil {
 		return "", err
 	}
 	return createTableSQL(opts.qualifiedTable()), nil
-}
-
-// UpgradeTableStatement returns the ALTER TABLE statement that adds the
-// incarnation columns (incarnation text, incarnation_term bigint, both
-// nullable, no default: no rewrite, a brief ACCESS EXCLUSIVE lock) to a
-// table created by a version before them. It is idempotent. Backends run
-// it themselves on first use, unless SkipCreateTable is set or their role
-// may not alter the table; until the columns exist a Backend ignores
-// incarnations (see the package documentation) and logs a warning. Run it
-// as the table's owner, then restart the backends (or call CreateTable on
-// them): a Backend looks at the table's columns once. It returns an error
-// matching ErrInvalidIdentifier for a bad name.
-func UpgradeTableStatement(opts Options) (string, error) {
-	opts, err := opts.normalize(optionLabel)
-	if err != nil {
-		return "", err
-	}
-	return upgradeTableSQL(opts.qualifiedTable()), nil
 }

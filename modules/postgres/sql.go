@@ -2,9 +2,8 @@ package pglease
 
 // createTableSQL is the lease table's DDL (see CreateTableStatement).
 // incarnation is the incarnation token (backendkit.AcquireRequest) that
-// acquired the term named in incarnation_term; it describes the row's
-// leadership only while incarnation_term equals term (see
-// upgradeTableSQL for why).
+// acquired the row's term, NULL when the request named none; every
+// statement that writes a term writes it too.
 func createTableSQL(table string) string {
 	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
 	name             text        PRIMARY KEY,
@@ -15,39 +14,14 @@ func createTableSQL(table string) string {
 	acquired_at      timestamptz,
 	renewed_at       timestamptz,
 	expires_at       timestamptz NOT NULL DEFAULT '-infinity',
-	incarnation      text,
-	incarnation_term bigint
+	incarnation      text
 )`
 }
-
-// upgradeTableSQL adds the incarnation columns to a table created by a
-// version before them (see UpgradeTableStatement). Both are nullable
-// without a default, so adding them rewrites nothing (a catalog change
-// under a brief ACCESS EXCLUSIVE lock). Older versions name their columns
-// in every statement, so they keep working on the upgraded table: they
-// never write the new columns, and when one of them starts a new term it
-// leaves incarnation_term at an earlier term, which voids the stale
-// incarnation (the row then records none).
-func upgradeTableSQL(table string) string {
-	return `ALTER TABLE ` + table + `
-	ADD COLUMN IF NOT EXISTS incarnation text,
-	ADD COLUMN IF NOT EXISTS incarnation_term bigint`
-}
-
-// columnsSQL reports whether table $1 exists and has both incarnation
-// columns (the ones this version adds to the table of earlier ones).
-const columnsSQL = `SELECT to_regclass($1) IS NOT NULL, count(*) = 2
-FROM pg_attribute
-WHERE attrelid = to_regclass($1) AND attname IN ('incarnation', 'incarnation_term') AND attnum > 0 AND NOT attisdropped`
 
 // statements are the backend's SQL, built once per table by
 // buildStatements.
 type statements struct {
 	ensure, acquire, renew, renewBatch, release, transfer, get string
-	// incarnations says the statements read and write the incarnation
-	// columns; without them (a table of an earlier version that could not
-	// be upgraded) Acquire ignores incarnations, as earlier versions did.
-	incarnations bool
 }
 
 // clockTermSQL is the server's clock in microseconds since the Unix epoch,
@@ -58,87 +32,47 @@ const (
 	maxTermSQL   = `9223372036854775807`
 )
 
-// upgradeLockTimeout bounds how long the upgrade waits for its table lock:
-// ALTER TABLE queues behind any open transaction on the table and every
-// lease statement queues behind it, renewals of running leaders included.
-// Past it the upgrade fails (lock_not_available) and the next operation
-// tries again.
-const upgradeLockTimeout = "2s"
-
-// buildStatements returns the SQL for table; incarnations chooses the
-// statements that use the incarnation columns.
-func buildStatements(table string, incarnations bool) statements {
+// buildStatements returns the SQL for table.
+func buildStatements(table string) statements {
 	// The advisory lock serialises creators across processes: a plain
 	// CREATE TABLE IF NOT EXISTS can still fail with a unique violation on
-	// pg_type when two sessions run it at once. The existence checks come
-	// first so that a role without CREATE on the schema (or without
-	// ownership of the table) can use a table an operator created; when
-	// such a role cannot add the incarnation columns, the block leaves the
-	// table as it is and the backend works without them.
-	cols := `(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('` + table + `')
-		AND attname IN ('incarnation', 'incarnation_term') AND attnum > 0 AND NOT attisdropped)`
+	// pg_type when two sessions run it at once. The existence check comes
+	// first so that a role without CREATE on the schema can use a table an
+	// operator created.
 	ensure := `DO $fxelection$
 BEGIN
-	IF to_regclass('` + table + `') IS NULL OR ` + cols + ` < 2 THEN
+	IF to_regclass('` + table + `') IS NULL THEN
 		PERFORM pg_advisory_xact_lock(hashtext('fxelection create ` + table + `'));
 		IF to_regclass('` + table + `') IS NULL THEN
 			` + createTableSQL(table) + `;
-		END IF;
-		IF ` + cols + ` < 2 THEN
-			PERFORM set_config('lock_timeout', '` + upgradeLockTimeout + `', true);
-			BEGIN
-				` + upgradeTableSQL(table) + `;
-			EXCEPTION WHEN insufficient_privilege THEN
-				NULL; -- not the table's owner: used as it is
-			END;
 		END IF;
 	END IF;
 END
 $fxelection$`
 
-	// incRet is what statements return of the incarnation columns.
-	incRet := func(alias string) string {
-		if !incarnations {
-			return `NULL::text AS incarnation, NULL::bigint AS incarnation_term`
-		}
-		return alias + `incarnation, ` + alias + `incarnation_term`
-	}
-
 	// One statement: take the lease if the row is missing, released, expired
 	// by the server's clock, or ours; otherwise return the row as the
 	// statement's snapshot saw it (won = false). The lease continues (keeps
 	// its term and acquired_at) only when the row is ours, live, and $5 is
-	// empty or the row's incarnation (backendkit.AcquireRequest.Continues;
-	// an incarnation whose incarnation_term is not the row's term was
-	// voided by an older version's write). Any other lease starts anew: it
+	// empty or the row's incarnation (backendkit.AcquireRequest.Continues).
+	// Any other lease starts anew: it
 	// gets the larger of the row's term plus one and the server's clock in
 	// microseconds (the new row's term, computed once), so terms keep
 	// rising when the row is deleted, and our own live row taken by a new
 	// incarnation gets a term above its own. A new lease is not started at
 	// the largest bigint (Acquire then reports ErrTermExhausted) rather
 	// than overflow.
-	cont := `l.holder = excluded.holder AND l.expires_at > now()`
-	if incarnations {
-		cont += ` AND (excluded.incarnation IS NULL OR (l.incarnation = excluded.incarnation AND l.incarnation_term = l.term))`
-	}
+	cont := `l.holder = excluded.holder AND l.expires_at > now()` +
+		` AND (excluded.incarnation IS NULL OR l.incarnation = excluded.incarnation)`
 	// startTerm is the term of a lease that starts anew on row l, given
 	// the server's clock term read once for the statement (clockTermSQL);
 	// the caller keeps l.term below maxTermSQL.
 	startTerm := func(clock string) string { return `greatest(l.term + 1, ` + clock + `)` }
 	newTerm := `CASE WHEN ` + cont + ` THEN l.term ELSE ` + startTerm(`excluded.term`) + ` END`
-	insCols := `name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at`
-	insVals := `$1::text, $2::text, $3::text::jsonb, c.t, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond'`
-	incSet := ``
-	if incarnations {
-		insCols += `, incarnation, incarnation_term`
-		insVals += `, nullif($5::text, ''), c.t`
-		incSet = `,
-		incarnation      = excluded.incarnation,
-		incarnation_term = ` + newTerm
-	}
 	acquire := `WITH up AS (
-	INSERT INTO ` + table + ` AS l (` + insCols + `)
-	SELECT ` + insVals + ` FROM (SELECT ` + clockTermSQL + ` AS t) AS c
+	INSERT INTO ` + table + ` AS l (name, holder, metadata, term, duration_ms, acquired_at, renewed_at, expires_at, incarnation)
+	SELECT $1::text, $2::text, $3::text::jsonb, c.t, $4::bigint, now(), now(), now() + $4::bigint * interval '1 millisecond', nullif($5::text, '')
+	FROM (SELECT ` + clockTermSQL + ` AS t) AS c
 	ON CONFLICT (name) DO UPDATE SET
 		holder      = excluded.holder,
 		metadata    = excluded.metadata,
@@ -146,14 +80,15 @@ $fxelection$`
 		renewed_at  = excluded.renewed_at,
 		expires_at  = excluded.expires_at,
 		term        = ` + newTerm + `,
-		acquired_at = CASE WHEN ` + cont + ` THEN l.acquired_at ELSE excluded.acquired_at END` + incSet + `
+		acquired_at = CASE WHEN ` + cont + ` THEN l.acquired_at ELSE excluded.acquired_at END,
+		incarnation = excluded.incarnation
 	WHERE (l.holder = excluded.holder AND l.expires_at > now() AND l.term > 0 AND ((` + cont + `) OR l.term < ` + maxTermSQL + `))
 		OR ((l.holder IS NULL OR l.expires_at <= now()) AND coalesce(l.term, 0) < ` + maxTermSQL + `)
-	RETURNING l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at, ` + incRet("l.") + `
+	RETURNING l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at, l.incarnation
 )
-SELECT true, holder, metadata, term, duration_ms, acquired_at, expires_at, incarnation, incarnation_term, true FROM up
+SELECT true, holder, metadata, term, duration_ms, acquired_at, expires_at, incarnation, true FROM up
 UNION ALL
-SELECT false, holder, metadata::text, term, duration_ms, acquired_at, expires_at, ` + incRet("") + `, coalesce(expires_at > now(), true)
+SELECT false, holder, metadata::text, term, duration_ms, acquired_at, expires_at, incarnation, coalesce(expires_at > now(), true)
 FROM ` + table + ` WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM up)`
 
 	renew := `UPDATE ` + table + `
@@ -191,35 +126,29 @@ SELECT pg_notify($4::text, name) FROM r WHERE octet_length(name) < 8000`
 	// largest term is left alone (the caller reports ErrTermExhausted). The
 	// final SELECT reads n, so the notification is sent whenever a row was
 	// transferred (on commit, like Release's).
-	transferTerm := startTerm(`c.t`)
-	transferInc := ``
-	if incarnations {
-		transferInc = `,
-		incarnation      = nullif($9::text, ''),
-		incarnation_term = ` + transferTerm
-	}
 	transfer := `WITH t AS (
 	UPDATE ` + table + ` AS l
 	SET holder      = $6::text,
 		metadata    = $7::text::jsonb,
-		term        = ` + transferTerm + `,
+		term        = ` + startTerm(`c.t`) + `,
 		duration_ms = $8::bigint,
 		acquired_at = now(),
 		renewed_at  = now(),
-		expires_at  = now() + $8::bigint * interval '1 millisecond'` + transferInc + `
+		expires_at  = now() + $8::bigint * interval '1 millisecond',
+		incarnation = nullif($9::text, '')
 	FROM (SELECT ` + clockTermSQL + ` AS t) AS c
 	WHERE l.name = $1 AND l.holder = $2 AND l.term = $3::bigint
 		AND ($5::timestamptz IS NULL OR l.expires_at = $5::timestamptz)
 		AND l.expires_at > now() AND l.term < ` + maxTermSQL + `
-	RETURNING l.name, l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at, ` + incRet("l.") + `
+	RETURNING l.name, l.holder, l.metadata::text AS metadata, l.term, l.duration_ms, l.acquired_at, l.expires_at, l.incarnation
 ), n AS (
 	SELECT pg_notify($4::text, name) FROM t WHERE octet_length(name) < 8000
 )
-SELECT holder, metadata, term, duration_ms, acquired_at, expires_at, incarnation, incarnation_term, true, (SELECT count(*) FROM n)
+SELECT holder, metadata, term, duration_ms, acquired_at, expires_at, incarnation, true, (SELECT count(*) FROM n)
 FROM t`
 
-	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, ` + incRet("") + `, coalesce(expires_at > now(), true)
+	get := `SELECT holder, metadata::text, term, duration_ms, acquired_at, expires_at, incarnation, coalesce(expires_at > now(), true)
 FROM ` + table + ` WHERE name = $1`
 
-	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, transfer: transfer, get: get, incarnations: incarnations}
+	return statements{ensure: ensure, acquire: acquire, renew: renew, renewBatch: renewBatch, release: release, transfer: transfer, get: get}
 }

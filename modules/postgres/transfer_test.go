@@ -134,26 +134,3 @@ func TestTransferAtMaxTerm(t *testing.T) {
 		t.Fatalf("Get after the refused Transfers = %+v, %v; want a's lease at MaxTerm", got, err)
 	}
 }
-
-// TestTransferWithoutColumns: on a table of the version before
-// incarnations, used as it is (SkipCreateTable), Transfer works and
-// records no incarnation, as Acquire does there.
-func TestTransferWithoutColumns(t *testing.T) {
-	d := dsn(t)
-	adm := admin(t, d)
-	const table = "pgl_xfer_old"
-	oldTable(t, adm, table)
-	b, _ := newBackend(t, d, "xfer-old", pglease.Options{Table: table, DisablePush: true, SkipCreateTable: true})
-	e := election(t)
-	la, err := b.Acquire(ctxT(t), incReq(e, "a", backendkit.NewIncarnation(), time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hint, err := b.Transfer(ctxT(t), la, incReq(e, "b", backendkit.NewIncarnation(), time.Minute))
-	if err != nil || hint.Holder != "b" || hint.Term <= la.Term || hint.Incarnation != "" {
-		t.Fatalf("Transfer = %+v, %v; want b's record with a term above %d and no incarnation", hint, err, la.Term)
-	}
-	if got, err := b.Get(ctxT(t), e); err != nil || got.Holder != "b" || got.Term != hint.Term {
-		t.Fatalf("Get after Transfer = %+v, %v; want %+v", got, err, hint)
-	}
-}
