@@ -25,13 +25,16 @@ const maxAcquireAttempts = 3
 // client: closing the client is the caller's business (after the electors
 // using the Backend have stopped).
 type Backend struct {
+	// Redacting is the operations' one way out: Acquire, Renew, Release,
+	// Get and Transfer call the unexported methods below and redact every
+	// error with the client's credentials.
+	backendkit.Redacting
+
 	client *clientv3.Client
 	prefix string
 	push   bool
 
 	hub *backendkit.WakeHub // push wake-up: subscriptions and the watch
-
-	secrets []string // the client's credentials, redacted from every error
 
 	// minTTL is the longest TTL, in seconds, that etcd granted above
 	// what was asked (its minimum TTL); 0 before any.
@@ -87,19 +90,17 @@ func New(client *clientv3.Client, opts Options) (*Backend, error) {
 		prefix = DefaultKeyPrefix
 	}
 	b := &Backend{
-		client:  client,
-		prefix:  prefix,
-		push:    !opts.DisablePush,
-		secrets: backendkit.Credentials(client.Username, client.Password, client.Token),
+		client: client,
+		prefix: prefix,
+		push:   !opts.DisablePush,
 	}
+	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
+		Acquire: b.acquireLease, Renew: b.renewLease, Release: b.releaseLease, Get: b.getLease,
+		Transfer: b.transferLease,
+	}, backendkit.Credentials(client.Username, client.Password, client.Token)...)
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
-
-// redact passes an error leaving the backend through backendkit.RedactError
-// with the client's credentials; errors.Is and errors.As for HeldError keep
-// working.
-func (b *Backend) redact(err error) error { return backendkit.RedactError(err, b.secrets...) }
 
 // BackendName returns "etcd".
 func (b *Backend) BackendName() string { return "etcd" }
@@ -129,37 +130,6 @@ func checkDuration(d time.Duration) error {
 	return nil
 }
 
-// Acquire implements fxelection.Backend. It reads the key first (so a
-// follower's poll is one linearizable read and no Raft write); if the key
-// is absent (free, released, expired or deleted: etcd deletes a lease's
-// keys when the lease ends), or holds a valid record of req.Identity's own,
-// it grants a fresh etcd lease of Duration (whole seconds, rounded up) and
-// writes the record attached to it in one transaction whose compare is the
-// key's absence (create revision 0) or the mod revision it read.
-//
-// The term is the revision of the transaction that started the leadership,
-// which is above every revision etcd ever had and so above every earlier
-// term, even after the key was deleted out of band or compacted. A new
-// holder, and a new incarnation of the holder (req.Incarnation differs from
-// the record's), get that revision: the value does not state it, and the
-// key's mod revision is the term. Only when req continues the record
-// (req.Continues: same identity and, if req names one, same incarnation)
-// does the value state the record's term, which the leadership keeps. In
-// both cases of a live key the record moves to the new etcd lease, and the
-// old one, holding nothing now, expires with its TTL: the predecessor's
-// Renew then fails and its Release does nothing.
-//
-// A key held by someone else gives a *backendkit.HeldError; a key that is
-// not a valid record, an error matching backendkit.ErrInvalidRecord, and the
-// key is left alone until its etcd lease expires. An etcd lease granted for
-// an attempt that then fails is revoked (or, if that fails too, expires
-// with its TTL). ExpiresAt is the call's start on the local clock plus the
-// TTL etcd granted; the returned lease carries req.Incarnation.
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.acquireLease(ctx, req)
-	return l, b.redact(err)
-}
-
 // The operations whose errors checkRequest words: Acquire and Transfer.
 const (
 	opAcquire  = "acquire lease"
@@ -181,6 +151,33 @@ func checkRequest(op string, req backendkit.AcquireRequest) error {
 	return nil
 }
 
+// acquireLease is Acquire (see backendkit.Redacting), implementing
+// fxelection.Backend. It reads the key first (so a follower's poll is one
+// linearizable read and no Raft write); if the key is absent (free,
+// released, expired or deleted: etcd deletes a lease's keys when the lease
+// ends), or holds a valid record of req.Identity's own, it grants a fresh
+// etcd lease of Duration (whole seconds, rounded up) and writes the record
+// attached to it in one transaction whose compare is the key's absence
+// (create revision 0) or the mod revision it read.
+//
+// The term is the revision of the transaction that started the leadership,
+// which is above every revision etcd ever had and so above every earlier
+// term, even after the key was deleted out of band or compacted. A new
+// holder, and a new incarnation of the holder (req.Incarnation differs from
+// the record's), get that revision: the value does not state it, and the
+// key's mod revision is the term. Only when req continues the record
+// (req.Continues: same identity and, if req names one, same incarnation)
+// does the value state the record's term, which the leadership keeps. In
+// both cases of a live key the record moves to the new etcd lease, and the
+// old one, holding nothing now, expires with its TTL: the predecessor's
+// Renew then fails and its Release does nothing.
+//
+// A key held by someone else gives a *backendkit.HeldError; a key that is
+// not a valid record, an error matching backendkit.ErrInvalidRecord, and the
+// key is left alone until its etcd lease expires. An etcd lease granted for
+// an attempt that then fails is revoked (or, if that fails too, expires
+// with its TTL). ExpiresAt is the call's start on the local clock plus the
+// TTL etcd granted; the returned lease carries req.Incarnation.
 func (b *Backend) acquireLease(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -307,25 +304,21 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 	_, _ = b.client.Revoke(ctx, id)
 }
 
-// Renew implements fxelection.Backend: a keep-alive of the lease's etcd
-// lease (KeepAliveOnce, which etcd's leader applies by its own clock), then
-// a transaction comparing that the key is still attached to that etcd
-// lease (only the write that granted it put the key on it), reading it
-// back to check the holder and the term. Anything else — the etcd lease
-// expired or was revoked, the key deleted or taken over, by another
-// identity or a new incarnation — gives an error matching
-// backendkit.ErrLeaseLost (the etcd lease, if still alive, is left to
-// expire: nothing is revoked on a failed compare). When lease.Duration
-// asks for a longer TTL than the etcd lease has, the record moves to a new
-// etcd lease of that TTL in one more transaction with the same compare and
-// the mod revision read (etcd cannot change a lease's TTL); its value
-// states the term, which stays. A shorter one keeps the longer etcd lease.
-// ExpiresAt is the call's start on the local clock plus the TTL.
-func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
-	out, err := b.renewLease(ctx, l)
-	return out, b.redact(err)
-}
-
+// renewLease is Renew (see backendkit.Redacting), implementing
+// fxelection.Backend: a keep-alive of the lease's etcd lease (KeepAliveOnce,
+// which etcd's leader applies by its own clock), then a transaction
+// comparing that the key is still attached to that etcd lease (only the
+// write that granted it put the key on it), reading it back to check the
+// holder and the term. Anything else — the etcd lease expired or was
+// revoked, the key deleted or taken over, by another identity or a new
+// incarnation — gives an error matching backendkit.ErrLeaseLost (the etcd
+// lease, if still alive, is left to expire: nothing is revoked on a failed
+// compare). When lease.Duration asks for a longer TTL than the etcd lease
+// has, the record moves to a new etcd lease of that TTL in one more
+// transaction with the same compare and the mod revision read (etcd cannot
+// change a lease's TTL); its value states the term, which stays. A shorter
+// one keeps the longer etcd lease. ExpiresAt is the call's start on the
+// local clock plus the TTL.
 func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -399,19 +392,15 @@ func (b *Backend) renewLease(ctx context.Context, l fxelection.Lease) (fxelectio
 	return l, nil
 }
 
-// Release implements fxelection.Backend: it reads the key and, if it still
-// has lease.Term as its term, is attached to lease's etcd lease and names
-// lease.Holder, revokes that etcd lease, which deletes the key
-// in the same step (etcd deletes a lease's keys atomically with it). A key
-// attached to another etcd lease is never touched, so a stale Release
-// cannot remove a later holder's record. A lease that is no longer ours
-// (expired, taken over, already released, or a foreign value) is left
-// alone and nil is returned. The term survives: the next holder's term is
-// the revision of a later write.
-func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
-	return b.redact(b.releaseLease(ctx, l))
-}
-
+// releaseLease is Release (see backendkit.Redacting), implementing
+// fxelection.Backend: it reads the key and, if it still has lease.Term as
+// its term, is attached to lease's etcd lease and names lease.Holder,
+// revokes that etcd lease, which deletes the key in the same step (etcd
+// deletes a lease's keys atomically with it). A key attached to another etcd
+// lease is never touched, so a stale Release cannot remove a later holder's
+// record. A lease that is no longer ours (expired, taken over, already
+// released, or a foreign value) is left alone and nil is returned. The term
+// survives: the next holder's term is the revision of a later write.
 func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
@@ -437,24 +426,24 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 	return nil
 }
 
-// Transfer implements backendkit.Transferer: it ends lease, matched as
-// Release matches it (the key attached to lease's etcd lease, naming
-// lease.Holder with lease.Term), and in the same etcd transaction writes
-// the record Acquire writes for req on a free key: held by req.Identity,
-// with req.Incarnation and req.Metadata, attached to a new etcd lease
-// granted for req.Duration (whole seconds, rounded up). It reads the key,
-// checks it is lease's, grants the new etcd lease and runs one
-// transaction: if the key is still on lease's etcd lease and its mod
-// revision is the one read, put the record on the new etcd lease. The
-// value states no term, so the term is that transaction's revision, as
-// for any new leadership: above every revision etcd ever had, so above
-// every term the election had. The key is never absent in between: no
-// other candidate can take it. lease's etcd lease, which holds the key no
-// longer, is then revoked, as Release revokes it (best effort: if that
-// fails it expires with its TTL, and the record is not on it either way);
-// its holder's Renew then fails. The put wakes the election's
-// subscribers through the push watch (see Subscribe). The returned lease
-// is what Acquire would have returned for req.
+// transferLease is Transfer (see backendkit.Redacting), implementing
+// backendkit.Transferer: it ends lease, matched as Release matches it (the
+// key attached to lease's etcd lease, naming lease.Holder with lease.Term),
+// and in the same etcd transaction writes the record Acquire writes for req
+// on a free key: held by req.Identity, with req.Incarnation and
+// req.Metadata, attached to a new etcd lease granted for req.Duration (whole
+// seconds, rounded up). It reads the key, checks it is lease's, grants the
+// new etcd lease and runs one transaction: if the key is still on lease's
+// etcd lease and its mod revision is the one read, put the record on the new
+// etcd lease. The value states no term, so the term is that transaction's
+// revision, as for any new leadership: above every revision etcd ever had,
+// so above every term the election had. The key is never absent in between:
+// no other candidate can take it. lease's etcd lease, which holds the key no
+// longer, is then revoked, as Release revokes it (best effort: if that fails
+// it expires with its TTL, and the record is not on it either way); its
+// holder's Renew then fails. The put wakes the election's subscribers
+// through the push watch (see Subscribe). The returned lease is what Acquire
+// would have returned for req.
 //
 // When lease is no longer the caller's (expired, released, taken over or
 // re-acquired on another etcd lease, a foreign value, a Version this
@@ -465,11 +454,6 @@ func (b *Backend) releaseLease(ctx context.Context, l fxelection.Lease) error {
 // put may have been applied, and that revocation then deletes the record:
 // the election is left either the caller's or free (or, if the revocation
 // fails too, held by req.Identity until its TTL runs out). Get tells.
-func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	out, err := b.transferLease(ctx, l, req)
-	return out, b.redact(err)
-}
-
 func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("%s: %w", opTransfer, err)
@@ -536,19 +520,15 @@ func (b *Backend) transferLease(ctx context.Context, l fxelection.Lease, req bac
 	return grantedLease(req, uint64(rev), g, start), nil
 }
 
-// Get implements fxelection.Backend: the key's record and its etcd lease's
-// remaining TTL (TimeToLive), or backendkit.ErrNoLease when the key is
-// absent or its etcd lease was revoked (and the key deleted with it) since
-// the read. A key is a lease for as long as etcd keeps it, which is what
-// Acquire and Renew go by too: an etcd lease in its last second, or past
-// its TTL but not yet revoked by the etcd leader, is still reported.
-// ExpiresAt is the local clock plus the remaining TTL (whole seconds,
-// rounded down, as etcd reports it; never before now); it is for display.
-func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.getLease(ctx, election)
-	return l, b.redact(err)
-}
-
+// getLease is Get (see backendkit.Redacting), implementing
+// fxelection.Backend: the key's record and its etcd lease's remaining TTL
+// (TimeToLive), or backendkit.ErrNoLease when the key is absent or its etcd
+// lease was revoked (and the key deleted with it) since the read. A key is a
+// lease for as long as etcd keeps it, which is what Acquire and Renew go by
+// too: an etcd lease in its last second, or past its TTL but not yet revoked
+// by the etcd leader, is still reported. ExpiresAt is the local clock plus
+// the remaining TTL (whole seconds, rounded down, as etcd reports it; never
+// before now); it is for display.
 func (b *Backend) getLease(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)

@@ -111,21 +111,11 @@
 // contract (one key per election, followers poll or wake) so that the
 // elector, its renew deadline, metrics and watcher work unchanged.
 //
-// # Records of other versions
+// # Records of other formats
 //
-// Versions before incarnations wrote format 1 ({"fxelection":1,…}, no
-// incarnation, no term; the term is the key's create revision). This
-// version reads them with that term: a request of the holder's identity
-// naming no incarnation continues it (the value is rewritten in format 2
-// with that term stated), one naming an incarnation starts a new
-// leadership with a higher term, and other identities see it held. Those
-// older versions refuse format 2 (fields and a format they do not know):
-// their Acquire and Get report backendkit.ErrInvalidRecord while a newer
-// version holds the election, so they never take it over early, and they
-// acquire again once the key is gone (released or expired). During a
-// rolling upgrade the old candidates therefore only follow a new holder;
-// terms keep increasing across the mix, since every term is a revision of
-// the one cluster.
+// A value that is not a format 2 record ({"fxelection":2,…}) is a foreign
+// value: Acquire and Get report backendkit.ErrInvalidRecord, and the key is
+// never taken over before its etcd lease expires.
 //
 // # Guarantees
 //

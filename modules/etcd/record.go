@@ -15,14 +15,10 @@ import (
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
-// recordFormat is the version of the value format this package writes.
-// Format 1 (written by versions before incarnations) has no incarnation
-// and no term: its term is the key's create revision. Format 2 adds both;
-// its term is the key's mod revision unless the value states one.
-const (
-	recordFormat   = 2
-	recordFormatV1 = 1
-)
+// recordFormat is the version of the value format this package writes,
+// the only one it reads: its term is the key's mod revision unless the
+// value states one.
+const recordFormat = 2
 
 // maxValueBytes bounds a value the decoder looks at: the largest record
 // this package writes (holder, metadata, numbers, JSON quoting of every
@@ -80,14 +76,13 @@ type storedKey struct {
 }
 
 // decodeRecord turns election's stored key into a Lease and validates every
-// field: the value must be this package's JSON record (valid UTF-8, format
-// 1 or 2, no unknown or duplicate trailing data, no incarnation or term in
-// format 1), the create revision in [1, backendkit.MaxTerm], the mod
+// field: the value must be this package's JSON record (valid UTF-8,
+// recordFormat, no unknown fields or trailing data), the create revision in [1, backendkit.MaxTerm], the mod
 // revision not below it, a stated term in [create revision, mod revision)
 // (it names an earlier write to the same key), the key attached to an etcd
 // lease (a key without one would never expire), and the lease as a whole
 // accepted by Lease.Validate. The term is the stated one, else the mod
-// revision (format 2) or the create revision (format 1). Anything else
+// revision. Anything else
 // gives an error matching backendkit.ErrInvalidRecord that quotes no stored
 // value; it never panics.
 func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
@@ -116,23 +111,15 @@ func decodeRecord(election string, k storedKey) (fxelection.Lease, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return bad("trailing data after the lease record")
 	}
-	var term uint64
-	switch w.Format {
-	case recordFormatV1:
-		if w.Term != nil || w.Incarnation != "" {
-			return bad("format %d record with an incarnation or a term", w.Format)
-		}
-		term = uint64(k.CreateRevision)
-	case recordFormat:
-		term = uint64(k.ModRevision)
-		if w.Term != nil {
-			if *w.Term < uint64(k.CreateRevision) || *w.Term >= uint64(k.ModRevision) {
-				return bad("stated term %d outside [create revision %d, mod revision %d)", *w.Term, k.CreateRevision, k.ModRevision)
-			}
-			term = *w.Term
-		}
-	default:
+	if w.Format != recordFormat {
 		return bad("unknown format %d", w.Format)
+	}
+	term := uint64(k.ModRevision)
+	if w.Term != nil {
+		if *w.Term < uint64(k.CreateRevision) || *w.Term >= uint64(k.ModRevision) {
+			return bad("stated term %d outside [create revision %d, mod revision %d)", *w.Term, k.CreateRevision, k.ModRevision)
+		}
+		term = *w.Term
 	}
 	d, err := backendkit.DurationFromMillis(w.DurationMS)
 	if err != nil {

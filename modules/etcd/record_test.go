@@ -41,9 +41,8 @@ func TestDecodeRecord(t *testing.T) {
 }
 
 // TestDecodeRecordTerms: a value without a term (the write that started
-// the leadership) has the key's mod revision as its term; a format 1 value
-// (written before incarnations) the key's create revision, as the version
-// that wrote it reported.
+// the leadership) has the key's mod revision as its term; a value stating
+// one has that term.
 func TestDecodeRecordTerms(t *testing.T) {
 	fresh, err := encodeRecord(fxelection.Lease{Holder: "a", Incarnation: "i1", Duration: time.Second})
 	if err != nil {
@@ -55,11 +54,9 @@ func TestDecodeRecordTerms(t *testing.T) {
 		term        uint64
 		inc         string
 	}{
-		"new leadership":           {fresh, 42, 50, 50, "i1"},
-		"new key":                  {fresh, 42, 42, 42, "i1"},
-		"format 1":                 {`{"fxelection":1,"holder":"a","duration_ms":1000}`, 42, 50, 42, ""},
-		"format 1 never rewritten": {`{"fxelection":1,"holder":"a","duration_ms":1000}`, 7, 7, 7, ""},
-		"stated term at creation":  {`{"fxelection":2,"holder":"a","duration_ms":1000,"term":42}`, 42, 50, 42, ""},
+		"new leadership":          {fresh, 42, 50, 50, "i1"},
+		"new key":                 {fresh, 42, 42, 42, "i1"},
+		"stated term at creation": {`{"fxelection":2,"holder":"a","duration_ms":1000,"term":42}`, 42, 50, 42, ""},
 	} {
 		l, err := decodeRecord("e", storedKey{Value: []byte(c.value), CreateRevision: c.create, ModRevision: c.mod, Lease: 1})
 		if err != nil || l.Term != c.term || l.Incarnation != c.inc || l.Holder != "a" {
@@ -82,12 +79,11 @@ func TestDecodeRecordHostile(t *testing.T) {
 		"negative lease":        with(func(k *storedKey) { k.Lease = -1 }),
 		"empty":                 val(""),
 		"garbage":               val("\x00not a lease record"),
-		"invalid UTF-8":         val("{\"fxelection\":1,\"holder\":\"\xff\",\"duration_ms\":1000}"),
+		"invalid UTF-8":         val("{\"fxelection\":2,\"holder\":\"\xff\",\"duration_ms\":1000}"),
 		"unknown format":        val(`{"fxelection":3,"holder":"a","duration_ms":1000}`),
 		"no format":             val(`{"holder":"a","duration_ms":1000}`),
 		"unknown field":         val(`{"fxelection":2,"holder":"a","duration_ms":1000,"x":7}`),
-		"format 1 with term":    val(`{"fxelection":1,"holder":"a","duration_ms":1000,"term":45}`),
-		"format 1 incarnation":  val(`{"fxelection":1,"holder":"a","incarnation":"i","duration_ms":1000}`),
+		"format 1":              val(`{"fxelection":1,"holder":"a","duration_ms":1000}`),
 		"zero term":             val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":0}`),
 		"term below create":     val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":41}`),
 		"term at mod revision":  val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":50}`),
@@ -97,20 +93,20 @@ func TestDecodeRecordHostile(t *testing.T) {
 		"term as string":        val(`{"fxelection":2,"holder":"a","duration_ms":1000,"term":"45"}`),
 		"bad incarnation":       val(`{"fxelection":2,"holder":"a","incarnation":"a b","duration_ms":1000}`),
 		"incarnation too long":  val(`{"fxelection":2,"holder":"a","incarnation":"` + strings.Repeat("i", backendkit.MaxIncarnationLen+1) + `","duration_ms":1000}`),
-		"trailing data":         val(`{"fxelection":1,"holder":"a","duration_ms":1000} {}`),
-		"zero duration":         val(`{"fxelection":1,"holder":"a","duration_ms":0}`),
-		"negative duration":     val(`{"fxelection":1,"holder":"a","duration_ms":-1}`),
-		"overflowing duration":  val(`{"fxelection":1,"holder":"a","duration_ms":9223372036854775807}`),
-		"fractional duration":   val(`{"fxelection":1,"holder":"a","duration_ms":1.5}`),
-		"empty holder":          val(`{"fxelection":1,"holder":"","duration_ms":1000}`),
-		"holder with escape":    val(`{"fxelection":1,"holder":"a\u001b[31m","duration_ms":1000}`),
-		"holder too long":       val(`{"fxelection":1,"holder":"` + strings.Repeat("h", backendkit.MaxIdentityLen+1) + `","duration_ms":1000}`),
-		"metadata control char": val(`{"fxelection":1,"holder":"a","metadata":{"k":"v\n"},"duration_ms":1000}`),
-		"metadata empty key":    val(`{"fxelection":1,"holder":"a","metadata":{"":"v"},"duration_ms":1000}`),
-		"metadata too large":    val(`{"fxelection":1,"holder":"a","metadata":{"k":"` + strings.Repeat("v", backendkit.MaxMetadataBytes) + `"},"duration_ms":1000}`),
-		"metadata not strings":  val(`{"fxelection":1,"holder":"a","metadata":{"k":1},"duration_ms":1000}`),
+		"trailing data":         val(`{"fxelection":2,"holder":"a","duration_ms":1000} {}`),
+		"zero duration":         val(`{"fxelection":2,"holder":"a","duration_ms":0}`),
+		"negative duration":     val(`{"fxelection":2,"holder":"a","duration_ms":-1}`),
+		"overflowing duration":  val(`{"fxelection":2,"holder":"a","duration_ms":9223372036854775807}`),
+		"fractional duration":   val(`{"fxelection":2,"holder":"a","duration_ms":1.5}`),
+		"empty holder":          val(`{"fxelection":2,"holder":"","duration_ms":1000}`),
+		"holder with escape":    val(`{"fxelection":2,"holder":"a\u001b[31m","duration_ms":1000}`),
+		"holder too long":       val(`{"fxelection":2,"holder":"` + strings.Repeat("h", backendkit.MaxIdentityLen+1) + `","duration_ms":1000}`),
+		"metadata control char": val(`{"fxelection":2,"holder":"a","metadata":{"k":"v\n"},"duration_ms":1000}`),
+		"metadata empty key":    val(`{"fxelection":2,"holder":"a","metadata":{"":"v"},"duration_ms":1000}`),
+		"metadata too large":    val(`{"fxelection":2,"holder":"a","metadata":{"k":"` + strings.Repeat("v", backendkit.MaxMetadataBytes) + `"},"duration_ms":1000}`),
+		"metadata not strings":  val(`{"fxelection":2,"holder":"a","metadata":{"k":1},"duration_ms":1000}`),
 		"array":                 val(`[1,2,3]`),
-		"huge value":            val(`{"fxelection":1,"holder":"a","duration_ms":1000,"x":"` + strings.Repeat("x", maxValueBytes) + `"}`),
+		"huge value":            val(`{"fxelection":2,"holder":"a","duration_ms":1000,"x":"` + strings.Repeat("x", maxValueBytes) + `"}`),
 	}
 	for name, k := range cases {
 		if l, err := decodeRecord("e", k); !errors.Is(err, backendkit.ErrInvalidRecord) {
@@ -146,10 +142,11 @@ func TestHostileKeysInEtcd(t *testing.T) {
 	}
 	for name, value := range map[string]string{
 		"garbage":     "\x00\xff",
-		"escape":      `{"fxelection":1,"holder":"a\u001b]0;pwned\u0007","duration_ms":1000}`,
+		"escape":      `{"fxelection":2,"holder":"a\u001b]0;pwned\u0007","duration_ms":1000}`,
+		"format 1":    `{"fxelection":1,"holder":"a","duration_ms":1000}`,
 		"future":      `{"fxelection":9,"holder":"a","duration_ms":1000}`,
 		"long":        strings.Repeat("x", maxValueBytes+1),
-		"no duration": `{"fxelection":1,"holder":"a"}`,
+		"no duration": `{"fxelection":2,"holder":"a"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := electiontesting.Election(t)
@@ -184,8 +181,9 @@ func TestHostileKeysInEtcd(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	good := validKey(f)
 	f.Add(good.Value, good.CreateRevision, good.ModRevision, good.Lease)
+	f.Add([]byte(`{"fxelection":2,"holder":"a","duration_ms":1}`), int64(1), int64(1), int64(1))
+	f.Add([]byte(`{"fxelection":2,"holder":"a","metadata":{},"duration_ms":31536000000}`), int64(1<<62), int64(1<<63-1), int64(1<<63-1))
 	f.Add([]byte(`{"fxelection":1,"holder":"a","duration_ms":1}`), int64(1), int64(1), int64(1))
-	f.Add([]byte(`{"fxelection":1,"holder":"a","metadata":{},"duration_ms":31536000000}`), int64(1<<62), int64(1<<63-1), int64(1<<63-1))
 	f.Add([]byte("\x00garbage"), int64(0), int64(-1), int64(0))
 	f.Add([]byte(`{"fxelection":1,"holder":"a\u0000","duration_ms":5} `), int64(3), int64(2), int64(7))
 	f.Add([]byte(`{"fxelection":2,"holder":"a","incarnation":"x-1","duration_ms":5,"term":3}`), int64(3), int64(4), int64(7))

@@ -73,52 +73,6 @@ func TestTermIsAcquiringRevision(t *testing.T) {
 	}
 }
 
-// TestReadsFormatOne: a record written by a version before incarnations
-// (format 1, term = create revision) is read with that term; its holder's
-// request without an incarnation continues it, one with an incarnation
-// starts a new leadership with a higher term; an older version's record is
-// never taken by another identity while its etcd lease lives.
-func TestReadsFormatOne(t *testing.T) {
-	c := sharedCluster(t)
-	admin := c.Client(t)
-	b := newBackend(t, Options{}, c.Endpoints()...)
-	e := electiontesting.Election(t)
-	g, err := admin.Grant(ctxT(t), 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	put, err := admin.Put(ctxT(t), b.Key(e), `{"fxelection":1,"holder":"a","duration_ms":30000}`, clientv3.WithLease(g.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := uint64(put.Header.Revision)
-	// The old version's renewal of a longer TTL re-puts the value: the
-	// mod revision moves, the term (create revision) stays.
-	if _, err := admin.Put(ctxT(t), b.Key(e), `{"fxelection":1,"holder":"a","duration_ms":30000}`, clientv3.WithLease(g.ID)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.Get(ctxT(t), e)
-	if err != nil || got.Term != created || got.Holder != "a" || got.Incarnation != "" {
-		t.Fatalf("Get of a format 1 record: %+v, %v; want term %d", got, err, created)
-	}
-	_, err = b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "b", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()})
-	var he *backendkit.HeldError
-	if !errors.As(err, &he) || he.Holder.Term != created {
-		t.Fatalf("another identity's Acquire: %v, want held by a with term %d", err, created)
-	}
-	cont, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute})
-	if err != nil || cont.Term != created {
-		t.Fatalf("holder's Acquire without an incarnation: %+v, %v; want term %d kept", cont, err, created)
-	}
-	if got, err := b.Get(ctxT(t), e); err != nil || got.Term != created {
-		t.Fatalf("Get after the continuation: %+v, %v; want term %d", got, err, created)
-	}
-	fresh, err := b.Acquire(ctxT(t), backendkit.AcquireRequest{Election: e, Identity: "a", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()})
-	if err != nil || fresh.Term <= created {
-		t.Fatalf("holder's Acquire with an incarnation: %+v, %v; want a term above %d", fresh, err, created)
-	}
-}
-
 // TestRenewLongerDuration: a Renew asking for a longer duration than the
 // etcd lease's TTL moves the key to a new etcd lease of that TTL (same
 // term, old etcd lease revoked); a shorter one keeps the longer TTL.

@@ -337,7 +337,8 @@ func TestTransferWakes(t *testing.T) {
 // TestWakesFor: which watch events wake an election's subscribers: a
 // deletion, and a put of a record without a term on a key that was live
 // (Transfer, a new incarnation); not a put on an absent key, a put stating
-// its term (a continued leadership), a format 1 rewrite or a foreign value.
+// its term (a continued leadership) or a foreign value (a format 1 value
+// among them).
 func TestWakesFor(t *testing.T) {
 	fresh, err := encodeRecord(fxelection.Lease{Holder: "b", Duration: time.Minute})
 	if err != nil {
@@ -358,7 +359,7 @@ func TestWakesFor(t *testing.T) {
 		"new leadership on live": {put(fresh, 42, 50), true},
 		"acquire absent key":     {put(fresh, 50, 50), false},
 		"continued leadership":   {put(continued, 42, 50), false},
-		"format 1 rewrite":       {put(`{"fxelection":1,"holder":"a","duration_ms":1000}`, 42, 50), false},
+		"format 1 value":         {put(`{"fxelection":1,"holder":"a","duration_ms":1000}`, 42, 50), false},
 		"foreign value":          {put("\x00not a lease record", 42, 50), false},
 	} {
 		if got := wakesFor("e", c.ev); got != c.want {
