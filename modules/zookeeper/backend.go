@@ -31,6 +31,11 @@ const (
 // (after the electors using the Backend have stopped and Close was called).
 // All its ephemeral lease znodes belong to the connection's one session.
 type Backend struct {
+	// Redacting is the operations' one way out: Acquire, Renew, Release,
+	// Get and Transfer call the unexported methods below and redact every
+	// error with the secrets given to New.
+	backendkit.Redacting
+
 	conn   *zk.Conn
 	prefix string
 	acl    []zk.ACL
@@ -53,8 +58,6 @@ type Backend struct {
 	pushMu  sync.Mutex
 	watches map[string]*watch // by election
 	nextSub int
-
-	secrets []string // digest credentials, redacted from every error
 }
 
 var (
@@ -96,7 +99,7 @@ func New(conn *zk.Conn, opts Options, secrets ...string) (*Backend, error) {
 		acl = zk.WorldACL(zk.PermAll)
 	}
 	done, stop := context.WithCancel(context.Background())
-	return &Backend{
+	b := &Backend{
 		done:    done,
 		stop:    stop,
 		conn:    conn,
@@ -106,13 +109,12 @@ func New(conn *zk.Conn, opts Options, secrets ...string) (*Backend, error) {
 		session: opts.SessionTimeout,
 		held:    make(map[string]*heldLease),
 		watches: make(map[string]*watch),
-		secrets: backendkit.Credentials("", secrets...),
-	}, nil
+	}
+	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
+		Acquire: b.acquire, Renew: b.renew, Release: b.release, Get: b.get, Transfer: b.transfer,
+	}, backendkit.Credentials("", secrets...)...)
+	return b, nil
 }
-
-// redact passes an error leaving the backend through backendkit.RedactError
-// with the configured secrets.
-func (b *Backend) redact(err error) error { return backendkit.RedactError(err, b.secrets...) }
 
 // RenewDeadlineLimit implements backendkit.RenewDeadlineLimiter:
 // Options.SessionTimeout (0 when not stated), which an elector's, pool's or
@@ -253,10 +255,11 @@ func conflict(err error) bool {
 	return errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists)
 }
 
-// Acquire implements fxelection.Backend. It lists the election's node
-// (creating it on first use) and reads its lease znode, then, in one
-// ZooKeeper multi conditioned on the election node's version (and on the
-// old lease znode's version where it deletes one), writes:
+// acquire is Acquire (see backendkit.Redacting), implementing
+// fxelection.Backend. It lists the election's node (creating it on first
+// use) and reads its lease znode, then, in one ZooKeeper multi conditioned
+// on the election node's version (and on the old lease znode's version where
+// it deletes one), writes:
 //
 //   - on a free election: a new ephemeral sequential lease znode of this
 //     Backend's session, holding req's record; the term is the multi's
@@ -279,11 +282,6 @@ func conflict(err error) bool {
 // the znode then), or until ZooKeeper expires the session, whichever comes
 // first. A write this call gave up on (ctx done) that ZooKeeper applied
 // all the same gets the same expiry.
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.acquire(ctx, req)
-	return l, b.redact(err)
-}
-
 func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -612,21 +610,17 @@ func (b *Backend) deleteOwn(path string, czxid int64) {
 	_, _ = call(b.done, func() (struct{}, error) { return struct{}{}, b.conn.Delete(path, stat.Version) })
 }
 
-// Renew implements fxelection.Backend: a sync and a read of the lease's
-// znode (its unique name, from lease.Version), which must still exist
-// with the same creation zxid, be owned by this Backend's current session
-// and name lease.Holder with lease.Term; and this Backend's expiry of it
-// must not have come. It writes nothing: the lease's expiry moves to
-// Duration after the start of this call on this process's clock, and
-// ZooKeeper keeps the session alive by itself. Anything else — the znode
-// deleted (released, expired, session expired, deleted from outside) or
-// replaced (a new incarnation, a hand-over) — gives an error matching
-// backendkit.ErrLeaseLost; a lease of another Backend too.
-func (b *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
-	out, err := b.renew(ctx, l)
-	return out, b.redact(err)
-}
-
+// renew is Renew (see backendkit.Redacting), implementing
+// fxelection.Backend: a sync and a read of the lease's znode (its unique
+// name, from lease.Version), which must still exist with the same creation
+// zxid, be owned by this Backend's current session and name lease.Holder
+// with lease.Term; and this Backend's expiry of it must not have come. It
+// writes nothing: the lease's expiry moves to Duration after the start of
+// this call on this process's clock, and ZooKeeper keeps the session alive
+// by itself. Anything else — the znode deleted (released, expired, session
+// expired, deleted from outside) or replaced (a new incarnation, a
+// hand-over) — gives an error matching backendkit.ErrLeaseLost; a lease of
+// another Backend too.
 func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -670,17 +664,13 @@ func (b *Backend) renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 	return l, nil
 }
 
-// Release implements fxelection.Backend: it ends this Backend's expiry of
-// the lease and deletes the lease's znode (its unique name, from
-// lease.Version) if it still has the creation zxid, holder and term of
-// lease, conditioned on the version read. Anything else is left alone and
-// nil is returned: a lease no longer ours (expired, taken over, already
-// released, a foreign value). The term survives: the next holder's is a
-// later zxid.
-func (b *Backend) Release(ctx context.Context, l fxelection.Lease) error {
-	return b.redact(b.release(ctx, l))
-}
-
+// release is Release (see backendkit.Redacting), implementing
+// fxelection.Backend: it ends this Backend's expiry of the lease and deletes
+// the lease's znode (its unique name, from lease.Version) if it still has
+// the creation zxid, holder and term of lease, conditioned on the version
+// read. Anything else is left alone and nil is returned: a lease no longer
+// ours (expired, taken over, already released, a foreign value). The term
+// survives: the next holder's is a later zxid.
 func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release lease: %w", err)
@@ -723,24 +713,19 @@ func (b *Backend) release(ctx context.Context, l fxelection.Lease) error {
 	return nil
 }
 
-// Transfer implements backendkit.Transferer: it ends lease, matched as
-// Release matches it, and in the same ZooKeeper multi (conditioned on the
-// election node's version and the lease znode's version) deletes its
-// znode and creates the successor's record as a new lease znode with a
-// new term (the multi's zxid). That znode is persistent, not ephemeral:
-// an ephemeral one would belong to the caller's session and vanish when
-// the caller, typically shutting down, closes it. The successor (whose
-// identity it names, under no incarnation) takes it at once with a
-// higher term; other candidates see it held until they have observed it
-// unchanged for req.Duration on their own clocks
-// (backendkit.ExpiryTracker), after which they may take it over. If the
-// lease is no longer the caller's, or req is for another election,
+// transfer is Transfer (see backendkit.Redacting), implementing
+// backendkit.Transferer: it ends lease, matched as Release matches it, and
+// in the same ZooKeeper multi (conditioned on the election node's version
+// and the lease znode's version) deletes its znode and creates the
+// successor's record as a new lease znode with a new term (the multi's
+// zxid). That znode is persistent, not ephemeral: an ephemeral one would
+// belong to the caller's session and vanish when the caller, typically
+// shutting down, closes it. The successor (whose identity it names, under no
+// incarnation) takes it at once with a higher term; other candidates see it
+// held until they have observed it unchanged for req.Duration on their own
+// clocks (backendkit.ExpiryTracker), after which they may take it over. If
+// the lease is no longer the caller's, or req is for another election,
 // nothing changes and the error matches backendkit.ErrLeaseLost.
-func (b *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	out, err := b.transfer(ctx, l, req)
-	return out, b.redact(err)
-}
-
 func (b *Backend) transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	const op = "transfer lease"
 	if err := ctx.Err(); err != nil {
@@ -780,15 +765,11 @@ func (b *Backend) transfer(ctx context.Context, l fxelection.Lease, req backendk
 	return fxelection.Lease{}, fmt.Errorf("%s: the election kept changing under the write", op)
 }
 
-// Get implements fxelection.Backend: a sync, then the election's lease
-// znode and its record, or backendkit.ErrNoLease when there is none.
-// ExpiresAt is zero: an ephemeral lease ends by its holder's clock or its
-// session's expiry, which no other client can know.
-func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	l, err := b.get(ctx, election)
-	return l, b.redact(err)
-}
-
+// get is Get (see backendkit.Redacting), implementing fxelection.Backend: a
+// sync, then the election's lease znode and its record, or
+// backendkit.ErrNoLease when there is none. ExpiresAt is zero: an ephemeral
+// lease ends by its holder's clock or its session's expiry, which no other
+// client can know.
 func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)

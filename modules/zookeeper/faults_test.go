@@ -318,7 +318,7 @@ func TestRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	if got := b.redact(errors.New("dial owner:wrong-" + secret + "@h")); strings.Contains(got.Error(), secret) {
+	if got := b.Redact(errors.New("dial owner:wrong-" + secret + "@h")); strings.Contains(got.Error(), secret) {
 		t.Fatalf("redact left the secret: %v", got)
 	}
 	check := func(what string, err error) {
