@@ -299,7 +299,7 @@ func TestStatusEscapesHostileRecord(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()
 	record := func(holder, metadata string) string {
-		return fmt.Sprintf("fxe1|5|%d|%s|60000|0|%s", len(holder), holder, metadata)
+		return fmt.Sprintf("fxe2|5|%d|%s|0123456789abcdef|60000|0|%s", len(holder), holder, metadata)
 	}
 	for name, rec := range map[string]string{
 		"holder":   record("evil\x1b[2J\nleader:   forged\r", `{"http":"x"}`),

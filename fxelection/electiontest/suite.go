@@ -270,8 +270,8 @@ func (s *suite) refusedWhileHeld(t *testing.T) {
 	}
 }
 
-// reacquireSameIdentity: a request that names no incarnation (the contract
-// before incarnations) keeps the holder's term.
+// reacquireSameIdentity: a request that names no incarnation (as the
+// Elector's hand-over hint) keeps the holder's term.
 func (s *suite) reacquireSameIdentity(t *testing.T) {
 	e := electiontesting.Election(t)
 	la := mustAcquire(t, s.newBackend(t), s.req(e, "a", 0))

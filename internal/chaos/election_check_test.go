@@ -108,8 +108,8 @@ func TestChaosCheckTerms(t *testing.T) {
 // A term names one leadership of one incarnation: a slot restarted under
 // the same identity is a new elector instance and must lead with a higher
 // term, and one instance announcing two leaderships with one term (it
-// campaigned as a new incarnation after the first ended) is a repeat too.
-// The rule before incarnations allowed both (same identity).
+// campaigned as a new incarnation after the first ended) is a repeat too,
+// although the identity is the same.
 func TestChaosCheckTermsAcrossIncarnations(t *testing.T) {
 	c := testChaos(false)
 	a, a2 := newInst(c, "a"), newInst(c, "a")

@@ -43,8 +43,8 @@
 // container the application creates. The blob's content is empty. Its
 // metadata value "fxelection" (MetadataKey) holds the lease record — holder,
 // the incarnation that acquired the term (AcquireRequest.Incarnation; absent
-// in records of versions before incarnations, which are read as naming
-// none), term, the holder's metadata, duration, acquisition time — encoded with
+// when the request named none), term, the holder's metadata, duration,
+// acquisition time — encoded with
 // backendkit.MarshalRecord and then base64, since metadata values must be
 // HTTP-header safe. Azure limits all of a blob's metadata to 8 KiB. Where
 // that JSON record would not fit (JSON doubles every '"' and '\' and adds
@@ -170,9 +170,9 @@
 //     stepping down) takes the lease back, again with a higher term. Two
 //     live candidates with one identity therefore keep fencing safe but
 //     take the lease from each other in turn: never run them on purpose.
-//     A request that names no incarnation (a caller of the Backend without
-//     an Elector) keeps the holder's term as before incarnations existed,
-//     and gets no such fencing.
+//     A request that names no incarnation (the Elector's hand-over hint,
+//     or a caller of the Backend without an Elector) keeps the holder's
+//     term, and gets no such fencing.
 //   - Terms also rise when the blob is deleted out of band or its record
 //     replaced by something undecodable: with no valid record to read, the
 //     next term is the candidate's clock in microseconds, above every term

@@ -212,10 +212,9 @@ func TestRacingIncarnations(t *testing.T) {
 	}
 }
 
-// TestRecordWithoutIncarnation: a record written without an incarnation
-// (by a version before incarnations, or a request naming none: the bytes
-// are the same) is read, and a holder's first request naming an
-// incarnation gets a higher term once, which it then keeps.
+// TestRecordWithoutIncarnation: a record written by a request naming no
+// incarnation is read, and a holder's first request naming an incarnation
+// gets a higher term once, which it then keeps.
 func TestRecordWithoutIncarnation(t *testing.T) {
 	b, e := newBackend(t, bloblease.Options{}), electiontesting.Election(t)
 	l0, err := b.Acquire(ctxT(t), req(e, "node", 15*time.Second))
@@ -224,7 +223,7 @@ func TestRecordWithoutIncarnation(t *testing.T) {
 	}
 	raw := blobRecord(t, b, e)
 	if strings.Contains(raw, "incarnation") {
-		t.Fatalf("record of a request without incarnation = %s, want no incarnation field (the earlier format)", raw)
+		t.Fatalf("record of a request without incarnation = %s, want no incarnation field", raw)
 	}
 	got, err := b.Get(ctxT(t), e)
 	if err != nil || got.Term != l0.Term || got.Incarnation != "" {
