@@ -24,10 +24,11 @@ func RedactText(s string, secrets ...string) string { return redact.Text(s, secr
 // unredacted text cannot be reached through it. nil stays nil; an error
 // whose message needs no change is returned as is.
 //
-// Every error that leaves a backend passes through it: backends call it with
-// their own secrets, and the Elector applies it again (with no extra
-// secrets) to every store failure before callbacks, observers, logs or
-// Status see it.
+// Every error that leaves a backend passes through it once, in Redacting,
+// with the backend's secrets. The Elector applies it too (with no secrets)
+// to every store failure before callbacks, observers, logs or Status see
+// it, which changes nothing for an error Redacting passed and covers a
+// backend that does not embed Redacting.
 func RedactError(err error, secrets ...string) error {
 	return redact.Error[*HeldError](err, secrets...)
 }

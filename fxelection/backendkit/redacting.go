@@ -11,8 +11,9 @@ import (
 // are required. Transfer may be nil: Redacting.Transfer then returns an
 // error matching errors.ErrUnsupported, having changed nothing, as the
 // Transferer contract asks of a wrapper whose backend cannot transfer.
-// RenewBatch and AcquireBatch are used only through Redacting.Batches, by
-// a backend that implements BatchRenewer and BatchAcquirer.
+// RenewBatch and AcquireBatch are used only through RedactingBatches (see
+// NewRedactingBatches), by a backend that implements BatchRenewer and
+// BatchAcquirer.
 type Ops struct {
 	// Acquire is Backend.Acquire.
 	Acquire func(ctx context.Context, req AcquireRequest) (Lease, error)
@@ -52,7 +53,8 @@ type Ops struct {
 //		return b
 //	}
 //
-// A backend that batches embeds Batches() as well. A backend's other
+// A backend that batches embeds RedactingBatches as well
+// (NewRedactingBatches). A backend's other
 // methods that reach its store (creating a table) pass their errors
 // through Redact.
 //
@@ -141,15 +143,16 @@ func (r Redacting) Transfer(ctx context.Context, lease Lease, req AcquireRequest
 	return l, r.Redact(err)
 }
 
-// Batches returns the batch half of r, for a backend that implements
-// BatchRenewer and BatchAcquirer (its Ops have RenewBatch and
-// AcquireBatch) to embed beside r.
-func (r Redacting) Batches() RedactingBatches { return RedactingBatches{r: r} }
-
 // RedactingBatches implements BatchRenewer and BatchAcquirer for a backend
-// built on Redacting (see Redacting.Batches): the backend's RenewBatch and
-// AcquireBatch, every result's error redacted.
+// built on Redacting: the backend's RenewBatch and AcquireBatch, every
+// result's error redacted with the same secrets. An operation whose Ops
+// function is nil gives every result ErrNoOperation.
 type RedactingBatches struct{ r Redacting }
+
+// NewRedactingBatches returns the batch half of r, for a backend that
+// implements BatchRenewer and BatchAcquirer (its Ops have RenewBatch and
+// AcquireBatch) to embed beside r.
+func NewRedactingBatches(r Redacting) RedactingBatches { return RedactingBatches{r: r} }
 
 // RenewBatch implements BatchRenewer: the backend's RenewBatch, each
 // result's error redacted.

@@ -55,7 +55,7 @@ func newLeaky() *leaky {
 			return out
 		},
 	}, leakyPW, "")
-	b.RedactingBatches = b.Batches()
+	b.RedactingBatches = backendkit.NewRedactingBatches(b.Redacting)
 	return b
 }
 
@@ -113,8 +113,8 @@ func TestRedactingWithoutOps(t *testing.T) {
 	_, errR := zero.Renew(ctx, l)
 	_, errG := zero.Get(ctx, "e")
 	for op, err := range map[string]error{"Acquire": errA, "Renew": errR, "Release": zero.Release(ctx, l), "Get": errG,
-		"RenewBatch":   zero.Batches().RenewBatch(ctx, []backendkit.Lease{l})[0].Err,
-		"AcquireBatch": zero.Batches().AcquireBatch(ctx, []backendkit.AcquireRequest{req})[0].Err} {
+		"RenewBatch":   backendkit.NewRedactingBatches(zero).RenewBatch(ctx, []backendkit.Lease{l})[0].Err,
+		"AcquireBatch": backendkit.NewRedactingBatches(zero).AcquireBatch(ctx, []backendkit.AcquireRequest{req})[0].Err} {
 		if !errors.Is(err, backendkit.ErrNoOperation) {
 			t.Errorf("%s on the zero Redacting: %v, want ErrNoOperation", op, err)
 		}

@@ -87,7 +87,7 @@ func newBackend(db DB, opts Options, secrets ...string) (*Backend, error) {
 		Acquire: b.acquire, Renew: b.renew, Release: b.release, Get: b.get,
 		Transfer: b.transfer, RenewBatch: b.renewAll, AcquireBatch: b.acquireAll,
 	}, secrets...)
-	b.RedactingBatches = b.Batches()
+	b.RedactingBatches = backendkit.NewRedactingBatches(b.Redacting)
 	b.push = newPusher(db, opts, b.Redact)
 	return b, nil
 }

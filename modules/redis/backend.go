@@ -81,7 +81,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		Acquire: b.acquireLease, Renew: b.renewLease, Release: b.releaseLease, Get: b.getLease,
 		Transfer: b.transferLease, RenewBatch: b.renewBatch, AcquireBatch: b.acquireBatch,
 	}, clientSecrets(client)...)
-	b.RedactingBatches = b.Batches()
+	b.RedactingBatches = backendkit.NewRedactingBatches(b.Redacting)
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }
