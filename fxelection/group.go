@@ -1,7 +1,6 @@
 package fxelection
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"time"
@@ -217,55 +216,6 @@ func (g *Group) check() {
 	}
 	s.seen = s.finished
 	s.watch = time.AfterFunc(starterStall, g.check)
-}
-
-// Renewals for lease holders outside the core.
-//
-// Package lock holds leases that are not elections. Its renewals go
-// through the group so that they share round trips with the group's
-// electors and with each other: on a backend that renews in batches
-// (backendkit.BatchRenewer) every renewal due in the same slot of the grid
-// RenewDue gives is sent in one RenewBatch call.
-
-// ctxWait makes a context a waitContext for the batcher.
-type ctxWait struct{ context.Context }
-
-func (c ctxWait) AfterFunc(f func()) func() bool { return context.AfterFunc(c.Context, f) }
-
-// RenewLease renews lease as Backend.Renew would: in a batch with the
-// renewals of the group's electors and other RenewLease calls when the
-// backend renews in batches, with one Backend.Renew call otherwise. ctx
-// bounds the call and must have a deadline when the backend batches (the
-// batch carrying it is bounded by the latest deadline among its
-// renewals); a renewal whose ctx ends before its batch answers is given
-// up and returns ctx's error. Errors are Renew's: an error matching
-// backendkit.ErrLeaseLost means the lease is gone.
-func (g *Group) RenewLease(ctx context.Context, lease Lease) (Lease, error) {
-	bt := g.batcher()
-	deadline, ok := ctx.Deadline()
-	if bt == nil || !ok {
-		return g.backend.Renew(ctx, lease)
-	}
-	var out Lease
-	if err := bt.renew(ctxWait{ctx}, deadline, &lease, &out); err != nil {
-		if cerr := ctx.Err(); cerr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			return Lease{}, cerr
-		}
-		return Lease{}, err
-	}
-	return out, nil
-}
-
-// RenewDue returns when a renewal due at due, of a lease renewed every
-// period, should be sent: due rounded down to the grid the group's
-// electors renew on (period/64 slots on the wall clock) when the backend
-// renews in batches, so that it shares their round trips; due itself
-// otherwise. It is never later than due.
-func (g *Group) RenewDue(due time.Time, period time.Duration) time.Time {
-	if g.batcher() == nil {
-		return due
-	}
-	return renewSlot(due, period)
 }
 
 // Backend returns the group's backend.

@@ -22,6 +22,9 @@ var coreLayers = [][]string{
 		"state.go", "term.go", "policy.go", "report.go", "mailbox.go", "push.go", "ops.go", "loop.go",
 		"group.go", "lifecycle.go", "status.go",
 	},
+	// The group's renewals for lease holders outside the engine (locks'
+	// keepers: internal/keeper).
+	{"renewer.go"},
 	// The policies, each in a file of its own.
 	{"handover.go"},
 	{"defer.go"},

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/fxelection/internal/keeper"
 )
 
 // The campaign loop: campaign, lead, repeat. One goroutine at a time runs
@@ -117,9 +117,9 @@ func (e *Elector) afterLead(reason StopReason) {
 func (e *Elector) retryDelay(err error, failures int) (time.Duration, int) {
 	if backendkit.IsStoreFailure(err) && err != errSkipped {
 		failures++
-		return min(backoff.Delay(failures, e.cfg.RetryPeriod, e.cfg.MaxBackoff), e.cfg.MaxBackoff), failures
+		return keeper.AttemptRetry(e.cfg.RetryPeriod, e.cfg.MaxBackoff, failures), failures
 	}
-	return backoff.Jitter(e.cfg.RetryPeriod), 0
+	return keeper.AttemptRetry(e.cfg.RetryPeriod, e.cfg.MaxBackoff, 0), 0
 }
 
 // campaign tries to acquire until it succeeds (ok) or Stop begins. It
@@ -422,8 +422,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 		}
 		e.ls.failures++
 		// Retry sooner than RetryPeriod: the deadline is running out.
-		wait := min(e.cfg.RetryPeriod, backoff.Jitter(e.cfg.RetryPeriod/4<<min(e.ls.failures-1, 4)))
-		e.armRenewal(time.Now().Add(wait))
+		e.armRenewal(time.Now().Add(keeper.RenewRetry(e.cfg.RetryPeriod, e.ls.failures)))
 	}
 	return "", false
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
-	"github.com/fxelection/fxelection/internal/backoff"
+	"github.com/fxelection/fxelection/fxelection/internal/keeper"
 )
 
 const (
@@ -133,7 +134,7 @@ func checkKey(key string) error {
 // that releases the locks still held and waits for those give-backs.
 type Locker struct {
 	backend  fxelection.Backend
-	group    *fxelection.Group   // renewals share its batches
+	keep     *keeper.Config      // its locks' keepers' (but those with an Observer)
 	notifier backendkit.Notifier // nil without push wake-up
 	opts     Options
 
@@ -162,10 +163,10 @@ func New(backend fxelection.Backend, opts Options) (*Locker, error) {
 }
 
 // NewInGroup returns a Locker on the group's backend whose renewals share
-// the group's batches (fxelection.Group.RenewLease): on a backend that
-// renews in batches (backendkit.BatchRenewer: Redis, PostgreSQL, the
-// in-memory backend), the locks and the group's electors renewing in the
-// same slot cost one round trip.
+// the group's batches: on a backend that renews in batches
+// (backendkit.BatchRenewer: Redis, PostgreSQL, the in-memory backend), the
+// locks and the group's electors renewing in the same slot of their grid
+// cost one round trip.
 func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 	if g == nil {
 		return nil, errNilBackend
@@ -179,7 +180,9 @@ func NewInGroup(g *fxelection.Group, opts Options) (*Locker, error) {
 		return nil, &fxelection.ConfigError{Field: "RenewDeadline", Reason: problem}
 	}
 	n, _ := backend.(backendkit.Notifier)
-	return &Locker{backend: backend, group: g, notifier: n, opts: opts,
+	keep := &keeper.Config{Renewer: keeper.GroupRenewer(g), // renewals share the group's batches
+		RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod, Lost: ErrLost}
+	return &Locker{backend: backend, keep: keep, notifier: n, opts: opts,
 		held: make(map[*Lock]struct{}), closed: make(chan struct{})}, nil
 }
 
@@ -401,15 +404,12 @@ func (l *Locker) wait(ctx context.Context, a *acquisition) (*Lock, error) {
 			}
 			return nil, fmt.Errorf("lock: acquire: %w (last attempt: %w)", cerr, err)
 		}
-		var wait time.Duration
 		if errors.Is(err, ErrLocked) {
 			failures = 0
-			wait = backoff.Jitter(l.opts.RetryPeriod)
 		} else {
 			failures++
-			wait = backoff.Delay(failures, l.opts.RetryPeriod, l.opts.LeaseDuration)
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(keeper.AttemptRetry(l.opts.RetryPeriod, l.opts.LeaseDuration, failures))
 		select {
 		case <-t.C:
 		case <-woken:
@@ -627,49 +627,34 @@ type Lock struct {
 	tg       target
 	slot     int
 	inc      string           // the acquisition's incarnation
-	acquired fxelection.Lease // as acquired; carried by ctx
+	acquired fxelection.Lease // as acquired; carried by the Context
 	at       time.Time        // when the acquisition began
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	done     chan struct{} // closed when the renewal goroutine returns
+	k        keeper.Keeper    // renews the lease, ends the Context
 
-	mu        sync.Mutex
-	lease     fxelection.Lease // as last renewed
-	lastRenew time.Time        // start of the last successful renewal (or the acquisition)
-	lastErr   error            // the last renewal's store failure, for the cause
-	unsure    bool             // the last renewal failed: the store may have applied it all the same
-	timer     *time.Timer      // ends ctx at lastRenew+RenewDeadline
-
-	quiet bool // never handed out: its end is not observed
+	quiet atomic.Bool // never handed out: its end is not observed
 
 	relMu    sync.Mutex
 	released bool // the store's Release succeeded
 }
 
 // start returns the Lock for lease, slot i of a's target, acquired by an
-// attempt that began at start, and starts its renewals. The Lock is
+// attempt that began at start, and starts its keeper. The Lock is
 // tracked, so that Close releases it; if Close came first, it is released
 // here and start returns ErrClosed.
 func (l *Locker) start(ctx context.Context, a *acquisition, i int, lease fxelection.Lease, start time.Time) (*Lock, error) {
-	base := backendkit.ContextWithLease(context.WithoutCancel(ctx), lease.Clone())
-	lctx, cancel := context.WithCancelCause(base)
-	lk := &Lock{
-		locker: l, tg: a.tg, slot: i, inc: a.inc, acquired: lease.Clone(), at: start,
-		ctx: lctx, cancel: cancel, done: make(chan struct{}),
-		lease: lease, lastRenew: start,
+	lk := &Lock{locker: l, tg: a.tg, slot: i, inc: a.inc, acquired: lease.Clone(), at: start}
+	kc := l.keep
+	if l.opts.Observer != nil { // a Config of its own, telling of this Lock
+		c := *kc
+		c.OnEnd, kc = lk.ended, &c
 	}
-	lk.mu.Lock() // expire takes it: lk.timer is set before it runs
-	lk.timer = time.AfterFunc(time.Until(start.Add(l.opts.RenewDeadline)), lk.expire)
-	lk.mu.Unlock()
-	go lk.renewLoop(start)
+	lk.k.Start(backendkit.ContextWithLease(ctx, lease.Clone()), kc, lease, start)
 	if !l.track(lk) {
 		// Closed since try checked: Close did not see this Lock. Bounded,
 		// even if ctx is done; if this fails, the lease expires. It was
 		// never handed out, so the observer hears of no release (the
 		// acquisition reports OutcomeClosed).
-		lk.mu.Lock()
-		lk.quiet = true
-		lk.mu.Unlock()
+		lk.quiet.Store(true)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
 		_ = lk.Release(rctx)
 		cancel()
@@ -692,11 +677,7 @@ func (lk *Lock) Slot() int { return lk.slot }
 func (lk *Lock) Term() uint64 { return lk.acquired.Term }
 
 // Lease returns the lock's lease as last renewed (its Term is Term()).
-func (lk *Lock) Lease() fxelection.Lease {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.lease.Clone()
-}
+func (lk *Lock) Lease() fxelection.Lease { return lk.k.Lease() }
 
 // Context returns a context that ends when the lock is released, when a
 // renewal finds the lease lost, or at the renew deadline: RenewDeadline
@@ -708,40 +689,12 @@ func (lk *Lock) Lease() fxelection.Lease {
 // which guards that read the token from a context (package fence) use
 // whatever token the context given to Acquire carried, and that context's
 // other values.
-func (lk *Lock) Context() context.Context { return lk.ctx }
+func (lk *Lock) Context() context.Context { return lk.k.Context() }
 
-// expire ends the Lock at the renew deadline, unless a renewal moved the
-// deadline while the timer fired.
-func (lk *Lock) expire() {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if time.Now().Before(lk.lastRenew.Add(lk.locker.opts.RenewDeadline)) {
-		return // re-armed by a renewal that raced with the timer
-	}
-	cause := fmt.Errorf("%w: no renewal succeeded within the renew deadline", ErrLost)
-	if lk.lastErr != nil {
-		cause = fmt.Errorf("%w: no renewal succeeded within the renew deadline (last error: %w)", ErrLost, lk.lastErr)
-	}
-	lk.endLocked(cause)
-}
-
-// end ends the Lock's Context with cause (the first cause wins) and stops
-// its deadline timer.
-func (lk *Lock) end(cause error) {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	lk.endLocked(cause)
-}
-
-// endLocked is end with lk.mu held. The first end tells the observer: a
-// release (cause ErrReleased) or a loss.
-func (lk *Lock) endLocked(cause error) {
-	if lk.ctx.Err() != nil {
-		return // ended already
-	}
-	lk.cancel(cause)
-	lk.timer.Stop()
-	if o := lk.locker.opts.Observer; o != nil && !lk.quiet {
+// ended tells the observer of the end of the Lock's Context, once (the
+// keeper calls it): a release (cause ErrReleased) or a loss.
+func (lk *Lock) ended(cause error) {
+	if o := lk.locker.opts.Observer; !lk.quiet.Load() {
 		ev := Event{Kind: EventLost, Key: lk.tg.name, Semaphore: lk.tg.n, Held: time.Since(lk.at), Err: cause}
 		if errors.Is(cause, ErrReleased) {
 			ev.Kind, ev.Err = EventRelease, nil
@@ -750,86 +703,11 @@ func (lk *Lock) endLocked(cause error) {
 	}
 }
 
-// renewLoop renews the lease every RetryPeriod from the start of the last
-// successful renewal (sooner after a failed one; on the group's batch grid
-// when the backend batches) until the Context ends.
-func (lk *Lock) renewLoop(start time.Time) {
-	defer close(lk.done)
-	opts := lk.locker.opts
-	g := lk.locker.group
-	next := g.RenewDue(start.Add(opts.RetryPeriod), opts.RetryPeriod)
-	failures := 0
-	for {
-		t := time.NewTimer(time.Until(next))
-		select {
-		case <-t.C:
-		case <-lk.ctx.Done():
-			t.Stop()
-			return
-		}
-		renewStart := time.Now()
-		lk.mu.Lock()
-		cur, deadline := lk.lease, lk.lastRenew.Add(opts.RenewDeadline)
-		lk.mu.Unlock()
-		// Not under lk.ctx: Release ends the Context at once but lets a
-		// renewal in flight finish (bounded by the deadline), so that it
-		// releases the lease as the store last wrote it. A renewal cut
-		// short could be applied all the same, and a store that matches
-		// the last write on release (PostgreSQL's expires_at) would then
-		// free nothing: the next waiter would wait out the lease.
-		rctx, cancel := context.WithDeadline(context.WithoutCancel(lk.ctx), deadline)
-		renewed, err := g.RenewLease(rctx, cur)
-		cancel()
-		switch {
-		case err == nil:
-			if !lk.extend(renewed, renewStart) {
-				return
-			}
-			failures = 0
-			next = g.RenewDue(renewStart.Add(opts.RetryPeriod), opts.RetryPeriod)
-		case errors.Is(err, backendkit.ErrLeaseLost):
-			lk.mu.Lock()
-			lk.unsure = false
-			lk.mu.Unlock()
-			lk.end(fmt.Errorf("%w: %w", ErrLost, err))
-			return
-		default:
-			// Failed, or cut at the renew deadline: the store may have
-			// applied it all the same, and lk.lease may then not be what
-			// it last wrote (Release settles that).
-			lk.mu.Lock()
-			lk.lastErr, lk.unsure = err, true
-			lk.mu.Unlock()
-			if lk.ctx.Err() != nil {
-				return
-			}
-			failures++
-			// Sooner than RetryPeriod: the deadline is running out.
-			next = time.Now().Add(min(opts.RetryPeriod, backoff.Jitter(opts.RetryPeriod/4<<min(failures-1, 4))))
-		}
-	}
-}
-
-// extend records a successful renewal that started at start and moves the
-// renew deadline; false if the Context has ended meanwhile (the renewed
-// lease is kept all the same, for Release).
-func (lk *Lock) extend(l fxelection.Lease, start time.Time) bool {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	lk.lease, lk.unsure = l, false
-	if lk.ctx.Err() != nil {
-		return false
-	}
-	lk.lastRenew, lk.lastErr = start, nil
-	lk.timer.Reset(time.Until(start.Add(lk.locker.opts.RenewDeadline)))
-	return true
-}
-
-// Release ends the Lock's Context and its renewals, waits for the renewal
-// goroutine to return (a renewal in flight is let finish, within its renew
-// deadline, so that the release matches what the store last wrote), and
-// releases the lease in the store, so that the next waiter (woken by the
-// backend's push, where it has one) takes the lock at once.
+// Release ends the Lock's Context and its renewals, waits for them to
+// stop (a renewal in flight is let finish, within its renew deadline, so
+// that the release matches what the store last wrote), and releases the
+// lease in the store, so that the next waiter (woken by the backend's
+// push, where it has one) takes the lock at once.
 //
 // When the last renewal failed or was cut at its deadline, the store may
 // have applied it all the same, and a store that matches the last write on
@@ -849,30 +727,17 @@ func (lk *Lock) Release(ctx context.Context) error {
 	if lk.released {
 		return nil
 	}
-	lk.end(ErrReleased)
-	select {
-	case <-lk.done:
-	default:
-		// Only when the renewal goroutine has not returned yet: a done
-		// ctx must not win a race with a closed done.
-		select {
-		case <-lk.done:
-		case <-ctx.Done():
-			return fmt.Errorf("lock: release %q: %w", lk.tg.record(lk.slot), ctx.Err())
-		}
-	}
 	record := lk.tg.record(lk.slot)
-	lk.mu.Lock()
-	lease, unsure := lk.lease, lk.unsure
-	lk.mu.Unlock()
+	lease, unsure, err := lk.k.Stop(ctx, ErrReleased)
+	if err != nil {
+		return fmt.Errorf("lock: release %q: %w", record, err)
+	}
 	if unsure {
 		cur, err := lk.locker.backend.Acquire(ctx, lk.locker.request(record, lk.inc))
 		switch {
 		case err == nil:
 			lease = cur
-			lk.mu.Lock()
-			lk.lease, lk.unsure = cur, false
-			lk.mu.Unlock()
+			lk.k.Settle(cur)
 		case refused(err): // not the Lock's any more: nothing to release
 			lk.released = true
 			lk.locker.untrack(lk)

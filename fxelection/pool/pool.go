@@ -17,6 +17,7 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
+	"github.com/fxelection/fxelection/fxelection/internal/keeper"
 	"github.com/fxelection/fxelection/fxelection/internal/names"
 )
 
@@ -210,22 +211,21 @@ type Pool struct {
 	acquired, lost        atomic.Uint64
 	refused, slotFailures atomic.Uint64
 
-	digest  string // what this worker balances over: its Shards' digest
-	workers string // and MaxWorkers, as advertised in its slot record
-	beats   int    // renewals of the current member slot (only the loop touches it)
-	failing bool   // the last member slot call failed (only the loop touches it)
+	digest  string      // what this worker balances over: its Shards' digest
+	workers string      // and MaxWorkers, as advertised in its slot record
+	failing atomic.Bool // the last member slot call failed
 
-	mu        sync.Mutex
-	slot      int
-	slotLease fxelection.Lease // the member slot's lease as last written
-	members   int
-	joining   int
-	seen      []slotSeen // per member slot: the last read (only the loop touches it)
-	top       int        // the highest live slot at the last scan, -1 when none
-	started   bool
-	stopped   bool
-	stop      chan struct{}
-	done      chan struct{}
+	mu      sync.Mutex
+	slot    int
+	slotK   *keeper.Keeper // keeps the member slot; nil while it holds none
+	members int
+	joining int
+	seen    []slotSeen // per member slot: the last read (only the loop touches it)
+	top     int        // the highest live slot at the last scan, -1 when none
+	started bool
+	stopped bool
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 type shardElector struct {
@@ -497,14 +497,22 @@ func (p *Pool) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	p.mu.Lock()
-	slot, held := p.slot, p.slotLease
-	p.slot, p.slotLease = -1, fxelection.Lease{}
+	k := p.slotK
+	p.slot, p.slotK = -1, nil
 	p.mu.Unlock()
-	if slot >= 0 {
-		// On a goroutine of its own, waited for within ctx: a backend
-		// that ignores its context must not hold Stop.
+	if k != nil {
+		// A renewal in flight finishes first, so that the release
+		// matches what the store last wrote; then the release runs on a
+		// goroutine of its own, waited for within ctx: a backend that
+		// ignores its context must not hold Stop.
 		released := make(chan error, 1)
-		go func() { released <- p.backend.Release(ctx, held) }()
+		go func() {
+			held, _, err := k.Stop(ctx, errSlotReleased)
+			if err == nil {
+				err = p.backend.Release(ctx, held)
+			}
+			released <- err
+		}()
 		select {
 		case err := <-released:
 			if err != nil {
@@ -581,39 +589,38 @@ func (p *Pool) tick(ctx context.Context) bool {
 	return p.rebalance(ctx, counts, int(p.owned.Load()), hi, lo) > 0
 }
 
-// heartbeat claims a member slot, or renews this worker's (an Acquire
-// that continues its record).
+// heartbeat claims a member slot when this worker holds none (its
+// keeper renews the one it holds, every RetryPeriod, and ends when the
+// slot is lost or no renewal succeeded within the slot's lease).
 func (p *Pool) heartbeat(ctx context.Context) {
 	p.mu.Lock()
-	slot, stopped := p.slot, p.stopped
+	k, stopped := p.slotK, p.stopped
 	p.mu.Unlock()
 	if stopped { // a round that outlived Stop claims nothing
 		return
 	}
-	// The slot lasts RenewDeadline, less than a shard's lease: a worker
-	// that stopped renewing leaves the membership before its shards
-	// expire, so the others' share has grown by the time those shards are
-	// free, and they take them at their next attempt. A worker whose
-	// heartbeat is RenewDeadline late is near its shards' renew deadlines
-	// too.
-	//
-	// The slot lasts at least the backend's minimum lease (Start checked
-	// that it does not outlast LeaseDuration). Its record advertises what
-	// this worker balances over and how many times it renewed the slot.
-	req := backendkit.AcquireRequest{
-		Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.slotLease(p.backend),
-		Metadata: map[string]string{metaShards: p.digest, metaWorkers: p.workers},
+	if k != nil {
+		if k.Context().Err() == nil {
+			return
+		}
+		p.mu.Lock()
+		if p.slotK == k {
+			p.slot, p.slotK = -1, nil
+		}
+		p.mu.Unlock()
 	}
-	if slot >= 0 {
+	// Claim the lowest free slot, so that the live members sit in the
+	// lowest slots and a scan reads only a few past the highest.
+	req := p.slotRequest(0)
+	for slot := range p.cfg.MaxWorkers {
 		req.Election = memberElection(p.cfg.Name, slot)
-		req.Metadata[metaBeats] = strconv.Itoa(p.beats + 1)
+		start := time.Now()
 		l, err := p.backend.Acquire(ctx, req)
 		if err == nil {
 			p.slotOK()
-			p.beats++
 			p.mu.Lock()
-			if p.slot == slot {
-				p.slotLease = l
+			if !p.stopped {
+				p.slot, p.slotK = slot, p.keepSlot(slot, l, start)
 			}
 			p.mu.Unlock()
 			return
@@ -622,31 +629,61 @@ func (p *Pool) heartbeat(ctx context.Context) {
 			p.slotFailed(slot, err)
 			return
 		}
-		p.log.Warn("pool: member slot lost", "slot", slot, "error", err)
-		slot = -1
 	}
-	// Claim the lowest free slot, so that the live members sit in the
-	// lowest slots and a scan reads only a few past the highest.
-	var held fxelection.Lease
-	req.Metadata[metaBeats] = "0"
-	for k := range p.cfg.MaxWorkers {
+}
+
+// slotRequest is the Acquire request for a member slot (Election unset)
+// whose record says it was renewed beats times.
+//
+// The slot lasts RenewDeadline, less than a shard's lease: a worker that
+// stopped renewing leaves the membership before its shards expire, so the
+// others' share has grown by the time those shards are free, and they take
+// them at their next attempt. A worker whose slot renewals are RenewDeadline
+// late is near its shards' renew deadlines too. The slot lasts at least
+// the backend's minimum lease (Start checked that it does not outlast
+// LeaseDuration). Its record advertises what this worker balances over
+// and how many times it renewed the slot.
+func (p *Pool) slotRequest(beats int) backendkit.AcquireRequest {
+	return backendkit.AcquireRequest{
+		Identity: p.cfg.Identity, Incarnation: p.inc, Duration: p.cfg.slotLease(p.backend),
+		Metadata: map[string]string{metaShards: p.digest, metaWorkers: p.workers, metaBeats: strconv.Itoa(beats)},
+	}
+}
+
+// errSlotLost and errSlotReleased end a member slot's keeper: lost (taken
+// by another worker, or not renewed within its lease), or released by Stop.
+var (
+	errSlotLost     = errors.New("pool: member slot lost")
+	errSlotReleased = errors.New("pool: member slot released")
+)
+
+// keepSlot starts the keeper of member slot k, won as l by an attempt
+// that began at start. Its renewals re-acquire the slot, so that its
+// record counts them. It believes in the slot until the slot's lease
+// could expire in the store, not shorter: a member slot guards nothing a
+// second holder could break, and a worker must not leave the membership
+// before it is gone from the store.
+func (p *Pool) keepSlot(k int, l fxelection.Lease, start time.Time) *keeper.Keeper {
+	renew := &keeper.Reacquirer{Backend: p.backend, Request: func(n int) backendkit.AcquireRequest {
+		req := p.slotRequest(n)
 		req.Election = memberElection(p.cfg.Name, k)
-		l, err := p.backend.Acquire(ctx, req)
-		if err == nil {
-			p.slotOK()
-			slot, held, p.beats = k, l, 0
-			break
-		}
-		if backendkit.IsStoreFailure(err) {
-			p.slotFailed(k, err)
-			break
-		}
-	}
-	p.mu.Lock()
-	if !p.stopped {
-		p.slot, p.slotLease = slot, held
-	}
-	p.mu.Unlock()
+		return req
+	}}
+	keep := new(keeper.Keeper)
+	keep.Start(context.Background(), &keeper.Config{
+		Renewer: renew, RenewDeadline: p.cfg.slotLease(p.backend), RetryPeriod: p.cfg.RetryPeriod, Lost: errSlotLost,
+		OnRenew: func(err error) {
+			switch {
+			case err == nil:
+				p.slotOK()
+			case backendkit.IsStoreFailure(err):
+				p.slotFailed(k, err)
+			default:
+				p.log.Warn("pool: member slot lost", "slot", k, "error", err)
+			}
+		},
+	}, l, start)
+	return keep
 }
 
 // The member slot record's metadata keys: the digest of the member's
@@ -659,10 +696,9 @@ const (
 
 // slotOK notes a member slot call that succeeded.
 func (p *Pool) slotOK() {
-	if p.failing {
+	if p.failing.Swap(false) {
 		p.log.Info("pool: member slot calls succeed again")
 	}
-	p.failing = false
 }
 
 // slotFailed counts and logs a member slot call that failed as a store
@@ -670,14 +706,14 @@ func (p *Pool) slotOK() {
 // always, since no retry helps).
 func (p *Pool) slotFailed(slot int, err error) {
 	p.slotFailures.Add(1)
+	wasFailing := p.failing.Swap(true)
 	if errors.Is(err, backendkit.ErrDurationRange) {
 		p.refused.Add(1)
 		p.log.Error("pool: the store refused the member slot's lease duration: the pool cannot spread; set RenewDeadline within the store's lease range",
 			"slot", slot, "duration", p.cfg.slotLease(p.backend), "error", err)
-	} else if !p.failing {
+	} else if !wasFailing {
 		p.log.Warn("pool: member slot call failed", "slot", slot, "error", err)
 	}
-	p.failing = true
 }
 
 // member is a live worker seen at a scan, and the shards it owns; same
