@@ -1,5 +1,3 @@
-//go:build !race
-
 package fxelection
 
 import (
@@ -20,7 +18,7 @@ const maxRenewAllocs = 9
 // backend that does not batch, allocates no more than before the policy
 // seam: an elector without policies costs nothing on that path. Fake time:
 // the renewals run on the test's goroutine while the loop is parked and
-// no timer can fire. (Allocation counts differ under the race detector.)
+// no timer can fire.
 func TestRenewalAllocations(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
