@@ -101,4 +101,3 @@ func MarshalModule(mod Module) ([]byte, error) {
 	m[moduleKey], _ = json.Marshal(mod.ElectionModule().ID)
 	return json.Marshal(m)
 }
-
