@@ -284,9 +284,9 @@ func TestLogContract(t *testing.T) {
 	ev(fxelection.EventRenewed, nil)
 	for _, err := range []error{nil, backendkit.ErrLeaseHeld, backendkit.ErrLeaseLost, backendkit.ErrNoLease, context.Canceled,
 		fmt.Errorf("acquire: %w", backendkit.ErrLeaseHeld)} {
-		ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpAcquire, err })
+		ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = backendkit.OpAcquire, err })
 	}
-	ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = fxelection.OpRenew, errors.New("connection refused") })
+	ev(fxelection.EventOperation, func(e *fxelection.Event) { e.Op, e.Err = backendkit.OpRenew, errors.New("connection refused") })
 	ev(fxelection.EventPanic, func(e *fxelection.Event) { e.Err = errors.New("observer panicked") })
 
 	var got []map[string]any

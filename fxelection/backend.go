@@ -31,8 +31,9 @@ var (
 type OpError struct {
 	// Election is the election's name.
 	Election string
-	// Op is the operation: OpAcquire, OpRenew or OpRelease from an Elector,
-	// OpGet from a watch.Watcher.
+	// Op is the operation (backendkit.OpAcquire, OpRenew or OpRelease from
+	// an Elector, backendkit.OpGet from a watch.Watcher; handover.OpHandOver
+	// or OpPreempt from a hand-over).
 	Op string
 	// Err is the backend's error.
 	Err error

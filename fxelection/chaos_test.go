@@ -91,8 +91,8 @@ func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBac
 		c.f.Partition(false)
 		c.f.Hang(false)
 		c.f.Delay(0)
-		c.f.Fail(fxelection.OpRenew, nil)
-		c.f.Fail(fxelection.OpAcquire, nil)
+		c.f.Fail(backendkit.OpRenew, nil)
+		c.f.Fail(backendkit.OpAcquire, nil)
 	}
 	var faults [10]int
 	end := time.Now().Add(time.Hour)
@@ -109,9 +109,9 @@ func chaosWith(t *testing.T, seed uint64, wrap func(fxelection.Backend) chaosBac
 		case 2:
 			c.f.Delay(time.Duration(rng.Int64N(int64(2 * time.Second))))
 		case 3:
-			c.f.Fail(fxelection.OpRenew, faultinject.ErrInjected)
+			c.f.Fail(backendkit.OpRenew, faultinject.ErrInjected)
 		case 4:
-			c.f.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
+			c.f.Fail(backendkit.OpRenew, backendkit.ErrLeaseLost)
 		case 5:
 			_ = c.e.Resign(context.Background())
 		case 6: // graceful restart with the same identity

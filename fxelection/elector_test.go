@@ -130,7 +130,7 @@ func TestLeaderStepsDownBeforeLeaseCanExpireElsewhere(t *testing.T) {
 				if !a.IsLeader() {
 					t.Fatal("a does not lead")
 				}
-				renews := opTimes(a, fxelection.OpRenew)
+				renews := opTimes(a, backendkit.OpRenew)
 				time.Sleep(5*retry + retry/5) // a few good renewals, then between two
 				synctest.Wait()
 				lastGood := renews()[len(renews())-1]
@@ -189,7 +189,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		fa := faultinject.New(store)
-		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
+		fa.Fail(backendkit.OpAcquire, faultinject.ErrInjected)
 		var errs []error
 		var mu sync.Mutex
 		c := cfg("a")
@@ -198,7 +198,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acquires := opTimes(e, fxelection.OpAcquire)
+		acquires := opTimes(e, backendkit.OpAcquire)
 		if err := e.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		synctest.Wait()
 		mu.Lock()
 		var oe *fxelection.OpError
-		if len(errs) != len(ts) || !errors.As(errs[0], &oe) || oe.Op != fxelection.OpAcquire || !errors.Is(errs[0], faultinject.ErrInjected) {
+		if len(errs) != len(ts) || !errors.As(errs[0], &oe) || oe.Op != backendkit.OpAcquire || !errors.Is(errs[0], faultinject.ErrInjected) {
 			t.Fatalf("%d error callbacks for %d failures; first %v", len(errs), len(ts), errs[0])
 		}
 		mu.Unlock()
@@ -235,10 +235,10 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 		// retried one retry period later, not at the capped backoff.
 		store2Holder := start(t, cfg("other"), store) // holds the lease so a stays follower
 		_ = store2Holder
-		fa.Fail(fxelection.OpAcquire, nil)
+		fa.Fail(backendkit.OpAcquire, nil)
 		time.Sleep(10 * retry) // a sees "held" (no error): backoff reset
 		n := len(acquires())
-		fa.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
+		fa.Fail(backendkit.OpAcquire, faultinject.ErrInjected)
 		time.Sleep(5 * retry)
 		ts = acquires()[n-1:]
 		if g := ts[2].Sub(ts[1]); g >= 2*retry {
@@ -261,9 +261,9 @@ func TestStartedStoppedPaired(t *testing.T) {
 		e := start(t, c, fa)
 		for range 3 {
 			synctest.Wait()
-			fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
+			fa.Fail(backendkit.OpRenew, backendkit.ErrLeaseLost)
 			time.Sleep(2 * retry)
-			fa.Fail(fxelection.OpRenew, nil)
+			fa.Fail(backendkit.OpRenew, nil)
 			// It re-campaigns and takes its own lease back (same term: the
 			// store still names it holder).
 			time.Sleep(4 * retry)
@@ -293,10 +293,10 @@ func TestBlockedCallbacksDoNotDelayRenewals(t *testing.T) {
 		fa := faultinject.New(memory.New())
 		e := start(t, c, fa)
 		synctest.Wait()
-		before := fa.Calls(fxelection.OpRenew)
+		before := fa.Calls(backendkit.OpRenew)
 		time.Sleep(20 * retry)
 		synctest.Wait()
-		if got := fa.Calls(fxelection.OpRenew) - before; got < 19 {
+		if got := fa.Calls(backendkit.OpRenew) - before; got < 19 {
 			t.Fatalf("%d renewals in 20 retry periods with a blocked callback", got)
 		}
 		if !e.IsLeader() {
@@ -320,7 +320,7 @@ func TestStopDrainsThenReleases(t *testing.T) {
 		synctest.Wait()
 		var releasedAt time.Time
 		a.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
-			if ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpRelease && ev.Err == nil {
+			if ev.Kind == fxelection.EventOperation && ev.Op == backendkit.OpRelease && ev.Err == nil {
 				releasedAt = time.Now()
 			}
 		}))
@@ -427,11 +427,11 @@ func TestRecampaign(t *testing.T) {
 				synctest.Wait()
 				la, _ := a.Lease()
 				// Someone else takes over: a's renewals are refused.
-				fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost)
+				fa.Fail(backendkit.OpRenew, backendkit.ErrLeaseLost)
 				_ = store.Release(context.Background(), la)
 				b := start(t, cfg("b"), store)
 				time.Sleep(2 * retry)
-				fa.Fail(fxelection.OpRenew, nil)
+				fa.Fail(backendkit.OpRenew, nil)
 				if a.IsLeader() || !b.IsLeader() {
 					t.Fatal("b should lead")
 				}

@@ -123,17 +123,6 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Backend operation names used in events and OpError: an Elector calls
-// Acquire, Renew and Release, and Get while it defers (Config.Candidacy.Defer); a
-// Watcher calls Get. Hand-overs add handover.OpHandOver and
-// handover.OpPreempt.
-const (
-	OpAcquire = "acquire"
-	OpRenew   = "renew"
-	OpRelease = "release"
-	OpGet     = "get"
-)
-
 // Event is what an Observer receives.
 type Event struct {
 	// Kind says what happened and which fields below are set.

@@ -15,7 +15,7 @@ import (
 // of event never are.
 func TestEventStoreFailure(t *testing.T) {
 	op := func(err error) fxelection.Event {
-		return fxelection.Event{Kind: fxelection.EventOperation, Op: fxelection.OpRenew, Err: err}
+		return fxelection.Event{Kind: fxelection.EventOperation, Op: backendkit.OpRenew, Err: err}
 	}
 	cases := []struct {
 		ev   fxelection.Event

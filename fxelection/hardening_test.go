@@ -71,8 +71,8 @@ func TestObserverPanicIsRecovered(t *testing.T) {
 		}
 		time.Sleep(10 * retry)
 		synctest.Wait()
-		if !e.IsLeader() || fa.Calls(fxelection.OpRenew) < 9 {
-			t.Fatalf("leader %v after %d renewals: the loop did not survive the panics", e.IsLeader(), fa.Calls(fxelection.OpRenew))
+		if !e.IsLeader() || fa.Calls(backendkit.OpRenew) < 9 {
+			t.Fatalf("leader %v after %d renewals: the loop did not survive the panics", e.IsLeader(), fa.Calls(backendkit.OpRenew))
 		}
 		if err := e.Stop(context.Background()); err != nil {
 			t.Fatalf("Stop: %v", err)
@@ -131,12 +131,12 @@ func TestCallbackPanicsAreRecovered(t *testing.T) {
 		e := start(t, c, fa)
 		synctest.Wait()
 		// Leader work that panicked counts as finished: Stop need not wait.
-		fa.Fail(fxelection.OpRenew, backendkit.ErrLeaseLost) // lose it: stopped, then re-acquire
+		fa.Fail(backendkit.OpRenew, backendkit.ErrLeaseLost) // lose it: stopped, then re-acquire
 		time.Sleep(3 * retry)
-		fa.Fail(fxelection.OpRenew, nil)
-		fa.Fail(fxelection.OpRenew, faultinject.ErrInjected) // OnError panics
+		fa.Fail(backendkit.OpRenew, nil)
+		fa.Fail(backendkit.OpRenew, faultinject.ErrInjected) // OnError panics
 		time.Sleep(retry)
-		fa.Fail(fxelection.OpRenew, nil)
+		fa.Fail(backendkit.OpRenew, nil)
 		time.Sleep(3 * retry)
 		synctest.Wait()
 		if err := e.Stop(context.Background()); err != nil {
@@ -266,7 +266,7 @@ func TestStoreErrorsAreRedacted(t *testing.T) {
 			t.Fatalf("not every operation's failure was seen: %v", ops)
 		}
 		var oe *fxelection.OpError
-		if !errors.As(statusErr, &oe) || oe.Op != fxelection.OpAcquire {
+		if !errors.As(statusErr, &oe) || oe.Op != backendkit.OpAcquire {
 			t.Fatalf("Status.LastError = %v", statusErr)
 		}
 		logMu.Lock()
@@ -298,9 +298,9 @@ func TestStopBoundedWhenBackendIgnoresContext(t *testing.T) {
 		wedge  string
 		want   string
 	}{
-		{"leader in renew", true, fxelection.OpRenew, "backend renew call still running"},
-		{"follower in acquire", false, fxelection.OpAcquire, "backend acquire call still running"},
-		{"leader in release", true, fxelection.OpRelease, "backend release call still running"},
+		{"leader in renew", true, backendkit.OpRenew, "backend renew call still running"},
+		{"follower in acquire", false, backendkit.OpAcquire, "backend acquire call still running"},
+		{"leader in release", true, backendkit.OpRelease, "backend release call still running"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -472,7 +472,7 @@ func TestStoppedNeverBeforeStarted(t *testing.T) {
 func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fa := faultinject.New(memory.New())
-		defer fa.Wedge(fxelection.OpRenew, false)
+		defer fa.Wedge(backendkit.OpRenew, false)
 		e := start(t, cfg("a"), fa)
 		synctest.Wait()
 		check := func(when string) {
@@ -484,7 +484,7 @@ func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 		}
 		check("leading")
 		lastRenew := e.Status().LastRenew
-		fa.Wedge(fxelection.OpRenew, true)
+		fa.Wedge(backendkit.OpRenew, true)
 		time.Sleep(time.Until(lastRenew.Add(deadline - time.Millisecond)))
 		synctest.Wait()
 		check("just before the deadline")
@@ -495,10 +495,10 @@ func TestStatusLeadingAgreesWithIsLeader(t *testing.T) {
 		synctest.Wait()
 		check("just after the deadline")
 		s := e.Status()
-		if e.IsLeader() || !s.Holding || s.InFlight != fxelection.OpRenew || s.InFlightSince.IsZero() {
+		if e.IsLeader() || !s.Holding || s.InFlight != backendkit.OpRenew || s.InFlightSince.IsZero() {
 			t.Fatalf("after the deadline with the loop stuck: leader %v, status %+v", e.IsLeader(), s)
 		}
-		fa.Wedge(fxelection.OpRenew, false)
+		fa.Wedge(backendkit.OpRenew, false)
 		synctest.Wait()
 		check("after the loop stepped down (and took its own lease back)")
 		if s := e.Status(); s.InFlight != "" {
@@ -538,10 +538,10 @@ func TestFirstRenewalsSpread(t *testing.T) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				switch ev.Op {
-				case fxelection.OpAcquire:
+				case backendkit.OpAcquire:
 					r.acquired = ev.Time.Add(-ev.Duration)
 					r.successes = append(r.successes, r.acquired)
-				case fxelection.OpRenew:
+				case backendkit.OpRenew:
 					r.renewals = append(r.renewals, ev.Time.Add(-ev.Duration))
 					r.successes = append(r.successes, ev.Time.Add(-ev.Duration))
 				}

@@ -231,7 +231,7 @@ func (e *Elector) attemptAs(mode attemptMode, looked uint64, won *Lease) (time.T
 		return start, err
 	}
 	actx, cancel := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
-	end := e.during(OpAcquire)
+	end := e.during(backendkit.OpAcquire)
 	l, err := e.backend.Acquire(actx, e.acquireRequest())
 	end()
 	cancel()
@@ -345,7 +345,7 @@ func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 	if r.giveBack != nil {
 		err = r.giveBack(rctx, t.lease)
 	} else {
-		endOp := e.during(OpRelease)
+		endOp := e.during(backendkit.OpRelease)
 		err = e.release(rctx, t.lease)
 		endOp()
 	}
@@ -362,7 +362,7 @@ func (e *Elector) resign(t *leaderTerm, r request) StopReason {
 // many wait at once in a process with many elections.
 func (e *Elector) renew(t *leaderTerm) (reason StopReason, ended bool) {
 	renewStart := time.Now()
-	end := e.during(OpRenew)
+	end := e.during(backendkit.OpRenew)
 	var l Lease
 	timedOut, err := t.renewOnce(&l)
 	end()
@@ -374,7 +374,7 @@ func (e *Elector) renew(t *leaderTerm) (reason StopReason, ended bool) {
 func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err error, timedOut bool) (reason StopReason, ended bool) {
 	err = redactErr(err)
 	took := time.Since(renewStart)
-	e.observe(Event{Kind: EventOperation, Op: OpRenew, Duration: took, Err: err})
+	e.observe(Event{Kind: EventOperation, Op: backendkit.OpRenew, Duration: took, Err: err})
 	switch {
 	case err == nil && e.halted.Load():
 		// Stop began while the renewal ran and let it finish: Stop
@@ -416,9 +416,9 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 		return t.stepDown(ReasonStopped, true), true
 	default:
 		if timedOut {
-			e.fail(OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
+			e.fail(backendkit.OpRenew, fmt.Errorf("renew did not finish before the renew deadline: %w", err))
 		} else {
-			e.fail(OpRenew, err)
+			e.fail(backendkit.OpRenew, err)
 		}
 		e.ls.failures++
 		// Retry sooner than RetryPeriod: the deadline is running out.

@@ -51,10 +51,10 @@ func (e *Elector) acquireRequest() backendkit.AcquireRequest {
 func (e *Elector) release(ctx context.Context, l Lease) error {
 	start := time.Now()
 	err := redactErr(e.backend.Release(ctx, l))
-	e.observe(Event{Kind: EventOperation, Op: OpRelease, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: backendkit.OpRelease, Duration: time.Since(start), Err: err})
 	if err != nil {
-		e.fail(OpRelease, err)
-		return &OpError{Election: e.cfg.Name, Op: OpRelease, Err: err}
+		e.fail(backendkit.OpRelease, err)
+		return &OpError{Election: e.cfg.Name, Op: backendkit.OpRelease, Err: err}
 	}
 	e.contact()
 	e.log.Debug("lease released", "term", l.Term)
@@ -69,12 +69,12 @@ func (e *Elector) release(ctx context.Context, l Lease) error {
 // store failure.
 func (e *Elector) look(start time.Time) error {
 	ctx, end := e.opContext(e.base, start.Add(e.cfg.RenewDeadline))
-	endOp := e.during(OpGet)
+	endOp := e.during(backendkit.OpGet)
 	cur, err := e.backend.Get(ctx, e.cfg.Name)
 	endOp()
 	end()
 	err = redactErr(err)
-	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: backendkit.OpGet, Duration: time.Since(start), Err: err})
 	switch {
 	case err == nil && cur.Holder == e.cfg.Identity:
 		e.contact()
@@ -89,7 +89,7 @@ func (e *Elector) look(start time.Time) error {
 	case e.halted.Load():
 		return context.Canceled
 	default:
-		e.fail(OpGet, err)
+		e.fail(backendkit.OpGet, err)
 		return err
 	}
 }
@@ -104,7 +104,7 @@ func (e *Elector) attemptBatched(then func(won Lease, start time.Time, err error
 	start := time.Now()
 	deadline := start.Add(e.cfg.RenewDeadline)
 	actx, cancel := e.opContext(e.base, deadline)
-	end := e.during(OpAcquire)
+	end := e.during(backendkit.OpAcquire)
 	e.batch.acquire(actx, deadline, e.acquireRequest(), func(l Lease, err error) {
 		end()
 		cancel()
@@ -129,7 +129,7 @@ func (e *Elector) wonLate(l Lease) {
 // given back, see dropLate) and clears *won on an error.
 func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
 	err = redactErr(err)
-	e.observe(Event{Kind: EventOperation, Op: OpAcquire, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: backendkit.OpAcquire, Duration: time.Since(start), Err: err})
 	if err != nil {
 		*won = Lease{}
 	}
@@ -150,7 +150,7 @@ func (e *Elector) attempted(start time.Time, won *Lease, err error) error {
 	case e.halted.Load():
 		return context.Canceled
 	default:
-		e.fail(OpAcquire, err)
+		e.fail(backendkit.OpAcquire, err)
 		return err
 	}
 }
@@ -164,7 +164,7 @@ func (e *Elector) dropLate(l Lease) {
 	}
 	rctx, cancel := context.WithTimeout(e.base, e.cfg.RetryPeriod)
 	defer cancel()
-	end := e.during(OpRelease)
+	end := e.during(backendkit.OpRelease)
 	_ = e.release(rctx, l) // reported by release
 	end()
 }

@@ -129,7 +129,7 @@ func (preemptRule) renewed(e *Elector, t *leaderTerm) (request, bool) {
 	req, err := e.backend.Get(ctx, names.Preempt(e.cfg.Name))
 	end()
 	err = redactErr(err)
-	e.observe(Event{Kind: EventOperation, Op: OpGet, Duration: time.Since(start), Err: err})
+	e.observe(Event{Kind: EventOperation, Op: backendkit.OpGet, Duration: time.Since(start), Err: err})
 	if err != nil || req.Holder == e.cfg.Identity || priorityOf(req) <= e.cfg.Candidacy.Priority {
 		return request{}, false
 	}

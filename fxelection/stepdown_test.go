@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
@@ -57,7 +58,7 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 					fa = faultinject.New(memory.New())
 					b = fa
 				}
-				defer fa.Wedge(fxelection.OpRenew, false)
+				defer fa.Wedge(backendkit.OpRenew, false)
 
 				var mu sync.Mutex
 				var cancelled, stopped, logged []time.Time
@@ -81,7 +82,7 @@ func TestStepDownOnTimeWhileBackendHangs(t *testing.T) {
 				if !e.IsLeader() {
 					t.Fatal("not leading")
 				}
-				fa.Wedge(fxelection.OpRenew, true)
+				fa.Wedge(backendkit.OpRenew, true)
 				last := e.Status().LastRenew
 				if last.IsZero() {
 					t.Fatal("no renewal yet")

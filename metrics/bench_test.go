@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
@@ -30,7 +31,7 @@ func benchAttachment(b *testing.B) *attachment {
 // call of an elector.
 func BenchmarkObserveOperation(b *testing.B) {
 	a := benchAttachment(b)
-	ev := fxelection.Event{Kind: fxelection.EventOperation, Op: fxelection.OpRenew, Duration: 3 * time.Millisecond, Time: time.Now()}
+	ev := fxelection.Event{Kind: fxelection.EventOperation, Op: backendkit.OpRenew, Duration: 3 * time.Millisecond, Time: time.Now()}
 	b.ReportAllocs()
 	for b.Loop() {
 		a.Observe(ev)
@@ -41,7 +42,7 @@ func BenchmarkObserveOperation(b *testing.B) {
 // errors.Is, plus the error counter).
 func BenchmarkObserveStoreError(b *testing.B) {
 	a := benchAttachment(b)
-	ev := fxelection.Event{Kind: fxelection.EventOperation, Op: fxelection.OpAcquire, Err: faultinject.ErrInjected, Time: time.Now()}
+	ev := fxelection.Event{Kind: fxelection.EventOperation, Op: backendkit.OpAcquire, Err: faultinject.ErrInjected, Time: time.Now()}
 	b.ReportAllocs()
 	for b.Loop() {
 		a.Observe(ev)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 )
 
 // TestHealthRules table-tests the three checks on Status snapshots.
@@ -50,10 +51,10 @@ func TestHealthRules(t *testing.T) {
 			s.LastRenew = ago(17 * time.Second)
 		}), want{false, true, false}},
 		{"follower stuck in a backend call", HealthOptions{}, with(base, func(s *fxelection.Status) {
-			s.InFlight, s.InFlightSince = fxelection.OpAcquire, ago(20*time.Second+time.Millisecond)
+			s.InFlight, s.InFlightSince = backendkit.OpAcquire, ago(20*time.Second+time.Millisecond)
 		}), want{false, true, false}},
 		{"follower in a slow backend call", HealthOptions{}, with(base, func(s *fxelection.Status) {
-			s.InFlight, s.InFlightSince = fxelection.OpAcquire, ago(20*time.Second)
+			s.InFlight, s.InFlightSince = backendkit.OpAcquire, ago(20*time.Second)
 		}), want{true, true, false}},
 		{"unhealthy follower", HealthOptions{}, with(base, func(s *fxelection.Status) {
 			s.Healthy, s.HealthError = false, errors.New("health command: exit status 1")

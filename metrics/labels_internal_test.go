@@ -122,8 +122,8 @@ func TestOutcomeAndOpLabels(t *testing.T) {
 		}
 	}
 	for op, want := range map[string]string{
-		fxelection.OpAcquire: "acquire", fxelection.OpRenew: "renew", fxelection.OpRelease: "release",
-		fxelection.OpGet: "get", handover.OpHandOver: "handover", "\xffop": "other", "": "other",
+		backendkit.OpAcquire: "acquire", backendkit.OpRenew: "renew", backendkit.OpRelease: "release",
+		backendkit.OpGet: "get", handover.OpHandOver: "handover", "\xffop": "other", "": "other",
 	} {
 		if got := opLabel(op); got != want {
 			t.Errorf("opLabel(%q) = %q, want %q", op, got, want)

@@ -102,11 +102,11 @@ func TestLockMetrics(t *testing.T) {
 		if _, err := b.TryAcquire(ctx, "jobs"); !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("TryAcquire of a held lock: %v, want ErrLocked", err)
 		}
-		faulty.Fail(fxelection.OpAcquire, faultinject.ErrInjected)
+		faulty.Fail(backendkit.OpAcquire, faultinject.ErrInjected)
 		if _, err := b.TryAcquire(ctx, "jobs"); !errors.Is(err, faultinject.ErrInjected) {
 			t.Fatalf("TryAcquire on a failing store: %v, want the store failure", err)
 		}
-		faulty.Fail(fxelection.OpAcquire, nil)
+		faulty.Fail(backendkit.OpAcquire, nil)
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
 		if _, err := b.Acquire(wctx, "jobs"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire of a held lock with a 1s timeout: %v, want DeadlineExceeded", err)

@@ -67,10 +67,10 @@ func TestScriptedSequence(t *testing.T) {
 		if got := series(t, reg, metrics.NameIsLeader); got["election=jobs,identity=a"] != 1 {
 			t.Fatalf("is_leader while a leads = %v", got)
 		}
-		faulty.Fail(fxelection.OpRenew, faultinject.ErrInjected)
+		faulty.Fail(backendkit.OpRenew, faultinject.ErrInjected)
 
 		after(origin, 610*time.Millisecond)
-		faulty.Fail(fxelection.OpRenew, nil)
+		faulty.Fail(backendkit.OpRenew, nil)
 		lease, ok := a.Lease()
 		if !ok {
 			t.Fatal("a should still lead at 0.61s (renew deadline 1.4s)")
@@ -184,7 +184,7 @@ func (r *eventLog) Observe(ev fxelection.Event) {
 		switch {
 		case ev.Err == nil:
 			res = "ok"
-			if ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew {
+			if ev.Op == backendkit.OpAcquire || ev.Op == backendkit.OpRenew {
 				r.lastOK = ev.Time.Add(-ev.Duration)
 			}
 		case errors.Is(ev.Err, backendkit.ErrLeaseHeld):

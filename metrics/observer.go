@@ -84,7 +84,7 @@ func (a *attachment) Observe(ev fxelection.Event) {
 		if res == ResultError {
 			a.errCounter(op).Inc()
 		}
-		if res == ResultOK && (ev.Op == fxelection.OpAcquire || ev.Op == fxelection.OpRenew) {
+		if res == ResultOK && (ev.Op == backendkit.OpAcquire || ev.Op == backendkit.OpRenew) {
 			a.okStart = ev.Time.Add(-ev.Duration)
 		}
 	case handover.Event:
@@ -129,7 +129,7 @@ func (a *attachment) ensure() {
 	a.lost = c.transitions.WithLabelValues(el, id, DirectionLost)
 	a.errs = map[string]prometheus.Counter{}
 	a.ops = map[opResult]prometheus.Observer{}
-	for _, op := range []string{fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet} {
+	for _, op := range []string{backendkit.OpAcquire, backendkit.OpRenew, backendkit.OpRelease, backendkit.OpGet} {
 		a.errCounter(op)
 	}
 	// Hand-overs are rare: a counter that appeared only with its first
@@ -203,7 +203,7 @@ func (a *attachment) applyStatus(s fxelection.Status) {
 // opLabel bounds the operation label to the elector's operations.
 func opLabel(op string) string {
 	switch op {
-	case fxelection.OpAcquire, fxelection.OpRenew, fxelection.OpRelease, fxelection.OpGet, handover.OpHandOver, handover.OpPreempt:
+	case backendkit.OpAcquire, backendkit.OpRenew, backendkit.OpRelease, backendkit.OpGet, handover.OpHandOver, handover.OpPreempt:
 		return op
 	}
 	return "other"

@@ -433,3 +433,15 @@ func Transfer(ctx context.Context, b Backend, lease Lease, req AcquireRequest) (
 	}
 	return Lease{}, fmt.Errorf("fxelection: transfer: %w", errors.ErrUnsupported)
 }
+
+// Operation names, as in fxelection.OpError.Op and observers' events: the
+// Backend method an Elector, Locker or Watcher called. An Elector calls
+// Acquire, Renew and Release, and Get while it defers
+// (fxelection.Candidacy.Defer); a Watcher calls Get. Hand-overs add
+// handover.OpHandOver and handover.OpPreempt.
+const (
+	OpAcquire = "acquire"
+	OpRenew   = "renew"
+	OpRelease = "release"
+	OpGet     = "get"
+)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 )
 
@@ -31,7 +32,7 @@ func recordReleases(j *journal) fx.Option {
 	return fx.Invoke(func(es electors) {
 		for _, e := range es.All {
 			e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
-				if ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpRelease && ev.Err == nil {
+				if ev.Kind == fxelection.EventOperation && ev.Op == backendkit.OpRelease && ev.Err == nil {
 					j.add("release %s", ev.Election)
 				}
 			}))

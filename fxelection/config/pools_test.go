@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/config"
 	"github.com/fxelection/fxelection/fxelection/pool"
 )
@@ -295,7 +296,7 @@ func TestPoolDocumentApp(t *testing.T) {
 			t.Fatalf("no elector for shard %d", i)
 		}
 		e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
-			if ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpRelease && ev.Err == nil {
+			if ev.Kind == fxelection.EventOperation && ev.Op == backendkit.OpRelease && ev.Err == nil {
 				released <- ev.Election
 			}
 		}))

@@ -19,7 +19,7 @@ const MetaFrom = "fxelection.handover-from"
 const MetaPriority = "fxelection.priority"
 
 // Operation names (fxelection.Event.Op, fxelection.OpError.Op) of
-// hand-overs, beside fxelection.OpAcquire and the others.
+// hand-overs, beside backendkit.OpAcquire and the others.
 const (
 	// OpHandOver is ResignTo's write of the hint record (after a release,
 	// or in one step with it on a backendkit.Transferer).

@@ -228,7 +228,7 @@ func TestAcquireTimesOut(t *testing.T) {
 			t.Errorf("returned after %v, want at the timeout (5s)", took)
 		}
 		// One attempt per RetryPeriod to 1.2 × RetryPeriod: 5s/500ms = 10 at most, plus the first.
-		if n := counted.Calls(fxelection.OpAcquire); n < 5 || n > 11 {
+		if n := counted.Calls(backendkit.OpAcquire); n < 5 || n > 11 {
 			t.Errorf("%d attempts in 5s with RetryPeriod 500ms, want 5 to 11", n)
 		}
 		if n := store.live.Load(); n != 0 {
@@ -454,14 +454,14 @@ func TestReleaseIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Fail(fxelection.OpRelease, faultinject.ErrInjected)
+		f.Fail(backendkit.OpRelease, faultinject.ErrInjected)
 		if err := lk.Release(context.Background()); !errors.Is(err, faultinject.ErrInjected) {
 			t.Fatalf("Release on a failing store: %v, want the store failure", err)
 		}
 		if cause := context.Cause(lk.Context()); !errors.Is(cause, lock.ErrReleased) {
 			t.Errorf("cause after Release: %v, want ErrReleased", cause)
 		}
-		f.Fail(fxelection.OpRelease, nil)
+		f.Fail(backendkit.OpRelease, nil)
 		release(t, lk)
 		next, err := l.TryAcquire(context.Background(), "k")
 		if err != nil {
@@ -542,7 +542,7 @@ func TestBadKeys(t *testing.T) {
 			t.Errorf("Acquire(%q): %v, want ErrInvalidKey", key, err)
 		}
 	}
-	if n := f.Calls(fxelection.OpAcquire); n != 0 {
+	if n := f.Calls(backendkit.OpAcquire); n != 0 {
 		t.Errorf("%d store calls for invalid keys, want 0", n)
 	}
 }
@@ -563,7 +563,7 @@ func TestWedgedRenewal(t *testing.T) {
 		}
 		acquired := time.Now()
 		expires := held.Lease().ExpiresAt
-		f.Wedge(fxelection.OpRenew, true) // the first renewal, at RetryPeriod, hangs
+		f.Wedge(backendkit.OpRenew, true) // the first renewal, at RetryPeriod, hangs
 		<-held.Context().Done()
 		if took := time.Since(acquired); took != fast.RenewDeadline || !time.Now().Before(expires) {
 			t.Errorf("Context ended %v after the acquisition, want at RenewDeadline (%v), before the lease expires", took, fast.RenewDeadline)
@@ -578,7 +578,7 @@ func TestWedgedRenewal(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) != time.Second {
 			t.Errorf("Release with a wedged renewal: %v after %v, want DeadlineExceeded after 1s", err, time.Since(began))
 		}
-		f.Wedge(fxelection.OpRenew, false)
+		f.Wedge(backendkit.OpRenew, false)
 		release(t, held)
 		if _, err := store.Get(context.Background(), "k"); !errors.Is(err, backendkit.ErrNoLease) {
 			t.Errorf("after the retried Release: %v, want ErrNoLease", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/fxelection/memory"
@@ -28,7 +28,7 @@ func TestReservedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sem.Release(context.Background())
-	calls := f.Calls(fxelection.OpAcquire)
+	calls := f.Calls(backendkit.OpAcquire)
 	for _, key := range []string{"jobs#0", "jobs#1", "X#preempt", "p#shard/a"} {
 		_, err := l.TryAcquire(context.Background(), key)
 		if !errors.Is(err, lock.ErrInvalidKey) || !strings.Contains(err.Error(), "key") || !strings.Contains(err.Error(), "must not contain '#'") {
@@ -48,7 +48,7 @@ func TestReservedKeys(t *testing.T) {
 			t.Errorf("TryAcquireSemaphore(%q) = %v, want ErrInvalidKey", key, err)
 		}
 	}
-	if n := f.Calls(fxelection.OpAcquire) - calls; n != 0 {
+	if n := f.Calls(backendkit.OpAcquire) - calls; n != 0 {
 		t.Errorf("%d store calls for reserved keys, want 0", n)
 	}
 }

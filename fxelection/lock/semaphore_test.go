@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/lock"
@@ -189,7 +188,7 @@ func TestSemaphoreInvalid(t *testing.T) {
 			t.Errorf("name %.20q: %v, want ErrInvalidKey", name, err)
 		}
 	}
-	if n := f.Calls(fxelection.OpAcquire); n != 0 {
+	if n := f.Calls(backendkit.OpAcquire); n != 0 {
 		t.Errorf("%d store calls for invalid arguments, want 0", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/pool"
@@ -43,14 +44,14 @@ func TestStopBoundedWhenWedged(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Second)
-		f.Wedge(fxelection.OpGet, true) // the next round's member scan hangs
+		f.Wedge(backendkit.OpGet, true) // the next round's member scan hangs
 		time.Sleep(time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		began := time.Now()
 		err = p.Stop(ctx)
 		took := time.Since(began)
-		f.Wedge(fxelection.OpGet, false)
+		f.Wedge(backendkit.OpGet, false)
 		if err == nil || took > time.Second+3*time.Second {
 			t.Fatalf("Stop with a wedged round: %v after %v, want an error within 1s plus the electors' bounds", err, took)
 		}

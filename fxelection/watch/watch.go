@@ -346,13 +346,13 @@ func (w *Watcher) read(ctx context.Context) (LeaderInfo, error) {
 	switch {
 	case err == nil:
 		if cerr := l.Validate(); cerr != nil {
-			return LeaderInfo{}, &fxelection.OpError{Election: w.cfg.Name, Op: fxelection.OpGet, Err: cerr}
+			return LeaderInfo{}, &fxelection.OpError{Election: w.cfg.Name, Op: backendkit.OpGet, Err: cerr}
 		}
 		return LeaderInfo{Leader: l.Clone(), HasLeader: true, ObservedAt: now}, nil
 	case errors.Is(err, backendkit.ErrNoLease):
 		return LeaderInfo{ObservedAt: now}, nil
 	default:
-		return LeaderInfo{}, &fxelection.OpError{Election: w.cfg.Name, Op: fxelection.OpGet, Err: err}
+		return LeaderInfo{}, &fxelection.OpError{Election: w.cfg.Name, Op: backendkit.OpGet, Err: err}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/fxelection/memory"
 	"github.com/fxelection/fxelection/fxelection/watch"
@@ -263,7 +264,7 @@ func TestWatcherStoreFailure(t *testing.T) {
 			t.Fatalf("during failure: %+v %v %v", info, ok, w.LastError())
 		}
 		var oe *fxelection.OpError
-		if !errors.As(w.LastError(), &oe) || oe.Op != fxelection.OpGet {
+		if !errors.As(w.LastError(), &oe) || oe.Op != backendkit.OpGet {
 			t.Fatalf("LastError %v", w.LastError())
 		}
 		f.Partition(false)

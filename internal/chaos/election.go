@@ -131,7 +131,7 @@ func (c *chaos) start(s *slot[*instance], base memberBase, b fxelection.Backend)
 			c.note(inst, &inst.evs, "detached", 0)
 		case fxelection.EventOperation:
 			var held *backendkit.HeldError
-			if ev.Op == fxelection.OpAcquire && ev.Err != nil && !errors.As(ev.Err, &held) {
+			if ev.Op == backendkit.OpAcquire && ev.Err != nil && !errors.As(ev.Err, &held) {
 				at := ev.Time.Add(-ev.Duration).Sub(c.t0)
 				c.mu.Lock()
 				inst.acquireErrs = append(inst.acquireErrs, at)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/electiontest/faultinject"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 )
@@ -117,7 +118,7 @@ func (s *env) stepDownHang(t *testing.T, batched bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Stop(context.Background()) })
-	t.Cleanup(func() { f.Wedge(fxelection.OpRenew, false) }) // before Stop
+	t.Cleanup(func() { f.Wedge(backendkit.OpRenew, false) }) // before Stop
 
 	// Two successful renewals, then every renewal hangs.
 	limit := time.After(10 * tm.LeaseDuration)
@@ -133,7 +134,7 @@ func (s *env) stepDownHang(t *testing.T, batched bool) {
 		t.Fatal("renewed but not leading")
 	}
 	term := first.Lease.Term
-	f.Wedge(fxelection.OpRenew, true)
+	f.Wedge(backendkit.OpRenew, true)
 
 	// The last successful renewal may be one in flight as Renew was
 	// wedged: follow LastRenew while this leadership lasts.

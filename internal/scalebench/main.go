@@ -352,7 +352,7 @@ func (o *observer) Observe(ev fxelection.Event) {
 		}
 	case fxelection.EventOperation:
 		o.ops.Add(1)
-		if ev.Op == fxelection.OpRenew {
+		if ev.Op == backendkit.OpRenew {
 			if ev.Err != nil {
 				o.renewErrs.Add(1)
 			} else {

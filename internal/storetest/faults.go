@@ -118,7 +118,7 @@ func (h FaultHooks) killedRestartedEmpty(t *testing.T) {
 	// failure is reported when that call returns, so it may come after.
 	electiontesting.WaitFor(t, electiontesting.FaultRenew+5*time.Second, "a failed renewal event", func() bool {
 		_, ok := leader.Events.Find(func(ev fxelection.Event) bool {
-			return electiontesting.IsStoreFailure(ev) && ev.Op == fxelection.OpRenew
+			return electiontesting.IsStoreFailure(ev) && ev.Op == backendkit.OpRenew
 		})
 		return ok
 	})
@@ -227,7 +227,7 @@ func (h FaultHooks) downAtStart(t *testing.T) {
 	})
 	failures := func() []fxelection.Event {
 		return c.Events.Filter(func(ev fxelection.Event) bool {
-			return electiontesting.IsStoreFailure(ev) && ev.Op == fxelection.OpAcquire
+			return electiontesting.IsStoreFailure(ev) && ev.Op == backendkit.OpAcquire
 		})
 	}
 	electiontesting.WaitFor(t, 30*time.Second, "four failed acquisitions", func() bool { return len(failures()) >= 4 })
@@ -246,7 +246,7 @@ func (h FaultHooks) downAtStart(t *testing.T) {
 		return len(opErrs) > 0
 	})
 	mu.Lock()
-	if oe := opErrs[0]; oe.Op != fxelection.OpAcquire || oe.Election != e {
+	if oe := opErrs[0]; oe.Op != backendkit.OpAcquire || oe.Election != e {
 		t.Errorf("OnError got %v", oe)
 	}
 	mu.Unlock()

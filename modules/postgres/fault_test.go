@@ -124,7 +124,7 @@ func TestFaultServerDown(t *testing.T) {
 			// returns, which may be after.
 			electiontesting.WaitFor(t, electiontesting.FaultRenew+5*time.Second, "a failed renewal event", func() bool {
 				return len(leader.Events.Filter(func(ev fxelection.Event) bool {
-					return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpRenew && ev.Err != nil
+					return ev.Kind == fxelection.EventOperation && ev.Op == backendkit.OpRenew && ev.Err != nil
 				})) > 0
 			})
 			// Past the lease by a margin, then back.
@@ -181,7 +181,7 @@ func TestFaultServerDownAtStart(t *testing.T) {
 	c := startCandidate(t, d, e, "a", pglease.Options{})
 	failed := func() []fxelection.Event {
 		return c.Events.Filter(func(ev fxelection.Event) bool {
-			return ev.Kind == fxelection.EventOperation && ev.Op == fxelection.OpAcquire && ev.Err != nil
+			return ev.Kind == fxelection.EventOperation && ev.Op == backendkit.OpAcquire && ev.Err != nil
 		})
 	}
 	electiontesting.WaitFor(t, electiontesting.Eventually, "four failed attempts", func() bool { return len(failed()) >= 4 })

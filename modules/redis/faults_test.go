@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/storetest"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -64,7 +65,7 @@ func TestReacquireAfterCrash(t *testing.T) {
 		t.Fatalf("after restart %q leads with term %d, want fixed with a term above %d", again.Holder, again.Term, first.Term)
 	}
 	op, _ := restarted.Events.Find(func(ev fxelection.Event) bool { return ev.Kind == fxelection.EventOperation })
-	if op.Op != fxelection.OpAcquire || op.Err != nil {
+	if op.Op != backendkit.OpAcquire || op.Err != nil {
 		t.Fatalf("first operation after restart: %s, %v; want a successful acquire", op.Op, op.Err)
 	}
 }

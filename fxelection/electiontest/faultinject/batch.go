@@ -9,8 +9,8 @@ import (
 
 // BatchBackend is a Backend that also implements backendkit.BatchRenewer
 // and backendkit.BatchAcquirer, so that electors on it in a Group renew
-// and acquire in batches. A fault set for fxelection.OpRenew or
-// fxelection.OpAcquire (or for all operations) hits a whole batch as it
+// and acquire in batches. A fault set for backendkit.OpRenew or
+// backendkit.OpAcquire (or for all operations) hits a whole batch as it
 // would hit one call; each lease or request in a batch counts as one call
 // in Calls. Batches go to the wrapped backend's RenewBatch or
 // AcquireBatch, or, if it has none, to its Renew or Acquire one at a time.
@@ -34,9 +34,9 @@ func (f *BatchBackend) RenewBatch(ctx context.Context, leases []fxelection.Lease
 	if len(leases) == 0 {
 		return out
 	}
-	err := f.before(ctx, fxelection.OpRenew)
+	err := f.before(ctx, backendkit.OpRenew)
 	f.mu.Lock()
-	f.calls[fxelection.OpRenew] += len(leases) - 1
+	f.calls[backendkit.OpRenew] += len(leases) - 1
 	f.mu.Unlock()
 	if err != nil {
 		for i := range out {
@@ -59,9 +59,9 @@ func (f *BatchBackend) AcquireBatch(ctx context.Context, reqs []backendkit.Acqui
 	if len(reqs) == 0 {
 		return out
 	}
-	err := f.before(ctx, fxelection.OpAcquire)
+	err := f.before(ctx, backendkit.OpAcquire)
 	f.mu.Lock()
-	f.calls[fxelection.OpAcquire] += len(reqs) - 1
+	f.calls[backendkit.OpAcquire] += len(reqs) - 1
 	f.mu.Unlock()
 	if err != nil {
 		for i := range out {

@@ -56,7 +56,7 @@ func New(inner fxelection.Backend) *Backend {
 	return &Backend{inner: inner, fail: map[string]error{}, wedge: map[string]chan struct{}{}, calls: map[string]int{}}
 }
 
-// Fail makes operation op (fxelection.OpAcquire, …; "" for all) return err.
+// Fail makes operation op (backendkit.OpAcquire, …; "" for all) return err.
 // A nil err clears it.
 func (f *Backend) Fail(op string, err error) {
 	f.mu.Lock()
@@ -165,7 +165,7 @@ func (f *Backend) before(ctx context.Context, op string) error {
 
 // Acquire implements fxelection.Backend.
 func (f *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	if err := f.before(ctx, fxelection.OpAcquire); err != nil {
+	if err := f.before(ctx, backendkit.OpAcquire); err != nil {
 		return fxelection.Lease{}, err
 	}
 	return f.inner.Acquire(ctx, req)
@@ -173,7 +173,7 @@ func (f *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 
 // Renew implements fxelection.Backend.
 func (f *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lease, error) {
-	if err := f.before(ctx, fxelection.OpRenew); err != nil {
+	if err := f.before(ctx, backendkit.OpRenew); err != nil {
 		return fxelection.Lease{}, err
 	}
 	return f.inner.Renew(ctx, l)
@@ -181,7 +181,7 @@ func (f *Backend) Renew(ctx context.Context, l fxelection.Lease) (fxelection.Lea
 
 // Release implements fxelection.Backend.
 func (f *Backend) Release(ctx context.Context, l fxelection.Lease) error {
-	if err := f.before(ctx, fxelection.OpRelease); err != nil {
+	if err := f.before(ctx, backendkit.OpRelease); err != nil {
 		return err
 	}
 	return f.inner.Release(ctx, l)
@@ -189,7 +189,7 @@ func (f *Backend) Release(ctx context.Context, l fxelection.Lease) error {
 
 // Get implements fxelection.Backend.
 func (f *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
-	if err := f.before(ctx, fxelection.OpGet); err != nil {
+	if err := f.before(ctx, backendkit.OpGet); err != nil {
 		return fxelection.Lease{}, err
 	}
 	return f.inner.Get(ctx, election)
@@ -199,7 +199,7 @@ func (f *Backend) Get(ctx context.Context, election string) (fxelection.Lease, e
 // matching errors.ErrUnsupported when the wrapped backend cannot); faults
 // set for OpRelease apply to it.
 func (f *Backend) Transfer(ctx context.Context, l fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	if err := f.before(ctx, fxelection.OpRelease); err != nil {
+	if err := f.before(ctx, backendkit.OpRelease); err != nil {
 		return fxelection.Lease{}, err
 	}
 	return backendkit.Transfer(ctx, f.inner, l, req)

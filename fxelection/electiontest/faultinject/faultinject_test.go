@@ -33,23 +33,23 @@ func TestFailAndPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	f.Fail(fxelection.OpRenew, boom)
+	f.Fail(backendkit.OpRenew, boom)
 	if _, err := f.Renew(ctx, l); !errors.Is(err, boom) {
 		t.Fatalf("Renew with a fault = %v, want boom", err)
 	}
 	if _, err := f.Get(ctx, "e"); err != nil {
 		t.Fatalf("Get (no fault) = %v", err)
 	}
-	f.Fail(fxelection.OpRenew, nil)
+	f.Fail(backendkit.OpRenew, nil)
 	if _, err := f.Renew(ctx, l); err != nil {
 		t.Fatalf("Renew after clearing = %v", err)
 	}
 	f.Partition(true)
 	for op, call := range map[string]func() error{
-		fxelection.OpAcquire: func() error { _, err := f.Acquire(ctx, req("e", "a")); return err },
-		fxelection.OpRenew:   func() error { _, err := f.Renew(ctx, l); return err },
-		fxelection.OpGet:     func() error { _, err := f.Get(ctx, "e"); return err },
-		fxelection.OpRelease: func() error { return f.Release(ctx, l) },
+		backendkit.OpAcquire: func() error { _, err := f.Acquire(ctx, req("e", "a")); return err },
+		backendkit.OpRenew:   func() error { _, err := f.Renew(ctx, l); return err },
+		backendkit.OpGet:     func() error { _, err := f.Get(ctx, "e"); return err },
+		backendkit.OpRelease: func() error { return f.Release(ctx, l) },
 	} {
 		if err := call(); !errors.Is(err, faultinject.ErrInjected) {
 			t.Errorf("%s while partitioned = %v, want ErrInjected", op, err)
@@ -59,7 +59,7 @@ func TestFailAndPartition(t *testing.T) {
 	if err := f.Release(ctx, l); err != nil {
 		t.Fatalf("Release after healing = %v", err)
 	}
-	if got := f.Calls(fxelection.OpRenew); got != 3 {
+	if got := f.Calls(backendkit.OpRenew); got != 3 {
 		t.Errorf("Calls(renew) = %d, want 3", got)
 	}
 	if got := f.BackendName(); got != "memory" {
@@ -80,7 +80,7 @@ func TestHangEndsWithContext(t *testing.T) {
 func TestWedgeIgnoresContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := faultinject.New(memory.New())
-		f.Wedge(fxelection.OpGet, true)
+		f.Wedge(backendkit.OpGet, true)
 		ctx, cancel := context.WithCancel(context.Background())
 		var done atomic.Bool
 		errc := make(chan error, 1)
@@ -94,7 +94,7 @@ func TestWedgeIgnoresContext(t *testing.T) {
 		if done.Load() {
 			t.Fatal("a wedged Get returned when its context was cancelled")
 		}
-		f.Wedge(fxelection.OpGet, false)
+		f.Wedge(backendkit.OpGet, false)
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Get after unwedging = %v, want its context's error", err)
 		}
@@ -159,13 +159,13 @@ func TestBatchBackend(t *testing.T) {
 			t.Errorf("lease %d: %v", i, r.Err)
 		}
 	}
-	f.Fail(fxelection.OpRenew, faultinject.ErrInjected)
+	f.Fail(backendkit.OpRenew, faultinject.ErrInjected)
 	for i, r := range f.RenewBatch(ctx, []fxelection.Lease{a, b}) {
 		if !errors.Is(r.Err, faultinject.ErrInjected) {
 			t.Errorf("lease %d with a renew fault: %v, want ErrInjected", i, r.Err)
 		}
 	}
-	if got := f.Calls(fxelection.OpRenew); got != 4 {
+	if got := f.Calls(backendkit.OpRenew); got != 4 {
 		t.Errorf("Calls(renew) = %d, want 4 (one per lease)", got)
 	}
 }
