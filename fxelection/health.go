@@ -17,7 +17,7 @@ import (
 
 // healthPolicy is an elector's health gate and checker.
 type healthPolicy struct {
-	// healthy is false while the HealthCheck says this candidate must not
+	// healthy is false while Health.Check says this candidate must not
 	// campaign: until a first check succeeds, and from Health.Threshold
 	// failures in a row.
 	healthy atomic.Bool
@@ -57,7 +57,7 @@ func (h *healthPolicy) stop(*Elector) (<-chan struct{}, string) {
 		return nil, ""
 	}
 	h.cancel()
-	return h.done, "HealthCheck"
+	return h.done, "Health.Check"
 }
 
 // status fills in Status.Healthy and HealthError.
@@ -67,7 +67,7 @@ func (h *healthPolicy) status(s *Status) {
 	s.Healthy, s.HealthError = h.healthy.Load(), h.err
 }
 
-// check runs HealthCheck at once and then Health.Interval after each check
+// check runs Health.Check at once and then Health.Interval after each check
 // ends, until ctx is done.
 func (h *healthPolicy) check(e *Elector, ctx context.Context, done chan struct{}) {
 	defer close(done)
@@ -117,7 +117,7 @@ func runHealthCheck(ctx context.Context, check func(context.Context) error, inte
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("fxelection: HealthCheck panicked: %v", v)
+			err = fmt.Errorf("fxelection: Health.Check panicked: %v", v)
 		}
 	}()
 	return check(cctx)

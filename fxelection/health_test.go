@@ -12,7 +12,7 @@ import (
 	"github.com/fxelection/fxelection/fxelection/memory"
 )
 
-// healthFlag is a HealthCheck whose answer a test switches.
+// healthFlag is a Health.Check whose answer a test switches.
 type healthFlag struct{ bad atomic.Bool }
 
 func (h *healthFlag) check(context.Context) error {
@@ -40,7 +40,7 @@ func TestHealthUnhealthyNeverLeads(t *testing.T) {
 		a := start(t, healthCfg("a", sick), store)
 		for range 10 * 1000 / 100 { // ten seconds, 100 ms apart
 			if a.IsLeader() {
-				t.Fatal("a leads with a failing HealthCheck")
+				t.Fatal("a leads with a failing Health.Check")
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -63,7 +63,7 @@ func TestHealthUnhealthyNeverLeads(t *testing.T) {
 }
 
 // TestHealthLeaderResigns: a leader whose checks start failing resigns
-// (ReasonUnhealthy) within (HealthThreshold + 1) × HealthInterval, and a
+// (ReasonUnhealthy) within (Health.Threshold + 1) × Health.Interval, and a
 // healthy follower, woken by the release, leads at once.
 func TestHealthLeaderResigns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestHealthLeaderResigns(t *testing.T) {
 		h.bad.Store(true)
 		waitFor(t, "a steps down", func() bool { return !a.IsLeader() })
 		if took, bound := time.Since(failed), 4*ca.Health.Interval; took > bound {
-			t.Errorf("a stepped down %v after its checks began failing, want within (3 + 1) × HealthInterval = %v", took, bound)
+			t.Errorf("a stepped down %v after its checks began failing, want within (3 + 1) × Health.Interval = %v", took, bound)
 		}
 		waitFor(t, "b leads", b.IsLeader)
 		if took := time.Since(failed); took > 4*ca.Health.Interval+10*time.Millisecond {
@@ -100,7 +100,7 @@ func TestHealthLeaderResigns(t *testing.T) {
 	})
 }
 
-// TestHealthStopBounded: a HealthCheck that ignores its context does not
+// TestHealthStopBounded: a Health.Check that ignores its context does not
 // hold Stop past its bound; Stop names it.
 func TestHealthStopBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -118,8 +118,8 @@ func TestHealthStopBounded(t *testing.T) {
 		time.Sleep(retry)
 		begin := time.Now()
 		err = e.Stop(context.Background())
-		if err == nil || !contains(err.Error(), "HealthCheck still running") {
-			t.Fatalf("Stop = %v, want an error naming the HealthCheck", err)
+		if err == nil || !contains(err.Error(), "Health.Check still running") {
+			t.Fatalf("Stop = %v, want an error naming Health.Check", err)
 		}
 		if took := time.Since(begin); took > c.StopTimeout+c.RetryPeriod+time.Second {
 			t.Fatalf("Stop took %v", took)
@@ -129,7 +129,7 @@ func TestHealthStopBounded(t *testing.T) {
 	})
 }
 
-// TestHealthConfig: HealthInterval and HealthThreshold defaults and bounds.
+// TestHealthConfig: Health.Interval and Health.Threshold defaults and bounds.
 func TestHealthConfig(t *testing.T) {
 	c := cfg("a")
 	c.Health.Check = func(context.Context) error { return nil }
@@ -138,7 +138,7 @@ func TestHealthConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := e.Config(); got.Health.Interval != retry || got.Health.Threshold != 3 {
-		t.Fatalf("defaults: HealthInterval %v, HealthThreshold %d; want %v and 3", got.Health.Interval, got.Health.Threshold, retry)
+		t.Fatalf("defaults: Health.Interval %v, Health.Threshold %d; want %v and 3", got.Health.Interval, got.Health.Threshold, retry)
 	}
 	for _, bad := range []func(*fxelection.Config){
 		func(c *fxelection.Config) { c.Health.Interval = time.Millisecond },

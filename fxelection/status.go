@@ -47,7 +47,7 @@ type Status struct {
 	InFlightSince time.Time
 	// Healthy is false while Config.Health.Check keeps this candidate from
 	// campaigning (before its first success, and from Health.Threshold
-	// failures in a row); always true without a HealthCheck. HealthError
+	// failures in a row); always true without a Health.Check. HealthError
 	// is the last failed check's error, nil after a success.
 	Healthy     bool
 	HealthError error

@@ -48,7 +48,7 @@ func LeaderOnly(electors ...*fxelection.Elector) http.Handler {
 // for one backend call (Status.InFlight) for more than LeaseDuration+Grace
 // (the elector bounds every call by RenewDeadline, so the backend ignores
 // its context). Everything else, including store outages, stopped electors
-// and followers, and an unhealthy candidate (Config.HealthCheck), passes:
+// and followers, and an unhealthy candidate (Config.Health.Check), passes:
 // a restart would not help.
 func (o HealthOptions) Liveness(electors ...*fxelection.Elector) http.Handler {
 	return o.handler("liveness", electors, true, o.live)
@@ -56,7 +56,7 @@ func (o HealthOptions) Liveness(electors ...*fxelection.Elector) http.Handler {
 
 // Readiness returns a handler for a "campaigning" readiness probe. It
 // answers 200 while every elector's loop is running, passes its health
-// check (Status.Healthy: always, without a Config.HealthCheck) and its
+// check (Status.Healthy: always, without a Config.Health.Check) and its
 // store answered within MaxContactAge; 503 before the store first answers,
 // during a store outage longer than that, while an elector is unhealthy
 // (it does not campaign; also before its first check passes), and once an

@@ -37,7 +37,7 @@ func TestHealthyGauge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain := newElector(t, "other", "b", memory.New()) // no HealthCheck: always 1
+		plain := newElector(t, "other", "b", memory.New()) // no Health.Check: always 1
 		defer m.Attach(a)()
 		defer m.Attach(plain)()
 		start(t, a)
@@ -47,7 +47,7 @@ func TestHealthyGauge(t *testing.T) {
 		gauge := func(want string) {
 			t.Helper()
 			exp := `
-# HELP fxelection_healthy Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.HealthCheck.
+# HELP fxelection_healthy Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.Health.Check.
 # TYPE fxelection_healthy gauge
 ` + want
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), metrics.NameHealthy); err != nil {

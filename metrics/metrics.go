@@ -237,7 +237,7 @@ func newCollector() *collector {
 		attached: map[*fxelection.Elector]*attachment{},
 	}
 	c.healthy = healthGauge{c: c, desc: prometheus.NewDesc(NameHealthy,
-		"Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.HealthCheck.",
+		"Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.Health.Check.",
 		base, nil)}
 	return c
 }

@@ -140,7 +140,7 @@ fxelection_last_renew_timestamp_seconds{` + l + `} ` + unix(lastOK) + `
 # HELP fxelection_renew_margin_min_seconds Smallest renew margin seen since metrics were attached to this elector.
 # TYPE fxelection_renew_margin_min_seconds gauge
 fxelection_renew_margin_min_seconds{` + l + `} ` + strconv.FormatFloat(minMargin, 'g', -1, 64) + `
-# HELP fxelection_healthy Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.HealthCheck.
+# HELP fxelection_healthy Whether this candidate passes its health check (1) or not (0): Status.Healthy, read at each scrape; always 1 without a Config.Health.Check.
 # TYPE fxelection_healthy gauge
 fxelection_healthy{` + l + `} 1
 # HELP fxelection_leader_info Leader of the election as last observed by this candidate: one series with value 1, absent while unknown.

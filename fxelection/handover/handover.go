@@ -24,7 +24,7 @@ const (
 	// OpHandOver is ResignTo's write of the hint record (after a release,
 	// or in one step with it on a backendkit.Transferer).
 	OpHandOver = "handover"
-	// OpPreempt is a follower's request for a hand-over (Config.Preempt):
+	// OpPreempt is a follower's request for a hand-over (Candidacy.Preempt):
 	// its write of the election's preemption request record.
 	OpPreempt = "preempt"
 )

@@ -13,7 +13,7 @@ import (
 )
 
 // handOverBystanders returns the edit for candidatesWith that makes every
-// candidate but the first two defer (Config.Defer) when the backend cannot
+// candidate but the first two defer (Candidacy.Defer) when the backend cannot
 // transfer in one step: a bystander woken by the release could otherwise
 // take the free lease before the hint is written, which ResignTo documents.
 func (s *env) handOverBystanders(t *testing.T) (edit func(i int, c *fxelection.Config), transfers bool) {

@@ -5,7 +5,7 @@
 // backendkit.UserNameProblem). Every derived name is a user-given name, the
 // reserved character, and a suffix of its own kind:
 //
-//	<election>#preempt     an election's preemption request (Config.Preempt)
+//	<election>#preempt     an election's preemption request (Candidacy.Preempt)
 //	<semaphore>#<i>        slot i of a semaphore (decimal)
 //	<pool>#shard/<shard>   a pool's shard (shard names are user-given too)
 //	<pool>#member/<k>      a pool's member slot k (decimal)
