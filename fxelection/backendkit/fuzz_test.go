@@ -338,8 +338,8 @@ func TestRedactTextEdges(t *testing.T) {
 func FuzzUnmarshalValue(f *testing.F) {
 	good, _ := backendkit.MarshalValue(fxelection.Lease{Election: "jobs", Holder: "a", Term: 2, Duration: time.Second}, false)
 	f.Add(good, "jobs")
-	f.Add([]byte(`{"fxelection_s3":1,"released":true,"write":"x","record":{"fxelection":1,"election":"jobs","holder":"a","term":3,"duration_ms":1000}}`), "")
-	f.Add([]byte(`{"fxelection_cache":1,"record":{"fxelection":1,"election":"j","holder":"\u001b[31m","term":3,"duration_ms":1}}`), "j")
+	f.Add([]byte(`{"fxelection_value":1,"released":true,"write":"x","record":{"fxelection":1,"election":"jobs","holder":"a","term":3,"duration_ms":1000}}`), "")
+	f.Add([]byte(`{"fxelection_value":1,"record":{"fxelection":1,"election":"j","holder":"\u001b[31m","term":3,"duration_ms":1}}`), "j")
 	f.Add([]byte("\xff\xfe"), "")
 	f.Fuzz(func(t *testing.T, b []byte, election string) {
 		v, err := backendkit.UnmarshalValue(b, election)

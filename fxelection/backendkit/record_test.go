@@ -102,15 +102,14 @@ func TestValueCodec(t *testing.T) {
 		v  string
 		ok bool
 	}{
-		"written by the S3 backend before":    {`{"fxelection_s3":1,"released":false,"write":"x","record":` + rec + `}`, true},
-		"written by the cache backend before": {`{"fxelection_cache":1,"released":false,"write":"x","record":` + rec + `}`, true},
-		"two format keys":                     {`{"fxelection_value":1,"fxelection_s3":1,"write":"x","record":` + rec + `}`, false},
-		"unknown format":                      {`{"fxelection_value":2,"write":"x","record":` + rec + `}`, false},
-		"no format":                           {`{"write":"x","record":` + rec + `}`, false},
-		"no record":                           {`{"fxelection_value":1}`, false},
-		"not JSON":                            {"\x00garbage", false},
-		"too large":                           {`{"fxelection_value":1,"write":"` + strings.Repeat("x", backendkit.MaxValueBytes) + `"}`, false},
-		"record without election":             {`{"fxelection_value":1,"record":{"fxelection":1,"holder":"a","term":3,"duration_ms":1000}}`, false},
+		"current format":          {`{"fxelection_value":1,"released":false,"write":"x","record":` + rec + `}`, true},
+		"another format key":      {`{"fxelection_s3":1,"released":false,"write":"x","record":` + rec + `}`, false},
+		"unknown format":          {`{"fxelection_value":2,"write":"x","record":` + rec + `}`, false},
+		"no format":               {`{"write":"x","record":` + rec + `}`, false},
+		"no record":               {`{"fxelection_value":1}`, false},
+		"not JSON":                {"\x00garbage", false},
+		"too large":               {`{"fxelection_value":1,"write":"` + strings.Repeat("x", backendkit.MaxValueBytes) + `"}`, false},
+		"record without election": {`{"fxelection_value":1,"record":{"fxelection":1,"holder":"a","term":3,"duration_ms":1000}}`, false},
 	} {
 		l, err := backendkit.UnmarshalValue([]byte(tc.v), "")
 		if tc.ok != (err == nil) || err != nil && !errors.Is(err, backendkit.ErrInvalidRecord) {

@@ -19,12 +19,9 @@ const valueFormat = 1
 // entries): the record, a released flag (a released lease stays in the store
 // so that its term survives) and a per-write nonce (no two writes store the
 // same bytes, so a version that is a content hash, like an S3 ETag, changes
-// on every write). The S3 and cache backends wrote the same shape under
-// their own format keys before they shared this one; those are still read.
+// on every write).
 type value struct {
 	Format   int             `json:"fxelection_value,omitempty"`
-	OldS3    int             `json:"fxelection_s3,omitempty"`
-	OldCache int             `json:"fxelection_cache,omitempty"`
 	Released bool            `json:"released"`
 	Write    string          `json:"write"`
 	Record   json.RawMessage `json:"record"`
@@ -75,9 +72,7 @@ func UnmarshalValue(b []byte, election string) (Value, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return Value{}, fmt.Errorf("%w: not a JSON lease value", ErrInvalidRecord)
 	}
-	switch [3]int{v.Format, v.OldS3, v.OldCache} {
-	case [3]int{valueFormat, 0, 0}, [3]int{0, valueFormat, 0}, [3]int{0, 0, valueFormat}:
-	default:
+	if v.Format != valueFormat {
 		return Value{}, fmt.Errorf("%w: unknown value format", ErrInvalidRecord)
 	}
 	if len(v.Record) == 0 {

@@ -40,12 +40,6 @@ type Options struct {
 	// a new record for the one it watched. Default: DeleteRecord.
 	Recreate func(t *testing.T, election string)
 
-	// DeleteResetsTerms says the backend, as configured, cannot keep terms
-	// rising once its records are deleted (it documents this in its
-	// guarantees); the suite then checks only that the leader loses the
-	// lease and that a new holder can acquire.
-	DeleteResetsTerms bool
-
 	// GarbageNeverExpires says the store cannot expire a foreign record
 	// (no TTL); the suite then checks only that it is never taken over.
 	GarbageNeverExpires bool
@@ -152,9 +146,8 @@ type NewBackend func(t *testing.T) fxelection.Backend
 // other (t.Parallel), after the ones that change the store as a whole
 // (Options.Recreate, Options.StoreDown) have ended. A case that does not
 // apply to the backend (RenewBatch without backendkit.BatchRenewer,
-// AcquireBatch without backendkit.BatchAcquirer,
-// TermAboveRepeatedDeletes with Options.DeleteResetsTerms) is not run, and
-// the parent test logs why, rather than being reported as skipped.
+// AcquireBatch without backendkit.BatchAcquirer) is not run, and the
+// parent test logs why, rather than being reported as skipped.
 func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 	opts = opts.withDefaults()
 	s := &suite{newBackend: newBackend, o: opts}
@@ -175,11 +168,7 @@ func RunBackendTests(t *testing.T, newBackend NewBackend, opts Options) {
 		t.Run("GetShowsHolder", s.getShowsHolder)
 		waits(t, "TermMonotonic", s.termMonotonic)
 		t.Run("TermSurvivesDelete", s.termSurvivesDelete)
-		if opts.DeleteResetsTerms {
-			t.Log("TermAboveRepeatedDeletes not run: Options.DeleteResetsTerms says deleting records resets terms")
-		} else {
-			t.Run("TermAboveRepeatedDeletes", s.termAboveRepeatedDeletes)
-		}
+		t.Run("TermAboveRepeatedDeletes", s.termAboveRepeatedDeletes)
 		waits(t, "ExpiryLetsAnotherAcquire", s.expiry)
 		if opts.Recreate != nil {
 			t.Run("RecreatedStore", s.recreatedStore) // re-creates the whole store
@@ -471,7 +460,7 @@ func (s *suite) termSurvivesDelete(t *testing.T) {
 		t.Fatalf("Get after the record was deleted: %v, want ErrNoLease", err)
 	}
 	lb := mustAcquire(t, b, s.req(e, "b", 0))
-	if !s.o.DeleteResetsTerms && lb.Term <= highest {
+	if lb.Term <= highest {
 		t.Fatalf("term after delete = %d, want > %d (every earlier term)", lb.Term, highest)
 	}
 	if _, err := a.Acquire(electiontesting.Context(t), s.req(e, "a", 0)); !errors.Is(err, backendkit.ErrLeaseHeld) {

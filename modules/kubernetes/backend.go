@@ -24,8 +24,9 @@ import (
 // LeaseLock writes them, with a watch for push wake-up. It is safe for
 // concurrent use. Each Backend has its own expiry tracker: the
 // observations that allow a takeover belong to the candidate (process)
-// that made them. Every error it returns passes through
-// backendkit.RedactError once, with the config module's secrets.
+// that made them. Every error it returns leaves through caslease's
+// backendkit.Redacting, which passes it through backendkit.RedactError
+// once, with the config module's secrets.
 type Backend struct {
 	*caslease.NotifyingBackend
 	leases *leases
@@ -59,11 +60,10 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		return nil, err
 	}
 	r := &leases{
-		api:     client.CoordinationV1().Leases(opts.namespace()),
-		ns:      opts.namespace(),
-		sem:     make(chan struct{}, opts.maxInFlight()),
-		log:     opts.logger(),
-		secrets: secrets,
+		api: client.CoordinationV1().Leases(opts.namespace()),
+		ns:  opts.namespace(),
+		sem: make(chan struct{}, opts.maxInFlight()),
+		log: opts.logger(),
 	}
 	cb, err := caslease.NewNotifying(r, caslease.Options{
 		Name: "kubernetes",
@@ -71,12 +71,14 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		ElectionOf: func(name string) (string, bool) {
 			return name, LeaseName(name) == name // a hashed name does not say
 		},
-		Secrets:     secrets,
-		DisablePush: opts.DisablePush,
+		Secrets:      secrets,
+		DisablePush:  opts.DisablePush,
+		WatchBackoff: caslease.Backoff{Min: watchMinBackoff, Max: watchMaxBackoff},
 	})
 	if err != nil {
 		return nil, err
 	}
+	r.redact = cb.Redact // before any watch: Subscribe starts the first
 	return &Backend{NotifyingBackend: cb, leases: r}, nil
 }
 
@@ -92,7 +94,7 @@ func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
 		if refused := b.leases.refusal.take(); refused != nil {
-			return fxelection.Lease{}, refused
+			return fxelection.Lease{}, b.Redact(refused)
 		}
 	}
 	return l, err
@@ -106,8 +108,8 @@ type leases struct {
 	ns      string
 	sem     chan struct{} // the API requests in flight
 	log     *slog.Logger
-	secrets []string
-	refusal refusal // the watch refused by the API server, reported once
+	redact  func(error) error // the Backend's Redact, for the log line of a refused watch
+	refusal refusal           // the watch refused by the API server, reported once
 }
 
 // Capabilities: observed time (as client-go decides), and a Lease is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,15 @@ import (
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
+)
+
+// watchMinBackoff and watchMaxBackoff bound the wait before watching
+// again after the API server refused or ended the watch
+// (caslease.Options.WatchBackoff): a refused watch is retried at most
+// every 5 s, plus jitter.
+const (
+	watchMinBackoff = 100 * time.Millisecond
+	watchMaxBackoff = 5 * time.Second
 )
 
 // ErrWatchRefused is matched by the store failure an Acquire returns, once,
@@ -36,8 +46,8 @@ type refusal struct {
 	pending error // not yet returned by an Acquire
 }
 
-// refused records a refused watch, err (redacted, matching
-// ErrWatchRefused); it reports whether this refusal started one (the
+// refused records a refused watch, err (matching ErrWatchRefused; the
+// Backend's Acquire redacts it on its way out); it reports whether this refusal started one (the
 // previous attempt was not refused).
 func (r *refusal) refused(err error) bool {
 	r.mu.Lock()
@@ -89,9 +99,9 @@ func (r *leases) Watch(ctx context.Context, _ string, ready func(), change func(
 	})
 	if err != nil {
 		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) &&
-			r.refusal.refused(backendkit.RedactError(fmt.Errorf("acquire lease: %w: %w", ErrWatchRefused, err), r.secrets...)) {
+			r.refusal.refused(fmt.Errorf("acquire lease: %w: %w", ErrWatchRefused, err)) {
 			r.log.Warn("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll until it is allowed",
-				"namespace", r.ns, "error", backendkit.RedactError(err, r.secrets...).Error())
+				"namespace", r.ns, "error", r.redact(err).Error())
 		}
 		return err
 	}

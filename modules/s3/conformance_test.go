@@ -23,7 +23,7 @@ import (
 func putGarbage(opts s3lease.Options) func(*testing.T, string, time.Duration) {
 	return func(t *testing.T, election string, _ time.Duration) {
 		b := newBackend(t, opts)
-		body := []byte(`{"not": "a lease", "fxelection_s3": [1]}`)
+		body := []byte(`{"not": "a lease", "fxelection_value": [1]}`)
 		_, err := newClient(t).PutObject(ctxT(t), b.Bucket(), b.Key(election), bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ func decode(body []byte, election string) (backendkit.Value, error) {
 }
 
 func fuzzEnvelope(released bool, record string) []byte {
-	return []byte(fmt.Sprintf(`{"fxelection_s3":1,"released":%t,"write":"00","record":%s}`, released, record))
+	return []byte(fmt.Sprintf(`{"fxelection_value":1,"released":%t,"write":"00","record":%s}`, released, record))
 }
 
 // FuzzDecodeObject checks the S3 object decoder, the boundary between a
@@ -47,9 +47,9 @@ func FuzzDecodeObject(f *testing.F) {
 	}
 	for _, seed := range [][]byte{
 		fuzzEnvelope(true, `{"fxelection":1,"election":"other","holder":"x","term":5,"duration_ms":1000}`),
-		[]byte(`{"fxelection_s3":1,"released":false}`),
-		[]byte(`{"fxelection_s3":1,"fxelection_s3":2}`),
-		[]byte(`{"fxelection_s3":1.5}`),
+		[]byte(`{"fxelection_value":1,"released":false}`),
+		[]byte(`{"fxelection_value":1,"fxelection_value":2}`),
+		[]byte(`{"fxelection_value":1.5}`),
 		[]byte(`not json`),
 		[]byte(``),
 		[]byte("\xff"),

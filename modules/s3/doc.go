@@ -42,8 +42,7 @@
 // Each election is one object, <prefix><escaped election>.json (the prefix
 // defaults to "fxelection/", the name is escaped with url.PathEscape). Its
 // body is the value shared with the cache backends (backendkit.MarshalValue:
-// a small JSON envelope around backendkit.MarshalRecord's record); objects
-// written before, under the key "fxelection_s3", are still read:
+// a small JSON envelope around backendkit.MarshalRecord's record):
 //
 //	{"fxelection_value":1,"released":false,"write":"9f2c…","record":{…}}
 //

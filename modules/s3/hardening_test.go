@@ -33,7 +33,7 @@ func plant(t *testing.T, b *s3lease.Backend, election string, body []byte) strin
 
 // envelopeBody wraps a record in the object envelope.
 func envelopeBody(released bool, record string) []byte {
-	return []byte(fmt.Sprintf(`{"fxelection_s3":1,"released":%t,"write":"planted","record":%s}`, released, record))
+	return []byte(fmt.Sprintf(`{"fxelection_value":1,"released":%t,"write":"planted","record":%s}`, released, record))
 }
 
 // objectETag returns the ETag of election's object.

@@ -420,7 +420,8 @@ func (secretStore) Get(context.Context, string) (caslease.ByteEntry, error) {
 }
 
 // TestErrorsRedacted: every error leaves the Backend redacted with
-// Options.Secrets.
+// Options.Secrets, named by its operation, through the Backend's
+// backendkit.Redacting (its Redact too).
 func TestErrorsRedacted(t *testing.T) {
 	b2, _ := caslease.New(caslease.Bytes(secretStore{&fakeStore{}}), caslease.Options{
 		Name: "fake", Key: func(e string) string { return e }, Secrets: []string{secret},
@@ -432,9 +433,12 @@ func TestErrorsRedacted(t *testing.T) {
 	_, err3 := b2.Renew(ctx, l)
 	err4 := b2.Release(ctx, l)
 	_, err5 := b2.Transfer(ctx, l, req("b", "", time.Minute))
-	for i, err := range []error{err1, err2, err3, err4, err5} {
-		if err == nil || strings.Contains(err.Error(), secret) {
-			t.Errorf("error %d: %v", i+1, err)
+	err6 := b2.Redact(errors.New("create bucket: " + secret))
+	ops := []string{"acquire lease: ", "get lease: ", "renew lease: ", "release lease: ", "transfer lease: ", "create bucket: "}
+	for i, err := range []error{err1, err2, err3, err4, err5, err6} {
+		if err == nil || strings.Contains(err.Error(), secret) || !strings.HasPrefix(err.Error(), ops[i]) ||
+			!strings.Contains(err.Error(), backendkit.Redacted) {
+			t.Errorf("error %d: %v, want it redacted and starting %q", i+1, err, ops[i])
 		}
 	}
 }

@@ -16,21 +16,20 @@ import (
 // make when their conditional writes keep losing races.
 const writeAttempts = 4
 
-const (
-	// watchMinBackoff and watchMaxBackoff bound the wait between attempts to
-	// re-establish a broken watch.
-	watchMinBackoff = 50 * time.Millisecond
-	watchMaxBackoff = 2 * time.Second
-)
-
 // Backend implements fxelection.Backend (and backendkit.Transferer and
 // backendkit.MinDurationer) on any Register; see the package
-// documentation. It does not implement backendkit.Notifier: NewNotifying's
-// NotifyingBackend does, for a Register with a Watcher. It is safe for concurrent use. Each Backend
+// documentation for the guarantees of its operations. Acquire, Renew,
+// Release, Get and Transfer are backendkit.Redacting's: every error they
+// return names the operation ("acquire lease: …") and passes through
+// backendkit.RedactError once, with Options.Secrets. It does not
+// implement backendkit.Notifier: NewNotifying's NotifyingBackend does, for
+// a Register with a Watcher. It is safe for concurrent use. Each Backend
 // has its own expiry tracker: on a store without server TTL, the
 // observations that allow a takeover belong to the candidate (process)
 // that made them.
 type Backend struct {
+	backendkit.Redacting // Acquire, Renew, Release, Get, Transfer, Redact
+
 	reg     Register
 	caps    Capabilities
 	watcher Watcher // nil: no push wake-up
@@ -38,6 +37,10 @@ type Backend struct {
 	tracker backendkit.ExpiryTracker
 	held    backendkit.HeldRecords // with Capabilities.KeepsRecords only
 	hub     *backendkit.WakeHub
+
+	// watchMin and watchMax bound the wait between attempts to
+	// re-establish a broken watch (Options.WatchBackoff).
+	watchMin, watchMax time.Duration
 }
 
 var (
@@ -49,16 +52,23 @@ var (
 )
 
 // New returns a Backend on reg, which the caller owns. It does no I/O.
-// opts.Name and opts.Key are required (ErrOptions).
+// opts.Name and opts.Key are required, opts.WatchBackoff must be valid
+// (ErrOptions).
 func New(reg Register, opts Options) (*Backend, error) {
 	if reg == nil {
 		return nil, errors.New("caslease: nil register")
 	}
 	if opts.Name == "" || opts.Key == nil {
-		return nil, ErrOptions
+		return nil, fmt.Errorf("%w: Name and Key are required", ErrOptions)
 	}
-	opts.Secrets = append([]string(nil), opts.Secrets...)
-	b := &Backend{reg: reg, caps: reg.Capabilities(), opts: opts}
+	lo, hi, err := opts.WatchBackoff.bounds()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{reg: reg, caps: reg.Capabilities(), opts: opts, watchMin: lo, watchMax: hi}
+	b.Redacting = backendkit.NewRedacting(backendkit.Ops{
+		Acquire: b.acquire, Renew: b.renew, Release: b.release, Get: b.get, Transfer: b.transfer,
+	}, opts.Secrets...)
 	if !opts.DisablePush {
 		b.watcher, _ = reg.(Watcher)
 	}
@@ -91,12 +101,6 @@ func (b *Backend) MinLeaseDuration() time.Duration {
 func (b *Backend) Close() error {
 	b.hub.Close()
 	return nil
-}
-
-// fail is the one path errors leave the Backend by: err with the
-// operation named, redacted with Options.Secrets.
-func (b *Backend) fail(op string, err error) error {
-	return backendkit.RedactError(fmt.Errorf("%s: %w", op, err), b.opts.Secrets...)
 }
 
 // attempt runs round until it is done, at most writeAttempts times: a
@@ -170,7 +174,7 @@ func (b *Backend) wrote(election string) {
 	b.held.Forget(election)
 }
 
-// Acquire takes req.Election's lease for req.Identity if the key is
+// acquire (Backend.Acquire) takes req.Election's lease for req.Identity if the key is
 // absent (free, expired, evicted or deleted), released, already held by
 // req.Identity, or — on a store without server TTL — observed unchanged by
 // this Backend for the record's full Duration; on a store that keeps
@@ -184,22 +188,22 @@ func (b *Backend) wrote(election string) {
 // one write that succeeds: a write whose version the store cannot return
 // (ErrVersionUnknown) ends the call with a store error, since the lease it
 // wrote may already be another's.
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	const op = "acquire lease"
 	if req.Election == "" || req.Identity == "" {
-		return fxelection.Lease{}, b.fail(op, errors.New("empty election or identity"))
+		return fxelection.Lease{}, fmt.Errorf("%s: empty election or identity", op)
 	}
 	ttl, err := b.ttl(req.Duration)
 	if err != nil {
-		return fxelection.Lease{}, b.fail(op, err)
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", op, err)
 	}
 	l, err := attempt(func() (fxelection.Lease, bool, error) { return b.acquireOnce(ctx, req, ttl) })
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
-		return fxelection.Lease{}, err
+		return fxelection.Lease{}, err // the holder's record, as Claim gave it
 	}
 	if err != nil {
-		return fxelection.Lease{}, b.fail(op, err)
+		return fxelection.Lease{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return l, nil
 }
@@ -281,7 +285,7 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (Entry, error
 	return e, nil
 }
 
-// Renew rewrites lease's record (same term, the caller's metadata and
+// renew (Backend.Renew) rewrites lease's record (same term, the caller's metadata and
 // duration, a fresh TTL where the store expires keys) if the store still
 // holds lease's leadership (see own), with a compare-and-swap on the entry
 // just read; if the lease was taken over, released, expired, was evicted or
@@ -289,16 +293,16 @@ func (b *Backend) own(ctx context.Context, lease fxelection.Lease) (Entry, error
 // it returns an error matching backendkit.ErrLeaseLost. The returned lease
 // carries the new version; a renewal stored whose version the store cannot
 // return (ErrVersionUnknown) gives a store error, not ErrLeaseLost.
-func (b *Backend) Renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
-	const op = "renew lease"
-	l, err := b.renew(ctx, lease)
+func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+	l, err := b.renewOnce(ctx, lease)
 	if err != nil {
-		return fxelection.Lease{}, b.fail(op, err)
+		return fxelection.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
 	return l, nil
 }
 
-func (b *Backend) renew(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
+// renewOnce is renew's read and compare-and-swap.
+func (b *Backend) renewOnce(ctx context.Context, lease fxelection.Lease) (fxelection.Lease, error) {
 	ttl, err := b.ttl(lease.Duration)
 	if err != nil {
 		return fxelection.Lease{}, err
@@ -332,7 +336,7 @@ func (b *Backend) replaceOwn(ctx context.Context, e Entry, next fxelection.Lease
 	return next, nil
 }
 
-// Release replaces lease's record, if it still holds lease's leadership
+// release (Backend.Release) replaces lease's record, if it still holds lease's leadership
 // (see own: holder, incarnation and term, whichever write of it), with a
 // released marker that keeps the term and has no TTL (a cache may still
 // evict it; terms stay clock-seeded then), with a compare-and-swap on the
@@ -340,7 +344,7 @@ func (b *Backend) replaceOwn(ctx context.Context, e Entry, next fxelection.Lease
 // of the holder's) reads again. Releasing a lease that is no longer the
 // caller's returns nil. Watchers of the store see the change (push
 // wake-up).
-func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
+func (b *Backend) release(ctx context.Context, lease fxelection.Lease) error {
 	_, err := attempt(func() (struct{}, bool, error) {
 		e, err := b.own(ctx, lease)
 		if errors.Is(err, backendkit.ErrLeaseLost) {
@@ -361,12 +365,12 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 		return struct{}{}, true, nil
 	})
 	if err != nil {
-		return b.fail("release lease", err)
+		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
 }
 
-// Transfer implements backendkit.Transferer: it ends lease, matched as
+// transfer (Backend.Transfer, backendkit.Transferer) ends lease, matched as
 // Release matches it (own: holder, incarnation and term, not released; not
 // the version), and in the same write replaces it with the record Acquire
 // would write for req on a free lease: held by req.Identity under
@@ -390,15 +394,16 @@ func (b *Backend) Release(ctx context.Context, lease fxelection.Lease) error {
 // election's subscribers although the lease was never free (see
 // Subscribe); without a Watcher followers learn of the new holder at their
 // next retry.
-func (b *Backend) Transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.transfer(ctx, lease, req)
+func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+	l, err := b.transferOnce(ctx, lease, req)
 	if err != nil {
-		return fxelection.Lease{}, b.fail("transfer lease", err)
+		return fxelection.Lease{}, fmt.Errorf("transfer lease: %w", err)
 	}
 	return l, nil
 }
 
-func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
+// transferOnce is transfer's read and compare-and-swap.
+func (b *Backend) transferOnce(ctx context.Context, lease fxelection.Lease, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	if err := backendkit.CheckTransfer(lease, req); err != nil {
 		return fxelection.Lease{}, err
 	}
@@ -422,15 +427,15 @@ func (b *Backend) transfer(ctx context.Context, lease fxelection.Lease, req back
 	return out, err
 }
 
-// Get returns election's current holder with Version set to the store's
+// get (Backend.Get) returns election's current holder with Version set to the store's
 // version and a zero ExpiresAt, or backendkit.ErrNoLease if the key is
 // absent or released. It changes nothing in the store; on a store without
 // server TTL it starts this Backend's observation of the write it saw (or
 // of a held record's absence), as an Acquire would.
-func (b *Backend) Get(ctx context.Context, election string) (fxelection.Lease, error) {
+func (b *Backend) get(ctx context.Context, election string) (fxelection.Lease, error) {
 	e, found, err := b.read(ctx, election)
 	if err != nil {
-		return fxelection.Lease{}, b.fail("get lease", err)
+		return fxelection.Lease{}, fmt.Errorf("get lease: %w", err)
 	}
 	if !found && b.caps.KeepsRecords {
 		if _, deleted, expired := b.held.Absent(&b.tracker, election, ""); deleted {
@@ -494,7 +499,7 @@ func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 		}
 		_ = err // the elector keeps polling meanwhile
 		failures++
-		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, watchMinBackoff, watchMaxBackoff)) {
+		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, b.watchMin, b.watchMax)) {
 			return
 		}
 	}

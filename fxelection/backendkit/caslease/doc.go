@@ -18,8 +18,9 @@
 // # The algorithm
 //
 // New(register, Options{Name, Key, Prefix, ElectionOf, Secrets,
-// DisablePush}) returns a Backend implementing fxelection.Backend,
-// backendkit.Notifier, backendkit.Transferer and backendkit.MinDurationer:
+// DisablePush, WatchBackoff}) returns a Backend implementing
+// fxelection.Backend, backendkit.Transferer and backendkit.MinDurationer;
+// NewNotifying returns one that implements backendkit.Notifier too:
 //
 //   - Acquire reads the record and its version, decides with
 //     backendkit.Claim (same holder and incarnation keep the term, anyone
@@ -45,6 +46,8 @@
 //   - A write whose version the store cannot return (ErrVersionUnknown)
 //     ends the call with a store error: a call makes at most one write
 //     that succeeds.
-//   - Every error leaves through one path, redacted with
-//     Options.Secrets (backendkit.RedactError).
+//   - Every error leaves through one path, the Backend's embedded
+//     backendkit.Redacting: named by its operation and redacted once with
+//     Options.Secrets (backendkit.RedactError), as in every backend that
+//     embeds Redacting.
 package caslease

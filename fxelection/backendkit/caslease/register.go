@@ -198,7 +198,50 @@ type Options struct {
 	// DisablePush turns push wake-up off even when the Register can
 	// watch: followers then only poll.
 	DisablePush bool
+	// WatchBackoff bounds the wait before re-establishing a Watcher's
+	// watch that broke or was refused. Zero: 50 ms to 2 s.
+	WatchBackoff Backoff
 }
 
-// ErrOptions is matched by New's error for Options without Name or Key.
-var ErrOptions = errors.New("caslease: Options.Name and Options.Key are required")
+// Backoff bounds a retry's wait: Min after the first failure, doubling
+// per consecutive failure up to Max, plus up to 20% jitter
+// (backendkit.Backoff). A zero Min is 50 ms; a zero Max is 2 s, or Min if
+// that is longer.
+type Backoff struct {
+	// Min is the wait after one failure.
+	Min time.Duration
+	// Max caps the wait; it must not be below Min.
+	Max time.Duration
+}
+
+const (
+	// defaultWatchMin and defaultWatchMax are a zero Backoff's bounds.
+	defaultWatchMin = 50 * time.Millisecond
+	defaultWatchMax = 2 * time.Second
+)
+
+// bounds returns b's bounds with the defaults applied, or an error naming
+// the bad field.
+func (b Backoff) bounds() (lo, hi time.Duration, err error) {
+	lo, hi = b.Min, b.Max
+	switch {
+	case lo < 0:
+		return 0, 0, fmt.Errorf("%w: WatchBackoff.Min is negative", ErrOptions)
+	case hi < 0:
+		return 0, 0, fmt.Errorf("%w: WatchBackoff.Max is negative", ErrOptions)
+	case hi > 0 && hi < lo:
+		return 0, 0, fmt.Errorf("%w: WatchBackoff.Max is below WatchBackoff.Min", ErrOptions)
+	}
+	if lo == 0 {
+		lo = defaultWatchMin
+	}
+	if hi == 0 {
+		hi = max(defaultWatchMax, lo)
+	}
+	return lo, hi, nil
+}
+
+// ErrOptions is matched by New's error for invalid Options: no Name or
+// Key, or a WatchBackoff with a negative bound or Max below Min. The
+// error names the field.
+var ErrOptions = errors.New("caslease: invalid options")
