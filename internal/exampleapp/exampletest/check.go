@@ -99,9 +99,11 @@ func CheckTwoInstances(t *testing.T, run RunFunc, args []string, lookupEnv func(
 		}
 		return true
 	})
-	if !strings.Contains(first.out.String(), "leadership acquired") {
-		t.Fatalf("leader's log lacks the contract line:\n%s", first.out.String())
-	}
+	// The observer logs after the leadership is recorded, which /leader
+	// reads: the line may come just after /leader reports the leader.
+	electiontesting.WaitFor(t, twoWait, "the leader's contract line (leadership acquired)", func() bool {
+		return strings.Contains(first.out.String(), "leadership acquired")
+	})
 	other := a
 	if first == a {
 		other = b
