@@ -202,8 +202,8 @@ func recordText(t testing.TB, l fxelection.Lease) string {
 // FuzzParseRecord: the record parser never panics; what it accepts is a
 // valid lease (Lease.Validate; in the fxe2 format, with a well-formed nonce as
 // its Version) whose re-encoding has the same text up to the metadata and
-// decodes to an equal lease. Seeded with the hostile values and well-formed
-// records of both formats.
+// decodes to an equal lease. Seeded with the hostile values, well-formed
+// records, and fxe1 values (a format no reader accepts: foreign values).
 func FuzzParseRecord(f *testing.F) {
 	for _, tc := range hostileRecords {
 		f.Add(tc.v)
