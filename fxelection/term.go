@@ -235,4 +235,3 @@ func (t *leaderTerm) Value(key any) any {
 
 // String names the context, as the context package's own types do.
 func (t *leaderTerm) String() string { return "fxelection.leaderContext" }
-
