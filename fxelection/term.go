@@ -15,12 +15,12 @@ import (
 // renewed (renewOnce, extend, nextRenewal) and ends (stepDown), and the
 // leader context it is. Its timer, renew deadline, context core and the
 // cut of a renewal in flight are the one lease-holding core every holder
-// shares (keeper.Term); this file supplies the Elector's hooks.
+// shares (keeper.Term); this file supplies the Elector's Holder (termHolder).
 
 // leaderTerm is one period of leadership. It is also the leader context
 // (keeper.Term's context methods and its Value), and the one timer of its
-// keeper.Term drives both the renewals and the renew deadline (OnDue,
-// OnDeadline). The Term is guarded by Elector.mu.
+// keeper.Term drives both the renewals and the renew deadline (its
+// keeper.Holder is termHolder). The Term is guarded by Elector.mu.
 type leaderTerm struct {
 	keeper.Term
 	e     *Elector
@@ -90,10 +90,20 @@ func (t *leaderTerm) nextRenewal(start time.Time) time.Time {
 	return due
 }
 
-// OnDeadline implements keeper.Hooks: the renew deadline passed. It ends
-// the leadership itself (end) and wakes the loop to go on from there.
-func (t *leaderTerm) OnDeadline() {
-	e := t.e
+// termHolder is a leaderTerm as its keeper.Term's Holder: the Elector's
+// lock guards it.
+type termHolder leaderTerm
+
+// Lock locks the Elector.
+func (h *termHolder) Lock() { h.e.mu.Lock() }
+
+// Unlock unlocks the Elector.
+func (h *termHolder) Unlock() { h.e.mu.Unlock() }
+
+// OnDeadline: the renew deadline passed. It ends the leadership itself
+// (end) and wakes the loop to go on from there.
+func (h *termHolder) OnDeadline() {
+	t, e := (*leaderTerm)(h), h.e
 	// Not left to the loop: it may be stuck in a backend call that
 	// ignores its context, and the leader context, OnStoppedLeading and
 	// the log line must all come by the deadline. After Stop began it is
@@ -108,10 +118,10 @@ func (t *leaderTerm) OnDeadline() {
 	}
 }
 
-// OnDue implements keeper.Hooks: a renewal is due. It wakes the loop to
-// renew, on the timer's goroutine if the loop is parked.
-func (t *leaderTerm) OnDue() {
-	if e := t.e; e.signal(evRenew) {
+// OnDue: a renewal is due. It wakes the loop to renew, on the timer's
+// goroutine if the loop is parked.
+func (h *termHolder) OnDue() {
+	if e := h.e; e.signal(evRenew) {
 		e.leadStep()
 	}
 }
@@ -128,7 +138,7 @@ func (e *Elector) becomeLeader(lease Lease, start time.Time) *leaderTerm {
 	// that ignores its context cannot stretch leadership. It also wakes a
 	// parked loop to step down (and to renew, once armRenewal set a time).
 	e.mu.Lock() // the timer takes it: it is set before it runs
-	t.BeginLocked(&e.mu, t, e.cfg.RenewDeadline, start)
+	t.BeginLocked((*termHolder)(t), e.cfg.RenewDeadline, start)
 	e.term = t
 	e.finalLease = nil
 	halted := e.halted.Load() // Stop cancels e.term: this one too

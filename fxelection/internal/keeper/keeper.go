@@ -7,8 +7,8 @@
 // There is one implementation of holding a lease, Term: one timer, and no
 // goroutine, between renewals; it fires at the next renewal or at the
 // renew deadline (measured from the start of the last successful renewal,
-// on the monotonic clock), whichever is earlier, and calls its holder's
-// Hooks; it records a successful renewal (ExtendLocked), is the core of the
+// on the monotonic clock), whichever is earlier, and calls its Holder; it
+// records a successful renewal (ExtendLocked), is the core of the
 // holder's context, and carries the Cut a renewal in flight waits under.
 // Its holders:
 //
@@ -166,7 +166,7 @@ func (k *Keeper) Start(base context.Context, cfg *Config, lease backendkit.Lease
 	k.base = context.WithoutCancel(base)
 	k.ctx, k.cancel = context.WithCancelCause(k.base)
 	k.mu.Lock()
-	k.term.BeginLocked(&k.mu, k, cfg.RenewDeadline, start)
+	k.term.BeginLocked((*holder)(k), cfg.RenewDeadline, start)
 	k.term.SetDueLocked(cfg.Renewer.Due(start.Add(cfg.RetryPeriod), cfg.RetryPeriod))
 	k.mu.Unlock()
 }
@@ -229,8 +229,21 @@ func (k *Keeper) Settle(lease backendkit.Lease) {
 	k.mu.Unlock()
 }
 
-// OnDeadline implements Hooks: it ends the Context at the renew deadline.
-func (k *Keeper) OnDeadline() {
+// holder is a Keeper as its Term's Holder.
+type holder Keeper
+
+// Lock locks the Keeper.
+func (h *holder) Lock() { h.mu.Lock() }
+
+// Unlock unlocks the Keeper.
+func (h *holder) Unlock() { h.mu.Unlock() }
+
+// OnDue makes the renewal that is due (Keeper.renew).
+func (h *holder) OnDue() { (*Keeper)(h).renew() }
+
+// OnDeadline ends the Context at the renew deadline.
+func (h *holder) OnDeadline() {
+	k := (*Keeper)(h)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cause := fmt.Errorf("%w: no renewal succeeded within the renew deadline", k.cfg.Lost)
@@ -253,11 +266,11 @@ func (k *Keeper) endLocked(cause error) {
 	}
 }
 
-// OnDue implements Hooks: it makes the renewal that is due, on the
-// calling goroutine (the Term's timer's), and sets the next one: RetryPeriod
+// renew makes the renewal that is due, on the calling goroutine (the
+// Term's timer's), and sets the next one: RetryPeriod
 // after the start of the last successful renewal (on the Renewer's grid),
 // sooner after a failed one (RenewRetry).
-func (k *Keeper) OnDue() {
+func (k *Keeper) renew() {
 	cfg := k.cfg
 	k.mu.Lock()
 	if k.ctx.Err() != nil || k.busy != nil {

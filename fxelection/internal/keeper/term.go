@@ -13,7 +13,7 @@ import (
 // one timer and no goroutine of its own: the timer fires at the next
 // renewal (SetDueLocked) or at the renew deadline (the start of the last
 // successful renewal plus the renew deadline), whichever is earlier, and
-// calls the holder's Hooks, which make the renewal (on the timer's
+// calls its Holder, which makes the renewal (on the timer's
 // goroutine or handed to another) and report it back (ExtendLocked,
 // SetDueLocked). A leader waiting for its next renewal therefore costs a
 // timer, not a goroutine: a process runs 100,000 elections.
@@ -24,11 +24,10 @@ import (
 // goroutine. The holder adds Value (and String) to make it a
 // context.Context.
 //
-// Fields marked so are guarded by the holder's lock, given to Begin (the
-// Elector's own lock, so that its state and the Term's change together).
+// Fields marked so are guarded by the Holder's lock (the Elector's own,
+// so that its state and the Term's change together).
 type Term struct {
-	mu            *sync.Mutex
-	hooks         Hooks
+	h             Holder
 	renewDeadline time.Duration
 
 	// timer fires at due or at the renew deadline, whichever is earlier;
@@ -52,9 +51,11 @@ type Term struct {
 	Renewal Cut
 }
 
-// Hooks is what a Term's holder does when the Term's timer fires. Both
-// are called on the timer's goroutine with no lock held.
-type Hooks interface {
+// Holder is a Term's holder: its lock, which guards the Term, and what it
+// does when the Term's timer fires. OnDue and OnDeadline are called on the
+// timer's goroutine with the lock not held.
+type Holder interface {
+	sync.Locker
 	// OnDue: the renewal set by SetDueLocked is due. The holder makes it
 	// (it is free to do so on the calling goroutine) or hands it over.
 	OnDue()
@@ -65,10 +66,10 @@ type Hooks interface {
 
 // BeginLocked starts t, a zero Term, for a lease acquired by an attempt
 // that began at start: its timer is armed for the renew deadline, and no
-// renewal is due until SetDueLocked. mu is the holder's lock, held by the
-// caller; it guards t from now on. It is called once.
-func (t *Term) BeginLocked(mu *sync.Mutex, hooks Hooks, renewDeadline time.Duration, start time.Time) {
-	t.mu, t.hooks, t.renewDeadline, t.lastRenew = mu, hooks, renewDeadline, start
+// renewal is due until SetDueLocked. The caller holds h's lock, which
+// guards t from now on. It is called once.
+func (t *Term) BeginLocked(h Holder, renewDeadline time.Duration, start time.Time) {
+	t.h, t.renewDeadline, t.lastRenew = h, renewDeadline, start
 	t.armed = t.Expiry()
 	t.timer = time.AfterFunc(time.Until(t.armed), t.fire)
 }
@@ -137,16 +138,16 @@ func (t *Term) rearm(now time.Time) {
 // in flight. At the deadline it marks the Term expired and calls
 // OnDeadline.
 func (t *Term) fire() {
-	t.mu.Lock()
+	t.h.Lock()
 	if t.Over() {
-		t.mu.Unlock()
+		t.h.Unlock()
 		return
 	}
 	now := time.Now()
 	if !now.Before(t.Expiry()) {
 		t.expired = true
-		t.mu.Unlock()
-		t.hooks.OnDeadline()
+		t.h.Unlock()
+		t.h.OnDeadline()
 		return
 	}
 	renew := !t.due.IsZero() && !now.Before(t.due)
@@ -154,9 +155,9 @@ func (t *Term) fire() {
 		t.due = time.Time{}
 	}
 	t.rearm(now)
-	t.mu.Unlock()
+	t.h.Unlock()
 	if renew {
-		t.hooks.OnDue()
+		t.h.OnDue()
 	}
 }
 
@@ -164,9 +165,9 @@ func (t *Term) fire() {
 // (Renewal): the lease is given up. Called without the lock; EndLocked
 // marks the end.
 func (t *Term) Halt() {
-	t.mu.Lock() // rearm replaces t.timer under it
+	t.h.Lock() // rearm replaces t.timer under it
 	t.timer.Stop()
-	t.mu.Unlock()
+	t.h.Unlock()
 	t.Cancel()
 	t.Renewal.Fire()
 }

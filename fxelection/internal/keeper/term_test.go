@@ -11,9 +11,10 @@ import (
 
 // hooks records when a Term's timer called its holder.
 type hooks struct {
-	mu        sync.Mutex
-	due       []time.Time
-	deadlines []time.Time
+	sync.Mutex // guards the Term
+	mu         sync.Mutex
+	due        []time.Time
+	deadlines  []time.Time
 }
 
 func (h *hooks) OnDue() {
@@ -34,12 +35,12 @@ func (h *hooks) OnDeadline() {
 // is refused, and an ended Term calls nothing.
 func TestTermOneTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
 		h := &hooks{}
+		mu := &h.Mutex
 		var term keeper.Term
 		start := time.Now()
 		mu.Lock()
-		term.BeginLocked(&mu, h, 2*time.Second, start)
+		term.BeginLocked(h, 2*time.Second, start)
 		term.SetDueLocked(start.Add(500 * time.Millisecond))
 		mu.Unlock()
 
