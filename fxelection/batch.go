@@ -153,7 +153,7 @@ type sentBatch struct {
 
 // waitContext is what a renewal waits under: for an elector its
 // leadership's keeper.Cut (cut at the renew deadline and by Stop's bound,
-// not when Stop begins), for RenewLease a context; its cancellation gives
+// not when Stop begins), for a keeper's renewal a context; its cancellation gives
 // the renewal up. Only Err and AfterFunc are needed, so that an elector
 // needs no context of its own per renewal.
 type waitContext interface {
