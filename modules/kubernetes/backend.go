@@ -3,7 +3,6 @@ package kubelease
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -63,7 +62,6 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		api: client.CoordinationV1().Leases(opts.namespace()),
 		ns:  opts.namespace(),
 		sem: make(chan struct{}, opts.maxInFlight()),
-		log: opts.logger(),
 	}
 	cb, err := caslease.NewNotifying(r, caslease.Options{
 		Name: "kubernetes",
@@ -74,42 +72,24 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		Secrets:      secrets,
 		DisablePush:  opts.DisablePush,
 		WatchBackoff: caslease.Backoff{Min: watchMinBackoff, Max: watchMaxBackoff},
+		Logger:       opts.logger().With("namespace", opts.namespace()),
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.redact = cb.Redact // before any watch: Subscribe starts the first
 	return &Backend{NotifyingBackend: cb, leases: r}, nil
 }
 
 // Namespace returns the namespace of the Backend's Lease objects.
 func (b *Backend) Namespace() string { return b.leases.ns }
 
-// Acquire is caslease.Backend's Acquire, except that a follower's first
-// answer after the API server refused the watch (ErrWatchRefused) is that
-// refusal instead of a *backendkit.HeldError: see the package
-// documentation's Permissions.
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.NotifyingBackend.Acquire(ctx, req)
-	var held *backendkit.HeldError
-	if errors.As(err, &held) {
-		if refused := b.leases.refusal.take(); refused != nil {
-			return fxelection.Lease{}, b.Redact(refused)
-		}
-	}
-	return l, err
-}
-
 // leases is a namespace's Lease objects as a caslease.Register: a record
 // is a Lease (decode, apply), its version the resourceVersion, and every
 // write a create or an update on the resourceVersion read.
 type leases struct {
-	api     coordclient.LeaseInterface
-	ns      string
-	sem     chan struct{} // the API requests in flight
-	log     *slog.Logger
-	redact  func(error) error // the Backend's Redact, for the log line of a refused watch
-	refusal refusal           // the watch refused by the API server, reported once
+	api coordclient.LeaseInterface
+	ns  string
+	sem chan struct{} // the API requests in flight
 }
 
 // Capabilities: observed time (as client-go decides), and a Lease is
