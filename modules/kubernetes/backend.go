@@ -61,7 +61,6 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 	r := &leases{
 		api: client.CoordinationV1().Leases(opts.namespace()),
 		ns:  opts.namespace(),
-		sem: make(chan struct{}, opts.maxInFlight()),
 	}
 	cb, err := caslease.NewNotifying(r, caslease.Options{
 		Name: "kubernetes",
@@ -72,6 +71,7 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		Secrets:      secrets,
 		DisablePush:  opts.DisablePush,
 		WatchBackoff: caslease.Backoff{Min: watchMinBackoff, Max: watchMaxBackoff},
+		MaxInFlight:  opts.maxInFlight(),
 		Logger:       opts.logger().With("namespace", opts.namespace()),
 	})
 	if err != nil {
@@ -89,7 +89,6 @@ func (b *Backend) Namespace() string { return b.leases.ns }
 type leases struct {
 	api coordclient.LeaseInterface
 	ns  string
-	sem chan struct{} // the API requests in flight
 }
 
 // Capabilities: observed time (as client-go decides), and a Lease is
@@ -98,24 +97,9 @@ func (*leases) Capabilities() caslease.Capabilities {
 	return caslease.Capabilities{KeepsRecords: true}
 }
 
-// call runs f with one of the in-flight slots, waiting for one within ctx.
-func (r *leases) call(ctx context.Context, f func() error) error {
-	select {
-	case r.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-r.sem }()
-	return f()
-}
-
 // Get reads the Lease named key; its State is the object read.
 func (r *leases) Get(ctx context.Context, key, election string) (caslease.Entry, error) {
-	var obj *coordv1.Lease
-	err := r.call(ctx, func() (err error) {
-		obj, err = r.api.Get(ctx, key, metav1.GetOptions{})
-		return err
-	})
+	obj, err := r.api.Get(ctx, key, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return caslease.Entry{}, caslease.ErrNotFound
@@ -153,14 +137,12 @@ func (r *leases) write(ctx context.Context, obj *coordv1.Lease, rec caslease.Rec
 		return "", err
 	}
 	var out *coordv1.Lease
-	err := r.call(ctx, func() (err error) {
-		if create {
-			out, err = r.api.Create(ctx, obj, metav1.CreateOptions{})
-		} else {
-			out, err = r.api.Update(ctx, obj, metav1.UpdateOptions{})
-		}
-		return err
-	})
+	var err error
+	if create {
+		out, err = r.api.Create(ctx, obj, metav1.CreateOptions{})
+	} else {
+		out, err = r.api.Update(ctx, obj, metav1.UpdateOptions{})
+	}
 	switch {
 	case create && apierrors.IsAlreadyExists(err):
 		return "", caslease.ErrExists

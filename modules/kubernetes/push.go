@@ -48,11 +48,7 @@ var errWatchEnded = errors.New("the API server ended the watch on leases")
 // an ADDED event per existing Lease. A watch the API server refuses is
 // reported once (ErrWatchRefused).
 func (r *leases) Watch(ctx context.Context, _ string, ready func(), change func(caslease.Change)) error {
-	var w watch.Interface
-	err := r.call(ctx, func() (err error) {
-		w, err = r.api.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
-		return err
-	})
+	w, err := r.api.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return fmt.Errorf("%w: %w", ErrWatchRefused, err) // reported once by caslease
 	} else if err != nil {

@@ -73,6 +73,13 @@ func New(reg Register, opts Options) (*Backend, error) {
 	if !opts.DisablePush {
 		b.watcher, _ = reg.(Watcher)
 	}
+	if opts.MaxInFlight > 0 {
+		l := limited{Register: reg, slots: make(chan struct{}, opts.MaxInFlight)}
+		b.reg = l
+		if b.watcher != nil {
+			b.watcher = limitedWatcher{Watcher: b.watcher, l: l}
+		}
+	}
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
 }

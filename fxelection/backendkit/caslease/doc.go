@@ -19,7 +19,7 @@
 // # The algorithm
 //
 // New(register, Options{Name, Key, Prefix, ElectionOf, Secrets,
-// DisablePush, WatchBackoff, Logger}) returns a Backend implementing
+// DisablePush, WatchBackoff, MaxInFlight, Logger}) returns a Backend implementing
 // fxelection.Backend, backendkit.Transferer and backendkit.MinDurationer;
 // NewNotifying returns one that implements backendkit.Notifier too:
 //

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
 )
 
@@ -116,5 +117,54 @@ func TestWatchRefusedReportedOnce(t *testing.T) {
 		wantLogs(2, 1)
 		wantRefused()
 		wantHeld(t, follower(), "a")
+	})
+}
+
+// blockingGets is a fakeStore whose Gets wait for the test: started
+// reports each Get that began, proceed lets one finish.
+type blockingGets struct {
+	*fakeStore
+	started, proceed chan struct{}
+}
+
+func (s blockingGets) Get(ctx context.Context, key string) (caslease.ByteEntry, error) {
+	s.started <- struct{}{}
+	<-s.proceed
+	return s.fakeStore.Get(ctx, key)
+}
+
+// TestMaxInFlight: with MaxInFlight 1, a second store call waits for the
+// first to end, and gives up with its context. Fake time.
+func TestMaxInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := blockingGets{fakeStore: &fakeStore{}, started: make(chan struct{}, 4), proceed: make(chan struct{})}
+		b, err := caslease.New(caslease.Bytes(s), caslease.Options{
+			Name: "fake", Key: func(e string) string { return caslease.EscapedKey(testPrefix, e, 0) }, MaxInFlight: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := b.Get(context.Background(), election); done <- err }()
+		}
+		synctest.Wait()
+		if len(s.started) != 1 {
+			t.Fatalf("%d store calls in flight, want 1", len(s.started))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := b.Get(ctx, election); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Get waiting for a slot: %v, want its context's error", err)
+		}
+		<-s.started
+		s.proceed <- struct{}{}
+		<-s.started // the second begins once the first ended
+		s.proceed <- struct{}{}
+		for range 2 {
+			if err := <-done; !errors.Is(err, backendkit.ErrNoLease) {
+				t.Fatalf("Get: %v, want ErrNoLease", err)
+			}
+		}
 	})
 }

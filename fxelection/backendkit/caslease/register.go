@@ -204,6 +204,10 @@ type Options struct {
 	// WatchBackoff bounds the wait before re-establishing a Watcher's
 	// watch that broke or was refused. Zero: 50 ms to 2 s.
 	WatchBackoff Backoff
+	// MaxInFlight, if positive, bounds the Register calls in flight
+	// (Get, Add, CompareAndSwap, and a Watcher's Watch until it is in
+	// place); a call waits for a slot within its context. Zero: no bound.
+	MaxInFlight int
 	// Logger receives the warning when a Watcher's watch starts being
 	// refused (ErrWatchRefused) and the notice when it is allowed again.
 	// Nil: none.
