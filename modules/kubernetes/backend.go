@@ -3,7 +3,6 @@ package kubelease
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -62,8 +61,6 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 	r := &leases{
 		api: client.CoordinationV1().Leases(opts.namespace()),
 		ns:  opts.namespace(),
-		sem: make(chan struct{}, opts.maxInFlight()),
-		log: opts.logger(),
 	}
 	cb, err := caslease.NewNotifying(r, caslease.Options{
 		Name: "kubernetes",
@@ -74,42 +71,24 @@ func newBackend(client kubernetes.Interface, opts Options, secrets []string) (*B
 		Secrets:      secrets,
 		DisablePush:  opts.DisablePush,
 		WatchBackoff: caslease.Backoff{Min: watchMinBackoff, Max: watchMaxBackoff},
+		MaxInFlight:  opts.maxInFlight(),
+		Logger:       opts.logger().With("namespace", opts.namespace()),
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.redact = cb.Redact // before any watch: Subscribe starts the first
 	return &Backend{NotifyingBackend: cb, leases: r}, nil
 }
 
 // Namespace returns the namespace of the Backend's Lease objects.
 func (b *Backend) Namespace() string { return b.leases.ns }
 
-// Acquire is caslease.Backend's Acquire, except that a follower's first
-// answer after the API server refused the watch (ErrWatchRefused) is that
-// refusal instead of a *backendkit.HeldError: see the package
-// documentation's Permissions.
-func (b *Backend) Acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
-	l, err := b.NotifyingBackend.Acquire(ctx, req)
-	var held *backendkit.HeldError
-	if errors.As(err, &held) {
-		if refused := b.leases.refusal.take(); refused != nil {
-			return fxelection.Lease{}, b.Redact(refused)
-		}
-	}
-	return l, err
-}
-
 // leases is a namespace's Lease objects as a caslease.Register: a record
 // is a Lease (decode, apply), its version the resourceVersion, and every
 // write a create or an update on the resourceVersion read.
 type leases struct {
-	api     coordclient.LeaseInterface
-	ns      string
-	sem     chan struct{} // the API requests in flight
-	log     *slog.Logger
-	redact  func(error) error // the Backend's Redact, for the log line of a refused watch
-	refusal refusal           // the watch refused by the API server, reported once
+	api coordclient.LeaseInterface
+	ns  string
 }
 
 // Capabilities: observed time (as client-go decides), and a Lease is
@@ -118,24 +97,9 @@ func (*leases) Capabilities() caslease.Capabilities {
 	return caslease.Capabilities{KeepsRecords: true}
 }
 
-// call runs f with one of the in-flight slots, waiting for one within ctx.
-func (r *leases) call(ctx context.Context, f func() error) error {
-	select {
-	case r.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-r.sem }()
-	return f()
-}
-
 // Get reads the Lease named key; its State is the object read.
 func (r *leases) Get(ctx context.Context, key, election string) (caslease.Entry, error) {
-	var obj *coordv1.Lease
-	err := r.call(ctx, func() (err error) {
-		obj, err = r.api.Get(ctx, key, metav1.GetOptions{})
-		return err
-	})
+	obj, err := r.api.Get(ctx, key, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return caslease.Entry{}, caslease.ErrNotFound
@@ -173,14 +137,12 @@ func (r *leases) write(ctx context.Context, obj *coordv1.Lease, rec caslease.Rec
 		return "", err
 	}
 	var out *coordv1.Lease
-	err := r.call(ctx, func() (err error) {
-		if create {
-			out, err = r.api.Create(ctx, obj, metav1.CreateOptions{})
-		} else {
-			out, err = r.api.Update(ctx, obj, metav1.UpdateOptions{})
-		}
-		return err
-	})
+	var err error
+	if create {
+		out, err = r.api.Create(ctx, obj, metav1.CreateOptions{})
+	} else {
+		out, err = r.api.Update(ctx, obj, metav1.UpdateOptions{})
+	}
 	switch {
 	case create && apierrors.IsAlreadyExists(err):
 		return "", caslease.ErrExists

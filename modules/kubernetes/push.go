@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -32,51 +31,8 @@ const (
 // wake-up is off until a watch is allowed: followers find a released
 // Lease at their next retry instead of within milliseconds. The watch is
 // retried with backoff, and the next refusal after a watch that worked is
-// reported again.
-var ErrWatchRefused = errors.New("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll")
-
-// refusal is the watch refused by the API server, reported once: logged
-// when it starts, and returned by the first Acquire that would have told
-// its caller that someone else holds the lease (a follower, which is what
-// push wake-up is for), so that it reaches the elector's events, OnError
-// and log without costing anyone a leadership.
-type refusal struct {
-	mu      sync.Mutex
-	on      bool  // the last watch attempt was refused
-	pending error // not yet returned by an Acquire
-}
-
-// refused records a refused watch, err (matching ErrWatchRefused; the
-// Backend's Acquire redacts it on its way out); it reports whether this refusal started one (the
-// previous attempt was not refused).
-func (r *refusal) refused(err error) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.on {
-		return false
-	}
-	r.on, r.pending = true, err
-	return true
-}
-
-// allowed records an established watch; it reports whether a refusal
-// ended.
-func (r *refusal) allowed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	was := r.on
-	r.on, r.pending = false, nil
-	return was
-}
-
-// take returns the refusal not yet reported to a caller, once.
-func (r *refusal) take() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.pending
-	r.pending = nil
-	return err
-}
+// reported again (caslease.ErrWatchRefused, which it matches).
+var ErrWatchRefused = fmt.Errorf("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll (%w)", caslease.ErrWatchRefused)
 
 // errWatchEnded is what Watch returns when the API server ended the
 // watch (a timeout, 410 Gone) or the connection broke: caslease.Backend
@@ -90,25 +46,15 @@ var errWatchEnded = errors.New("the API server ended the watch on leases")
 // by a client-go elector), deleted or handed to another holder, but not
 // renewed. Without a resourceVersion the watch starts at the present, with
 // an ADDED event per existing Lease. A watch the API server refuses is
-// reported once (refusal).
+// reported once (ErrWatchRefused).
 func (r *leases) Watch(ctx context.Context, _ string, ready func(), change func(caslease.Change)) error {
-	var w watch.Interface
-	err := r.call(ctx, func() (err error) {
-		w, err = r.api.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
-		return err
-	})
-	if err != nil {
-		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) &&
-			r.refusal.refused(fmt.Errorf("acquire lease: %w: %w", ErrWatchRefused, err)) {
-			r.log.Warn("kubelease: the API server refused the watch on leases; push wake-up is off and followers poll until it is allowed",
-				"namespace", r.ns, "error", r.redact(err).Error())
-		}
+	w, err := r.api.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("%w: %w", ErrWatchRefused, err) // reported once by caslease
+	} else if err != nil {
 		return err
 	}
 	defer w.Stop()
-	if r.refusal.allowed() {
-		r.log.Info("kubelease: the watch on leases is allowed again; push wake-up is on", "namespace", r.ns)
-	}
 	ready()
 	for {
 		select {

@@ -37,6 +37,7 @@ type Backend struct {
 	tracker backendkit.ExpiryTracker
 	held    backendkit.HeldRecords // with Capabilities.KeepsRecords only
 	hub     *backendkit.WakeHub
+	refusal refusal // the watch the store refused, reported once
 
 	// watchMin and watchMax bound the wait between attempts to
 	// re-establish a broken watch (Options.WatchBackoff).
@@ -71,6 +72,13 @@ func New(reg Register, opts Options) (*Backend, error) {
 	}, opts.Secrets...)
 	if !opts.DisablePush {
 		b.watcher, _ = reg.(Watcher)
+	}
+	if opts.MaxInFlight > 0 {
+		l := limited{Register: reg, slots: make(chan struct{}, opts.MaxInFlight)}
+		b.reg = l
+		if b.watcher != nil {
+			b.watcher = limitedWatcher{Watcher: b.watcher, l: l}
+		}
 	}
 	b.hub = backendkit.NewWakeHub(b.listen)
 	return b, nil
@@ -187,7 +195,9 @@ func (b *Backend) wrote(election string) {
 // (a tombstone's, on a store that keeps them), and a call makes at most
 // one write that succeeds: a write whose version the store cannot return
 // (ErrVersionUnknown) ends the call with a store error, since the lease it
-// wrote may already be another's.
+// wrote may already be another's. The first call that would return a
+// *backendkit.HeldError after a Watcher's watch was refused returns that
+// refusal instead (ErrWatchRefused).
 func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (fxelection.Lease, error) {
 	const op = "acquire lease"
 	if req.Election == "" || req.Identity == "" {
@@ -200,6 +210,9 @@ func (b *Backend) acquire(ctx context.Context, req backendkit.AcquireRequest) (f
 	l, err := attempt(func() (fxelection.Lease, bool, error) { return b.acquireOnce(ctx, req, ttl) })
 	var held *backendkit.HeldError
 	if errors.As(err, &held) {
+		if refused := b.takeRefusal(); refused != nil {
+			return fxelection.Lease{}, fmt.Errorf("%s: %w", op, refused) // see ErrWatchRefused
+		}
 		return fxelection.Lease{}, err // the holder's record, as Claim gave it
 	}
 	if err != nil {
@@ -492,12 +505,13 @@ func (b *Backend) listen(ctx context.Context, hub *backendkit.WakeHub) {
 		seen := &watched{} // what this watch saw: a new one knows nothing
 		err := b.watcher.Watch(ctx, b.opts.Prefix, func() {
 			failures = 0
+			b.watchAllowed()
 			hub.WakeAll()
 		}, func(c Change) { b.changed(hub, seen, c) })
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err // the elector keeps polling meanwhile
+		b.watchFailed(err) // the elector keeps polling meanwhile
 		failures++
 		if !backendkit.SleepContext(ctx, backendkit.Backoff(failures, b.watchMin, b.watchMax)) {
 			return

@@ -13,12 +13,13 @@
 // stores implement ByteStore and wrap it with Bytes, which encodes a
 // Record with backendkit.MarshalValue; stores that map a record onto
 // fields of their own implement Register directly. A Register that also
-// implements Watcher gives push wake-up.
+// implements Watcher gives push wake-up; a watch the store refuses
+// (ErrWatchRefused) is reported once, by the Backend.
 //
 // # The algorithm
 //
 // New(register, Options{Name, Key, Prefix, ElectionOf, Secrets,
-// DisablePush, WatchBackoff}) returns a Backend implementing
+// DisablePush, WatchBackoff, MaxInFlight, Logger}) returns a Backend implementing
 // fxelection.Backend, backendkit.Transferer and backendkit.MinDurationer;
 // NewNotifying returns one that implements backendkit.Notifier too:
 //

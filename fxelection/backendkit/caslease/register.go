@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection/backendkit"
@@ -98,7 +99,9 @@ type Watcher interface {
 	// breaks. It calls ready once the watch is in place. It returns nil
 	// when ctx is done and an error when the watch broke; the Backend
 	// then watches again after a backoff. change and ready must not block
-	// for long.
+	// for long. An error matching ErrWatchRefused says the store refused
+	// the watch (permissions): the Backend reports it once (see
+	// ErrWatchRefused).
 	Watch(ctx context.Context, prefix string, ready func(), change func(Change)) error
 }
 
@@ -201,6 +204,14 @@ type Options struct {
 	// WatchBackoff bounds the wait before re-establishing a Watcher's
 	// watch that broke or was refused. Zero: 50 ms to 2 s.
 	WatchBackoff Backoff
+	// MaxInFlight, if positive, bounds the Register calls in flight
+	// (Get, Add, CompareAndSwap, and a Watcher's Watch until it is in
+	// place); a call waits for a slot within its context. Zero: no bound.
+	MaxInFlight int
+	// Logger receives the warning when a Watcher's watch starts being
+	// refused (ErrWatchRefused) and the notice when it is allowed again.
+	// Nil: none.
+	Logger *slog.Logger
 }
 
 // Backoff bounds a retry's wait: Min after the first failure, doubling
@@ -245,3 +256,15 @@ func (b Backoff) bounds() (lo, hi time.Duration, err error) {
 // Key, or a WatchBackoff with a negative bound or Max below Min. The
 // error names the field.
 var ErrOptions = errors.New("caslease: invalid options")
+
+// ErrWatchRefused is matched by the error a Watcher's Watch returns when
+// the store refused the watch (a missing permission), as opposed to a
+// watch that broke. Push wake-up is off until a watch is allowed:
+// followers poll. The Backend watches again with backoff and reports a
+// refusal once: it logs it (Options.Logger) when it starts, and the first
+// Acquire that would have returned a *backendkit.HeldError (a follower's,
+// which is what push wake-up is for) returns the Watcher's error instead,
+// so that it reaches the elector without costing anyone a leadership.
+// The next refusal after a watch that worked is reported again. An
+// adapter's own sentinel wraps this one.
+var ErrWatchRefused = errors.New("caslease: watch refused")

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit/caslease"
 	cachelease "github.com/fxelection/fxelection/modules/cache"
 )
 
@@ -75,9 +76,8 @@ func ValidBucket(name string) bool {
 	if name == "" || len(name) > 200 {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+	for i := range len(name) {
+		if !caslease.KeyChar(name[i]) { // A-Z a-z 0-9 _ -
 			return false
 		}
 	}
@@ -85,7 +85,7 @@ func ValidBucket(name string) bool {
 }
 
 // capabilities are every Store's: observed-time expiry, no key length limit.
-var capabilities = cachelease.Capabilities{ServerTTL: false}
+var capabilities = cachelease.Capabilities{}
 
 // Capabilities reports observed-time expiry and no key length limit.
 func (s *Store) Capabilities() cachelease.Capabilities { return capabilities }
@@ -111,6 +111,16 @@ func (s *Store) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// unbind drops kv, the bucket bound, so that the next operation binds
+// (and re-creates) it again; a bucket bound since is kept.
+func (s *Store) unbind(kv jetstream.KeyValue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv == kv {
+		s.kv = nil
+	}
+}
+
 // gone reports whether err means the bucket's stream no longer exists.
 func gone(err error) bool {
 	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) ||
@@ -133,10 +143,10 @@ func (s *Store) do(ctx context.Context, op func(jetstream.KeyValue) error) error
 			if err == nil || gone(err) {
 				s.mu.Lock()
 				s.suspect = false
-				if err != nil && s.kv == kv {
-					s.kv = nil
-				}
 				s.mu.Unlock()
+			}
+			if gone(err) {
+				s.unbind(kv)
 			}
 		}
 	}
@@ -156,11 +166,7 @@ func (s *Store) do(ctx context.Context, op func(jetstream.KeyValue) error) error
 		}
 		return err
 	}
-	s.mu.Lock()
-	if s.kv == kv {
-		s.kv = nil
-	}
-	s.mu.Unlock()
+	s.unbind(kv)
 	if kv, err = s.bucket(ctx); err != nil {
 		return err
 	}
@@ -219,18 +225,7 @@ func tombstone(hist []jetstream.KeyValueEntry) string {
 // would overwrite a marker, whichever it is; see cachelease.Store.Get).
 // ttl is ignored: no per-key TTL.
 func (s *Store) Add(ctx context.Context, key string, value []byte, _ time.Duration) (string, error) {
-	var rev uint64
-	err := s.do(ctx, func(kv jetstream.KeyValue) (err error) {
-		rev, err = kv.Update(ctx, key, value, 0)
-		return err
-	})
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return "", cachelease.ErrExists
-	}
-	if err != nil {
-		return "", fmt.Errorf("nats kv create: %w", err)
-	}
-	return strconv.FormatUint(rev, 10), nil
+	return s.update(ctx, key, value, 0, cachelease.ErrExists, "create")
 }
 
 // CompareAndSwap implements cachelease.Store with Update on the last
@@ -240,16 +235,23 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ve
 	if err != nil || last == 0 {
 		return "", cachelease.ErrConflict // not a version this store gave out
 	}
+	return s.update(ctx, key, value, last, cachelease.ErrConflict, "update")
+}
+
+// update writes value to key if its last revision is last (0: no entry
+// at all) and returns the new revision; one that lost to another write
+// returns lost.
+func (s *Store) update(ctx context.Context, key string, value []byte, last uint64, lost error, op string) (string, error) {
 	var rev uint64
-	err = s.do(ctx, func(kv jetstream.KeyValue) (err error) {
+	err := s.do(ctx, func(kv jetstream.KeyValue) (err error) {
 		rev, err = kv.Update(ctx, key, value, last)
 		return err
 	})
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return "", cachelease.ErrConflict
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return "", lost
 	}
 	if err != nil {
-		return "", fmt.Errorf("nats kv update: %w", err)
+		return "", fmt.Errorf("nats kv %s: %w", op, err)
 	}
 	return strconv.FormatUint(rev, 10), nil
 }
@@ -271,11 +273,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, ready func(), change f
 	w, err := kv.Watch(ctx, pattern, jetstream.UpdatesOnly())
 	if err != nil {
 		if s.js != nil && gone(err) {
-			s.mu.Lock()
-			if s.kv == kv {
-				s.kv = nil
-			}
-			s.mu.Unlock()
+			s.unbind(kv)
 		}
 		return fmt.Errorf("nats kv watch: %w", err)
 	}
