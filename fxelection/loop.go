@@ -263,7 +263,8 @@ func (e *Elector) armRenewal(due time.Time) {
 	e.ls.due = due
 	t := e.ls.t
 	e.mu.Lock()
-	t.SetDueLocked(due)
+	t.due = due
+	t.rearm(time.Now())
 	e.mu.Unlock()
 }
 
@@ -303,7 +304,7 @@ func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, e
 	if e.halted.Load() {
 		return t.stepDown(ReasonStopped, true), true, reqs
 	}
-	if t.Cancelled() {
+	if t.cancelled.Load() {
 		return t.stepDown(ReasonDeadline, false), true, reqs
 	}
 	for i, r := range reqs {
@@ -385,7 +386,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 		// when Stop began: no EventRenewed, only its end.
 		e.contact()
 		e.mu.Lock()
-		if !t.Over() {
+		if !t.expired && !t.ended {
 			t.lease = *l
 		}
 		e.mu.Unlock()
