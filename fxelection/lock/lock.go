@@ -72,7 +72,9 @@ type Options struct {
 	// take the lock; it also bounds each attempt to acquire. RetryPeriod
 	// is how often a held lock is renewed and how often a waiter without
 	// push wake-up tries again (RetryPeriod to 1.2 × RetryPeriod,
-	// jittered). MaxBackoff is checked as fxelection.Timing's.
+	// jittered). A waiter's backoff after store failures is capped at
+	// LeaseDuration; MaxBackoff is validated as fxelection.Timing's but not
+	// used by a Locker.
 	fxelection.Timing
 
 	// Observer, when set, receives the Locker's events (acquisitions with
