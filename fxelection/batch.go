@@ -152,7 +152,7 @@ type sentBatch struct {
 }
 
 // waitContext is what a renewal waits under: for an elector its
-// leadership's renewalCut (cut at the renew deadline and by Stop's bound,
+// leadership's keeper.Cut (cut at the renew deadline and by Stop's bound,
 // not when Stop begins), for a keeper's renewal a context; its cancellation gives
 // the renewal up. Only Err and AfterFunc are needed, so that an elector
 // needs no context of its own per renewal.
@@ -164,7 +164,7 @@ type waitContext interface {
 // renew queues a copy of *lease for the next batch and waits for its
 // result (the renewed lease in *out when it returns nil), or until ctx is
 // cancelled, which gives the renewal up (see abandon): an elector's
-// renewalCut is cut at the renew deadline at the latest (by its timer), and
+// keeper.Cut is cut at the renew deadline at the latest (by its timer), and
 // renew then returns context.DeadlineExceeded, or context.Canceled when it
 // was cut before the deadline (Stop's bound). The batch carrying it is
 // bounded by the latest deadline of its renewals. Pointers rather than

@@ -116,7 +116,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 		opCancel()
 	}
 	if t != nil {
-		t.cancel()
+		t.Cancel()
 	}
 	if withdrawStart(e) {
 		e.endLoop() // its first step had not begun: there is no loop to wait for
@@ -151,7 +151,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	// bound ends (and by its own renew deadline, by the term's timer).
 	var cut func()
 	if t != nil {
-		cut = t.renewal.fire
+		cut = t.Renewal.Fire
 	}
 	if lctx := b.ctx(); !waitFor(lctx, loopDone, cut) {
 		errs = append(errs, e.abandonLoop(lctx.Err()))

@@ -263,8 +263,7 @@ func (e *Elector) armRenewal(due time.Time) {
 	e.ls.due = due
 	t := e.ls.t
 	e.mu.Lock()
-	t.due = due
-	t.rearm(time.Now())
+	t.SetDueLocked(due)
 	e.mu.Unlock()
 }
 
@@ -304,7 +303,7 @@ func (e *Elector) leadEvents(ev loopEvent, reqs []request) (reason StopReason, e
 	if e.halted.Load() {
 		return t.stepDown(ReasonStopped, true), true, reqs
 	}
-	if t.cancelled.Load() {
+	if t.Cancelled() {
 		return t.stepDown(ReasonDeadline, false), true, reqs
 	}
 	for i, r := range reqs {
@@ -386,7 +385,7 @@ func (e *Elector) renewed(t *leaderTerm, renewStart time.Time, l *Lease, err err
 		// when Stop began: no EventRenewed, only its end.
 		e.contact()
 		e.mu.Lock()
-		if !t.expired && !t.ended {
+		if !t.Over() {
 			t.lease = *l
 		}
 		e.mu.Unlock()

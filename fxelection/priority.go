@@ -125,7 +125,7 @@ func (preemptRule) renewed(e *Elector, t *leaderTerm) (request, bool) {
 		return request{}, false
 	}
 	start := time.Now()
-	ctx, end := e.opContext(e.base, t.deadline())
+	ctx, end := e.opContext(e.base, t.Expiry())
 	req, err := e.backend.Get(ctx, names.Preempt(e.cfg.Name))
 	end()
 	err = redactErr(err)

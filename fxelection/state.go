@@ -79,7 +79,7 @@ type Elector struct {
 	// halted is set by Stop (with mu held) before anything else it does:
 	// the campaign loop ends, its backend call in flight is cancelled
 	// (opCancel) unless it is a renewal, which is let finish (see
-	// renewalCut), and the leader context is cancelled.
+	// keeper.Cut), and the leader context is cancelled.
 	halted atomic.Bool
 	// startState says where the campaign's first step is (guarded by
 	// group.mu): see startCampaign.

@@ -82,7 +82,7 @@ func (e *Elector) Status() Status {
 		s.LastError, s.LastErrorAt = f.err, f.at
 	}
 	if t := e.term; t != nil {
-		s.Holding, s.LastRenew = true, t.lastRenew
+		s.Holding, s.LastRenew = true, t.LastRenew()
 	}
 	if t := e.believed(); t != nil {
 		s.Leading, s.Lease = true, t.lease.Clone()

@@ -25,21 +25,22 @@
 //
 // # What a lock guarantees
 //
-// A held Lock is a lease that a goroutine of its own renews every
-// RetryPeriod. On a backend that renews in batches
-// (backendkit.BatchRenewer: Redis, PostgreSQL, the in-memory backend)
-// renewals are aligned to a grid of RetryPeriod/64 slots and sent
-// together: the Locker's locks due in one slot, and with NewInGroup the
-// group's electors' too, cost one round trip; elsewhere (etcd and every
-// other backend) each renewal is one Renew call. Its Context ends when the
-// Lock is released, when a renewal finds the lease lost, and when no
-// renewal has succeeded within
-// RenewDeadline of the start of the last successful one (the acquisition
-// counts as one), measured on the local monotonic clock. Because
-// RenewDeadline is shorter than LeaseDuration, the Context ends before the
-// lease can expire in the store and before any other caller can take the
-// lock: the difference is the margin for clock-rate drift and scheduling
-// delays, as for an Elector's leader context.
+// A held Lock is a lease renewed every RetryPeriod, as an elector's
+// leadership is: it holds a timer, not a goroutine, between renewals, and
+// each renewal runs on a goroutine of its own while it lasts. On a backend
+// that renews in batches (backendkit.BatchRenewer: Redis, PostgreSQL, the
+// in-memory backend) renewals are aligned to a grid of RetryPeriod/64
+// slots and sent together: the Locker's locks due in one slot, and with
+// NewInGroup the group's electors' too, cost one round trip; elsewhere
+// (etcd and every other backend) each renewal is one Renew call. Its
+// Context ends when the Lock is released, when a renewal finds the lease
+// lost, and when no renewal has succeeded within RenewDeadline of the
+// start of the last successful one (the acquisition counts as one),
+// measured on the local monotonic clock. Because RenewDeadline is shorter
+// than LeaseDuration, the Context ends before the lease can expire in the
+// store and before any other caller can take the lock: the difference is
+// the margin for clock-rate drift and scheduling delays, as for an
+// Elector's leader context.
 //
 // That is all a lease can promise. A process paused for longer than
 // LeaseDuration−RenewDeadline (a GC pause, a stopped VM, a slow disk)

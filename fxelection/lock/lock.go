@@ -129,7 +129,8 @@ func checkKey(key string) error {
 }
 
 // Locker takes locks on one backend. It is safe for concurrent use. Each
-// held Lock has a goroutine, which Release stops; an attempt to acquire
+// held Lock has a timer for its renewals, which Release stops (a renewal
+// in flight, on a goroutine of its own, is let finish); an attempt to acquire
 // under a context that can end makes its store call on a goroutine of its
 // own, which outlives the attempt only to give back what an abandoned call
 // won (see Acquire). Close it when done (the fx module does, on stop):

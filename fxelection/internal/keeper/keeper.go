@@ -1,18 +1,28 @@
-// Package keeper holds one lease: it renews it (on the Group's batch grid
+// Package keeper holds leases: it renews one (on the Group's batch grid
 // where the backend batches), ends belief at the renew deadline, gives a
-// context that ends with a cause before the lease can expire in the store,
-// and lets a renewal in flight finish when the holder lets go. It also
-// holds the library's one set of retry waits (RenewRetry, AttemptRetry).
+// context that ends before the lease can expire in the store, and lets a
+// renewal in flight finish when the holder lets go. It also holds the
+// library's one set of retry waits (RenewRetry, AttemptRetry).
 //
-// Who uses it: package lock (every held Lock, renewed on its Group's
-// batch grid) and package pool (its member slot, renewed by
-// re-acquisition so that its record counts the renewals). The Elector's leadership does not run a Keeper: it is the
-// scale-optimised form of the same rules, a parked state machine woken by
-// one timer with no goroutine per leader (100,000 elections in a process),
-// that shares with Keeper what the rules are made of — the batch grid
-// (Renewer.Due is the Group's grid), the retry waits of this package, and
-// the renew deadline measured from the start of the last successful
-// renewal — so that a change to a timing rule is made once.
+// There is one implementation of holding a lease, Term: one timer, and no
+// goroutine, between renewals; it fires at the next renewal or at the
+// renew deadline (measured from the start of the last successful renewal,
+// on the monotonic clock), whichever is earlier, and calls its Holder; it
+// records a successful renewal (ExtendLocked), is the core of the
+// holder's context, and carries the Cut a renewal in flight waits under.
+// Its holders:
+//
+//   - the Elector's leadership (package fxelection, term.go), the
+//     scale-optimised holder: its hooks wake the Elector's parked state
+//     machine, which renews through its batcher (100,000 elections in a
+//     process, no goroutine per leader);
+//   - Keeper, for package lock (every held Lock, renewed on its Group's
+//     batch grid through GroupRenewer) and package pool (its member slot,
+//     renewed by re-acquisition, Reacquirer, so that its record counts the
+//     renewals): each renewal runs on the goroutine the Term's timer
+//     starts when it is due, and its Context ends with a cause.
+//
+// A change to a timing rule is therefore made once: here.
 package keeper
 
 import (
@@ -70,7 +80,7 @@ var GroupRenewer func(group any) Renewer
 // Reacquirer renews a lease by acquiring it again as the same
 // incarnation, for a holder whose record changes at every renewal (a
 // pool's member slot counts its renewals there), which Backend.Renew does
-// not write. Its Keeper's goroutine is its only caller.
+// not write. Its Keeper makes one renewal at a time.
 type Reacquirer struct {
 	// Backend is the store.
 	Backend backendkit.Backend
@@ -123,37 +133,42 @@ type Config struct {
 	OnRenew func(err error)
 }
 
-// Keeper holds one lease, acquired by an attempt that began at a known
-// time, until End; its goroutine renews it. Its methods are safe for
-// concurrent use.
+// Keeper holds one lease for a holder outside the Elector (a lock, a
+// pool's member slot), acquired by an attempt that began at a known time,
+// until End. It runs on a Term, as the Elector's leadership does: no
+// goroutine between renewals; each renewal runs on the goroutine the
+// Term's timer starts when it is due. Its methods are safe for concurrent
+// use.
 type Keeper struct {
+	term   Term
 	cfg    *Config
+	base   context.Context // the values the Context carries
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{} // closed when the renewing goroutine returns
 
-	mu        sync.Mutex
-	lease     backendkit.Lease // as last renewed
-	lastRenew time.Time        // start of the last successful renewal (or the acquisition)
-	lastErr   error            // the last renewal's failure, for the cause
-	unsure    bool             // the last renewal failed: the store may have applied it all the same
-	timer     *time.Timer      // ends ctx at lastRenew+RenewDeadline
+	mu       sync.Mutex       // the Term's lock too
+	lease    backendkit.Lease // as last renewed
+	lastErr  error            // the last renewal's failure, for the cause
+	unsure   bool             // the last renewal failed: the store may have applied it all the same
+	failures int              // renewals failed in a row
+	busy     chan struct{}    // closed when the renewal in flight returns; nil when none is
 }
 
 // Start keeps lease, acquired by an attempt that began at start, in k, a
 // zero Keeper (a holder embeds one, saving an allocation): its Context
 // carries base's values (not its cancellation) and ends at
-// start+RenewDeadline unless a renewal succeeds first, and a goroutine
-// renews the lease until End. It is called once.
+// start+RenewDeadline unless a renewal succeeds first, and the lease is
+// renewed until End. It is called once.
 //
 // cfg may be shared by many Keepers; it must not change once passed.
 func (k *Keeper) Start(base context.Context, cfg *Config, lease backendkit.Lease, start time.Time) {
-	k.cfg, k.done, k.lease, k.lastRenew = cfg, make(chan struct{}), lease, start
-	k.ctx, k.cancel = context.WithCancelCause(context.WithoutCancel(base))
-	k.mu.Lock() // expire takes it: k.timer is set before it runs
-	k.timer = time.AfterFunc(time.Until(start.Add(cfg.RenewDeadline)), k.expire)
+	k.cfg, k.lease = cfg, lease
+	k.base = context.WithoutCancel(base)
+	k.ctx, k.cancel = context.WithCancelCause(k.base)
+	k.mu.Lock()
+	k.term.BeginLocked((*holder)(k), cfg.RenewDeadline, start)
+	k.term.SetDueLocked(cfg.Renewer.Due(start.Add(cfg.RetryPeriod), cfg.RetryPeriod))
 	k.mu.Unlock()
-	go k.run(start)
 }
 
 // Context ends when End is called, when a renewal finds the lease lost,
@@ -184,16 +199,21 @@ func (k *Keeper) End(cause error) {
 // store may have applied it all the same, and the lease is then not what
 // the store last wrote), or ctx's error if the renewals outlast it.
 func (k *Keeper) Stop(ctx context.Context, cause error) (lease backendkit.Lease, unsure bool, err error) {
-	k.End(cause)
-	select {
-	case <-k.done:
-	default:
-		// Only when the goroutine has not returned yet: a done ctx must
-		// not win a race with a closed done.
+	k.mu.Lock()
+	k.endLocked(cause)
+	busy := k.busy // no renewal starts once ended
+	k.mu.Unlock()
+	if busy != nil {
 		select {
-		case <-k.done:
-		case <-ctx.Done():
-			return backendkit.Lease{}, false, ctx.Err()
+		case <-busy:
+		default:
+			// Only when the renewal has not returned yet: a done ctx must
+			// not win a race with a closed busy.
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return backendkit.Lease{}, false, ctx.Err()
+			}
 		}
 	}
 	k.mu.Lock()
@@ -209,14 +229,23 @@ func (k *Keeper) Settle(lease backendkit.Lease) {
 	k.mu.Unlock()
 }
 
-// expire ends the Context at the renew deadline, unless a renewal moved
-// the deadline while the timer fired.
-func (k *Keeper) expire() {
+// holder is a Keeper as its Term's Holder.
+type holder Keeper
+
+// Lock locks the Keeper.
+func (h *holder) Lock() { h.mu.Lock() }
+
+// Unlock unlocks the Keeper.
+func (h *holder) Unlock() { h.mu.Unlock() }
+
+// OnDue makes the renewal that is due (Keeper.renew).
+func (h *holder) OnDue() { (*Keeper)(h).renew() }
+
+// OnDeadline ends the Context at the renew deadline.
+func (h *holder) OnDeadline() {
+	k := (*Keeper)(h)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if time.Now().Before(k.lastRenew.Add(k.cfg.RenewDeadline)) {
-		return // re-armed by a renewal that raced with the timer
-	}
 	cause := fmt.Errorf("%w: no renewal succeeded within the renew deadline", k.cfg.Lost)
 	if k.lastErr != nil {
 		cause = fmt.Errorf("%w: no renewal succeeded within the renew deadline (last error: %w)", k.cfg.Lost, k.lastErr)
@@ -230,81 +259,66 @@ func (k *Keeper) endLocked(cause error) {
 		return // ended already
 	}
 	k.cancel(cause)
-	k.timer.Stop()
+	k.term.EndLocked()
+	k.term.Cancel()
 	if k.cfg.OnEnd != nil {
 		k.cfg.OnEnd(cause)
 	}
 }
 
-// run renews the lease every RetryPeriod from the start of the last
-// successful renewal (sooner after a failed one; on the Renewer's grid)
-// until the Context ends.
-func (k *Keeper) run(start time.Time) {
-	defer close(k.done)
+// renew makes the renewal that is due, on the calling goroutine (the
+// Term's timer's), and sets the next one: RetryPeriod
+// after the start of the last successful renewal (on the Renewer's grid),
+// sooner after a failed one (RenewRetry).
+func (k *Keeper) renew() {
 	cfg := k.cfg
-	next := cfg.Renewer.Due(start.Add(cfg.RetryPeriod), cfg.RetryPeriod)
-	failures := 0
-	for {
-		t := time.NewTimer(time.Until(next))
-		select {
-		case <-t.C:
-		case <-k.ctx.Done():
-			t.Stop()
-			return
-		}
-		renewStart := time.Now()
-		k.mu.Lock()
-		cur, deadline := k.lease, k.lastRenew.Add(cfg.RenewDeadline)
+	k.mu.Lock()
+	if k.ctx.Err() != nil || k.busy != nil {
 		k.mu.Unlock()
-		// Not under k.ctx: End ends the Context at once but lets a renewal
-		// in flight finish (bounded by the deadline), so that the holder
-		// releases the lease as the store last wrote it. A renewal cut
-		// short could be applied all the same, and a store that matches
-		// the last write on release (PostgreSQL's expires_at) would then
-		// free nothing: the next holder would wait out the lease.
-		rctx, cancel := context.WithDeadline(context.WithoutCancel(k.ctx), deadline)
-		renewed, err := cfg.Renewer.Renew(rctx, cur)
-		cancel()
-		if cfg.OnRenew != nil {
-			cfg.OnRenew(err)
-		}
-		switch {
-		case err == nil:
-			if !k.extend(renewed, renewStart) {
-				return
-			}
-			failures = 0
-			next = cfg.Renewer.Due(renewStart.Add(cfg.RetryPeriod), cfg.RetryPeriod)
-		case errors.Is(err, backendkit.ErrLeaseLost):
-			k.mu.Lock()
-			k.unsure = false
-			k.endLocked(fmt.Errorf("%w: %w", cfg.Lost, err))
-			k.mu.Unlock()
-			return
-		default:
-			k.mu.Lock()
-			k.lastErr, k.unsure = err, true
-			k.mu.Unlock()
-			if k.ctx.Err() != nil {
-				return
-			}
-			failures++
-			next = time.Now().Add(RenewRetry(cfg.RetryPeriod, failures))
-		}
+		return
 	}
-}
-
-// extend records a successful renewal that started at start and moves the
-// renew deadline; false if the Context has ended meanwhile (the renewed
-// lease is kept all the same, for Stop).
-func (k *Keeper) extend(l backendkit.Lease, start time.Time) bool {
+	busy := make(chan struct{})
+	k.busy = busy
+	cur, deadline := k.lease, k.term.Expiry()
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.busy = nil
+		k.mu.Unlock()
+		close(busy)
+	}()
+	start := time.Now()
+	// Not under k.ctx: End ends the Context at once but lets a renewal
+	// in flight finish (bounded by the deadline), so that the holder
+	// releases the lease as the store last wrote it. A renewal cut
+	// short could be applied all the same, and a store that matches
+	// the last write on release (PostgreSQL's expires_at) would then
+	// free nothing: the next holder would wait out the lease.
+	rctx, cancel := context.WithDeadline(k.base, deadline)
+	renewed, err := cfg.Renewer.Renew(rctx, cur)
+	cancel()
+	if cfg.OnRenew != nil {
+		cfg.OnRenew(err)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.lease, k.unsure = l, false
-	if k.ctx.Err() != nil {
-		return false
+	switch {
+	case err == nil:
+		k.lease, k.unsure = renewed, false // kept for Stop even once ended
+		if k.ctx.Err() != nil || !k.term.ExtendLocked(start) {
+			return
+		}
+		k.lastErr, k.failures = nil, 0
+		k.term.SetDueLocked(cfg.Renewer.Due(start.Add(cfg.RetryPeriod), cfg.RetryPeriod))
+	case errors.Is(err, backendkit.ErrLeaseLost):
+		k.unsure = false
+		k.endLocked(fmt.Errorf("%w: %w", cfg.Lost, err))
+	default:
+		k.lastErr, k.unsure = err, true
+		if k.ctx.Err() != nil {
+			return
+		}
+		k.failures++
+		k.term.SetDueLocked(time.Now().Add(RenewRetry(cfg.RetryPeriod, k.failures)))
 	}
-	k.lastRenew, k.lastErr = start, nil
-	k.timer.Reset(time.Until(start.Add(k.cfg.RenewDeadline)))
-	return true
 }
