@@ -138,14 +138,18 @@ func Run(t *testing.T, o Options) *Report {
 		t.Fatalf("electiontest: RunChaos timing: %v", err)
 	}
 	var rep *Report
+	var trace *tracer
 	if o.Locks {
 		lc := newLockChaos(t, o)
 		lc.run()
-		rep = lc.analyse()
+		rep, trace = lc.analyse(), lc.trace
 	} else {
 		c := newChaos(t, o)
 		c.run()
-		rep = c.analyse()
+		rep, trace = c.analyse(), c.trace
+	}
+	if err := trace.write(); err != nil {
+		t.Errorf("write chaos trace: %v", err)
 	}
 	t.Logf("chaos report:\n%s", rep)
 	if path := os.Getenv(envReport); path != "" {

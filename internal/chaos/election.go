@@ -122,6 +122,9 @@ func (c *chaos) start(s *slot[*instance], base memberBase, b fxelection.Backend)
 	}
 	inst.e = e
 	e.AddObserver(fxelection.ObserverFunc(func(ev fxelection.Event) {
+		if c.trace.on() {
+			c.trace.add(ev.Time.Sub(c.t0), inst.identity, "%s op=%s term=%d holder=%s reason=%s dur=%v err=%v", ev.Kind, ev.Op, ev.Lease.Term, ev.Lease.Holder, ev.Reason, ev.Duration.Round(time.Microsecond), ev.Err)
+		}
 		switch ev.Kind {
 		case fxelection.EventStartedLeading:
 			c.note(inst, &inst.evs, "start", ev.Lease.Term)
@@ -294,6 +297,13 @@ func (c *chaos) sample(done <-chan struct{}, exited chan<- struct{}) {
 			}
 			c.live = live
 		}
+		if c.trace.on() && (leaders != c.leaders || leader != c.leader) {
+			who := "-"
+			if leader != nil {
+				who = leader.identity
+			}
+			c.trace.add(c.now(), "sampler", "%d leaders (one: %s)", leaders, who)
+		}
 		c.leaders, c.leader = leaders, leader
 		c.mu.Unlock()
 	}
@@ -429,6 +439,7 @@ func (c *chaos) settle() {
 		time.Sleep(2 * time.Millisecond)
 	}
 	c.finalConv = c.now() - quiet
+	c.trace.add(c.now(), "check", "converged (%d leaders) %v after the faults stopped", c.leaderCount(), c.finalConv)
 	if c.leaderCount() != 1 {
 		c.violate("%d leaders %v after the faults stopped, want exactly 1 within %v + slack %v", c.leaderCount(), c.finalConv.Round(time.Millisecond), c.o.ConvergenceBound, c.o.Slack)
 	} else if c.finalConv > limit {

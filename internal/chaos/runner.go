@@ -358,10 +358,12 @@ type runner[M member] struct {
 
 	mu         sync.Mutex
 	violations []string
+
+	trace *tracer // FXELECTION_CHAOS_TRACE
 }
 
 func newRunner[M member](t *testing.T, o Options, w workload[M], prefix string, weights []faultWeight) *runner[M] {
-	r := &runner[M]{t: t, o: o, w: w, prefix: prefix, weights: weights, faultCount: map[string]int{}}
+	r := &runner[M]{t: t, o: o, w: w, prefix: prefix, weights: weights, faultCount: map[string]int{}, trace: newTracer()}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.faultSched = newFaultSched(o.Seed, o.Server, &r.wg)
 	return r
@@ -371,6 +373,7 @@ func (r *runner[M]) violate(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+	r.trace.add(r.now(), "check", "violation: "+format, args...)
 }
 
 func (r *runner[M]) identity(s *slot[M]) string {
@@ -585,6 +588,13 @@ func (r *runner[M]) inject() {
 
 func (r *runner[M]) record(kind string, inst M, start, end time.Duration) {
 	r.faultCount[kind]++
+	if r.trace.on() {
+		who := "all"
+		if isSet(inst) {
+			who = inst.base().identity
+		}
+		r.trace.add(start, "faults", "%s on %s", kind, who)
+	}
 	r.faults = append(r.faults, faultRec[M]{kind: kind, inst: inst, start: start, end: end})
 }
 
@@ -602,6 +612,7 @@ func (r *runner[M]) proxyFault(s *slot[M], kind string, now, d time.Duration) {
 		inst.base().proxy.Heal()
 		s.fault = ""
 		r.faults[idx].end = r.now()
+		r.trace.add(r.now(), "faults", "%s on %s healed", kind, inst.base().identity)
 	})
 }
 
@@ -625,6 +636,7 @@ func (r *runner[M]) healAll() {
 	}
 	r.endFaults(r.now())
 	r.outage = false
+	r.trace.add(r.now(), "faults", "all healed")
 }
 
 func (r *runner[M]) serverBack(err error) {
