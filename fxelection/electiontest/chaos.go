@@ -224,8 +224,12 @@ type ChaosStats = chaos.Stats
 // FXELECTION_CHAOS_MEAN_GAP override Duration, Seed and MeanGap for long
 // runs (a seed replays the same schedule of faults for the same options;
 // the interleaving with the store and the scheduler still varies);
-// FXELECTION_CHAOS_REPORT names a file to write the report to as JSON. The
-// report is logged and returned.
+// FXELECTION_CHAOS_REPORT names a file to write the report to as JSON, and
+// FXELECTION_CHAOS_TRACE one to write the run's trace to (every fault and
+// heal, every elector event including each backend call and its error,
+// every change of the sampled leader count, with its offset from the
+// start): what to read when a check fails. The report is logged and
+// returned.
 //
 // What it cannot see: one host and one clock (no clock skew or rate
 // drift), no process pauses (GC, VM freezes), no replica failover of the
