@@ -86,7 +86,8 @@ type ChaosOptions struct {
 	FailoverBound time.Duration
 
 	// ConvergenceBound is how long after the faults stop exactly one
-	// elector must lead. Default: LeaseDuration + 2×RetryPeriod. Lock
+	// elector must lead, on an acquire or renewal started after they
+	// stopped. Default: LeaseDuration + 2×RetryPeriod. Lock
 	// clients must instead each take every key within a minute or 20
 	// leases (progress, not speed).
 	ConvergenceBound time.Duration
@@ -184,8 +185,9 @@ type ChaosStats = chaos.Stats
 //   - a leader crashes while another elector is up, unfaulted and able to
 //     reach the store throughout, and none leads within FailoverBound +
 //     Slack;
-//   - after the faults stop, exactly one elector does not lead within
-//     ConvergenceBound + Slack;
+//   - after the faults stop, exactly one elector does not lead, on an
+//     acquire or renewal started after they stopped, within
+//     ConvergenceBound + Slack, or not still 2 × RetryPeriod later;
 //   - callbacks do not come in pairs and in order (OnStoppedLeading after
 //     its OnStartedLeading returned, same term), or observer events do not;
 //   - an elector reports a panic.
