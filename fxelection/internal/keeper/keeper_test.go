@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -193,4 +194,36 @@ func TestRetryWaits(t *testing.T) {
 			t.Fatalf("AttemptRetry after 30 failures: %v, want near and at most the maximum", d)
 		}
 	}
+}
+
+// TestHeldLeasesCostNoGoroutine: between renewals a Keeper holds a timer,
+// not a goroutine (the lock package's doc says so), however many leases
+// are held; each renewal runs on a goroutine of its own only while it
+// lasts.
+func TestHeldLeasesCostNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &renewer{}
+		cfg := config(r)
+		before := runtime.NumGoroutine()
+		const n = 200
+		ks := make([]*keeper.Keeper, n)
+		for i := range ks {
+			ks[i] = new(keeper.Keeper)
+			ks[i].Start(context.Background(), cfg, backendkit.Lease{Term: uint64(i + 1)}, time.Now())
+		}
+		// Between the renewals that came at +500ms and +1s.
+		time.Sleep(750 * time.Millisecond)
+		synctest.Wait()
+		if got := runtime.NumGoroutine() - before; got != 0 {
+			t.Errorf("%d held leases, between renewals: %d goroutines more than before, want 0", n, got)
+		}
+		if got := len(r.times()); got != n {
+			t.Errorf("%d renewals by +750ms, want %d (one each)", got, n)
+		}
+		for _, k := range ks {
+			if _, _, err := k.Stop(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
