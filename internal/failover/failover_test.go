@@ -1,0 +1,340 @@
+package failover
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fxelection/fxelection/fxelection/fence"
+	"github.com/fxelection/fxelection/internal/testserver"
+	"github.com/fxelection/fxelection/internal/testtier"
+	cachelease "github.com/fxelection/fxelection/modules/cache"
+	natslease "github.com/fxelection/fxelection/modules/cache/nats"
+	pglease "github.com/fxelection/fxelection/modules/postgres"
+	"github.com/fxelection/fxelection/modules/postgres/pgfence"
+	redislease "github.com/fxelection/fxelection/modules/redis"
+	"github.com/fxelection/fxelection/modules/redis/redisfence"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, nil) }
+
+// FaultsEnv sets the number of faults of each soak test (default
+// soakFaults).
+const FaultsEnv = "FXELECTION_FAILOVER_FAULTS"
+
+const (
+	soakFaults = 100 // per class in a soak run
+	e2eFaults  = 3   // per class in the e2e tier
+)
+
+// soakCount is the number of faults a soak test injects.
+func soakCount(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(FaultsEnv)
+	if v == "" {
+		return soakFaults
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", FaultsEnv, v)
+	}
+	return n
+}
+
+// check fails t on a term that repeated or went back and on an accepted
+// stale write, and logs the report.
+func check(t *testing.T, r *Report) {
+	t.Helper()
+	t.Log(r)
+	for _, s := range r.TermRegressions {
+		t.Errorf("term repeated or went back: %s", s)
+	}
+	for _, s := range r.StaleAccepted {
+		t.Errorf("stale write accepted: %s", s)
+	}
+	if r.Accepted == 0 {
+		t.Error("no guarded write was accepted")
+	}
+}
+
+// redisClient is a client of its own on target, as another process's:
+// no retries (a retried script could run twice), short timeouts.
+func redisClient(t testing.TB, target *Target) *redis.Client {
+	c := redis.NewClient(&redis.Options{
+		Addr: target.Addr(), Dialer: target.Dial, ContextTimeoutEnabled: true,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		MaxRetries: -1, PoolSize: 4,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// redisWriter sets the election's data key through redisfence on c.
+func redisWriter(c *redis.Client) Writer {
+	g := redisfence.New(c, redisfence.Options{})
+	return func(ctx context.Context) error {
+		tok, err := fence.FromContext(ctx)
+		if err != nil {
+			return err
+		}
+		return g.Set(ctx, "data:"+redisfence.HashTag(tok.Election), strconv.FormatUint(tok.Term, 10), 0)
+	}
+}
+
+// redisCandidate: the Redis backend and a redisfence writer on one client
+// of target, the fenced data in the same store as the leases.
+func redisCandidate(target *Target) func(t testing.TB) Candidate {
+	return func(t testing.TB) Candidate {
+		c := redisClient(t, target)
+		b, err := redislease.New(c, redislease.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return Candidate{Backend: b, Write: redisWriter(c)}
+	}
+}
+
+// redisReplica: a Redis primary and its replica; each fault kills the
+// primary (SIGKILL) and promotes the replica (REPLICAOF NO ONE), then
+// moves the clients; the killed server rejoins as a replica.
+func redisReplica(faults int) func(t *testing.T) *Report {
+	return func(t *testing.T) *Report {
+		pair := testserver.NewRedisPair(t)
+		target := NewTarget(pair.Primary().Addr())
+		return Run(t, Options{
+			Class:        "redis: primary killed, replica promoted",
+			Faults:       faults,
+			NewCandidate: redisCandidate(target),
+			Inject: func(t testing.TB) {
+				next, err := pair.Failover()
+				if err != nil {
+					t.Fatal(err)
+				}
+				target.Set(next.Addr())
+			},
+			Recover: func(t testing.TB) {
+				if err := pair.Rejoin(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	}
+}
+
+// redisRestart: one Redis without persistence, killed and restarted
+// empty: leases, term counters and fence keys are all lost.
+func redisRestart(faults int) func(t *testing.T) *Report {
+	return func(t *testing.T) *Report {
+		srv := testserver.NewRedis(t, testserver.RedisOptions{})
+		target := NewTarget(srv.Addr())
+		return Run(t, Options{
+			Class:        "redis: restarted without persistence",
+			Faults:       faults,
+			NewCandidate: redisCandidate(target),
+			Inject: func(t testing.TB) {
+				if err := srv.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	}
+}
+
+// postgresStandby: a PostgreSQL primary and its asynchronous streaming
+// standby; each fault kills the primary and promotes the standby, then
+// moves the clients; the killed server rejoins as a standby. The fence
+// table (pgfence) is in the same database as the leases.
+func postgresStandby(faults int) func(t *testing.T) *Report {
+	return func(t *testing.T) *Report {
+		pair := testserver.NewPostgresPair(t)
+		target := NewTarget(pair.Primary().Addr())
+		dsn := pair.Primary().DSN()
+		guard, err := pgfence.New(pgfence.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setup := pgPool(t, dsn, target)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := guard.CreateTable(ctx, setup); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := setup.Exec(ctx, `CREATE TABLE failover_writes (election text NOT NULL, term bigint NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		return Run(t, Options{
+			Class:  "postgres: primary killed, async standby promoted",
+			Faults: faults,
+			NewCandidate: func(t testing.TB) Candidate {
+				pool := pgPool(t, dsn, target)
+				b, err := pglease.New(pool, pglease.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = b.Close() })
+				return Candidate{Backend: b, Write: func(ctx context.Context) error {
+					tok, err := fence.FromContext(ctx)
+					if err != nil {
+						return err
+					}
+					return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+						if err := guard.Check(ctx, tx); err != nil {
+							return err
+						}
+						_, err := tx.Exec(ctx, `INSERT INTO failover_writes (election, term) VALUES ($1, $2)`, tok.Election, int64(tok.Term))
+						return err
+					})
+				}}
+			},
+			Inject: func(t testing.TB) {
+				next, err := pair.Failover()
+				if err != nil {
+					t.Fatal(err)
+				}
+				target.Set(next.Addr())
+			},
+			Recover: func(t testing.TB) {
+				if err := pair.Rejoin(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	}
+}
+
+// pgPool is a pool of its own whose connections dial target.
+func pgPool(t testing.TB, dsn string, target *Target) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DialFunc = target.Dial
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// natsKill: one nats-server with JetStream at its default sync interval,
+// killed with SIGKILL and restarted on its store. The fenced data is in a
+// Redis of its own (no NATS guard exists), which is not faulted.
+func natsKill(faults int) func(t *testing.T) *Report {
+	return func(t *testing.T) *Report {
+		srv := testserver.NewNats(t, testserver.NatsOptions{})
+		data := NewTarget(testserver.NewRedis(t, testserver.RedisOptions{}).Addr())
+		const bucket = "leases"
+		admin := natsConn(t, srv.URL())
+		js, err := jetstream.New(admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		testserver.WaitFor(t, time.Minute, "the bucket", func() bool {
+			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket})
+			return err == nil
+		})
+		return Run(t, Options{
+			Class:  "nats: server killed (SIGKILL) and restarted, default sync interval",
+			Faults: faults,
+			NewCandidate: func(t testing.TB) Candidate {
+				nc := natsConn(t, srv.URL())
+				js, err := jetstream.New(nc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kv, err := js.KeyValue(ctx, bucket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := natslease.New(kv, nc, cachelease.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = b.Close() })
+				return Candidate{Backend: b, Write: redisWriter(redisClient(t, data))}
+			},
+			Inject: func(t testing.TB) {
+				if err := srv.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	}
+}
+
+// natsConn is a connection of its own that keeps reconnecting while the
+// server is down.
+func natsConn(t testing.TB, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url,
+		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// TestStoreFaults runs each fault class a few times (the e2e tier).
+func TestStoreFaults(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
+	for name, run := range map[string]func(*testing.T) *Report{
+		"RedisReplica":    redisReplica(e2eFaults),
+		"RedisRestart":    redisRestart(e2eFaults),
+		"PostgresStandby": postgresStandby(e2eFaults),
+		"NatsKill":        natsKill(e2eFaults),
+	} {
+		t.Run(name, func(t *testing.T) { check(t, run(t)) })
+	}
+}
+
+// TestSoakFailoverRedisReplica: a Redis primary killed and its replica
+// promoted, FXELECTION_FAILOVER_FAULTS times (default 100).
+func TestSoakFailoverRedisReplica(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
+	check(t, redisReplica(soakCount(t))(t))
+}
+
+// TestSoakFailoverRedisRestart: a Redis without persistence killed and
+// restarted empty, FXELECTION_FAILOVER_FAULTS times (default 100).
+func TestSoakFailoverRedisRestart(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
+	check(t, redisRestart(soakCount(t))(t))
+}
+
+// TestSoakFailoverPostgresStandby: a PostgreSQL primary killed and its
+// asynchronous standby promoted, FXELECTION_FAILOVER_FAULTS times (default
+// 100).
+func TestSoakFailoverPostgresStandby(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
+	check(t, postgresStandby(soakCount(t))(t))
+}
+
+// TestSoakFailoverNatsKill: a nats-server killed with SIGKILL and
+// restarted, FXELECTION_FAILOVER_FAULTS times (default 100).
+func TestSoakFailoverNatsKill(t *testing.T) {
+	testtier.Require(t, testtier.Soak)
+	check(t, natsKill(soakCount(t))(t))
+}
