@@ -97,18 +97,33 @@ type Options struct {
 	// the client's clean-up with t.
 	NewCandidate func(t testing.TB) Candidate
 	// Inject injects one fault and moves the clients (Target.Set) if the
-	// store's address changes.
-	Inject func(t testing.TB)
+	// store's address changes; rng is the run's random source.
+	Inject func(t testing.TB, rng *rand.Rand)
 	// Recover, if set, runs after the electors settled after a fault: a
 	// replica rejoins, say.
 	Recover func(t testing.TB)
 	// WriteEvery is the pause between a leader's guarded writes. Default:
 	// 20ms.
 	WriteEvery time.Duration
+	// Probe, if set, counts acknowledged writes the faults lost.
+	Probe *Probe
 	// SettleLimit bounds the wait after a fault for every election to have
 	// one leader with an accepted write. Default: one minute (a bound on a
 	// hang, not on speed).
 	SettleLimit time.Duration
+}
+
+// Probe measures the store's durability apart from the election: a
+// counter in the faulted store, incremented in a loop on a client of its
+// own while the faults strike. After each fault Run reads it back; every
+// increment acknowledged before the fault whose value is above what is
+// read was lost.
+type Probe struct {
+	// Incr increments the counter and returns its new value (or any
+	// number that grows with every write, such as a revision).
+	Incr func(ctx context.Context) (int64, error)
+	// Read returns the counter's value (the number of the last write).
+	Read func(ctx context.Context) (int64, error)
 }
 
 // Report is what Run measured.
@@ -148,6 +163,10 @@ type Report struct {
 	// LiveRefused counts writes refused though they were not late: a
 	// guard refusing a current leader (must be 0).
 	LiveRefused int
+	// ProbeAcked counts the probe's acknowledged increments; ProbeLost
+	// those acknowledged before a fault and missing after it, in
+	// FaultsLosingAcked faults.
+	ProbeAcked, ProbeLost, FaultsLosingAcked int
 }
 
 // MaxOverlap returns the longest overlap, or 0.
@@ -168,6 +187,9 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "overlaps %s; term repeats or regressions %d; ", durations(r.Overlaps), len(r.TermRegressions))
 	fmt.Fprintf(&b, "guarded writes accepted %d, refused %d, failed %d; late writes %d (refused %d, accepted before the guard saw the new term %d, failed %d); live writes refused %d; accepted stale writes %d",
 		r.Accepted, r.Refused, r.Failed, r.Late, r.LateRefused, r.LateAccepted, r.LateFailed, r.LiveRefused, len(r.StaleAccepted))
+	if r.ProbeAcked > 0 {
+		fmt.Fprintf(&b, "; probe: %d acknowledged writes, %d lost in %d faults", r.ProbeAcked, r.ProbeLost, r.FaultsLosingAcked)
+	}
 	return b.String()
 }
 
@@ -300,6 +322,15 @@ func Run(t *testing.T, opts Options) *Report {
 		}
 	}
 
+	probe := newProber(opts.Probe)
+	if probe != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			probe.loop(ctx)
+		}()
+	}
+
 	settle := func(since time.Time, what string) {
 		t.Helper()
 		deadline := time.Now().Add(opts.SettleLimit)
@@ -341,8 +372,10 @@ func Run(t *testing.T, opts Options) *Report {
 		time.Sleep(time.Duration(rng.Int64N(int64(opts.Timing.RetryPeriod))))
 		at := time.Now()
 		faultTimes = append(faultTimes, at)
-		opts.Inject(t)
+		probe.newGeneration()
+		opts.Inject(t, rng)
 		settle(at, fmt.Sprintf("fault %d", f+1))
+		probe.check(ctx, t, opts.SettleLimit)
 		if opts.Recover != nil {
 			opts.Recover(t)
 		}
@@ -360,6 +393,9 @@ func Run(t *testing.T, opts Options) *Report {
 		}
 	}
 	r := analyse(elections, faultTimes)
+	if probe != nil {
+		r.ProbeAcked, r.ProbeLost, r.FaultsLosingAcked = probe.acked, probe.lost, probe.faultsLosing
+	}
 	r.Class, r.Faults, r.Elections, r.Candidates, r.Elapsed = opts.Class, opts.Faults, opts.Elections, opts.Candidates, elapsed
 	return r
 }
@@ -589,4 +625,96 @@ func analyse(elections []*election, faults []time.Time) *Report {
 		}
 	}
 	return r
+}
+
+// prober runs a Probe: it increments the counter in a loop and remembers
+// each acknowledged value with the generation (faults injected so far)
+// in which the increment was sent.
+type prober struct {
+	p   *Probe
+	gen atomic.Int64
+
+	mu                        sync.Mutex // held for each increment, and by check
+	pending                   []probeAck
+	acked, lost, faultsLosing int
+}
+
+type probeAck struct{ gen, value int64 }
+
+func newProber(p *Probe) *prober {
+	if p == nil {
+		return nil
+	}
+	return &prober{p: p}
+}
+
+// loop increments the counter every millisecond or so until ctx ends.
+func (p *prober) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		g := p.gen.Load()
+		ictx, cancel := context.WithTimeout(ctx, time.Second)
+		v, err := p.p.Incr(ictx)
+		cancel()
+		if err == nil {
+			p.pending = append(p.pending, probeAck{g, v})
+			p.acked++
+		}
+		p.mu.Unlock()
+		if err != nil {
+			time.Sleep(10 * time.Millisecond) // the store is down
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// newGeneration marks the increments sent from now on as sent after the
+// next fault.
+func (p *prober) newGeneration() {
+	if p != nil {
+		p.gen.Add(1)
+	}
+}
+
+// check reads the counter after a fault and counts the increments sent
+// and acknowledged before the fault that it no longer holds.
+func (p *prober) check(ctx context.Context, t testing.TB, limit time.Duration) {
+	t.Helper()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var v int64
+	var err error
+	deadline := time.Now().Add(limit)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		v, err = p.p.Read(rctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe: read after the fault: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cur, lost := p.gen.Load(), 0
+	kept := p.pending[:0]
+	for _, a := range p.pending {
+		if a.gen < cur {
+			if a.value > v {
+				lost++
+			}
+			continue
+		}
+		kept = append(kept, a)
+	}
+	p.pending = kept
+	p.lost += lost
+	if lost > 0 {
+		p.faultsLosing++
+	}
 }

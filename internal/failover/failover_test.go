@@ -2,6 +2,8 @@ package failover
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -24,7 +26,15 @@ import (
 	"github.com/fxelection/fxelection/modules/redis/redisfence"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, nil) }
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // every fault makes go-redis log each failed dial
+	testserver.Main(m, nil)
+}
+
+// quiet is a go-redis logger that drops everything.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // FaultsEnv sets the number of faults of each soak test (default
 // soakFaults).
@@ -63,6 +73,16 @@ func check(t *testing.T, r *Report) {
 	if r.Accepted == 0 {
 		t.Error("no guarded write was accepted")
 	}
+}
+
+// promotionPause is the time between a primary's death and its replica's
+// promotion: none for half the faults, up to a lease (2s) for the others,
+// as a monitor (Sentinel, Patroni) takes time to decide.
+func promotionPause(rng *rand.Rand) time.Duration {
+	if rng.IntN(2) == 0 {
+		return 0
+	}
+	return time.Duration(rng.Int64N(int64(2 * time.Second)))
 }
 
 // redisClient is a client of its own on target, as another process's:
@@ -114,8 +134,9 @@ func redisReplica(faults int) func(t *testing.T) *Report {
 			Class:        "redis: primary killed, replica promoted",
 			Faults:       faults,
 			NewCandidate: redisCandidate(target),
-			Inject: func(t testing.TB) {
-				next, err := pair.Failover()
+			Probe:        redisProbe(redisClient(t, target)),
+			Inject: func(t testing.TB, rng *rand.Rand) {
+				next, err := pair.Failover(promotionPause(rng))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -130,6 +151,20 @@ func redisReplica(faults int) func(t *testing.T) *Report {
 	}
 }
 
+// redisProbe counts with INCR on c.
+func redisProbe(c *redis.Client) *Probe {
+	return &Probe{
+		Incr: func(ctx context.Context) (int64, error) { return c.Incr(ctx, "probe").Result() },
+		Read: func(ctx context.Context) (int64, error) {
+			n, err := c.Get(ctx, "probe").Int64()
+			if errors.Is(err, redis.Nil) {
+				return 0, nil
+			}
+			return n, err
+		},
+	}
+}
+
 // redisRestart: one Redis without persistence, killed and restarted
 // empty: leases, term counters and fence keys are all lost.
 func redisRestart(faults int) func(t *testing.T) *Report {
@@ -140,7 +175,7 @@ func redisRestart(faults int) func(t *testing.T) *Report {
 			Class:        "redis: restarted without persistence",
 			Faults:       faults,
 			NewCandidate: redisCandidate(target),
-			Inject: func(t testing.TB) {
+			Inject: func(t testing.TB, _ *rand.Rand) {
 				if err := srv.Kill(); err != nil {
 					t.Fatal(err)
 				}
@@ -171,12 +206,25 @@ func postgresStandby(faults int) func(t *testing.T) *Report {
 		if err := guard.CreateTable(ctx, setup); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := setup.Exec(ctx, `CREATE TABLE failover_writes (election text NOT NULL, term bigint NOT NULL)`); err != nil {
+		if _, err := setup.Exec(ctx, `CREATE TABLE failover_writes (election text NOT NULL, term bigint NOT NULL);
+			CREATE TABLE failover_probe (id int PRIMARY KEY, n bigint NOT NULL);
+			INSERT INTO failover_probe VALUES (1, 0)`); err != nil {
 			t.Fatal(err)
 		}
+		probe := pgPool(t, dsn, target)
 		return Run(t, Options{
 			Class:  "postgres: primary killed, async standby promoted",
 			Faults: faults,
+			Probe: &Probe{
+				Incr: func(ctx context.Context) (n int64, err error) {
+					err = probe.QueryRow(ctx, `UPDATE failover_probe SET n = n + 1 WHERE id = 1 RETURNING n`).Scan(&n)
+					return n, err
+				},
+				Read: func(ctx context.Context) (n int64, err error) {
+					err = probe.QueryRow(ctx, `SELECT n FROM failover_probe WHERE id = 1`).Scan(&n)
+					return n, err
+				},
+			},
 			NewCandidate: func(t testing.TB) Candidate {
 				pool := pgPool(t, dsn, target)
 				b, err := pglease.New(pool, pglease.Options{})
@@ -198,8 +246,8 @@ func postgresStandby(faults int) func(t *testing.T) *Report {
 					})
 				}}
 			},
-			Inject: func(t testing.TB) {
-				next, err := pair.Failover()
+			Inject: func(t testing.TB, rng *rand.Rand) {
+				next, err := pair.Failover(promotionPause(rng))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -251,9 +299,33 @@ func natsKill(faults int) func(t *testing.T) *Report {
 			_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket})
 			return err == nil
 		})
+		probe, err := jetstream.New(natsConn(t, srv.URL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		probeKV, err := probe.KeyValue(ctx, bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return Run(t, Options{
 			Class:  "nats: server killed (SIGKILL) and restarted, default sync interval",
 			Faults: faults,
+			Probe: &Probe{
+				Incr: func(ctx context.Context) (int64, error) {
+					rev, err := probeKV.Put(ctx, "probe", []byte("x"))
+					return int64(rev), err
+				},
+				Read: func(ctx context.Context) (int64, error) {
+					e, err := probeKV.Get(ctx, "probe")
+					if errors.Is(err, jetstream.ErrKeyNotFound) {
+						return 0, nil
+					}
+					if err != nil {
+						return 0, err
+					}
+					return int64(e.Revision()), nil
+				},
+			},
 			NewCandidate: func(t testing.TB) Candidate {
 				nc := natsConn(t, srv.URL())
 				js, err := jetstream.New(nc)
@@ -271,7 +343,7 @@ func natsKill(faults int) func(t *testing.T) *Report {
 				t.Cleanup(func() { _ = b.Close() })
 				return Candidate{Backend: b, Write: redisWriter(redisClient(t, data))}
 			},
-			Inject: func(t testing.TB) {
+			Inject: func(t testing.TB, _ *rand.Rand) {
 				if err := srv.Kill(); err != nil {
 					t.Fatal(err)
 				}

@@ -20,7 +20,7 @@ func TestRedisPairFailover(t *testing.T) {
 		got, err := redisCommand(p.Replica().Addr(), "GET", "k")
 		return err == nil && got == "v1"
 	})
-	next, err := p.Failover()
+	next, err := p.Failover(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestPostgresPairFailover(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(p.Standby().dataDir(), "standby.signal")); err != nil {
 		t.Fatalf("standby.signal: %v", err)
 	}
-	next, err := p.Failover()
+	next, err := p.Failover(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // PostgresPair is a PostgreSQL primary and an asynchronous streaming
@@ -69,10 +70,10 @@ func (p *PostgresPair) Standby() *Postgres {
 
 // Failover kills the primary (the postmaster and every backend, SIGKILL:
 // commits it had acknowledged but not yet streamed are lost, as in a real
-// crash) and promotes the standby with pg_ctl promote, waiting until it
-// takes writes. It returns the new primary; clients must be moved to its
+// crash) and, pause later (a monitor's detection time), promotes the
+// standby with pg_ctl promote, waiting until it takes writes. It returns the new primary; clients must be moved to its
 // address. The killed server stays down until Rejoin.
-func (p *PostgresPair) Failover() (*Postgres, error) {
+func (p *PostgresPair) Failover(pause time.Duration) (*Postgres, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.down {
@@ -81,6 +82,7 @@ func (p *PostgresPair) Failover() (*Postgres, error) {
 	if err := p.primary.Kill(); err != nil {
 		return nil, fmt.Errorf("postgres failover: %w", err)
 	}
+	time.Sleep(pause)
 	if err := p.standby.promote(); err != nil {
 		return nil, fmt.Errorf("postgres failover: %w", err)
 	}

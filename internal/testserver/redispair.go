@@ -72,10 +72,11 @@ func (p *RedisPair) Replica() *Redis {
 }
 
 // Failover kills the primary with SIGKILL (writes it had acknowledged but
-// not yet sent to the replica are lost, as in a real crash) and promotes
-// the replica with REPLICAOF NO ONE. It returns the new primary; clients
+// not yet sent to the replica are lost, as in a real crash) and, pause
+// later (a Sentinel's detection time), promotes the replica with
+// REPLICAOF NO ONE. It returns the new primary; clients
 // must be moved to its address. The killed server stays down until Rejoin.
-func (p *RedisPair) Failover() (*Redis, error) {
+func (p *RedisPair) Failover(pause time.Duration) (*Redis, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.down {
@@ -84,6 +85,7 @@ func (p *RedisPair) Failover() (*Redis, error) {
 	if err := p.primary.Kill(); err != nil {
 		return nil, fmt.Errorf("redis failover: %w", err)
 	}
+	time.Sleep(pause)
 	if err := p.replica.promote(); err != nil {
 		return nil, fmt.Errorf("redis failover: %w", err)
 	}
