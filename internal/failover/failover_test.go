@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fxelection/fxelection/fxelection/backendkit"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/internal/testtier"
@@ -409,4 +411,164 @@ func TestSoakFailoverPostgresStandby(t *testing.T) {
 func TestSoakFailoverNatsKill(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
 	check(t, natsKill(soakCount(t))(t))
+}
+
+// TestPostgresStandbyEndpoint: a backend pointed at a standby (a reader or
+// replica endpoint) cannot lead: the standby refuses the acquire statement
+// as a store failure (a read-only transaction), not as a lease held by
+// someone else; and what it reads is what it has replayed so far. The
+// package doc says never to read leases through one.
+func TestPostgresStandbyEndpoint(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
+	pair := testserver.NewPostgresPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	primary, err := pglease.New(pgPool(t, pair.Primary().DSN(), NewTarget(pair.Primary().Addr())), pglease.Options{DisablePush: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = primary.Close() })
+	standby, err := pglease.New(pgPool(t, pair.Standby().DSN(), NewTarget(pair.Standby().Addr())), pglease.Options{DisablePush: true, SkipCreateTable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = standby.Close() })
+	req := backendkit.AcquireRequest{Election: "standby-endpoint", Identity: "a", Duration: time.Minute, Incarnation: backendkit.NewIncarnation()}
+	held, err := primary.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, time.Minute, "the standby to replay the lease", func() bool {
+		l, err := standby.Get(ctx, req.Election)
+		return err == nil && l.Term == held.Term
+	})
+	req.Identity, req.Incarnation = "b", backendkit.NewIncarnation()
+	_, err = standby.Acquire(ctx, req)
+	if err == nil || errors.Is(err, backendkit.ErrLeaseHeld) || !backendkit.IsStoreFailure(err) {
+		t.Fatalf("acquire through the standby: %v, want a store failure (read-only transaction)", err)
+	}
+	if !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("acquire through the standby: %v, want the read-only refusal", err)
+	}
+}
+
+// TestFenceLostWithFailover shows the window the backends' docs state for a
+// fencing guard that lives in the failed-over store: a guarded write with
+// a newer term, acknowledged by the primary but not yet replicated, is lost
+// with the primary, and a writer with an older term is then accepted until
+// a write with the newer term comes again. The replica is cut off its
+// primary before the newer write (as replication lag would leave it), so
+// the loss is certain rather than a race.
+func TestFenceLostWithFailover(t *testing.T) {
+	testtier.Require(t, testtier.E2E)
+	const older, newer = 1000, 2000
+	tok := func(ctx context.Context, term uint64) context.Context {
+		return fence.WithToken(ctx, fence.Token{Election: "fenced", Term: term})
+	}
+	// run writes with older, cuts replication, writes with newer, fails
+	// over, and then writes with older, newer and older again; it returns
+	// the errors of those last three.
+	run := func(t *testing.T, write Writer, replicated func(ctx context.Context) bool, cut, failover func(ctx context.Context)) [3]error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := write(tok(ctx, older)); err != nil {
+			t.Fatal(err)
+		}
+		testserver.WaitFor(t, time.Minute, "the older write to reach the replica", func() bool { return replicated(ctx) })
+		cut(ctx)
+		if err := write(tok(ctx, newer)); err != nil {
+			t.Fatal(err)
+		}
+		if err := write(tok(ctx, older)); !errors.Is(err, fence.ErrStaleTerm) {
+			t.Fatalf("older write before the fail-over: %v, want fence.ErrStaleTerm", err)
+		}
+		failover(ctx)
+		var errs [3]error
+		for i, term := range []uint64{older, newer, older} {
+			testserver.WaitFor(t, time.Minute, "the new primary", func() bool {
+				errs[i] = write(tok(ctx, term))
+				return errs[i] == nil || errors.Is(errs[i], fence.ErrStaleTerm)
+			})
+		}
+		return errs
+	}
+	check := func(t *testing.T, errs [3]error) {
+		t.Helper()
+		if errs[0] != nil {
+			t.Errorf("older write after the fail-over: %v; the docs say it is accepted (the newer term was lost)", errs[0])
+		}
+		if errs[1] != nil {
+			t.Errorf("newer write after the fail-over: %v", errs[1])
+		}
+		if !errors.Is(errs[2], fence.ErrStaleTerm) {
+			t.Errorf("older write after the newer one: %v, want fence.ErrStaleTerm", errs[2])
+		}
+	}
+
+	t.Run("Redis", func(t *testing.T) {
+		pair := testserver.NewRedisPair(t)
+		target := NewTarget(pair.Primary().Addr())
+		c := redisClient(t, target)
+		g := redisfence.New(c, redisfence.Options{})
+		replica := redis.NewClient(&redis.Options{Addr: pair.Replica().Addr()})
+		t.Cleanup(func() { _ = replica.Close() })
+		errs := run(t, redisWriter(c),
+			func(ctx context.Context) bool {
+				v, err := replica.Get(ctx, g.FenceKey("fenced")).Result()
+				return err == nil && v == strconv.Itoa(older)
+			},
+			func(ctx context.Context) { // the replica follows a server that is not there
+				host, port, _ := strings.Cut(testserver.ClosedAddr(t), ":")
+				if err := replica.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(ctx context.Context) {
+				next, err := pair.Failover(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				target.Set(next.Addr())
+			})
+		check(t, errs)
+	})
+
+	t.Run("Postgres", func(t *testing.T) {
+		pair := testserver.NewPostgresPair(t)
+		target := NewTarget(pair.Primary().Addr())
+		pool := pgPool(t, pair.Primary().DSN(), target)
+		standby := pgPool(t, pair.Standby().DSN(), NewTarget(pair.Standby().Addr()))
+		guard, err := pgfence.New(pgfence.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := guard.CreateTable(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		write := func(ctx context.Context) error {
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return guard.Check(ctx, tx) })
+		}
+		errs := run(t, write,
+			func(ctx context.Context) bool {
+				var term int64
+				err := standby.QueryRow(ctx, `SELECT term FROM fxelection_fence WHERE election = 'fenced'`).Scan(&term)
+				return err == nil && term == older
+			},
+			func(ctx context.Context) { // end the walsender: the standby retries after wal_retrieve_retry_interval (5s)
+				var n int
+				if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_replication`).Scan(&n); err != nil || n != 1 {
+					t.Fatalf("end the walsender: %d, %v", n, err)
+				}
+			},
+			func(ctx context.Context) {
+				next, err := pair.Failover(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				target.Set(next.Addr())
+			})
+		check(t, errs)
+	})
 }
