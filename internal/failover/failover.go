@@ -320,6 +320,9 @@ type member struct {
 	record   *election
 }
 
+// progressEvery is how many faults pass between two interim reports.
+const progressEvery = 100
+
 // Run runs the fault class of opts and returns what it measured. It fails
 // t when an election does not settle after a fault, and reports (without
 // failing) everything else for the caller to check.
@@ -412,6 +415,11 @@ func Run(t *testing.T, opts Options) *Report {
 		probe.check(ctx, t, opts.SettleLimit)
 		if opts.Recover != nil {
 			opts.Recover(t)
+		}
+		if (f+1)%progressEvery == 0 && f+1 < opts.Faults {
+			r := analyse(elections, faultTimes)
+			r.Class, r.Faults, r.Elections, r.Candidates, r.Elapsed = opts.Class, f+1, opts.Elections, opts.Candidates, time.Since(start)
+			t.Logf("so far: %v", r)
 		}
 	}
 	elapsed := time.Since(start)
