@@ -598,7 +598,8 @@ func analyse(elections []*election, faults []time.Time) *Report {
 				startedMax[i] = max(startedMax[i], startedMax[i-1])
 			}
 		}
-		sentMax := make([]uint64, len(ws)) // ws is in sent order
+		sort.SliceStable(ws, func(i, j int) bool { return ws[i].sent.Before(ws[j].sent) })
+		sentMax := make([]uint64, len(ws))
 		for i, w := range ws {
 			sentMax[i] = w.term
 			if i > 0 {
