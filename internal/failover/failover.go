@@ -166,10 +166,10 @@ type Report struct {
 	Late, LateRefused, LateAccepted, LateFailed int
 	// StaleAccepted lists accepted writes whose term was below that of a
 	// write accepted and acknowledged before they were sent. StaleAfterLoss
-	// counts those of them with a fault between that acknowledgement and
-	// their sending (the fault can have lost the newer term: the window the
-	// guards' docs state); the others are listed in StaleUnexplained and
-	// must not exist.
+	// counts those of them with a fault between the sending of that newer
+	// write and their own (the fault can have lost the newer term: the
+	// window the guards' docs state); the others are listed in
+	// StaleUnexplained and must not exist.
 	StaleAccepted    []string
 	StaleAfterLoss   int
 	StaleUnexplained []string
@@ -657,7 +657,10 @@ func analyse(elections []*election, faults []time.Time) *Report {
 					msg := fmt.Sprintf("%s: %s's write with term %d sent at %s, after %s's write with term %d was accepted at %s",
 						e.name, w.identity, w.term, w.sent.Format("15:04:05.000000"), v.identity, v.term, v.done.Format("15:04:05.000000"))
 					r.StaleAccepted = append(r.StaleAccepted, msg)
-					if f := faultOf(w.sent); f >= 0 && faults[f].After(v.done) {
+					// The newer write may have been applied before the kill
+					// and answered after the fault began: any fault after it
+					// was sent can have lost it.
+					if f := faultOf(w.sent); f >= 0 && faults[f].After(v.sent) {
 						r.StaleAfterLoss++
 					} else {
 						r.StaleUnexplained = append(r.StaleUnexplained, msg)
