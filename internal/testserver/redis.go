@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -30,6 +31,9 @@ type RedisOptions struct {
 	// The node owns no slots until a test assigns them (CLUSTER
 	// ADDSLOTSRANGE 0 16383 makes a one-node cluster).
 	Cluster bool
+	// ReplicaOf, "host:port", starts the server as a replica of that
+	// primary (--replicaof). See RedisPair for a primary and its replica.
+	ReplicaOf string
 }
 
 // Redis is a redis-server child process listening on 127.0.0.1.
@@ -80,7 +84,15 @@ func (r *Redis) launch(port int) (*process, error) {
 		"--appendonly", appendOnly,
 		"--daemonize", "no",
 		"--protected-mode", "no",
+		"--repl-diskless-sync-delay", "0", // a replica (RedisPair) syncs at once, not after 5 s
 	)
+	if r.opts.ReplicaOf != "" {
+		host, port, err := net.SplitHostPort(r.opts.ReplicaOf)
+		if err != nil {
+			return nil, fmt.Errorf("replicaof: %w", err)
+		}
+		cmd.Args = append(cmd.Args, "--replicaof", host, port)
+	}
 	if r.opts.Cluster {
 		cmd.Args = append(cmd.Args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(r.dir, "nodes.conf"))
 	}

@@ -32,9 +32,10 @@
 //     and until the old leader's next renewal fails two candidates may
 //     believe they lead (fence writes with the term). Terms still rise
 //     after such a loss unless the server's clock reads earlier than the
-//     last term. For fencing run
-//     Redis with appendonly yes and a maxmemory-policy that never evicts the
-//     keys (noeviction or volatile-*).
+//     last term. For fencing run Redis with appendonly yes and a
+//     maxmemory-policy that never evicts the keys (noeviction or
+//     volatile-*). Measured (see Fail-over): two leaders for at most
+//     0.55 s with RetryPeriod 300 ms, and no term repeated.
 //
 // # Layout
 //
@@ -164,6 +165,38 @@
 // frees the election at once: the leader learns it at its next renewal and
 // steps down, and another candidate may lead in the meantime, with a higher
 // term. That is the reason to guard writes with the term.
+//
+// # Fail-over
+//
+// Redis replicates asynchronously: a primary acknowledges a write before
+// its replicas have it, so a replica promoted after the primary died
+// (Sentinel, a managed service's fail-over, REPLICAOF NO ONE) lacks the
+// primary's last writes, and a restart without persistence loses every
+// key. What that does to an election: a lost acquisition or renewal, or a
+// lost lease key, lets a candidate take the lease on the new primary while
+// the old holder still believes it leads, until its next renewal fails
+// there (at most RenewDeadline after its last successful one); the new
+// term is still higher, since it is seeded from the server's clock (see
+// Fencing terms). A redisfence key in the same Redis is lost the same way,
+// with the data written beside it: the guard is as durable as the Redis it
+// lives in. After the fault it takes the first term written, and a deposed
+// writer's term is below it once the new leader has written; but a write
+// with a newer term that the fault lost no longer fences anyone, so an
+// older writer still running then (a paused process) is accepted until the
+// new leader writes again. Where fenced writes must survive a fail-over,
+// keep them in a store that does not lose acknowledged writes (PostgreSQL
+// with synchronous replication, say), or have the leader repeat a guarded
+// write (redisfence's Advance) after every fail-over.
+//
+// Measured (RELIABILITY.md, "Store fail-over and durability"; 3 elections
+// of 3 candidates, LeaseDuration 2 s, RenewDeadline 1.3 s, RetryPeriod
+// 300 ms, a guarded write every 20 ms): of 1,000 promotions of a replica
+// after a SIGKILL of its primary, 191 lost acknowledged writes and 16 left
+// two electors believing they led, for at most 0.544 s; of 1,000 restarts
+// without persistence, 979 did, for at most 0.475 s (median 93 ms). No term
+// repeated or went back, and redisfence accepted no stale write, except
+// where a second restart came while a deposed leader still believed it led
+// and erased the newer term (the window above).
 //
 // # Push wake-up
 //

@@ -35,7 +35,10 @@
 //     server's disk (terms stay clock-seeded); a bucket MaxAge shorter than
 //     the lease duration deletes live leases; a candidate clock running
 //     faster than the leader's by more than LeaseDuration−RenewDeadline over
-//     one lease could take over early.
+//     one lease could take over early; with JetStream's default sync
+//     interval a host crash (not a process kill) can lose the last
+//     acknowledged lease writes of a single-replica bucket: run
+//     sync_interval: always (see Durability).
 //
 // # Expiry: observed time
 //
@@ -66,6 +69,33 @@
 // of servers without losing a lease or a term, and without two candidates
 // both winning. Replicas: 1 loses the bucket with its server's disk; terms
 // stay clock-seeded (see cachelease).
+//
+// # Durability
+//
+// JetStream acknowledges a write once the server has written it to its
+// store files, and makes them durable (fsync) only every sync interval:
+// two minutes by default. nats-server 2.9, which this package is tested
+// with, has no setting for it; 2.10 and later take
+// jetstream { sync_interval: always }, which syncs every write before
+// acknowledging it. A killed server process loses nothing, since what it
+// wrote is in the operating system's page cache: 1,000 SIGKILLs of a
+// nats-server 2.9 under running elections (RELIABILITY.md, "Store
+// fail-over and durability") lost none of 56,914 acknowledged writes, left
+// no two electors believing they led and repeated no term. A host
+// crash or power loss is another matter: the writes of the last interval
+// can be lost although they were acknowledged (Jepsen found such losses,
+// with split brain, in JetStream 2.12.1, 2025). For an election on a bucket
+// with Replicas: 1 a lost write means the store holds an older record, or
+// none: the holder's next renewal fails (its compare-and-swap names a
+// revision the store lost) and it steps down, and where the lease key
+// itself was lost another candidate takes the lease at once, so two may
+// believe they lead until then (at most RenewDeadline). Terms stay
+// clock-seeded and keep rising. So: run a single-replica bucket on a
+// server with sync_interval: always (one fsync per write, one write per
+// renewal), or use Replicas: 3 on servers on separate hosts, where a
+// write is acknowledged only once a majority has it and one host's crash
+// cannot lose it (a power loss of all of them at once still can, within
+// the interval).
 //
 // # Deleted keys
 //

@@ -38,6 +38,15 @@
 // rolling back a nested (savepoint) transaction would not undo the outer
 // one's writes.
 //
+// Fail-over: the guard is as durable as the database it lives in. A
+// fail-over to an asynchronous standby loses the commits the standby had
+// not received, a newer term's among them, and a writer with an older term
+// then commits until the newer term commits again (RELIABILITY.md, "Store
+// fail-over and durability"). For a fence that must survive fail-overs use
+// synchronous replication for its database (synchronous_standby_names with
+// synchronous_commit on or remote_apply), or have the leader run a guarded
+// transaction after every fail-over.
+//
 // The fence table need not live in the database that holds the leases; it
 // belongs in the database that receives the writes. Create it once, or let
 // CreateTable do it (see CreateTableStatement for operators):

@@ -34,13 +34,18 @@
 // Once a write with term T has been accepted, writes with lower terms are
 // refused for as long as the fence key exists. The fence key has no expiry;
 // do not let it be evicted (maxmemory-policy noeviction or volatile-*), and
-// run Redis with appendonly yes if a restart must not forget it: a fence
-// key lost to FLUSHALL, eviction or a restart without persistence accepts
-// any term again until the next guarded write. Redis does not roll back a
-// script that fails half-way (an error raised by the caller's script after
-// it wrote): the fence is raised before the caller's part runs. Terms are
-// compared as decimal strings, so every term up to backendkit.MaxTerm works
-// whatever backend issued it.
+// run Redis with appendonly yes if a restart must not forget it: a fence key
+// lost to FLUSHALL, eviction or a restart without persistence accepts any
+// term again until the next guarded write. So does a fail-over to a replica
+// that had not yet received the last writes (Redis replicates
+// asynchronously): a newer term the primary acknowledged is lost with it,
+// and an older writer is accepted until the newer term writes again
+// (RELIABILITY.md, "Store fail-over and durability"); have the leader call
+// Advance after a fail-over. Redis does not roll back a script that fails
+// half-way (an error raised by the caller's script after it wrote): the
+// fence is raised before the caller's part runs. Terms are compared as
+// decimal strings, so every term up to backendkit.MaxTerm works whatever
+// backend issued it.
 package redisfence
 
 import (
