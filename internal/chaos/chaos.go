@@ -6,6 +6,7 @@
 package chaos
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/internal/backoff"
 )
@@ -58,9 +60,15 @@ type Options struct {
 	Candidates         int
 	// Locks selects the lock workload: Candidates lock clients on Keys
 	// keys, holding up to MaxHold. Otherwise Candidates electors.
-	Locks            bool
-	Keys             int
-	MaxHold          time.Duration
+	Locks   bool
+	Keys    int
+	MaxHold time.Duration
+	// Pauses selects the pause workload: every member a process of its
+	// own, frozen with SIGSTOP and resumed with SIGCONT (pause.go). Fence,
+	// if set, is the store's fence guard its fenced writes go through;
+	// otherwise a resource in the runner that refuses lower terms.
+	Pauses           bool
+	Fence            func(ctx context.Context, tok fence.Token) error
 	Duration         time.Duration
 	Seed             uint64
 	Timing           Timing
@@ -122,6 +130,18 @@ func jitter(d time.Duration, n int) time.Duration {
 // invariants, logs and returns the report, and fails t on a violation.
 func Run(t *testing.T, o Options) *Report {
 	t.Helper()
+	if IsChild() {
+		if o.NewClient == nil {
+			t.Fatal("electiontest: RunChaos needs ChaosOptions.NewClient")
+		}
+		if err := runChild(o.NewClient); err != nil {
+			t.Fatalf("chaos member: %v", err)
+		}
+		return &Report{}
+	}
+	if o.Pauses && !pausesSupported {
+		t.Skip("electiontest: process pauses need Linux")
+	}
 	if o.Target == "" || o.NewClient == nil || o.NewProxy == nil {
 		t.Fatal("electiontest: RunChaos needs ChaosOptions.Target and NewClient")
 	}
@@ -138,11 +158,14 @@ func Run(t *testing.T, o Options) *Report {
 		t.Fatalf("electiontest: RunChaos timing: %v", err)
 	}
 	var rep *Report
-	if o.Locks {
+	switch {
+	case o.Pauses:
+		rep = runPauses(t, o)
+	case o.Locks:
 		lc := newLockChaos(t, o)
 		lc.run()
 		rep = lc.analyse()
-	} else {
+	default:
 		c := newChaos(t, o)
 		c.run()
 		rep = c.analyse()

@@ -66,6 +66,9 @@ type Report struct {
 
 	*ElectionReport
 	*LockReport
+	// Pauses is what the pause workload measured (Options.Pauses); nil
+	// otherwise.
+	Pauses *PauseReport `json:"pauses,omitempty"`
 
 	// Violations lists every invariant that failed; the run fails the test
 	// when it is not empty.
@@ -230,6 +233,21 @@ func (r *Report) String() string {
 			r.FencedAccepted, l.LiveRefused, l.StaleRefused, r.StaleAccepted)
 		fmt.Fprintf(&b, "every client took every key %v after the faults stopped\n", ms(l.Quiet))
 		fmt.Fprintf(&b, "releases with an error: %d %q; ", l.ReleaseErrors, l.ReleaseErrorSamples)
+	}
+	if p := r.Pauses; p != nil {
+		what := "electors"
+		if p.Locks {
+			what = fmt.Sprintf("lock clients on %d keys", p.Keys)
+		}
+		fmt.Fprintf(&b, "members: %d %s, each a process of its own; leaderships (or holds): %d\n", r.Candidates, what, p.Leaderships)
+		fmt.Fprintf(&b, "pauses (SIGSTOP … SIGCONT): %d, %d while holding, %d of a fenced write in flight\n", p.Pauses, p.WhileHolding, p.WriteInFlight)
+		fmt.Fprintf(&b, "overlaps: %d with a paused holder (longest %v past its SIGCONT), %d without one\n", p.PauseOverlaps, ms(p.LongestAfterResume), r.Overlaps)
+		fmt.Fprintf(&b, "paused holders replaced → loss reported after SIGCONT: %v (renew deadline %v + slack); paused holders not replaced: %d\n", p.LossAfterResume, r.Timing.RenewDeadline, p.KeptThrough)
+		fmt.Fprintf(&b, "fenced writes (%s): %d live accepted, %d live refused, %d late refused, %d late accepted before a newer term wrote, %d stale accepted\n",
+			p.Guard, r.FencedAccepted, p.LiveRefused, p.StaleRefused, p.LateAccepted, r.StaleAccepted)
+		if !p.Locks {
+			fmt.Fprintf(&b, "one leader %v after the last pause ended\n", ms(p.Convergence))
+		}
 	}
 	fmt.Fprintf(&b, "violations: %d", len(r.Violations))
 	for _, v := range r.Violations {
