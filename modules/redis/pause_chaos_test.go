@@ -56,7 +56,7 @@ func pauseChaos(t *testing.T, locks *electiontest.LockWorkload, d time.Duration,
 			return b, func() { _ = c.Close() }, nil
 		},
 		Timing:   pauseTiming,
-		MeanGap:  200 * time.Millisecond,
+		MeanGap:  100 * time.Millisecond,
 		Duration: d,
 		Seed:     seed,
 	})
@@ -69,17 +69,17 @@ func TestPauseChaos(t *testing.T) {
 	pauseChaos(t, nil, 10*time.Second, 11)
 }
 
-// TestSoakPauseChaos runs the pause workload on electors for five minutes
+// TestSoakPauseChaos runs the pause workload on electors for six minutes
 // (about a thousand pauses); FXELECTION_CHAOS_DURATION and
 // FXELECTION_CHAOS_SEED make it longer or another schedule.
 func TestSoakPauseChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
-	pauseChaos(t, nil, 5*time.Minute, 12)
+	pauseChaos(t, nil, 6*time.Minute, 12)
 }
 
 // TestSoakLockPauseChaos runs the pause workload on lock clients (two
-// keys each) for five minutes.
+// keys each) for six minutes.
 func TestSoakLockPauseChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
-	pauseChaos(t, &electiontest.LockWorkload{}, 5*time.Minute, 13)
+	pauseChaos(t, &electiontest.LockWorkload{}, 6*time.Minute, 13)
 }
