@@ -468,7 +468,11 @@ func (p *pauseRun) settle() time.Duration {
 	}
 	from := max(p.lastThaw, mono())
 	p.mu.Unlock()
-	if p.locks || len(p.violations) > 0 {
+	if len(p.violations) > 0 {
+		return 0
+	}
+	if p.locks {
+		p.settleLocks(from)
 		return 0
 	}
 	limit := p.o.ConvergenceBound + p.o.Slack
@@ -492,6 +496,40 @@ func (p *pauseRun) settle() time.Duration {
 			return d
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// settleLocks waits until every key was taken again after from (progress,
+// not speed: within a minute or 20 leases).
+func (p *pauseRun) settleLocks(from int64) {
+	limit := max(time.Minute, 20*p.o.Timing.LeaseDuration) + p.o.Slack
+	deadline := time.Now().Add(limit)
+	for {
+		p.mu.Lock()
+		taken := make([]bool, len(p.names))
+		for _, m := range p.members {
+			for _, b := range m.beliefs {
+				if b.start >= from {
+					taken[b.key] = true
+				}
+			}
+		}
+		p.mu.Unlock()
+		missing := ""
+		for k, ok := range taken {
+			if !ok {
+				missing = p.names[k]
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.violate("no progress: no member took %s within %v after the last pause ended", missing, limit)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

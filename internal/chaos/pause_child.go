@@ -253,10 +253,13 @@ func childLocks(ctx context.Context, conf *childConf, link *childLink, b fxelect
 					}
 					continue
 				}
-				term := lk.Term()
-				link.send(childMsg{K: evLead, Key: k, Term: term})
-				childHold(ctx, conf, link, k, lk)
-				link.send(childMsg{K: evUnlead, Key: k, Term: term})
+				// A Lock whose Context already ended when Acquire returned
+				// (its renew deadline passed meanwhile) was never held.
+				if term := lk.Term(); lk.Context().Err() == nil {
+					link.send(childMsg{K: evLead, Key: k, Term: term})
+					childHold(ctx, conf, link, k, lk)
+					link.send(childMsg{K: evUnlead, Key: k, Term: term})
+				}
 				rctx, rcancel := context.WithTimeout(context.Background(), tm.LeaseDuration)
 				_ = lk.Release(rctx) // an error: the lease expires
 				rcancel()
