@@ -277,11 +277,15 @@ type ChaosStats = chaos.Stats
 //     lower than one believed before without a pause just before;
 //   - a paused holder whose lease another member took still believes
 //     RenewDeadline + Slack after its SIGCONT;
-//   - the fence refuses a live write (its writer unpaused throughout its
-//     leadership and still believing), refuses a term not lower than the
-//     highest it accepted, or accepts one lower;
+//   - the fence refuses a live write (sent while its writer believed, not
+//     frozen in flight, its writer not paused during that leadership and
+//     replaced before it was sent), refuses a term not lower than the
+//     highest it accepted, or accepts one lower (a late write, frozen in
+//     flight or made by a replaced paused holder, may be refused; it is
+//     counted);
 //   - (electors) exactly one does not lead within ConvergenceBound + Slack
-//     after the last pause ended;
+//     after the last pause ended; (locks) some key is not taken again
+//     within a minute or 20 leases after it (progress, not speed);
 //   - a member reports an error or a panic, or does not stop cleanly.
 //
 // A SIGSTOP freezes a process, not its host: the monotonic clock runs on
