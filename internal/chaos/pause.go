@@ -61,10 +61,12 @@ type PauseReport struct {
 	LongestAfterResume time.Duration `json:"longest_after_resume"`
 	// LossAfterResume: a holder paused while holding whose lease another
 	// member took → it stopped believing, from the SIGCONT; against
-	// RenewDeadline + Slack. KeptThrough counts paused holders no one
-	// replaced (they may lead on).
-	LossAfterResume Stats `json:"loss_after_resume"`
-	KeptThrough     int   `json:"kept_through"`
+	// RenewDeadline + Slack. Kept and Replaced count, by drawn length, the
+	// pauses of a holder after which it led (held) on, and those after
+	// which another member had taken over.
+	LossAfterResume Stats          `json:"loss_after_resume"`
+	Kept            map[string]int `json:"kept"`
+	Replaced        map[string]int `json:"replaced"`
 	// Fenced writes: Guard names the fence ("store guard" or "in-process");
 	// StaleRefused counts late writes (a writer paused during its
 	// leadership, or past its end) refused; LateAccepted late writes

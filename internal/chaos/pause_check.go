@@ -16,7 +16,7 @@ func (p *pauseRun) analyse(t0 int64) *Report {
 		Seed: p.o.Seed, Candidates: p.o.Candidates, Timing: tm, Slack: p.o.Slack,
 		Faults: maps.Clone(p.counts),
 	}
-	pr := &PauseReport{Locks: p.locks, ByLength: maps.Clone(p.counts), Guard: "in-process"}
+	pr := &PauseReport{Locks: p.locks, ByLength: maps.Clone(p.counts), Guard: "in-process", Kept: map[string]int{}, Replaced: map[string]int{}}
 	if p.locks {
 		pr.Keys = len(p.names)
 	}
@@ -113,23 +113,37 @@ func (p *pauseRun) analyse(t0 int64) *Report {
 		}
 		// 3. A holder paused while holding whose lease another member took
 		// stops believing within RenewDeadline (+ slack) of its SIGCONT.
+		// Every pause of a leadership but its last was survived (the
+		// holder believed on past it); the last was survived unless a
+		// member with a higher term believed before the leadership ended.
 		bound := int64(tm.RenewDeadline + p.o.Slack)
 		for _, b := range bs {
-			w := pausedIn(b.m, b.start, b.end)
-			if w == nil || w.start <= b.start {
+			var in []*pauseWin
+			for i := range b.m.pauses {
+				if w := &b.m.pauses[i]; w.start > b.start && w.start < b.end {
+					in = append(in, w)
+				}
+			}
+			if len(in) == 0 {
 				continue
 			}
-			succeeded := false
+			sort.Slice(in, func(i, j int) bool { return in[i].start < in[j].start })
+			for _, w := range in[:len(in)-1] {
+				pr.Kept[w.kind]++
+			}
+			w := in[len(in)-1]
+			replaced := false
 			for _, o := range bs {
 				if o.m != b.m && o.term > b.term && o.start < b.end {
-					succeeded = true
+					replaced = true
 					break
 				}
 			}
-			if !succeeded {
-				pr.KeptThrough++
+			if !replaced {
+				pr.Kept[w.kind]++
 				continue
 			}
+			pr.Replaced[w.kind]++
 			d := max(b.end-w.end, 0)
 			losses = append(losses, time.Duration(d))
 			if d > bound {
