@@ -149,7 +149,8 @@ func IsChaosChild() bool { return chaos.IsChild() }
 
 // ChaosReport is what RunChaos measured: the options, the faults, the
 // overlaps, the fenced writes and the violations, and the workload's own
-// measures in ElectionChaosReport or LockChaosReport (the other is nil).
+// measures in ElectionChaosReport or LockChaosReport (the other is nil),
+// or, for the pause workload, in Pauses (a PauseChaosReport; both nil).
 // Durations are on one monotonic clock. String formats it for logs and
 // RELIABILITY.md; FXELECTION_CHAOS_REPORT writes it as JSON.
 type ChaosReport = chaos.Report
