@@ -1,6 +1,7 @@
 // Package chaos is the machinery of electiontest.RunChaos: the seeded fault
 // schedule, the proxies' faults, the server's kill and restart, the two
-// workloads (electors, lock clients) and the checks on what they recorded.
+// workloads (electors, lock clients), the process pauses of either run as
+// child processes (pause*.go) and the checks on what they recorded.
 // electiontest.RunChaos documents the options, the faults and the
 // invariants; this package is not for use outside the repository.
 package chaos
