@@ -278,9 +278,9 @@ type ChaosStats = chaos.Stats
 //     lower than one believed before without a pause just before;
 //   - a paused holder whose lease another member took still believes
 //     RenewDeadline + Slack after its SIGCONT;
-//   - the fence refuses a live write (sent while its writer believed, not
-//     frozen in flight, its writer not paused during that leadership and
-//     replaced before it was sent), refuses a term not lower than the
+//   - the fence refuses a live write (one that reached the fence while its
+//     writer believed, not frozen in flight, its writer not paused during
+//     that leadership and replaced before), refuses a term not lower than the
 //     highest it accepted, or accepts one lower (a late write, frozen in
 //     flight or made by a replaced paused holder, may be refused; it is
 //     counted);

@@ -182,14 +182,15 @@ func (p *pauseRun) analyse(t0 int64) *Report {
 			w.inFlight = true
 			inFlight[pw] = true
 		}
-		// Late: frozen in flight, sent after its writer stopped believing,
-		// or sent by a writer paused during its leadership after another
-		// member took the term over (a writer that was not paused and is
-		// replaced overlaps, which check 2 reports).
-		w.late = w.inFlight || b == nil || b.end < w.sent
-		if !w.late && pausedIn(w.m, b.start-lease, w.sent) != nil {
+		// Late: frozen in flight; or arrived at the fence after its writer
+		// stopped believing; or arrived after another member took the
+		// term over, its writer paused during its leadership (a writer
+		// that was not paused and is replaced overlaps, which check 2
+		// reports). A write is in flight until it reaches the fence.
+		w.late = w.inFlight || b == nil || b.end < w.arrive
+		if !w.late && pausedIn(w.m, b.start-lease, w.arrive) != nil {
 			for _, o := range perKey[w.key] {
-				if o.m != w.m && o.term > w.term && o.start <= w.sent {
+				if o.m != w.m && o.term > w.term && o.start <= w.arrive {
 					w.late = true
 					break
 				}
