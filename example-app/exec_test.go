@@ -99,6 +99,10 @@ func childMain(mode string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		time.Sleep(time.Minute)
 	}
+	if mode == "fenced" {
+		fencedChild(line, sigs) // exec_pause_test.go
+		os.Exit(0)
+	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	for {
 		line("T")

@@ -1,10 +1,12 @@
 package electiontest
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/internal/chaos"
 )
 
@@ -57,6 +59,14 @@ type ChaosOptions struct {
 	// backend, proxy and lock.Locker, locking Locks.Keys keys with fenced
 	// writes to an in-process log per key (see RunChaos).
 	Locks *LockWorkload
+
+	// Pauses, if set, runs the pause workload instead of the proxy faults:
+	// every member (an elector, or with Locks a lock client) runs in a
+	// process of its own, frozen with SIGSTOP and resumed with SIGCONT
+	// (see RunChaos). Members reach Target directly: no proxy, no Server
+	// kill, so RestartLosesLeases and FailoverBound do not apply. Linux
+	// only; elsewhere the test is skipped.
+	Pauses *PauseWorkload
 
 	// Duration is how long faults are injected. Default: 45s. The
 	// environment variable FXELECTION_CHAOS_DURATION overrides it.
@@ -115,9 +125,33 @@ type LockWorkload struct {
 	MaxHold time.Duration
 }
 
+// PauseWorkload selects the pause workload of RunChaos and configures it.
+// Zero fields take the documented defaults.
+type PauseWorkload struct {
+	// Fence, if set, makes one fenced write to the store through its
+	// fence guard (redisfence, pgfence) with tok's election and term, and
+	// returns nil if the guard accepted it, an error matching
+	// fence.ErrStaleTerm if it refused it. RunChaos calls it from the test
+	// process for every write a member reports, one at a time, in the
+	// order they arrive; any other error fails the test. Default: a
+	// resource in the test process that refuses a term lower than the
+	// highest it accepted, as every guard does.
+	Fence func(ctx context.Context, tok fence.Token) error
+}
+
+// IsChaosChild reports whether this process is a member RunChaos started
+// for the pause workload: the test binary run again with the same test
+// selected. There RunChaos runs the member (with NewClient on Target, both
+// as the test process passed them) and returns an empty report when the
+// test process tells it to stop, so a test must not start its server (or
+// anything else the test process owns) when IsChaosChild is true: Target
+// is ignored.
+func IsChaosChild() bool { return chaos.IsChild() }
+
 // ChaosReport is what RunChaos measured: the options, the faults, the
 // overlaps, the fenced writes and the violations, and the workload's own
-// measures in ElectionChaosReport or LockChaosReport (the other is nil).
+// measures in ElectionChaosReport or LockChaosReport (the other is nil),
+// or, for the pause workload, in Pauses (a PauseChaosReport; both nil).
 // Durations are on one monotonic clock. String formats it for logs and
 // RELIABILITY.md; FXELECTION_CHAOS_REPORT writes it as JSON.
 type ChaosReport = chaos.Report
@@ -135,6 +169,13 @@ type LockChaosReport = chaos.LockReport
 
 // LockKeyStats is what the lock workload saw of one key.
 type LockKeyStats = chaos.KeyStats
+
+// PauseChaosReport is what the pause workload measured: pauses by length,
+// pauses of a holder and of a write in flight, overlaps with a paused
+// holder, the time a replaced holder took to report its loss after
+// SIGCONT, and the fenced writes: late ones refused or accepted before a
+// newer term wrote, live ones refused (must be 0).
+type PauseChaosReport = chaos.PauseReport
 
 // ChaosStats summarises a set of durations (n, p50, p99, max).
 type ChaosStats = chaos.Stats
@@ -216,6 +257,44 @@ type ChaosStats = chaos.Stats
 //     a minute or 20 leases (progress, not speed), or no two keys were
 //     ever held at once (independence).
 //
+// Pauses (Pauses set): each member is this test binary run again (the
+// same test selected; IsChaosChild is true there) and reports, over a
+// pipe, what it believes (leads, or holds a key, with the term; electors
+// sample Lease() every millisecond) and every fenced write: from
+// RunIfLeader, or under a Lock's Context, every RetryPeriod/4, each in
+// flight for RetryPeriod/8 (at least 5ms) between its check of the
+// leadership and its arrival at the fence (PauseWorkload.Fence), which the
+// test process applies in the order the writes arrive. Every 0 to
+// 2 × MeanGap one member, the holder six times in ten, is frozen with
+// SIGSTOP for less than G = LeaseDuration − RenewDeadline (G/5 … 4G/5),
+// about G (±10 %) or far beyond it (2 … 3 leases), now or, three times
+// in eleven, as its next fenced write is in flight; then resumed with
+// SIGCONT. At most all but one member are frozen at once. It fails t
+// when:
+//
+//   - two members believe they lead (hold a key) at once and the older
+//     holder (lower term) was not paused during its leadership (or a lease
+//     before it): with it paused, the overlap is counted, as the window
+//     fencing is for;
+//   - two members believe in one term, or a member believes in a term
+//     lower than one believed before without a pause just before;
+//   - a paused holder whose lease another member took still believes
+//     RenewDeadline + Slack after its SIGCONT;
+//   - the fence refuses a live write (one that reached the fence while its
+//     writer believed, not frozen in flight, its writer not paused during
+//     that leadership and replaced before), refuses a term not lower than the
+//     highest it accepted, or accepts one lower (a late write, frozen in
+//     flight or made by a replaced paused holder, may be refused; it is
+//     counted);
+//   - (electors) exactly one does not lead within ConvergenceBound + Slack
+//     after the last pause ended; (locks) some key is not taken again
+//     within a minute or 20 leases after it (progress, not speed);
+//   - a member reports an error or a panic, or does not stop cleanly.
+//
+// A SIGSTOP freezes a process, not its host: the monotonic clock runs on
+// through the pause, as it does through a GC pause or a descheduled
+// process; a frozen VM whose clock also stops is not what it injects.
+//
 // Both write now and then, one write in twenty, again up to two leases
 // later whatever happened meanwhile, as a paused process would: the fenced
 // resource must refuse it once a newer term wrote.
@@ -234,8 +313,8 @@ type ChaosStats = chaos.Stats
 // returned.
 //
 // What it cannot see: one host and one clock (no clock skew or rate
-// drift), no process pauses (GC, VM freezes), no replica failover of the
-// store, and the proxy cuts TCP, not the store's disk.
+// drift), no replica failover of the store, and the proxy cuts TCP, not
+// the store's disk.
 func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 	t.Helper()
 	o := chaos.Options{
@@ -250,6 +329,9 @@ func RunChaos(t *testing.T, opts ChaosOptions) *ChaosReport {
 	}
 	if opts.Locks != nil {
 		o.Locks, o.Keys, o.MaxHold = true, opts.Locks.Keys, opts.Locks.MaxHold
+	}
+	if opts.Pauses != nil {
+		o.Pauses, o.Fence = true, opts.Pauses.Fence
 	}
 	return chaos.Run(t, o)
 }

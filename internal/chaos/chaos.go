@@ -1,11 +1,13 @@
 // Package chaos is the machinery of electiontest.RunChaos: the seeded fault
 // schedule, the proxies' faults, the server's kill and restart, the two
-// workloads (electors, lock clients) and the checks on what they recorded.
+// workloads (electors, lock clients), the process pauses of either run as
+// child processes (pause*.go) and the checks on what they recorded.
 // electiontest.RunChaos documents the options, the faults and the
 // invariants; this package is not for use outside the repository.
 package chaos
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/fxelection/lock"
 	"github.com/fxelection/fxelection/internal/backoff"
 )
@@ -58,9 +61,15 @@ type Options struct {
 	Candidates         int
 	// Locks selects the lock workload: Candidates lock clients on Keys
 	// keys, holding up to MaxHold. Otherwise Candidates electors.
-	Locks            bool
-	Keys             int
-	MaxHold          time.Duration
+	Locks   bool
+	Keys    int
+	MaxHold time.Duration
+	// Pauses selects the pause workload: every member a process of its
+	// own, frozen with SIGSTOP and resumed with SIGCONT (pause.go). Fence,
+	// if set, is the store's fence guard its fenced writes go through;
+	// otherwise a resource in the runner that refuses lower terms.
+	Pauses           bool
+	Fence            func(ctx context.Context, tok fence.Token) error
 	Duration         time.Duration
 	Seed             uint64
 	Timing           Timing
@@ -122,6 +131,18 @@ func jitter(d time.Duration, n int) time.Duration {
 // invariants, logs and returns the report, and fails t on a violation.
 func Run(t *testing.T, o Options) *Report {
 	t.Helper()
+	if IsChild() {
+		if o.NewClient == nil {
+			t.Fatal("electiontest: RunChaos needs ChaosOptions.NewClient")
+		}
+		if err := runChild(o.NewClient); err != nil {
+			t.Fatalf("chaos member: %v", err)
+		}
+		return &Report{}
+	}
+	if o.Pauses && !pausesSupported {
+		t.Skip("electiontest: process pauses need Linux")
+	}
 	if o.Target == "" || o.NewClient == nil || o.NewProxy == nil {
 		t.Fatal("electiontest: RunChaos needs ChaosOptions.Target and NewClient")
 	}
@@ -138,12 +159,15 @@ func Run(t *testing.T, o Options) *Report {
 		t.Fatalf("electiontest: RunChaos timing: %v", err)
 	}
 	var rep *Report
-	var trace *tracer
-	if o.Locks {
+	var trace *tracer // the pause workload keeps none
+	switch {
+	case o.Pauses:
+		rep = runPauses(t, o)
+	case o.Locks:
 		lc := newLockChaos(t, o)
 		lc.run()
 		rep, trace = lc.analyse(), lc.trace
-	} else {
+	default:
 		c := newChaos(t, o)
 		c.run()
 		rep, trace = c.analyse(), c.trace

@@ -66,6 +66,9 @@ type Report struct {
 
 	*ElectionReport
 	*LockReport
+	// Pauses is what the pause workload measured (Options.Pauses); nil
+	// otherwise.
+	Pauses *PauseReport `json:"pauses,omitempty"`
 
 	// Violations lists every invariant that failed; the run fails the test
 	// when it is not empty.
@@ -197,12 +200,7 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "seed %d, %s, %v of faults, timing lease %v / renew deadline %v / retry %v, slack %v\n",
 		r.Seed, who, ms(r.Duration), r.Timing.LeaseDuration, r.Timing.RenewDeadline, r.Timing.RetryPeriod, r.Slack)
-	kinds := make([]string, 0, len(r.Faults))
-	for k := range r.Faults {
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, r.Faults[k]))
-	}
-	sort.Strings(kinds)
-	fmt.Fprintf(&b, "faults injected: %d (%s)\n", r.TotalFaults, strings.Join(kinds, ", "))
+	fmt.Fprintf(&b, "faults injected: %d (%s)\n", r.TotalFaults, countsByKind(r.Faults))
 	if e := r.ElectionReport; e != nil {
 		fmt.Fprintf(&b, "electors started: %d; leaderships: %d (callbacks %d); terms %d … %d\n", e.Electors, e.Leaderships, e.Callbacks, e.FirstTerm, e.LastTerm)
 		fmt.Fprintf(&b, "overlaps: %d outside documented windows, %d documented (longest %v)\n", r.Overlaps, r.DocumentedOverlaps, ms(r.MaxDocumentedOverlap))
@@ -231,6 +229,22 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "every client took every key %v after the faults stopped\n", ms(l.Quiet))
 		fmt.Fprintf(&b, "releases with an error: %d %q; ", l.ReleaseErrors, l.ReleaseErrorSamples)
 	}
+	if p := r.Pauses; p != nil {
+		what := "electors"
+		if p.Locks {
+			what = fmt.Sprintf("lock clients on %d keys", p.Keys)
+		}
+		fmt.Fprintf(&b, "members: %d %s, each a process of its own; leaderships (or holds): %d\n", r.Candidates, what, p.Leaderships)
+		fmt.Fprintf(&b, "pauses (SIGSTOP … SIGCONT): %d, %d while holding, %d of a fenced write in flight\n", p.Pauses, p.WhileHolding, p.WriteInFlight)
+		fmt.Fprintf(&b, "overlaps: %d with a paused holder (longest %v past its SIGCONT), %d without one\n", p.PauseOverlaps, ms(p.LongestAfterResume), r.Overlaps)
+		fmt.Fprintf(&b, "pauses of a holder, by length: led on after %s; replaced after %s\n", countsByKind(p.Kept), countsByKind(p.Replaced))
+		fmt.Fprintf(&b, "replaced paused holders: loss reported after SIGCONT %v (renew deadline %v + slack)\n", p.LossAfterResume, r.Timing.RenewDeadline)
+		fmt.Fprintf(&b, "fenced writes (%s): %d live accepted, %d live refused, %d late refused, %d late accepted before a newer term wrote, %d stale accepted\n",
+			p.Guard, r.FencedAccepted, p.LiveRefused, p.StaleRefused, p.LateAccepted, r.StaleAccepted)
+		if !p.Locks {
+			fmt.Fprintf(&b, "one leader %v after the last pause ended\n", ms(p.Convergence))
+		}
+	}
 	fmt.Fprintf(&b, "violations: %d", len(r.Violations))
 	for _, v := range r.Violations {
 		b.WriteString("\n  - " + v)
@@ -240,4 +254,14 @@ func (r *Report) String() string {
 
 func (r *Report) violate(format string, args ...any) {
 	r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+}
+
+// countsByKind formats counts by kind, sorted by kind.
+func countsByKind(counts map[string]int) string {
+	out := make([]string, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }

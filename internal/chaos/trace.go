@@ -26,8 +26,8 @@ type tracer struct {
 
 func newTracer() *tracer { return &tracer{path: os.Getenv(envTrace)} }
 
-// on reports that the trace is kept.
-func (tr *tracer) on() bool { return tr.path != "" }
+// on reports that the trace is kept (never for a nil tracer).
+func (tr *tracer) on() bool { return tr != nil && tr.path != "" }
 
 // add records one line at offset at by who.
 func (tr *tracer) add(at time.Duration, who, format string, args ...any) {

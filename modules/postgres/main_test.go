@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fxelection/fxelection/fxelection"
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/moduletest"
 	"github.com/fxelection/fxelection/internal/storetest"
@@ -33,8 +34,8 @@ var (
 // before the Close and see the server's own process waiter).
 func TestMain(m *testing.M) {
 	testserver.Main(m, func() func() error {
-		if storetest.InPoolChild() {
-			return nil // TestPoolKill's child: it uses its parent's server
+		if storetest.InPoolChild() || electiontest.IsChaosChild() {
+			return nil // a child of TestPoolKill or a pause run: it uses its parent's server
 		}
 		private = testserver.StartPrivate(startPostgres, nil)
 		return private.Close

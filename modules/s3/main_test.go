@@ -11,6 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/electiontesting"
 	"github.com/fxelection/fxelection/internal/testserver"
 	s3lease "github.com/fxelection/fxelection/modules/s3"
@@ -29,6 +30,9 @@ var (
 // process waiter).
 func TestMain(m *testing.M) {
 	testserver.Main(m, func() func() error {
+		if electiontest.IsChaosChild() {
+			return nil // a member of a pause run: it uses its parent's server
+		}
 		private = testserver.StartPrivate(func() (*testserver.MinIO, error) {
 			return testserver.StartMinIO(testserver.MinIOOptions{})
 		}, func(srv *testserver.MinIO) error { return makeBucket(srv, bucket) })
