@@ -69,17 +69,17 @@ func TestPauseChaos(t *testing.T) {
 	pauseChaos(t, nil, 10*time.Second, 11)
 }
 
-// TestSoakPauseChaos runs the pause workload on electors for six minutes
-// (about a thousand pauses); FXELECTION_CHAOS_DURATION and
+// TestSoakPauseChaos runs the pause workload on electors for three minutes
+// (about 500 pauses; two soak runs make a thousand); FXELECTION_CHAOS_DURATION and
 // FXELECTION_CHAOS_SEED make it longer or another schedule.
 func TestSoakPauseChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
-	pauseChaos(t, nil, 6*time.Minute, 12)
+	pauseChaos(t, nil, 3*time.Minute, 12)
 }
 
 // TestSoakLockPauseChaos runs the pause workload on lock clients (two
-// keys each) for six minutes.
+// keys each) for three minutes.
 func TestSoakLockPauseChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
-	pauseChaos(t, &electiontest.LockWorkload{}, 6*time.Minute, 13)
+	pauseChaos(t, &electiontest.LockWorkload{}, 3*time.Minute, 13)
 }
