@@ -309,8 +309,8 @@ type ChaosStats = chaos.Stats
 // FXELECTION_CHAOS_TRACE one to write the run's trace to (every fault and
 // heal, every elector event including each backend call and its error,
 // every change of the sampled leader count, with its offset from the
-// start): what to read when a check fails. The report is logged and
-// returned.
+// start): what to read when a check fails. Without it a failed run logs
+// the trace's last lines. The report is logged and returned.
 //
 // What it cannot see: one host and one clock (no clock skew or rate
 // drift), no replica failover of the store, and the proxy cuts TCP, not

@@ -172,7 +172,7 @@ func Run(t *testing.T, o Options) *Report {
 		c.run()
 		rep, trace = c.analyse(), c.trace
 	}
-	if err := trace.write(); err != nil {
+	if err := trace.finish(t.Logf, len(rep.Violations) > 0); err != nil {
 		t.Errorf("write chaos trace: %v", err)
 	}
 	t.Logf("chaos report:\n%s", rep)
