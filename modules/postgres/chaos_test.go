@@ -23,26 +23,30 @@ func TestSoakChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
 	srv := server(t)
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
-		Target: srv.Addr(),
-		Server: srv,
-		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			cfg, err := pgxpool.ParseConfig("postgres://postgres@" + addr + "/postgres?sslmode=disable&connect_timeout=2")
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.MaxConns = 4
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			b, err := pglease.New(pool, pglease.Options{})
-			if err != nil {
-				pool.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close(); pool.Close() }, nil
-		},
-		Duration: 40 * time.Second,
-		Seed:     2,
+		Target:    srv.Addr(),
+		Server:    srv,
+		NewClient: chaosClient,
+		Duration:  40 * time.Second,
+		Seed:      2,
 	})
+}
+
+// chaosClient is a chaos member's backend: a client of its own on addr
+// (the member's proxy).
+func chaosClient(addr string) (fxelection.Backend, func(), error) {
+	cfg, err := pgxpool.ParseConfig("postgres://postgres@" + addr + "/postgres?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := pglease.New(pool, pglease.Options{})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return b, func() { _ = b.Close(); pool.Close() }, nil
 }

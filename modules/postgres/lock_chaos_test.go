@@ -1,16 +1,11 @@
 package pglease_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testtier"
-	pglease "github.com/fxelection/fxelection/modules/postgres"
 )
 
 // TestSoakLockChaos runs the chaos kit's lock schedule
@@ -26,27 +21,11 @@ func TestSoakLockChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
 	srv := server(t)
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
-		Locks:  &electiontest.LockWorkload{},
-		Target: srv.Addr(),
-		Server: srv,
-		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			cfg, err := pgxpool.ParseConfig("postgres://postgres@" + addr + "/postgres?sslmode=disable&connect_timeout=2")
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.MaxConns = 4
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			b, err := pglease.New(pool, pglease.Options{})
-			if err != nil {
-				pool.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close(); pool.Close() }, nil
-		},
-		Duration: 40 * time.Second,
-		Seed:     4,
+		Locks:     &electiontest.LockWorkload{},
+		Target:    srv.Addr(),
+		Server:    srv,
+		NewClient: chaosClient,
+		Duration:  40 * time.Second,
+		Seed:      4,
 	})
 }

@@ -8,11 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/internal/testtier"
-	pglease "github.com/fxelection/fxelection/modules/postgres"
 	"github.com/fxelection/fxelection/modules/postgres/pgfence"
 )
 
@@ -63,27 +61,11 @@ func pauseChaos(t *testing.T, locks *electiontest.LockWorkload, d time.Duration,
 				})
 			},
 		},
-		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			cfg, err := pgxpool.ParseConfig("postgres://postgres@" + addr + "/postgres?sslmode=disable&connect_timeout=2")
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.MaxConns = 4
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			b, err := pglease.New(pool, pglease.Options{})
-			if err != nil {
-				pool.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close(); pool.Close() }, nil
-		},
-		Timing:   pauseTiming,
-		MeanGap:  100 * time.Millisecond,
-		Duration: d,
-		Seed:     seed,
+		NewClient: chaosClient,
+		Timing:    pauseTiming,
+		MeanGap:   100 * time.Millisecond,
+		Duration:  d,
+		Seed:      seed,
 	})
 }
 

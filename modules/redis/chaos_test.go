@@ -24,21 +24,25 @@ func TestSoakChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
 	srv := newServer(t, testserver.RedisOptions{AppendOnly: true})
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
-		Target: srv.Addr(),
-		Server: srv,
-		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			c := redis.NewClient(&redis.Options{
-				Addr: addr, ContextTimeoutEnabled: true,
-				DialTimeout: time.Second, MaxRetries: -1,
-			})
-			b, err := New(c, Options{})
-			if err != nil {
-				_ = c.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = c.Close() }, nil
-		},
-		Duration: 40 * time.Second,
-		Seed:     1,
+		Target:    srv.Addr(),
+		Server:    srv,
+		NewClient: chaosClient,
+		Duration:  40 * time.Second,
+		Seed:      1,
 	})
+}
+
+// chaosClient is a chaos member's backend: a client of its own on addr
+// (the member's proxy), failing fast so that the faults show.
+func chaosClient(addr string) (fxelection.Backend, func(), error) {
+	c := redis.NewClient(&redis.Options{
+		Addr: addr, ContextTimeoutEnabled: true,
+		DialTimeout: time.Second, MaxRetries: -1,
+	})
+	b, err := New(c, Options{})
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return b, func() { _ = c.Close() }, nil
 }

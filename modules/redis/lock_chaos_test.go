@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testserver"
 	"github.com/fxelection/fxelection/internal/testtier"
@@ -26,22 +23,11 @@ func TestSoakLockChaos(t *testing.T) {
 	testtier.Require(t, testtier.Soak)
 	srv := newServer(t, testserver.RedisOptions{AppendOnly: true})
 	electiontest.RunChaos(t, electiontest.ChaosOptions{
-		Locks:  &electiontest.LockWorkload{},
-		Target: srv.Addr(),
-		Server: srv,
-		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			c := redis.NewClient(&redis.Options{
-				Addr: addr, ContextTimeoutEnabled: true,
-				DialTimeout: time.Second, MaxRetries: -1,
-			})
-			b, err := New(c, Options{})
-			if err != nil {
-				_ = c.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = c.Close() }, nil
-		},
-		Duration: 40 * time.Second,
-		Seed:     3,
+		Locks:     &electiontest.LockWorkload{},
+		Target:    srv.Addr(),
+		Server:    srv,
+		NewClient: chaosClient,
+		Duration:  40 * time.Second,
+		Seed:      3,
 	})
 }

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/fxelection/fence"
 	"github.com/fxelection/fxelection/internal/testserver"
@@ -43,22 +40,11 @@ func pauseChaos(t *testing.T, locks *electiontest.LockWorkload, d time.Duration,
 				return guard.Set(ctx, "pausechaos:"+redisfence.HashTag(tok.Election)+":data", tok.Term, 0)
 			},
 		},
-		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			c := redis.NewClient(&redis.Options{
-				Addr: addr, ContextTimeoutEnabled: true,
-				DialTimeout: time.Second, MaxRetries: -1,
-			})
-			b, err := New(c, Options{})
-			if err != nil {
-				_ = c.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = c.Close() }, nil
-		},
-		Timing:   pauseTiming,
-		MeanGap:  100 * time.Millisecond,
-		Duration: d,
-		Seed:     seed,
+		NewClient: chaosClient,
+		Timing:    pauseTiming,
+		MeanGap:   100 * time.Millisecond,
+		Duration:  d,
+		Seed:      seed,
 	})
 }
 
