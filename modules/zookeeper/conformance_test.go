@@ -86,8 +86,19 @@ func TestConformance(t *testing.T) {
 			},
 			StoreDown: func(t *testing.T) electiontest.DownStore {
 				z := testserver.NewZooKeeper(t, testserver.ZooKeeperOptions{})
+				// A session that outlasts the restart: the case checks that
+				// the holder renews with its term afterwards, which holds only
+				// while its session lives, and a loaded machine can take more
+				// than testSession to start the server's JVM and reconnect
+				// (go-zookeeper waits a second between rounds). ZooKeeper then
+				// ends the lease with the session, as it must.
+				b, err := New(dial(t, storeDownSession, z.Addr()), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = b.Close() })
 				return electiontest.DownStore{
-					Backend: newBackend(t, Options{}, z.Addr()),
+					Backend: b,
 					Kill:    z.Kill,
 					Restart: z.Restart,
 				}

@@ -26,6 +26,11 @@ func TestMain(m *testing.M) {
 // the end-to-end tests' RenewDeadline (2s), as the package's rule requires.
 const testSession = 4 * time.Second
 
+// storeDownSession is the session timeout of the conformance suite's
+// StoreDown case: half its lease (a minute), the time the case allows the
+// client to come back after the server's restart.
+const storeDownSession = 30 * time.Second
+
 // server returns the shared ZooKeeper's address.
 func server(t testing.TB) string {
 	t.Helper()
