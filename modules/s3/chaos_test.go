@@ -31,25 +31,7 @@ func TestSoakChaos(t *testing.T) {
 		Target: srv.Addr(),
 		Server: srv,
 		NewClient: func(addr string) (fxelection.Backend, func(), error) {
-			tr, err := minio.DefaultTransport(false)
-			if err != nil {
-				return nil, nil, err
-			}
-			c, err := minio.New(addr, &minio.Options{
-				Creds:      credentials.NewStaticV4(srv.AccessKey(), srv.SecretKey(), ""),
-				Region:     "us-east-1",
-				Transport:  tr,
-				MaxRetries: 1,
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			b, err := s3lease.New(c, s3lease.Options{Bucket: bucket})
-			if err != nil {
-				tr.CloseIdleConnections()
-				return nil, nil, err
-			}
-			return b, tr.CloseIdleConnections, nil
+			return chaosClient(addr, srv.AccessKey(), srv.SecretKey())
 		},
 		Timing:           tm,
 		FailoverBound:    bound,
@@ -57,4 +39,28 @@ func TestSoakChaos(t *testing.T) {
 		Duration:         40 * time.Second,
 		Seed:             3,
 	})
+}
+
+// chaosClient is a chaos member's backend: a client of its own on addr
+// (the member's proxy) with the server's credentials.
+func chaosClient(addr, user, password string) (fxelection.Backend, func(), error) {
+	tr, err := minio.DefaultTransport(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := minio.New(addr, &minio.Options{
+		Creds:      credentials.NewStaticV4(user, password, ""),
+		Region:     "us-east-1",
+		Transport:  tr,
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s3lease.New(c, s3lease.Options{Bucket: bucket})
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return b, tr.CloseIdleConnections, nil
 }

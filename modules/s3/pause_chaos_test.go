@@ -6,13 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-
 	"github.com/fxelection/fxelection/fxelection"
 	"github.com/fxelection/fxelection/fxelection/electiontest"
 	"github.com/fxelection/fxelection/internal/testtier"
-	s3lease "github.com/fxelection/fxelection/modules/s3"
 )
 
 // envPauseKeys hands the private MinIO's root credentials
@@ -42,25 +38,7 @@ func pauseChaos(t *testing.T, locks *electiontest.LockWorkload, d time.Duration,
 		Pauses: &electiontest.PauseWorkload{},
 		NewClient: func(addr string) (fxelection.Backend, func(), error) {
 			user, password, _ := strings.Cut(os.Getenv(envPauseKeys), ":")
-			tr, err := minio.DefaultTransport(false)
-			if err != nil {
-				return nil, nil, err
-			}
-			c, err := minio.New(addr, &minio.Options{
-				Creds:      credentials.NewStaticV4(user, password, ""),
-				Region:     "us-east-1",
-				Transport:  tr,
-				MaxRetries: 1,
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			b, err := s3lease.New(c, s3lease.Options{Bucket: bucket})
-			if err != nil {
-				tr.CloseIdleConnections()
-				return nil, nil, err
-			}
-			return b, tr.CloseIdleConnections, nil
+			return chaosClient(addr, user, password)
 		},
 		Timing:           tm,
 		ConvergenceBound: bound,
